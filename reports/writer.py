@@ -77,19 +77,20 @@ class RunWriter:
         if record.get("type") == "result":
             self.n_results += 1
 
-    def finish(self, status: str, exitstatus: int, extra: dict[str, Any] | None = None) -> RunData:
+    def finish(self, status: str, exitstatus: int, extra: dict[str, Any] | None = None, plots: bool = True) -> RunData:
         """Write the ``end`` record, close the file and write the summaries (see :func:`finalize`)."""
         self.append({"type": "end", "status": status, "exitstatus": int(exitstatus), "finished": utc_now(), **(extra or {})})
         self._fh.close()
-        return finalize(self.directory)
+        return finalize(self.directory, plots=plots)
 
     def close(self) -> None:
         if not self._fh.closed:
             self._fh.close()
 
 
-def finalize(directory: Path | str) -> RunData:
-    """(Re)write results.json, summary.md, summary.html and plots/ of a run directory, atomically.
+def finalize(directory: Path | str, plots: bool = True) -> RunData:
+    """(Re)write results.json, summary.md, summary.html and (unless ``plots`` is False) plots/ of a run
+    directory, atomically.
 
     Works on partial runs too (status ``incomplete``). A plotting failure is recorded in the summaries
     instead of aborting them.
@@ -99,15 +100,16 @@ def finalize(directory: Path | str) -> RunData:
 
     run = load_run(directory)
     directory = Path(directory)
-    plots: dict[str, str] = {}
-    plot_error = None
-    try:
-        from reports.plots import write_plots
+    written: dict[str, str] = {}
+    plot_error = None if plots else "disabled (--no-report-plots)"
+    if plots:
+        try:
+            from reports.plots import write_plots
 
-        plots = write_plots(run, directory / "plots")
-    except Exception as exc:  # plots are a convenience; the tables must still be written
-        plot_error = f"{type(exc).__name__}: {exc}"
-    summary = build_summary(run, plots=plots, plot_error=plot_error)
+            written = write_plots(run, directory / "plots")
+        except Exception as exc:  # plots are a convenience; the tables must still be written
+            plot_error = f"{type(exc).__name__}: {exc}"
+    summary = build_summary(run, plots=written, plot_error=plot_error)
     atomic_write_text(directory / "summary.md", render_markdown(summary))
     atomic_write_text(directory / "summary.html", render_html(summary))
     payload = {

@@ -156,6 +156,8 @@ def pytest_addoption(parser: Any) -> None:
                 metavar="DIR", help="where run directories go (default <rootdir>/reports/out)")
     g.addoption("--no-report", action="store_true", dest="conformance_no_report",
                 help="do not write a report (results.jsonl and summaries)")
+    g.addoption("--no-report-plots", action="store_true", dest="conformance_no_plots",
+                help="write the report without PNG plots (faster; e.g. for meta-tests over many mutants)")
     g.addoption("--isolation", dest="conformance_isolation", choices=("auto", "always", "never"),
                 default=os.environ.get("GRU4REC_ISOLATION", "auto"),
                 help="run adapters in worker processes: auto (adapters declaring isolated=True), always, never")
@@ -887,7 +889,8 @@ def pytest_sessionfinish(session: Any, exitstatus: int) -> None:
         if writer is None:
             continue
         try:
-            writer.finish(status, int(session.exitstatus), {"gate": gate if state.gate else None})
+            writer.finish(status, int(session.exitstatus), {"gate": gate if state.gate else None},
+                          plots=not state.config.getoption("conformance_no_plots"))
         except Exception as exc:  # the run's verdicts are in results.jsonl; say why the summary is missing
             state.notes.append(f"report of {name}: summaries not written ({type(exc).__name__}: {exc}); "
                                f"run: python -m reports render {writer.directory}")  # fmt: skip
