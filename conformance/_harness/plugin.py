@@ -357,15 +357,22 @@ def pytest_report_header(config: Any) -> list[str] | None:
     return lines
 
 
-def _family_of(node: Any, state: State) -> str:
+def _family_of(node: Any, state: State) -> str | None:
+    """Family of a check: its ``family`` marker, else the folder ``conformance/<family>/`` it lives in.
+
+    Returns None for tests outside any ``conformance/`` folder (they are not checks; the plugin leaves
+    them alone). Raises :class:`HarnessError` for a test under ``conformance/`` outside a family folder.
+    """
     marker = node.get_closest_marker("family")
     if marker is not None and marker.args:
         return str(marker.args[0])
     known = set(KNOWN_FAMILY_NAMES) | (set(state.registry.families()) if state.registry else set())
-    path = Path(str(node.path))
-    for parent in path.parents:
-        if parent.name in known:
-            return parent.name
+    parts = Path(str(node.path)).parts
+    if "conformance" not in parts:
+        return None
+    after = parts[len(parts) - 1 - parts[::-1].index("conformance") + 1:]
+    if after and after[0] in known:
+        return after[0]
     raise HarnessError(
         f"{node.nodeid}: cannot tell the family of this check; put it under conformance/<family>/ "
         f"({', '.join(sorted(known))}) or mark it @pytest.mark.family('<name>')"
@@ -375,8 +382,12 @@ def _family_of(node: Any, state: State) -> str:
 def pytest_generate_tests(metafunc: Any) -> None:
     if "impl" not in metafunc.fixturenames:
         return
+    if any("impl" in _argnames(m) for m in metafunc.definition.iter_markers("parametrize")):
+        return  # the test parametrizes its own 'impl' argument
     state = _state(metafunc.config)
     family = _family_of(metafunc.definition, state)
+    if family is None:
+        return
     if state.selection is None:
         params, ids = [ImplParam(family, None, missing_selection=True)], ["impl-missing"]
     else:
@@ -386,6 +397,11 @@ def pytest_generate_tests(metafunc: Any) -> None:
         else:
             params, ids = [ImplParam(family, None)], ["no-impl"]
     metafunc.parametrize("impl", params, ids=ids, indirect=True)
+
+
+def _argnames(marker: Any) -> list[str]:
+    names = marker.args[0] if marker.args else marker.kwargs.get("argnames", "")
+    return [n.strip() for n in names.split(",")] if isinstance(names, str) else list(names)
 
 
 def _impl_param(item: Any) -> ImplParam | None:
@@ -552,7 +568,8 @@ def _apply_xfails(state: State, session: Any, handle: ImplHandle, items: list[An
         rel = path.as_posix()
 
     def error_item(entry_index: int, message: str) -> Any:
-        return XfailRegistryItem.from_parent(session, name=f"{rel}::entry-{entry_index}[{spec.name}]",
+        name = f"entry-{entry_index}[{spec.name}]"
+        return XfailRegistryItem.from_parent(session, name=name, nodeid=f"{rel}::{name}", path=path,
                                              message=message, impl=spec.name, family=spec.family)  # fmt: skip
 
     if spec.role == "reference" and xf.entries:
@@ -715,6 +732,8 @@ def reference_impl(request: Any) -> Impl:
     ``--isolation always``). Skips when no reference adapter is registered for the family."""
     state = _state(request.config)
     family = _family_of(request.node, state)
+    if family is None:
+        raise HarnessError("reference_impl is for conformance checks under conformance/<family>/")
     registry = state.registry or default_registry()
     refs = [s for s in registry.specs(family) if s.role == "reference"]
     if not refs:

@@ -276,6 +276,7 @@ class Project:
 
 @pytest.fixture
 def project(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> Project:
+    pytester.makeini("[pytest]\n")  # like the suite's pyproject.toml: fixes rootdir whatever paths options name
     pytester.makeconftest(CONFTEST)
     pytester.makepyfile(dummies=DUMMIES)
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(REPO), str(pytester.path)]))
