@@ -27,7 +27,7 @@ COLORS = {
 
 def _save(fig: Any, path: Path) -> None:
     buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=110, bbox_inches="tight")
+    fig.savefig(buf, format="png", dpi=90, bbox_inches="tight")
     atomic_write_bytes(path, buf.getvalue())
 
 
@@ -37,6 +37,7 @@ def write_plots(run: RunData, directory: Path) -> dict[str, str]:
 
     matplotlib.use("Agg", force=True)
     import matplotlib.pyplot as plt
+    import matplotlib.ticker
 
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
@@ -52,7 +53,7 @@ def write_plots(run: RunData, directory: Path) -> dict[str, str]:
     for r in results:
         per_kind[(r.get("check") or {}).get("kind") or "(no kind)"][r["outcome"]] += 1
     kinds = [k for k in kinds_order if k in per_kind] + sorted(k for k in per_kind if k not in kinds_order)
-    fig, ax = plt.subplots(figsize=(6.4, 0.38 * len(kinds) + 1.3))
+    fig, ax = plt.subplots(figsize=(6.0, 0.28 * len(kinds) + 1.0))
     left = [0] * len(kinds)
     for outcome in OUTCOMES:
         vals = [per_kind[k].get(outcome, 0) for k in kinds]
@@ -60,9 +61,10 @@ def write_plots(run: RunData, directory: Path) -> dict[str, str]:
             ax.barh(kinds, vals, left=left, color=COLORS[outcome], label=outcome, edgecolor="white", linewidth=0.5)
             left = [a + b for a, b in zip(left, vals)]
     ax.invert_yaxis()
+    ax.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
     ax.set_xlabel("checks")
     ax.set_title(f"{title}: outcomes per kind")
-    ax.legend(loc="lower right", fontsize=8, frameon=False)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
     ax.spines[["top", "right"]].set_visible(False)
     _save(fig, directory / "kinds.png")
     plt.close(fig)
@@ -74,12 +76,12 @@ def write_plots(run: RunData, directory: Path) -> dict[str, str]:
     for r in results:
         for f in r.get("features", []):
             per_feature[f][r["outcome"]] += 1
-    features = [f for f in declared if declared[f] or f in per_feature] + sorted(f for f in per_feature if f not in declared)
+    features = [f for f in declared if f in per_feature] + sorted(f for f in per_feature if f not in declared)
     if features:
         import numpy as np
 
         counts = np.array([[per_feature[f].get(o, 0) for o in OUTCOMES] for f in features], dtype=float)
-        fig, ax = plt.subplots(figsize=(7.2, 0.3 * len(features) + 1.6))
+        fig, ax = plt.subplots(figsize=(6.0, 0.28 * len(features) + 1.4))
         shown = np.where(counts > 0, 1.0, 0.0)
         rgb = np.ones(counts.shape + (3,))
         for j, o in enumerate(OUTCOMES):
@@ -113,13 +115,13 @@ def write_plots(run: RunData, directory: Path) -> dict[str, str]:
         ref = np.array([m["reference"] for m, _ in metrics], dtype=float)
         tol = np.array([m.get("tolerance") if isinstance(m.get("tolerance"), (int, float)) else 0.0 for m, _ in metrics])
         x = np.arange(len(metrics))
-        fig, ax = plt.subplots(figsize=(max(6.0, 0.55 * len(metrics) + 2), 3.8))
+        fig, ax = plt.subplots(figsize=(min(14.0, max(6.0, 0.5 * len(metrics) + 2)), 3.6))
         ax.bar(x - 0.2, ref, width=0.4, color="#57606a", label="reference", yerr=tol, capsize=3, error_kw={"lw": 1})
         colors = [COLORS.get(r["outcome"], "#0969da") for _, r in metrics]
         ax.bar(x + 0.2, ours, width=0.4, color=colors, label=title)
         ax.set_xticks(x, names, rotation=45, ha="right", fontsize=8)
         ax.set_title(f"{title} vs reference (error bar: tolerance; colour: outcome)")
-        ax.legend(fontsize=8, frameon=False)
+        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
         ax.spines[["top", "right"]].set_visible(False)
         _save(fig, directory / "metrics.png")
         plt.close(fig)

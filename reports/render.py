@@ -33,7 +33,7 @@ def render_markdown(s: dict[str, Any]) -> str:
     lines += ["", "## Run", ""] + _table(["", ""], [[k, v] for k, v in s["meta"]])
 
     lines += ["", "## Checks by kind", ""]
-    lines += _table(["kind", "title", "verdict"] + s["outcomes"],
+    lines += _table(["kind", "title", "verdict"] + [s["short"][o] for o in s["outcomes"]],
                     [[k["kind"], k["title"], k["symbol"]] + [k["counts"].get(o, 0) for o in s["outcomes"]]
                      for k in s["kinds"]])  # fmt: skip
     for k in s["kinds"]:
@@ -46,7 +46,7 @@ def render_markdown(s: dict[str, Any]) -> str:
 
     lines += ["", "## Feature × outcome", ""]
     if s["features"]:
-        lines += _table(["feature", "declared", "verdict"] + s["outcomes"],
+        lines += _table(["feature", "declared", "verdict"] + [s["short"][o] for o in s["outcomes"]],
                         [[f["feature"], {True: "yes", False: "no", None: "–"}[f["declared"]], f["symbol"]]
                          + [f["counts"][o] for o in s["outcomes"]] for f in s["features"]])  # fmt: skip
     else:

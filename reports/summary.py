@@ -32,6 +32,8 @@ CARD_FIELDS = {
     "hyperparameters": "Hyperparameters settable (not hard-coded)",
     "pinned": "Dependencies pinned",
 }
+SHORT = {"passed": "pass", "failed": "fail", "error": "error", "xpass": "xpass", "xfail": "xfail",
+         "skipped-unsupported": "n/a", "skipped": "skip"}
 NO_KIND = "(no kind)"
 
 
@@ -140,6 +142,8 @@ def build_summary(run: RunData, plots: dict[str, str] | None = None, plot_error:
     for r in results:
         check = r.get("check") or {}
         kind = check.get("kind") or NO_KIND
+        xf = r.get("xfail")
+        reason = (xf or {}).get("reason") if r["outcome"] in ("xfail", "xpass") and xf else (r.get("reason") or "")
         groups[kind].append({
             "id": check.get("id") or "–",
             "nodeid": r["nodeid"],
@@ -147,14 +151,14 @@ def build_summary(run: RunData, plots: dict[str, str] | None = None, plot_error:
             "title": check.get("title") or "",
             "outcome": r["outcome"],
             "symbol": SYMBOLS.get(r["outcome"], r["outcome"]),
-            "reason": r.get("reason") or "",
+            "reason": reason.splitlines()[0] if reason else "",
             "duration": r.get("duration", 0.0),
             "xfail": r.get("xfail"),
         })  # fmt: skip
     extra = sorted(k for k in groups if k not in kinds_order and k != NO_KIND)
     kinds = []
     for k in kinds_order + extra + ([NO_KIND] if NO_KIND in groups else []):
-        checks = sorted(groups.get(k, []), key=lambda c: (c["id"], c["nodeid"]))
+        checks = sorted(groups.get(k, []), key=lambda c: c["id"])  # stable: run order within a check
         kc = collections.Counter(c["outcome"] for c in checks)
         kinds.append({"kind": k, "title": titles.get(k, ""), "checks": checks, "counts": dict(kc),
                       "symbol": cell_symbol(kc) if checks else "–"})  # fmt: skip
@@ -233,6 +237,7 @@ def build_summary(run: RunData, plots: dict[str, str] | None = None, plot_error:
         "counts": counts,
         "outcomes": list(OUTCOMES),
         "symbols": SYMBOLS,
+        "short": SHORT,
         "meta": meta,
         "features": feature_rows,
         "hooks": impl.get("hooks") or [],

@@ -241,7 +241,7 @@ def _describe_exit(returncode: int) -> str:
         except ValueError:
             name = f"signal {-returncode}"
         hint = " (killed: out of memory or from outside)" if -returncode == signal.SIGKILL else ""
-        return f"killed by {name}{hint}"
+        return f"was killed by {name}{hint}"
     return f"exited with status {returncode}"
 
 

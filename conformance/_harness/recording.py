@@ -35,9 +35,10 @@ def _skip_reason(longrepr: Any) -> str:
 
 
 def _failure_reason(report: Any) -> str:
+    """First line of the exception message (the full text goes to ``details``)."""
     crash = getattr(getattr(report, "longrepr", None), "reprcrash", None)
     if crash is not None and getattr(crash, "message", None):
-        return str(crash.message).strip()
+        return str(crash.message).strip().splitlines()[0][:1000]
     text = str(getattr(report, "longreprtext", "") or report.longrepr or "")
     lines = [ln for ln in text.splitlines() if ln.startswith("E ")]
     return (lines[0][1:].strip() if lines else text.strip().splitlines()[-1] if text.strip() else "")[:1000]
@@ -92,6 +93,9 @@ class Recorder:
             return  # not a conformance check
         writer = self._writer_for(impl)
         outcome, reason, details = self._classify(phases, props)
+        worker_failure = next((v for k, v in props if k == PROP_WORKER), None)
+        if worker_failure and outcome in ("failed", "error"):
+            reason = f"worker {worker_failure['kind']}: {worker_failure['message']}"
         impl_version, suite_version = self._versions(impl)
         xfail = next((v for k, v in props if k == PROP_XFAIL), None)
         worker = next((v for k, v in props if k == PROP_WORKER), None)
