@@ -25,11 +25,13 @@ from typing import Any, ClassVar, Iterable, Iterator, Mapping, Sequence
 
 __all__ = [
     "Unsupported",
+    "ImplementationUnavailable",
     "CapabilityError",
     "BaseCapabilities",
     "Capabilities",
     "FitReport",
     "StepTrace",
+    "ExchangeRecord",
     "AdapterBase",
     "Adapter",
     "FamilySpec",
@@ -63,6 +65,15 @@ class Unsupported(Exception):
 
     def __str__(self) -> str:
         return f"{self.name} ({self.detail})" if self.detail else self.name
+
+
+class ImplementationUnavailable(Exception):
+    """The implementation under test is not installed or not checked out here (e.g. a GitHub-only code
+    base without its checkout). The message must say in one line how to provide it.
+
+    Raise it from ``capabilities()``, ``version()`` or ``build()``: every check of that implementation is
+    then skipped with the message (and ``--gate`` fails, since nothing was checked).
+    """
 
 
 class CapabilityError(ValueError):
@@ -362,14 +373,18 @@ class Capabilities(BaseCapabilities):
                 raise CapabilityError(f"{source}: inconsistent declaration: {message}")
 
 
-class _Exchange:
-    """Marker base: instances may cross the worker boundary (rebuilt field by field, never unpickled)."""
+class ExchangeRecord:
+    """Base of dataclasses that may cross the worker boundary (rebuilt field by field, never unpickled).
+
+    A family's own result records (e.g. the fine-tuner's run record) subclass it and are decorated with
+    ``@dataclasses.dataclass``; fields must be values the codec accepts (conformance/_harness/codec.py).
+    """
 
     __exchange__: ClassVar[bool] = True
 
 
 @dataclasses.dataclass
-class StepTrace(_Exchange):
+class StepTrace(ExchangeRecord):
     """One training step as seen by the ``trace`` hook (SR-4, EB-4, SO-2, SO-3, OP-3).
 
     Attributes:
@@ -391,7 +406,7 @@ class StepTrace(_Exchange):
 
 
 @dataclasses.dataclass
-class FitReport(_Exchange):
+class FitReport(ExchangeRecord):
     """What ``fit`` reports, one entry per epoch (conformance_checks.md §C item 3).
 
     Attributes:

@@ -117,6 +117,8 @@ def build_summary(run: RunData, plots: dict[str, str] | None = None, plot_error:
         meta.append(("Resumed", f"{r.get('started', '?')} (skipped {r.get('reused', 0)} checks with verdicts)"))
     if impl.get("error"):
         meta.append(("Adapter error", impl["error"]))
+    if impl.get("unavailable"):
+        meta.append(("Not available", impl["unavailable"]))
 
     # -- feature × outcome matrix -------------------------------------------------------------------
     by_feature: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)

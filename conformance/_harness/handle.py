@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from conformance._harness.isolation import IsolationSettings, WorkerError, WorkerProxy
-from implementations.base import BaseCapabilities, CapabilityError, get_family
+from implementations.base import BaseCapabilities, CapabilityError, ImplementationUnavailable, get_family
 from implementations.registry import AdapterSpec
 
 UNSUPPORTED_PREFIX = "unsupported by "
@@ -32,6 +32,7 @@ class Description:
     hooks: frozenset[str]
     isolation: str
     error: str | None = None
+    unavailable: str | None = None
 
 
 class ImplHandle:
@@ -124,6 +125,8 @@ class ImplHandle:
                 hooks = self.spec.cls.implemented_hooks()
                 isolation = "in-process"
             self._description = Description(caps, version, frozenset(hooks), isolation)
+        except ImplementationUnavailable as exc:
+            self._description = Description(None, "unknown", frozenset(), "?", unavailable=str(exc))
         except (CapabilityError, WorkerError) as exc:
             self._description = Description(None, "unknown", frozenset(), "?", f"{type(exc).__name__}: {exc}")
         except Exception as exc:  # the adapter's own code failed while describing itself
@@ -140,7 +143,7 @@ class ImplHandle:
     def capabilities(self) -> BaseCapabilities:
         d = self.describe()
         if d.capabilities is None:
-            raise HarnessError(f"implementation {self.name!r} cannot be described: {d.error}")
+            raise HarnessError(f"implementation {self.name!r} cannot be described: {d.error or d.unavailable}")
         return d.capabilities
 
     @property

@@ -39,7 +39,7 @@ from typing import Any, Callable, Mapping
 
 from conformance._harness.codec import Codec, dumps, loads
 from conformance._harness.worker import _HEADER
-from implementations.base import Unsupported
+from implementations.base import ImplementationUnavailable, Unsupported
 
 __all__ = [
     "IsolationSettings",
@@ -445,6 +445,8 @@ class WorkerProxy:
             self._kill()
             self._cleanup_dir()
             self._proc = None
+            if err.get("type") == "ImplementationUnavailable":
+                raise ImplementationUnavailable(str(err.get("message", "")))
             raise WorkerCallError(
                 f"{self._label}: the worker could not create the adapter: {err['type']}: {err['message']}",
                 remote_type=err["type"], remote_traceback=err.get("traceback", ""), stderr_tail=tail,
@@ -525,6 +527,8 @@ class WorkerProxy:
     def _raise_remote(self, err: Mapping[str, Any], method: str) -> None:
         if err.get("type") == "Unsupported":
             raise Unsupported(err.get("name") or method, err.get("detail") or "")
+        if err.get("type") == "ImplementationUnavailable":
+            raise ImplementationUnavailable(str(err.get("message", "")))
         raise WorkerCallError(
             f"{self._label}.{method}() raised {err.get('type')}: {err.get('message')}",
             remote_type=str(err.get("type")),

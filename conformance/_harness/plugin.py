@@ -343,6 +343,9 @@ def pytest_report_header(config: Any) -> list[str] | None:
         framework = " ".join((caps.framework or {}).values()) if caps else "?"
         lines.append(f"implementation {handle.name} [{handle.family}, {handle.spec.role}] version {d.version} "
                      f"({framework}); {d.isolation}")  # fmt: skip
+        if d.unavailable:
+            lines.append(f"  NOT AVAILABLE (its checks are skipped): {d.unavailable}")
+            continue
         if d.error:
             lines.append(f"  ERROR describing the adapter: {d.error}")
             continue
@@ -650,6 +653,8 @@ def pytest_runtest_setup(item: Any) -> None:
     if info.get("problems"):
         raise HarnessError(f"{item.nodeid}: " + "; ".join(info["problems"]))
     d = handle.describe()
+    if d.unavailable:
+        _skip(f"implementation {handle.name} is not available here: {d.unavailable}")
     if d.error:
         raise HarnessError(f"{handle.name}: the adapter cannot be described: {d.error}")
     state = _state(item.config)
@@ -819,7 +824,7 @@ def _run_header(state: State, handle: ImplHandle) -> dict[str, Any]:
             "homepage": spec.cls.homepage, "study": dict(spec.cls.study) if spec.cls.study else None,
             "reproducibility": dict(spec.cls.reproducibility), "init_kwargs": dict(spec.init_kwargs),
             "capabilities": d.capabilities.to_dict() if d.capabilities else None, "features": features,
-            "hooks": sorted(d.hooks), "error": d.error,
+            "hooks": sorted(d.hooks), "error": d.error, "unavailable": d.unavailable,
         },
         "suite": suite_version(),
         "frameworks": framework_versions(),
@@ -923,6 +928,8 @@ def _gate(state: State, records: list[dict[str, Any]], exitstatus: int, interrup
             problems.append(f"no check ran for {name} [{family}]")
         if handle.describe().error:
             problems.append(f"{name}: adapter cannot be described")
+        if handle.describe().unavailable:
+            problems.append(f"{name}: implementation not available ({handle.describe().unavailable})")
     bad = [r for r in records if r["outcome"] in ("failed", "error", "xpass")]
     if bad:
         c = collections.Counter(r["outcome"] for r in bad)

@@ -40,7 +40,7 @@ import time
 
 import numpy as np
 
-from implementations.base import Adapter, AdapterBase, BaseCapabilities, FamilySpec, FitReport, Unsupported, register_family
+from implementations.base import Adapter, AdapterBase, BaseCapabilities, FitReport, ImplementationUnavailable, Unsupported
 
 CAPS = {
     "losses": ["cross-entropy"],
@@ -178,6 +178,16 @@ class Liar(Good):
         raise Unsupported("optimizer_info")
 
 
+class Missing(Good):
+    """A GitHub-only implementation whose checkout is absent."""
+
+    name = "missing"
+    isolated = True
+
+    def capabilities(self):
+        raise ImplementationUnavailable("set MISSING_PATH to a checkout of example/missing@abc123")
+
+
 class Mutant(Good):
     name = "good-mutant"
     role = "mutant"
@@ -222,7 +232,7 @@ if get_family("toyfam") is None:
 
 def pytest_conformance_register_adapters(registry):
     for cls in (dummies.Good, dummies.Isolated, dummies.Crashing, dummies.Exiting, dummies.Hanging, dummies.Raising,
-                dummies.Leaking, dummies.BadCaps, dummies.Liar, dummies.Mutant, dummies.Reference,
+                dummies.Leaking, dummies.BadCaps, dummies.Liar, dummies.Missing, dummies.Mutant, dummies.Reference,
                 dummies.ToyAdapter, dummies.ToyReference):
         registry.add(cls)
 '''

@@ -191,3 +191,20 @@ def test_invalid_declaration_errors_every_check_of_that_adapter(project):
     result.assert_outcomes(passed=1, errors=1)
     result.stdout.fnmatch_lines(["*ERROR describing the adapter: CapabilityError*unknown capability field(s)*logg*",
                                  "*badcaps: the adapter cannot be described*"])
+
+
+def test_unavailable_implementation_skips_its_checks_with_how_to_provide_it(project):
+    project.checks('''
+    @pytest.mark.check("B-4", kind="K10")
+    def test_any(impl):
+        """anything"""
+    ''')
+    result = project.run("conformance", "--impl", "missing", "-rs")
+    result.assert_outcomes(skipped=1)
+    result.stdout.fnmatch_lines([
+        "*NOT AVAILABLE (its checks are skipped): set MISSING_PATH to a checkout of example/missing@abc123",
+        "*implementation missing is not available here: set MISSING_PATH to a checkout*",
+    ])
+    result = project.run("conformance", "--impl", "missing", "--gate")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(["GATE FAILED: missing: implementation not available (set MISSING_PATH*"])
