@@ -298,6 +298,8 @@ def pytest_unconfigure(config: Any) -> None:
     state = config.stash.get(STATE_KEY, None)
     if state is None:
         return
+    for handle in list(state.handles.values()) + list(state.reference_handles.values()):
+        handle.close()
     if state.old_sigterm is not None:
         signal.signal(signal.SIGTERM, state.old_sigterm)
         state.old_sigterm = None

@@ -104,6 +104,14 @@ def test_scoreboard_and_render_cli(project):
     done = subprocess.run([sys.executable, "-m", "reports", "render", str(out / "nope")], capture_output=True,
                           text=True, env=env, timeout=60)
     assert done.returncode == 2 and "not a run directory" in done.stderr
+    # a committed verdict keeps only results.json, stamped by the folder name
+    (good_run,) = project.run_dirs("good")
+    verdict = project.path / "reports" / "verdicts" / "good" / "commit-abc1234"
+    verdict.mkdir(parents=True)
+    (verdict / "results.json").write_bytes((good_run / "results.json").read_bytes())
+    board = build_scoreboard(out, project.path / "reports" / "verdicts")
+    assert [(r["name"], r["source"]) for r in board["rows"]] == [
+        ("reference", "run"), ("good", "committed verdict"), ("good", "run")]
 
 
 SLOW = '''
