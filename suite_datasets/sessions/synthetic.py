@@ -189,12 +189,12 @@ class _World:
 
 
 def _catalogue_size(prof: Profile, n_events: int) -> int:
-    """Catalogue such that roughly two thirds of the items end with fewer than 5 events (Zipf exponent a):
-    n = 3 * (E / (5 H))^(1/a), capped by the real catalogue size."""
+    """Catalogue several times larger than what survives the support filter (Zipf exponent a): about
+    n = 5 * (E / (5 H))^(1/a) items, capped by the real catalogue size."""
     n = 1000
     for _ in range(20):
         h = math.log(n) + 0.5772
-        n = int(3 * (n_events / (5 * h)) ** (1 / prof.zipf))
+        n = int(5 * (n_events / (5 * h)) ** (1 / prof.zipf))
     return int(min(max(n, 200), prof.items_full))
 
 
@@ -453,8 +453,10 @@ class _CsvOut:
 
     def write(self, table: pa.Table) -> None:
         if self.writer is None:
+            if self.header:  # pyarrow quotes header names; the raw formats do not
+                self.sink.write((self.delimiter.join(table.column_names) + "\n").encode())
             self.writer = pacsv.CSVWriter(self.sink, table.schema, write_options=pacsv.WriteOptions(
-                include_header=self.header, delimiter=self.delimiter, quoting_style="none"))
+                include_header=False, delimiter=self.delimiter, quoting_style="none"))
         self.writer.write_table(table)
         self.rows += table.num_rows
 
@@ -510,7 +512,8 @@ def _rees46_tables(world, rng, ch: _Chunk, state):
     codes = np.array(["electronics.smartphone", "appliances.kitchen.washer", "computers.notebook",
                       "apparel.shoes", "", "", ""], dtype=object)
     brands = np.array(["samsung", "apple", "xiaomi", "huawei", "", "lucente", "shiseido"], dtype=object)
-    price = (item % 97_000) / 100 + 1
+    cents = item % 97_000 + 100
+    price = pc.binary_join_element_wise(_str(cents // 100), pc.utf8_lpad(_str(cents % 100), 2, "0"), ".")
     uuid = _hex(rng, n, 16, uuid_dashes=True)
     table = pa.table({
         "event_time": iso_timestamps(ch.time, "rees46"),
@@ -519,7 +522,7 @@ def _rees46_tables(world, rng, ch: _Chunk, state):
         "category_id": cat_id,
         "category_code": pa.array(codes[item % len(codes)], pa.string()),
         "brand": pa.array(brands[(item // 7) % len(brands)], pa.string()),
-        "price": pa.array(np.round(price, 2)),
+        "price": price,
         "user_id": 510_000_000 + ch.owner % 90_000_000,
         "user_session": _strings(uuid),
     })
