@@ -36,6 +36,7 @@ import platform
 import sys
 import time
 import warnings
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -117,10 +118,12 @@ def _as_sort_key(a: np.ndarray) -> tuple[np.ndarray, int]:
     return k, int(k.max()).bit_length()
 
 
-def stable_lexsort(keys: list[np.ndarray]) -> np.ndarray:
-    """Stable sort order by several integer keys (most significant first), equal rows keep their input order --
-    the order pandas' multi-column ``sort_values`` produces (it is stable for several columns). Keys are packed
-    into as few 64-bit composites as fit and sorted least significant first (LSD), each pass stable."""
+def _key_bits(a: np.ndarray) -> int:
+    return int(int(a.max()) - int(a.min())).bit_length() if len(a) else 0
+
+
+def _lsd_lexsort(keys: list[np.ndarray]) -> np.ndarray:
+    """Stable multi-key order by packing keys into as few 64-bit composites as fit, least significant first."""
     n = len(keys[0])
     prepared = [_as_sort_key(k) for k in keys]
     groups: list[list[tuple[np.ndarray, int]]] = []
@@ -147,6 +150,44 @@ def stable_lexsort(keys: list[np.ndarray]) -> np.ndarray:
         else:
             order = order[np.argsort(comp[order], kind="stable")]
     return order if order is not None else np.arange(n)
+
+
+def stable_lexsort(keys: list[np.ndarray]) -> np.ndarray:
+    """Stable sort order by several integer keys (most significant first); equal rows keep their input order,
+    which is the order pandas' multi-column ``sort_values`` gives (it is stable for several columns).
+
+    Fast path for (group, time, item) keys: the first key is replaced by its dense rank and the second by its
+    offset from the group's minimum, which usually packs all keys into one 64-bit composite; raw session data
+    are nearly sorted, so the stable argsorts are cheap. Otherwise an LSD sort over packed composites.
+    """
+    n = len(keys[0])
+    if n == 0:
+        return np.arange(0)
+    if sum(_key_bits(k) for k in keys) <= 64 or len(keys) < 2:
+        return _lsd_lexsort(keys)
+    g = np.asarray(keys[0])
+    o = np.argsort(g, kind="stable")
+    gs = g[o]
+    change = np.empty(n, dtype=bool)
+    change[0] = True
+    np.not_equal(gs[1:], gs[:-1], out=change[1:])
+    del gs
+    code = np.cumsum(change, dtype=np.int64)
+    code -= 1  # dense group code, in group-sorted order
+    starts = np.flatnonzero(change)
+    del change
+    k1 = np.asarray(keys[1])[o]
+    k1 -= np.repeat(np.minimum.reduceat(k1, starts), np.diff(np.append(starts, n)))  # offset within the group
+    rest = [np.asarray(k)[o] for k in keys[2:]]
+    b = [_key_bits(code), _key_bits(k1)] + [_key_bits(k) for k in rest]
+    if sum(b) > 64:
+        return o[_lsd_lexsort([code, k1] + rest)]
+    # one composite in group-sorted order; a stable argsort keeps equal rows in input order
+    comp = code.astype(np.uint64)
+    for k, bits in zip([k1] + rest, b[1:]):
+        comp <<= np.uint64(bits)
+        comp |= (k - k.min()).astype(np.uint64)
+    return o[np.argsort(comp, kind="stable")]
 
 
 def _first_appearance_codes(values: np.ndarray) -> np.ndarray:
@@ -235,8 +276,9 @@ def support_filter(session: np.ndarray, item_key: np.ndarray, *, label: np.ndarr
     s_code = np.zeros(n, dtype=np.int64)
     if n > 1:
         s_code[1:] = np.cumsum(session[1:] != session[:-1])
-    i_code = pd.factorize(item_key)[0].astype(np.int64)
-    d = _Dropper({"s": s_code, "i": i_code, "idx": np.arange(n)}, label)
+    i_code = pd.factorize(item_key)[0].astype(np.int32)
+    idx_type = np.int32 if n < 2**31 else np.int64
+    d = _Dropper({"s": s_code.astype(idx_type), "i": i_code, "idx": np.arange(n, dtype=idx_type)}, label)
     n_items = int(i_code.max()) + 1 if n else 0
     n_sess = int(s_code[-1]) + 1 if n else 0
     rounds = 0
@@ -244,21 +286,32 @@ def support_filter(session: np.ndarray, item_key: np.ndarray, *, label: np.ndarr
     while len(d) != prev:
         prev = len(d)
         rounds += 1
-        s, i = d.a["s"], d.a["i"]
+        s = d.a["s"]
         sl = np.bincount(s, minlength=n_sess)
-        extra_a = d.drop(sl[s] == 1)
-        after_a = _counts(d)
+        if log:
+            log[-1]["after_b"]["sessions"] = int(np.count_nonzero(sl))
+        single = sl == 1
+        extra_a = d.drop(single[s]) if single.any() else 0
         i = d.a["i"]
         sup = np.bincount(i, minlength=n_items)
-        extra_b = d.drop(sup[i] < min_item_support)
+        after_a = {"rows": len(d), "sessions": _runs(d.a["s"]), "items": int(np.count_nonzero(sup))}
+        low = (sup < min_item_support) & (sup > 0)
+        extra_b = d.drop(low[i]) if low.any() else 0
         if log is not None:
-            log.append({"round": rounds, "after_a": after_a, "after_b": _counts(d),
+            items_b = after_a["items"] - int(np.count_nonzero(low))
+            if extra_b:
+                items_b = int(np.count_nonzero(np.bincount(d.a["i"], minlength=n_items)))
+            log.append({"round": rounds, "after_a": after_a,
+                        "after_b": {"rows": len(d), "sessions": None, "items": items_b},
                         **({"index_quirk_extra_rows": [extra_a, extra_b]} if label is not None else {})})
-    return d.a["idx"], rounds
+    if log:
+        log[-1]["after_b"]["sessions"] = _runs(d.a["s"])
+    return d.a["idx"].astype(np.int64), rounds
 
 
-def _counts(d: _Dropper) -> dict:
-    return {"rows": len(d), "sessions": int(np.unique(d.a["s"]).size), "items": int(np.unique(d.a["i"]).size)}
+def _runs(s: np.ndarray) -> int:
+    """Number of sessions in rows sorted by session."""
+    return int(np.count_nonzero(s[1:] != s[:-1])) + 1 if len(s) else 0
 
 
 def time_split(full: pd.DataFrame, tday: int, tsplit: int | None) -> dict[str, pd.DataFrame]:
@@ -275,22 +328,55 @@ def time_split(full: pd.DataFrame, tday: int, tsplit: int | None) -> dict[str, p
         return {k: empty.copy() for k in SPLITS}
     if tsplit is None:
         tsplit = int(full["Time"].max())
-    code = pd.factorize(full["SessionId"].to_numpy())[0]
-    t = full["Time"].to_numpy()
-    sbeg = np.full(code.max() + 1, np.iinfo(np.int64).max, dtype=t.dtype)
-    np.minimum.at(sbeg, code, t)
-    sbeg = sbeg[code]  # session start on the full data, per row
+    code, t, starts = _session_codes(full)
+    sbeg = _per_session(np.minimum, code, t, starts)[code]  # session start on the full data, per row
+
+    n_sess = int(code[-1]) + 1 if starts is not None else int(code.max()) + 1
 
     def longer_than_1(mask: np.ndarray) -> np.ndarray:
-        n = np.bincount(code[mask], minlength=len(sbeg))
+        n = np.bincount(code[mask], minlength=n_sess)
         return mask & (n[code] > 1)
 
     test = sbeg >= tsplit - tday
     train = longer_than_1(t < tsplit - tday)
     train_tr = longer_than_1(train & (t < tsplit - 2 * tday))
     train_valid = train & (sbeg >= tsplit - 2 * tday)
-    return {"train_full": full[train], "test": full[test], "train_tr": full[train_tr],
-            "train_valid": full[train_valid]}
+    cols = {c: full[c].to_numpy() for c in full.columns}
+
+    def take(mask):
+        return pd.DataFrame({c: v[mask] for c, v in cols.items()}, copy=False)
+
+    return {"train_full": take(train), "test": take(test), "train_tr": take(train_tr),
+            "train_valid": take(train_valid)}
+
+
+def _session_codes(df: pd.DataFrame):
+    """Dense session codes per row (0..n-1), the Time array and the first row of each session when sessions are
+    contiguous (then codes come from boundaries, not hashing)."""
+    sid = df["SessionId"].to_numpy()
+    t = df["Time"].to_numpy()
+    n = len(sid)
+    change = np.empty(n, dtype=bool)
+    if n:
+        change[0] = True
+        np.not_equal(sid[1:], sid[:-1], out=change[1:])
+    code = np.cumsum(change) - 1
+    starts = np.flatnonzero(change)
+    # contiguous (one run per session): sorted ids, or as many runs as distinct ids
+    if n == 0 or bool(np.all(sid[1:] >= sid[:-1])) or len(starts) == pd.unique(sid).size:
+        return code, t, starts
+    code = pd.factorize(sid)[0]
+    return code, t, None
+
+
+def _per_session(ufunc, code: np.ndarray, t: np.ndarray, starts: np.ndarray | None) -> np.ndarray:
+    """np.minimum / np.maximum of ``t`` per session code (reduceat on contiguous sessions)."""
+    if starts is not None:
+        return ufunc.reduceat(t, starts) if len(t) else t[:0]
+    fill = np.iinfo(np.int64).max if ufunc is np.minimum else np.iinfo(np.int64).min
+    out = np.full(int(code.max()) + 1, fill, dtype=np.int64)
+    ufunc.at(out, code, t)
+    return out
 
 
 def stats_table(frames: dict[str, pd.DataFrame], name: str) -> pd.DataFrame:
@@ -306,18 +392,19 @@ def stats_table(frames: dict[str, pd.DataFrame], name: str) -> pd.DataFrame:
     rows = []
     for part, df in frames.items():
         t = df["Time"].to_numpy()
+        code, _, starts = _session_codes(df) if len(df) else (np.zeros(0, np.int64), t, None)
+        icode = pd.factorize(df["ItemId"].to_numpy())[0]
         row = {"Dataset": f"{STUDY_PREFIX[name]}_{part}.tsv", "NumEvents": len(df),
-               "NumSessions": int(df["SessionId"].nunique()), "NumItems": int(df["ItemId"].nunique())}
+               "NumSessions": int(code.max()) + 1 if len(df) else 0, "NumItems": int(icode.max()) + 1 if len(df) else 0}
         if len(df):
-            slen = df.groupby("SessionId").size()
-            g = df.groupby("SessionId")["Time"]
-            sdiff = (g.max() - g.min()) / per_s
+            slen = np.bincount(code)
+            sdiff = (_per_session(np.maximum, code, t, starts) - _per_session(np.minimum, code, t, starts)) / per_s
             fmt = "%Y-%m-%d %H:%M:%S.%f"
             row.update(
                 NumDays=(t.max() - t.min()) / day,
                 StartTime=(dt.datetime(1970, 1, 1) + dt.timedelta(seconds=t.min() / per_s)).strftime(fmt),
                 EndTime=(dt.datetime(1970, 1, 1) + dt.timedelta(seconds=t.max() / per_s)).strftime(fmt),
-                AvgItemViews=float(df.groupby("ItemId").size().mean()),
+                AvgItemViews=len(df) / (int(icode.max()) + 1),
                 MinSessionLength=int(slen.min()), MaxSessionLength=int(slen.max()),
                 AvgSessionLength=float(slen.mean()),
                 **{"MinSessionTime (sec)": float(sdiff.min()), "MaxSessionTime (sec)": float(sdiff.max())})
@@ -341,8 +428,16 @@ def _concat_inputs(name: str, inputs: dict[str, pd.DataFrame]) -> tuple[pd.DataF
     frames = [inputs[f] for f in order]
     labels = np.concatenate([np.arange(len(f), dtype=np.int64) for f in frames])
     steps = [{"step": f"read {f}", "rows": len(inputs[f])} for f in order]
-    df = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0].reset_index(drop=True)
+    if len(frames) == 1:
+        return frames[0].reset_index(drop=True), labels, steps
+    df = pd.DataFrame({c: _concat_column([f[c] for f in frames]) for c in frames[0].columns}, copy=False)
     return df, labels, steps
+
+
+def _concat_column(cols: list[pd.Series]):
+    if all(isinstance(c.dtype, np.dtype) for c in cols) and len({c.dtype for c in cols}) == 1:
+        return np.concatenate([c.to_numpy() for c in cols])
+    return pd.concat(cols, ignore_index=True)
 
 
 def _sessionise(owner: np.ndarray, t: np.ndarray, gap: int) -> np.ndarray:
@@ -359,8 +454,9 @@ def _events_yoochoose(inputs, index_quirk: bool) -> _Events:
     s, t, i = (df[c].to_numpy(np.int64) for c in ("SessionId", "Time", "ItemId"))
     o = stable_lexsort([s, t, i])
     quirk = index_quirk and len(inputs) > 1
-    steps.append({"step": "views (all rows are clicks)", "rows": len(o), "sessions": int(np.unique(s).size)})
-    return _Events(s[o], i[o], i[o], t[o], labels[o] if quirk else None, steps)
+    steps.append({"step": "views (all rows are clicks)", "rows": len(o), "sessions": len(pd.unique(s))})
+    io = i[o]
+    return _Events(s[o], io, io, t[o], labels[o] if quirk else None, steps)
 
 
 def _events_rees46(inputs, index_quirk: bool) -> _Events:
@@ -387,8 +483,7 @@ def _events_all_then_views(name: str, owner: np.ndarray, t: np.ndarray, item_key
     sess = _sessionise(owner, t, SESSION_GAP[name])
     steps.append({"step": "sessions (1 h gap, all events)", "rows": len(t),
                   "sessions": int(sess[-1]) + 1 if len(sess) else 0})
-    steps.append({"step": "views", "rows": int(is_view.sum()),
-                  "sessions": int(np.unique(sess[is_view]).size)})
+    steps.append({"step": "views", "rows": int(is_view.sum()), "sessions": len(pd.unique(sess[is_view]))})
     return _Events(sess[is_view], item_key[is_view], item_out[is_view], t[is_view], None, steps)
 
 
@@ -417,8 +512,9 @@ def _events_diginetica(inputs, index_quirk: bool) -> _Events:
     t = day0 * DAY_MS + df["timeframe"].to_numpy(np.int64)
     i = df["itemId"].to_numpy(np.int64)
     o = stable_lexsort([s, t, i])
-    steps.append({"step": "views (all rows are item views)", "rows": len(o), "sessions": int(np.unique(s).size)})
-    return _Events(s[o], i[o], i[o], t[o], None, steps)
+    steps.append({"step": "views (all rows are item views)", "rows": len(o), "sessions": len(pd.unique(s))})
+    io = i[o]
+    return _Events(s[o], io, io, t[o], None, steps)
 
 
 _EVENTS = {
@@ -479,15 +575,16 @@ def process(name: str, inputs: dict[str, pd.DataFrame], *, index_quirk: bool = T
     say("filter")
     log: list = []
     keep, rounds = support_filter(d.a["s"], d.a["k"], label=d.label, log=log)
-    full = pd.DataFrame({"SessionId": d.a["s"][keep], "ItemId": d.a["o"][keep], "Time": d.a["t"][keep]})
+    full = pd.DataFrame({"SessionId": d.a["s"][keep], "ItemId": d.a["o"][keep], "Time": d.a["t"][keep]},
+                        copy=False)
     steps.append({"step": "support filter", "rows": len(full), "sessions": int(full["SessionId"].nunique()),
                   "items": int(full["ItemId"].nunique()), "rounds": rounds})
     say("split")
     tday, tsplit = SPLIT_PARAMS[name]
     splits = time_split(full, tday, tsplit)
-    frames = {"full": full.reset_index(drop=True)}
+    frames = {"full": full}
     for k in SPLITS:
-        frames[k] = splits[k].reset_index(drop=True)
+        frames[k] = splits[k]
         steps.append({"step": k, "rows": len(frames[k]), "sessions": int(frames[k]["SessionId"].nunique()),
                       "items": int(frames[k]["ItemId"].nunique())})
     eff_tsplit = tsplit if tsplit is not None else (int(full["Time"].max()) if len(full) else None)
@@ -564,12 +661,11 @@ def _valid_cache(out_dir: Path, key: str) -> dict | None:
 
 
 def _write_parquet(df: pd.DataFrame, path: Path, meta: dict) -> None:
-    table = pa.Table.from_pandas(df.astype({"SessionId": "int64", "ItemId": "int64", "Time": "int64"}),
-                                 preserve_index=False)
+    table = pa.table({c: np.asarray(df[c].to_numpy(), dtype=np.int64) for c in ("SessionId", "ItemId", "Time")})
     table = table.replace_schema_metadata({**(table.schema.metadata or {}),
                                            b"gru4rec_conformance": json.dumps(meta).encode()})
     with _io.atomic_path(path) as tmp:
-        pq.write_table(table, tmp)
+        pq.write_table(table, tmp, use_dictionary=False, compression="snappy")
 
 
 def _write_tsv(df: pd.DataFrame, path: Path) -> None:
@@ -626,11 +722,16 @@ def prepare(name: str, raw_dir, out_dir, *, index_quirk: bool = True, tsv: bool 
         old_manifest.unlink()  # the folder is incomplete until the new manifest is written
     meta = {"dataset": name, "time_unit": TIME_UNIT[name], "pipeline_version": PIPELINE_VERSION}
     outputs = {}
-    for part in PARTS:
+
+    def write_part(part: str) -> dict:
         p = out_dir / f"{part}.parquet"
         _write_parquet(res.frames[part], p, {**meta, "part": part})
-        outputs[part] = {"file": p.name, "rows": len(res.frames[part]), "bytes": p.stat().st_size,
-                         "sha256": _io.sha256_file(p)}
+        return {"file": p.name, "rows": len(res.frames[part]), "bytes": p.stat().st_size,
+                "sha256": _io.sha256_file(p)}
+
+    with ThreadPoolExecutor(max_workers=2) as pool:  # pyarrow and hashlib release the GIL
+        for part, info in zip(PARTS, pool.map(write_part, PARTS)):
+            outputs[part] = info
     stats_path = out_dir / "stats.tsv"
     with _io.atomic_path(stats_path) as tmp:
         res.stats.to_csv(tmp, sep="\t", index=False, float_format="%.4f")

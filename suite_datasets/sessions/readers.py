@@ -131,7 +131,7 @@ def read_yoochoose(path) -> pd.DataFrame:
                 "ItemId": t.column("ItemId").to_numpy()}
 
     cols = read_csv_table(path, SPECS["yoochoose"], convert=convert)
-    return pd.DataFrame({k: _concat(v) for k, v in cols.items()})
+    return pd.DataFrame({k: _concat(v) for k, v in cols.items()}, copy=False)
 
 
 def read_rees46(path) -> pd.DataFrame:
