@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-__all__ = ["shared_data_dir", "repo_root"]
+__all__ = ["shared_data_dir", "shared_data_candidate", "repo_root"]
 
 
 def repo_root() -> Path:

@@ -194,7 +194,7 @@ def _first_appearance_codes(values: np.ndarray) -> np.ndarray:
     """Integer codes 0, 1, 2, ... in order of first appearance, missing values (None/NaN) included as one value
     at the position of their first appearance -- what ``Series.unique()`` followed by a merge gives."""
     codes, uniques = pd.factorize(values, use_na_sentinel=True)
-    codes = codes.astype(np.int64)
+    codes = codes.astype(np.int32 if len(uniques) < 2**31 - 1 else np.int64, copy=False)
     na = codes < 0
     if not na.any():
         return codes
@@ -206,7 +206,7 @@ def _first_appearance_codes(values: np.ndarray) -> np.ndarray:
     shifted = np.where(before, np.arange(len(uniques)), np.arange(len(uniques)) + 1)
     # factorize numbers uniques in order of appearance, so 'before' is a prefix
     out = np.where(na, n_before, shifted[np.where(na, 0, codes)])
-    return out
+    return out.astype(codes.dtype, copy=False)
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -421,7 +421,9 @@ def stats_table(frames: dict[str, pd.DataFrame], name: str) -> pd.DataFrame:
 
 
 def _concat_inputs(name: str, inputs: dict[str, pd.DataFrame]) -> tuple[pd.DataFrame, np.ndarray, list]:
-    """Concatenate raw frames in the study's order; also return each row's position in its own file."""
+    """Concatenate raw frames in the study's order; also return each row's position in its own file. With the
+    private key ``"__consume__"`` in ``inputs`` the dict is emptied afterwards (frees the raw frames early)."""
+    consume = bool(inputs.pop("__consume__", False))
     order = [f for f in RAW_FILES[name] if f in inputs] + [f for f in inputs if f not in RAW_FILES[name]]
     if not order:
         raise ValueError(f"inputs: no raw frames given for {name}")
@@ -429,8 +431,12 @@ def _concat_inputs(name: str, inputs: dict[str, pd.DataFrame]) -> tuple[pd.DataF
     labels = np.concatenate([np.arange(len(f), dtype=np.int64) for f in frames])
     steps = [{"step": f"read {f}", "rows": len(inputs[f])} for f in order]
     if len(frames) == 1:
-        return frames[0].reset_index(drop=True), labels, steps
-    df = pd.DataFrame({c: _concat_column([f[c] for f in frames]) for c in frames[0].columns}, copy=False)
+        df = frames[0].reset_index(drop=True)
+    else:
+        df = pd.DataFrame({c: _concat_column([f[c] for f in frames]) for c in frames[0].columns}, copy=False)
+    del frames
+    if consume:
+        inputs.clear()
     return df, labels, steps
 
 
@@ -452,6 +458,7 @@ def _sessionise(owner: np.ndarray, t: np.ndarray, gap: int) -> np.ndarray:
 def _events_yoochoose(inputs, index_quirk: bool) -> _Events:
     df, labels, steps = _concat_inputs("yoochoose", inputs)
     s, t, i = (df[c].to_numpy(np.int64) for c in ("SessionId", "Time", "ItemId"))
+    del df
     o = stable_lexsort([s, t, i])
     quirk = index_quirk and len(inputs) > 1
     steps.append({"step": "views (all rows are clicks)", "rows": len(o), "sessions": len(pd.unique(s))})
@@ -461,16 +468,24 @@ def _events_yoochoose(inputs, index_quirk: bool) -> _Events:
 
 def _events_rees46(inputs, index_quirk: bool) -> _Events:
     df, _, steps = _concat_inputs("rees46", inputs)
-    useridx = _first_appearance_codes(df["UserId"].to_numpy())
-    itemidx = _first_appearance_codes(df["ProductId"].to_numpy())
     view = (df["EventType"] == "view").to_numpy()
+    # indices by first appearance over ALL events of [Oct, Nov]; only the views' codes are kept
+    u = _first_appearance_codes(df["UserId"].to_numpy())[view]
+    it = _first_appearance_codes(df["ProductId"].to_numpy())[view]
     t = df["Time"].to_numpy(np.int64)[view]
-    u, it, prod = useridx[view], itemidx[view], df["ProductId"].to_numpy(np.int64)[view]
+    prod = df["ProductId"].to_numpy(np.int64)[view]
+    del df
     steps.append({"step": "views", "rows": int(view.sum())})
+    del view
     # filtering before sorting keeps the relative order of the views that a stable sort of all events gives
     o = stable_lexsort([u, t, it])
-    u, t, it, prod = u[o], t[o], it[o], prod[o]
+    u = u[o]
+    t = t[o]
+    it = it[o]
+    prod = prod[o]
+    del o
     sess = _sessionise(u, t, SESSION_GAP["rees46"])
+    del u
     steps.append({"step": "sessions (1 h gap, views only)", "rows": len(t),
                   "sessions": int(sess[-1]) + 1 if len(sess) else 0})
     return _Events(sess, it, prod, t, None, steps)
@@ -551,27 +566,41 @@ class Processed:
 
 
 def process(name: str, inputs: dict[str, pd.DataFrame], *, index_quirk: bool = True,
-            progress=None) -> Processed:
+            progress=None, consume: bool = False) -> Processed:
     """Run the study's pipeline on raw frames already read by ``readers.read_<name>``.
 
     ``inputs``: raw file basename (e.g. 'yoochoose-clicks.dat') -> frame; concatenated in the study's order
     (``readers.RAW_FILES``). ``index_quirk`` (Yoochoose with both files only): reproduce the study's removal by
     duplicated index label (see module docstring); False gives the spec's row-wise semantics. ``progress``: an
-    optional callable receiving the name of each step as it starts.
+    optional callable receiving the name of each step as it starts. ``consume``: empty ``inputs`` as soon as the
+    frames are concatenated (lower peak memory; ``prepare`` uses it).
     Raises ValueError for an unknown ``name`` or empty ``inputs``.
     """
     _check_name(name)
     say = progress or (lambda s: None)
     say("sessions")
+    if consume:
+        inputs["__consume__"] = True
     ev = _EVENTS[name](inputs, index_quirk)
     steps = ev.steps
     say("dedup")
     dup = dedup_consecutive(ev.session, ev.item_key)
     arrays = {"s": ev.session, "k": ev.item_key, "o": ev.item_out, "t": ev.time}
-    d = _Dropper(arrays, ev.label)
+    label = ev.label
+    quirk = label is not None
+    ev.session = ev.item_key = ev.item_out = ev.time = ev.label = None
+    same_ko = arrays["k"] is arrays["o"]
+    if same_ko:
+        del arrays["o"]
+    d = _Dropper(arrays, label)
+    del arrays, label
+    n_dup = int(dup.sum())
     extra = d.drop(dup)
-    steps.append({"step": "dedup", "rows": len(d), "removed": int(dup.sum()),
-                  **({"index_quirk_extra_rows": extra} if ev.label is not None else {})})
+    del dup
+    if same_ko:
+        d.a["o"] = d.a["k"]
+    steps.append({"step": "dedup", "rows": len(d), "removed": n_dup,
+                  **({"index_quirk_extra_rows": extra} if quirk else {})})
     say("filter")
     log: list = []
     keep, rounds = support_filter(d.a["s"], d.a["k"], label=d.label, log=log)
@@ -589,7 +618,7 @@ def process(name: str, inputs: dict[str, pd.DataFrame], *, index_quirk: bool = T
                       "items": int(frames[k]["ItemId"].nunique())})
     eff_tsplit = tsplit if tsplit is not None else (int(full["Time"].max()) if len(full) else None)
     return Processed(name, frames, stats_table(frames, name), steps, rounds, log, eff_tsplit, tday,
-                     ev.label is not None)
+                     quirk)
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -665,7 +694,7 @@ def _write_parquet(df: pd.DataFrame, path: Path, meta: dict) -> None:
     table = table.replace_schema_metadata({**(table.schema.metadata or {}),
                                            b"gru4rec_conformance": json.dumps(meta).encode()})
     with _io.atomic_path(path) as tmp:
-        pq.write_table(table, tmp, use_dictionary=False, compression="snappy")
+        pq.write_table(table, tmp, use_dictionary=False, compression="snappy", row_group_size=1 << 18)
 
 
 def _write_tsv(df: pd.DataFrame, path: Path) -> None:
@@ -709,10 +738,11 @@ def prepare(name: str, raw_dir, out_dir, *, index_quirk: bool = True, tsv: bool 
         warnings.simplefilter("always")
         for spec, p in zip(RAW_FILES[name], files):
             bar.step(f"read {spec}")
-            frames_in[spec] = read_raw(name, p)
+            frames_in[spec] = read_raw(name, p, progress=bar.bytes_callback(spec))
     for w in caught:
         warnings.warn(w.message, w.category, stacklevel=2)
-    res = process(name, frames_in, index_quirk=index_quirk, progress=bar.step)
+    pa.default_memory_pool().release_unused()  # hand pyarrow's cached read buffers back before the heavy steps
+    res = process(name, frames_in, index_quirk=index_quirk, progress=bar.step, consume=True)
     del frames_in
     bar.step("write")
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -809,6 +839,24 @@ class _Progress:
                 self.bar.update(1)
             self.n += 1
             self.bar.set_description(label)
+
+    def bytes_callback(self, label: str):
+        """A reader progress callback that shows a byte bar under the step bar (None when disabled)."""
+        if self.bar is None:
+            return None
+        from tqdm.auto import tqdm
+
+        state = {}
+
+        def cb(done: int, total: int) -> None:
+            if "bar" not in state:
+                state["bar"] = tqdm(total=total, desc=label, unit="B", unit_scale=True, leave=False,
+                                    file=sys.stderr)
+            state["bar"].update(done - state["bar"].n)
+            if done >= total:
+                state["bar"].close()
+
+        return cb
 
     def done(self, msg: str) -> None:
         if self.bar is not None:
