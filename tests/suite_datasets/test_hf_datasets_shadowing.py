@@ -165,3 +165,23 @@ def test_real_hf_datasets_is_not_shadowed():
     out = run_py(code, python=_python_with_hf_datasets())
     assert "site-packages" in out["file"] and not out["file"].startswith(str(ROOT))
     assert out["rows"] == 2 and out["has_load"] and out["ours"] == 2000
+
+
+def test_no_directory_named_datasets_anywhere_in_the_checkout():
+    """A folder named ``datasets`` without ``__init__.py`` becomes a namespace package as soon as its parent is on
+    sys.path (pytest puts test folders there), and transformers' probe then reports it as HF datasets. So no
+    folder of the checkout may be called ``datasets`` (this is why the dataset tests live in tests/suite_datasets)."""
+    bad = []
+    for top, dirs, _files in os.walk(ROOT):
+        dirs[:] = [d for d in dirs if not d.startswith(".") and d not in ("__pycache__", "node_modules", "venv")]
+        bad += [os.path.join(top, d) for d in dirs if d == "datasets"]
+    assert bad == []
+
+
+@pytest.mark.skipif(not _has_transformers(), reason="transformers is not installed in this environment")
+@pytest.mark.skipif(_hf_datasets_installed(), reason="HF datasets is installed here; this test needs it absent")
+def test_control_a_datasets_folder_on_sys_path_is_a_namespace_package(tmp_path):
+    """Why the guard above matters: a plain folder tests/datasets with tests/ on sys.path is 'HF datasets'."""
+    (tmp_path / "tests" / "datasets").mkdir(parents=True)
+    out = run_py(PROBE, path_after_root=[tmp_path / "tests"])
+    assert out["available"] is True and out["origin"] is None
