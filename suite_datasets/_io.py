@@ -130,10 +130,6 @@ def open_raw(path) -> Iterator[tuple[io.BufferedIOBase, Callable[[], int], int]]
         raw.close()
 
 
-def display_name(path) -> str:
-    return str(path)
-
-
 # ----------------------------------------------------------------------------------------------------------------
 # block-wise CSV parsing
 

@@ -110,14 +110,14 @@ def _fake_hf_site(tmp_path: Path) -> Path:
 
 def test_fake_hf_distribution_is_not_shadowed(tmp_path):
     site = _fake_hf_site(tmp_path)
-    code = f"""
+    code = """
     import importlib.metadata, json
     import datasets
     from datasets import Dataset, load_dataset
     import suite_datasets, suite_datasets.sessions.checks as checks
-    out = {{"file": datasets.__file__, "version": importlib.metadata.version("datasets"),
-            "load": load_dataset("x"), "dataset_cls": Dataset.__module__,
-            "ours": len(checks.d_lag1(0).train)}}
+    out = {"file": datasets.__file__, "version": importlib.metadata.version("datasets"),
+           "load": load_dataset("x"), "dataset_cls": Dataset.__module__,
+           "ours": len(checks.d_lag1(0).train)}
     try:
         from transformers.utils import is_datasets_available
         import transformers.utils.import_utils as iu
