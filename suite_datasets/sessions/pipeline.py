@@ -456,11 +456,12 @@ def _sessionise(owner: np.ndarray, t: np.ndarray, gap: int) -> np.ndarray:
 
 
 def _events_yoochoose(inputs, index_quirk: bool) -> _Events:
+    n_files = len([k for k in inputs if k != "__consume__"])  # counted before _concat_inputs may empty inputs
     df, labels, steps = _concat_inputs("yoochoose", inputs)
     s, t, i = (df[c].to_numpy(np.int64) for c in ("SessionId", "Time", "ItemId"))
     del df
     o = stable_lexsort([s, t, i])
-    quirk = index_quirk and len(inputs) > 1
+    quirk = index_quirk and n_files > 1
     steps.append({"step": "views (all rows are clicks)", "rows": len(o), "sessions": len(pd.unique(s))})
     io = i[o]
     return _Events(s[o], io, io, t[o], labels[o] if quirk else None, steps)
