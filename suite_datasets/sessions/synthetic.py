@@ -77,10 +77,10 @@ PROFILES: dict[str, Profile] = {
     "rees46": Profile("rees46", 109_950_743, _ms("2019-10-01T00:00"), _ms("2019-11-30T23:59:59"), 206_876,
                       repeat=0.26, tail_mean=4.3, p_single=0.3, nonview=0.04, fixed_tsplit_ms=_ms("2019-12-01"),
                       owner_sessions=2.2),
-    "coveo": Profile("coveo", 5_433_611, _ms("2018-11-15T00:00"), _ms("2018-12-03T22:10:00.123"), 25_000,
+    "coveo": Profile("coveo", 5_433_611, _ms("2018-11-15T00:00"), _ms("2018-12-03T22:10:00.123"), 14_000,
                      repeat=0.12, tail_mean=8.5, p_single=0.3, time_unit_ms=1, trend=-0.5),
     "retailrocket": Profile("retailrocket", 2_756_101, _ms("2015-05-03T03:00"), _ms("2015-09-18T02:59:00"),
-                            235_061, repeat=0.15, tail_mean=3.6, p_single=0.6, nonview=0.035, tday_ms=7 * DAY_MS,
+                            235_061, repeat=0.15, tail_mean=4.0, p_single=0.75, nonview=0.035, tday_ms=7 * DAY_MS,
                             fixed_tsplit_ms=_ms("2015-09-18T03:00"), owner_sessions=1.3, time_unit_ms=1,
                             trend=-0.4),
     "diginetica": Profile("diginetica", 1_235_380, _ms("2016-01-01T00:00"), _ms("2016-06-01T20:00"), 122_993,
@@ -214,8 +214,8 @@ def _world(prof: Profile, scale: float, rng: np.random.Generator) -> _World:
     n_events = max(2000, int(round(prof.full_events * scale)))
     mean_len = prof.p_single + (1 - prof.p_single) * prof.tail_mean
     views_per_row = 1.0 / ((1 + prof.repeat) * (1 + prof.nonview))
-    if prof.name == "coveo":
-        views_per_row = 1.0 / ((1 + prof.repeat) * 2.2)
+    if prof.name == "coveo":  # each detail view comes with about 1.85 other rows (see _coveo_tables)
+        views_per_row = 1.0 / ((1 + prof.repeat) * 2.85)
     n_sessions = max(200, int(n_events * views_per_row / mean_len))
     n_items = _catalogue_size(prof, int(n_events * views_per_row))
     # Zipf-Mandelbrot: (rank + q)^-a; the offset q flattens the head to the real top-1% shares (4-17%)
@@ -555,7 +555,7 @@ def _coveo_tables(world, rng, ch: _Chunk, state):
     views = np.flatnonzero(ch.kind == 0)
     parts = [ch]
     n_v = len(views)
-    for kind, sub, p, dt_lo, dt_hi in ((2, 0, 0.95, -40_000, 40_000), (1, 1, 0.15, 500, 20_000),
+    for kind, sub, p, dt_lo, dt_hi in ((2, 0, 0.8, -40_000, 40_000), (2, 0, 0.8, -90_000, 90_000), (1, 1, 0.15, 500, 20_000),
                                        (1, 2, 0.06, 1_000, 60_000), (1, 3, 0.01, 1_000, 90_000),
                                        (1, 4, 0.03, 60_000, 600_000)):
         pick = views[rng.random(n_v) < p]
