@@ -80,7 +80,7 @@ PROFILES: dict[str, Profile] = {
     "coveo": Profile("coveo", 5_433_611, _ms("2018-11-15T00:00"), _ms("2018-12-03T22:10:00.123"), 14_000,
                      repeat=0.12, tail_mean=8.5, p_single=0.3, time_unit_ms=1, trend=-0.5),
     "retailrocket": Profile("retailrocket", 2_756_101, _ms("2015-05-03T03:00"), _ms("2015-09-18T02:59:00"),
-                            235_061, repeat=0.15, tail_mean=4.0, p_single=0.75, nonview=0.035, tday_ms=7 * DAY_MS,
+                            235_061, repeat=0.15, tail_mean=4.0, p_single=0.82, nonview=0.035, tday_ms=7 * DAY_MS,
                             fixed_tsplit_ms=_ms("2015-09-18T03:00"), owner_sessions=1.3, time_unit_ms=1,
                             trend=-0.4),
     "diginetica": Profile("diginetica", 1_235_380, _ms("2016-01-01T00:00"), _ms("2016-06-01T20:00"), 122_993,
