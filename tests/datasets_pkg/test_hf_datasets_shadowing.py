@@ -1,6 +1,6 @@
 """Our data package must never shadow Hugging Face ``datasets`` (docs/architecture.md, "datasets").
 
-Why the package is called ``suite_datasets``: the suite always runs with the repository root first on sys.path,
+Why the package is called ``datasets``: the suite always runs with the repository root first on sys.path,
 and transformers' ``is_datasets_available()`` only asks ``importlib.util.find_spec("datasets")``. Any top-level
 ``datasets`` in the repository would therefore be reported as Hugging Face's and imported by
 ``transformers.trainer`` (which then calls ``datasets.Dataset``), whether or not HF datasets is installed.
@@ -55,12 +55,12 @@ def _hf_datasets_installed() -> bool:
 def test_repository_has_no_top_level_datasets_module():
     assert importlib.machinery.PathFinder.find_spec("datasets", [str(ROOT)]) is None
     assert not (ROOT / "datasets").exists() and not (ROOT / "datasets.py").exists()
-    assert importlib.machinery.PathFinder.find_spec("suite_datasets", [str(ROOT)]) is not None
+    assert importlib.machinery.PathFinder.find_spec("datasets", [str(ROOT)]) is not None
 
 
 PROBE = """
 import importlib.util, json
-import suite_datasets.sessions.pipeline  # our package is importable and imported
+import datasets.sessions.pipeline  # our package is importable and imported
 from transformers.utils import is_datasets_available
 spec = importlib.util.find_spec("datasets")
 print(json.dumps({"available": bool(is_datasets_available()),
@@ -80,7 +80,7 @@ def test_transformers_probe_does_not_report_our_package():
 def test_control_a_repo_level_datasets_package_would_be_detected(tmp_path):
     """The probe test bites: a checkout with a top-level ``datasets`` package is reported as HF datasets."""
     fake_root = tmp_path / "checkout"
-    shutil.copytree(ROOT / "suite_datasets", fake_root / "suite_datasets",
+    shutil.copytree(ROOT / "datasets", fake_root / "datasets",
                     ignore=shutil.ignore_patterns("__pycache__"))
     (fake_root / "datasets").mkdir()
     (fake_root / "datasets" / "__init__.py").write_text('"""a repo-level package named like HF datasets"""\n')
@@ -114,7 +114,7 @@ def test_fake_hf_distribution_is_not_shadowed(tmp_path):
     import importlib.metadata, json
     import datasets
     from datasets import Dataset, load_dataset
-    import suite_datasets, suite_datasets.sessions.checks as checks
+    import datasets, datasets.sessions.checks as checks
     out = {"file": datasets.__file__, "version": importlib.metadata.version("datasets"),
            "load": load_dataset("x"), "dataset_cls": Dataset.__module__,
            "ours": len(checks.d_lag1(0).train)}
@@ -138,7 +138,7 @@ def test_fake_hf_distribution_is_not_shadowed(tmp_path):
 def test_cli_works_next_to_fake_hf_distribution(tmp_path):
     site = _fake_hf_site(tmp_path)
     env = {**os.environ, "PYTHONPATH": str(site)}
-    r = subprocess.run([sys.executable, "-m", "suite_datasets", "info", "coveo"], cwd=ROOT, env=env,
+    r = subprocess.run([sys.executable, "-m", "datasets", "info", "coveo"], cwd=ROOT, env=env,
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 0 and "1,411,113" in r.stdout, r.stderr
 
@@ -158,7 +158,7 @@ def test_real_hf_datasets_is_not_shadowed():
     import json
     import datasets
     ds = datasets.Dataset.from_dict({"SessionId": [1, 1], "ItemId": [5, 6]})
-    from suite_datasets.sessions.checks import d_long
+    from datasets.sessions.checks import d_long
     print(json.dumps({"file": datasets.__file__, "version": datasets.__version__, "rows": len(ds),
                       "has_load": callable(datasets.load_dataset), "ours": len(d_long(0).train)}))
     """
@@ -170,7 +170,7 @@ def test_real_hf_datasets_is_not_shadowed():
 def test_no_directory_named_datasets_anywhere_in_the_checkout():
     """A folder named ``datasets`` without ``__init__.py`` becomes a namespace package as soon as its parent is on
     sys.path (pytest puts test folders there), and transformers' probe then reports it as HF datasets. So no
-    folder of the checkout may be called ``datasets`` (this is why the dataset tests live in tests/suite_datasets)."""
+    folder of the checkout may be called ``datasets`` (this is why the dataset tests live in tests/datasets)."""
     bad = []
     for top, dirs, _files in os.walk(ROOT):
         dirs[:] = [d for d in dirs if not d.startswith(".") and d not in ("__pycache__", "node_modules", "venv")]

@@ -1,4 +1,4 @@
-"""Command line: ``python -m suite_datasets prepare|info|synth`` (see ``--help``)."""
+"""Command line: ``python -m datasets prepare|info|synth`` (see ``--help``)."""
 
 from __future__ import annotations
 
@@ -40,7 +40,7 @@ def _info(name: str) -> int:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m suite_datasets",
+    ap = argparse.ArgumentParser(prog="python -m datasets",
                                  description="The study's session datasets: prepare raw files, show expected "
                                              "statistics, write synthetic raw files.")
     sub = ap.add_subparsers(dest="cmd", required=True)

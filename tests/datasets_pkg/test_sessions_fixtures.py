@@ -24,8 +24,8 @@ import warnings
 import pandas as pd
 import pytest
 
-from suite_datasets.sessions.pipeline import prepare, process
-from suite_datasets.sessions.readers import read_raw
+from datasets.sessions.pipeline import prepare, process
+from datasets.sessions.readers import read_raw
 
 
 def s(text: str) -> int:

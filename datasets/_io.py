@@ -2,7 +2,7 @@
 errors that name file and line, content hashes and atomic writes.
 
 Nothing here knows about a particular dataset; the formats are described by :class:`CsvSpec` in
-``suite_datasets.sessions.readers``.
+``datasets.sessions.readers``.
 """
 
 from __future__ import annotations

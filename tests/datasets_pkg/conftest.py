@@ -12,7 +12,7 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from suite_datasets import shared_data_candidate, shared_data_dir  # noqa: E402
+from datasets import shared_data_candidate, shared_data_dir  # noqa: E402
 
 
 @pytest.fixture(scope="session")
@@ -28,7 +28,7 @@ def shared_sessions() -> Path:
 @pytest.fixture(scope="session")
 def synthetic_raw(tmp_path_factory):
     """Callable name -> folder with the CI-size synthetic raw files of that dataset (generated once, seed 1)."""
-    from suite_datasets.sessions.synthetic import CI_SCALE, generate_raw
+    from datasets.sessions.synthetic import CI_SCALE, generate_raw
 
     cache = {}
 

@@ -1,9 +1,9 @@
-"""Data for the conformance suite: the study's session datasets (``suite_datasets.sessions``) and SST-5.
+"""Data for the conformance suite: the study's session datasets (``datasets.sessions``) and SST-5.
 
 The package is deliberately *not* called ``datasets``: the repository root is on ``sys.path`` whenever the suite
 runs, and a top-level ``datasets`` there would shadow Hugging Face ``datasets`` (and make
 ``transformers.utils.is_datasets_available()``, which only asks ``importlib.util.find_spec("datasets")``, report
-our package as Hugging Face's). ``tests/suite_datasets/test_hf_datasets_shadowing.py`` proves both.
+our package as Hugging Face's). ``tests/datasets_pkg/test_hf_datasets_shadowing.py`` proves both.
 """
 
 from __future__ import annotations
