@@ -1,4 +1,5 @@
-"""Command line: ``python -m datasets prepare|info|synth`` (see ``--help``)."""
+"""Command line: ``python -m datasets prepare|info|synth`` (see ``--help``). With Hugging Face ``datasets`` installed
+this is still our CLI: our folder comes first on the overlaid package's ``__path__`` (HF 5.2.0 has no ``__main__``)."""
 
 from __future__ import annotations
 
@@ -74,7 +75,7 @@ def main(argv=None) -> int:
         for f, path in paths.items():
             print(path)
         return 0
-    from ._io import RawFormatError
+    from ._suite_io import RawFormatError
     from .sessions.pipeline import prepare
 
     with warnings.catch_warnings():

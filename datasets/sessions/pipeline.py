@@ -46,7 +46,7 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
-from .. import _io
+from .. import _suite_io
 from .readers import RAW_FILES, read_raw
 
 __all__ = [
@@ -657,7 +657,7 @@ class Prepared:
 def _code_hash() -> str:
     h = hashlib.sha256()
     here = Path(__file__).resolve().parent
-    for f in (here / "pipeline.py", here / "readers.py", here.parent / "_io.py"):
+    for f in (here / "pipeline.py", here / "readers.py", here.parent / "_suite_io.py"):
         h.update(f.read_bytes())
     return h.hexdigest()
 
@@ -685,7 +685,7 @@ def _valid_cache(out_dir: Path, key: str) -> dict | None:
         return None
     for part, info in m.get("outputs", {}).items():
         p = out_dir / info["file"]
-        if not p.is_file() or p.stat().st_size != info["bytes"] or _io.sha256_file(p) != info["sha256"]:
+        if not p.is_file() or p.stat().st_size != info["bytes"] or _suite_io.sha256_file(p) != info["sha256"]:
             return None
     return m
 
@@ -694,13 +694,13 @@ def _write_parquet(df: pd.DataFrame, path: Path, meta: dict) -> None:
     table = pa.table({c: np.asarray(df[c].to_numpy(), dtype=np.int64) for c in ("SessionId", "ItemId", "Time")})
     table = table.replace_schema_metadata({**(table.schema.metadata or {}),
                                            b"gru4rec_conformance": json.dumps(meta).encode()})
-    with _io.atomic_path(path) as tmp:
+    with _suite_io.atomic_path(path) as tmp:
         pq.write_table(table, tmp, use_dictionary=False, compression="snappy", row_group_size=1 << 18)
 
 
 def _write_tsv(df: pd.DataFrame, path: Path) -> None:
     table = pa.Table.from_pandas(df, preserve_index=False)
-    with _io.atomic_path(path) as tmp:
+    with _suite_io.atomic_path(path) as tmp:
         pacsv.write_csv(table, tmp, write_options=pacsv.WriteOptions(delimiter="\t", quoting_style="none"))
 
 
@@ -723,9 +723,9 @@ def prepare(name: str, raw_dir, out_dir, *, index_quirk: bool = True, tsv: bool 
     bar = _Progress(name, progress)
     t0 = time.time()
     bar.step("hash inputs")
-    files = [_io.resolve_raw_file(raw_dir, f) for f in RAW_FILES[name]]
-    inputs = [{"file": RAW_FILES[name][k], "path": str(p), "bytes": _io._split_zip_member(p)[0].stat().st_size,
-               "sha256": _io.sha256_file(p)} for k, p in enumerate(files)]
+    files = [_suite_io.resolve_raw_file(raw_dir, f) for f in RAW_FILES[name]]
+    inputs = [{"file": RAW_FILES[name][k], "path": str(p), "bytes": _suite_io._split_zip_member(p)[0].stat().st_size,
+               "sha256": _suite_io.sha256_file(p)} for k, p in enumerate(files)]
     options = {"index_quirk": bool(index_quirk), "tsv": bool(tsv)}
     code = _code_hash()
     key = _cache_key(name, inputs, options, code)
@@ -747,7 +747,7 @@ def prepare(name: str, raw_dir, out_dir, *, index_quirk: bool = True, tsv: bool 
     del frames_in
     bar.step("write")
     out_dir.mkdir(parents=True, exist_ok=True)
-    _io.remove_stale_temporaries(out_dir)
+    _suite_io.remove_stale_temporaries(out_dir)
     old_manifest = out_dir / "manifest.json"
     if old_manifest.exists():
         old_manifest.unlink()  # the folder is incomplete until the new manifest is written
@@ -758,22 +758,22 @@ def prepare(name: str, raw_dir, out_dir, *, index_quirk: bool = True, tsv: bool 
         p = out_dir / f"{part}.parquet"
         _write_parquet(res.frames[part], p, {**meta, "part": part})
         return {"file": p.name, "rows": len(res.frames[part]), "bytes": p.stat().st_size,
-                "sha256": _io.sha256_file(p)}
+                "sha256": _suite_io.sha256_file(p)}
 
     with ThreadPoolExecutor(max_workers=2) as pool:  # pyarrow and hashlib release the GIL
         for part, info in zip(PARTS, pool.map(write_part, PARTS)):
             outputs[part] = info
     stats_path = out_dir / "stats.tsv"
-    with _io.atomic_path(stats_path) as tmp:
+    with _suite_io.atomic_path(stats_path) as tmp:
         res.stats.to_csv(tmp, sep="\t", index=False, float_format="%.4f")
     outputs["stats"] = {"file": stats_path.name, "rows": len(res.stats), "bytes": stats_path.stat().st_size,
-                        "sha256": _io.sha256_file(stats_path)}
+                        "sha256": _suite_io.sha256_file(stats_path)}
     if tsv:
         for part in PARTS:
             p = out_dir / f"{STUDY_PREFIX[name]}_{part}.tsv"
             _write_tsv(res.frames[part], p)
             outputs[f"tsv_{part}"] = {"file": p.name, "rows": len(res.frames[part]), "bytes": p.stat().st_size,
-                                      "sha256": _io.sha256_file(p)}
+                                      "sha256": _suite_io.sha256_file(p)}
     manifest = {
         "dataset": name,
         "pipeline_version": PIPELINE_VERSION,
@@ -797,7 +797,7 @@ def prepare(name: str, raw_dir, out_dir, *, index_quirk: bool = True, tsv: bool 
         "created_utc": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "seconds": round(time.time() - t0, 3),
     }
-    _io.atomic_write_text(out_dir / "manifest.json", json.dumps(manifest, indent=1, default=_json_default))
+    _suite_io.atomic_write_text(out_dir / "manifest.json", json.dumps(manifest, indent=1, default=_json_default))
     bar.done(f"{len(res.frames['train_full'])} train_full / {len(res.frames['test'])} test events, "
              f"{res.filter_rounds} filter rounds")
     return Prepared(name, out_dir, manifest, False)

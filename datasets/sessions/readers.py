@@ -1,12 +1,12 @@
 """Readers for the raw files of the five session datasets of the study (Hidasi & Czapp, RecSys 2023), in their
 original formats (spec: ../shared/spec/datasets.md, Part 1, §1.1-§1.5).
 
-Each ``read_<name>(path)`` reads ONE raw file (plain, .gz, .bz2, or .zip -- see ``datasets._io.open_raw``)
+Each ``read_<name>(path)`` reads ONE raw file (plain, .gz, .bz2, or .zip -- see ``datasets._suite_io.open_raw``)
 block by block with pyarrow and returns a pandas DataFrame in file order with compact dtypes (``progress``, optional:
 a callable receiving (bytes read, file size) after each block). Time is converted
 explicitly to integers (epoch seconds or milliseconds as stated per reader), never through the datetime64
 reinterpretation idiom of the study scripts, whose result depends on the pandas version (pandas 3 parses to
-microseconds). Bad input raises ``datasets._io.RawFormatError`` (a ValueError naming file and line); a
+microseconds). Bad input raises ``datasets._suite_io.RawFormatError`` (a ValueError naming file and line); a
 truncated last line is skipped with a ``TruncatedLastLineWarning`` naming the line.
 
 Identifiers the study reads as strings (Rees46 ``product_id``/``user_id``) are returned as int64 after checking
@@ -23,7 +23,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .._io import CsvSpec, RowError, read_csv_table
+from .._suite_io import CsvSpec, RowError, read_csv_table
 
 __all__ = [
     "RAW_FILES",

@@ -8,7 +8,7 @@ import warnings
 
 import pytest
 
-from datasets._io import RawFormatError, TruncatedLastLineWarning
+from datasets._suite_io import RawFormatError, TruncatedLastLineWarning
 from datasets.sessions import readers
 from datasets.sessions.pipeline import prepare
 

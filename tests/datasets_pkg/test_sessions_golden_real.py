@@ -8,7 +8,7 @@ import warnings
 
 import pytest
 
-from datasets._io import TruncatedLastLineWarning
+from datasets._suite_io import TruncatedLastLineWarning
 from datasets.sessions.pipeline import prepare, process
 from datasets.sessions.readers import read_diginetica, read_rees46, read_retailrocket, read_yoochoose
 

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from datasets._io import open_raw
+from datasets._suite_io import open_raw
 from datasets.sessions import synthetic
 from datasets.sessions.pipeline import DATASETS, process
 from datasets.sessions.readers import RAW_FILES, read_raw
