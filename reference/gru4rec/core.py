@@ -567,6 +567,7 @@ class GRU4Rec:
             os.close(fd)
             try:
                 write(tmp)
+                os.chmod(tmp, 0o644)  # mkstemp creates 0600
                 os.replace(tmp, os.path.join(path, name))
             except BaseException:
                 if os.path.exists(tmp):
