@@ -254,6 +254,10 @@ class GRU4Rec:
         """Shared extra samples of the next ``n_steps`` steps, (n_steps, S) int64 columns, or None (S = 0)."""
         return self.sampler.take(n_steps) if self.sampler is not None else None
 
+    def _columns(self, targets: torch.Tensor, samples: torch.Tensor | None) -> torch.Tensor:
+        """Item columns scored by a training step: [targets of the b lanes ; S shared samples] (spec §3)."""
+        return torch.cat([targets, samples]) if samples is not None else targets
+
     def _train_epoch(self, epoch: int, trace: Callable | None) -> tuple[float, int, int]:
         dev = self.device
         model = self.model
@@ -310,7 +314,7 @@ class GRU4Rec:
         Returns (summed loss over lanes as a 0-d tensor, new detached states[, info dict]). The loss used for the
         gradient is the summed loss divided by the nominal batch size B. Kept free of host synchronisation.
         """
-        y = torch.cat([targets, samples]) if samples is not None else targets
+        y = self._columns(targets, samples)
         p_embed, p_hidden = self._dropout_rates()
         R, H_new, _ = self.model.forward_train(x, y, H, p_embed, p_hidden, self._gen_dropout, masks=masks)
         loss_sum = self.loss_function(R, y, x.shape[0])

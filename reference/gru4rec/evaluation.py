@@ -157,8 +157,11 @@ class SessionParallelEvaluator:
     ``GRU4Rec.score_stream``.
 
     Extension points (override in a subclass): :meth:`prepare` (unknown-item handling), :meth:`reset_lanes`
-    (hidden-state reset of lanes that start a new session), :meth:`hits` (the cutoff rule).
+    (hidden-state reset of lanes that start a new session), :meth:`hits` (the cutoff rule),
+    :attr:`iterator_class` (the lane schedule of the inference loop).
     """
+
+    iterator_class = SessionParallelIterator
 
     def __init__(self, gru):
         self.gru = gru
@@ -192,7 +195,7 @@ class SessionParallelEvaluator:
                              "a session with two or more known events)")
         model = gru.model
         dev = model.device
-        it = SessionParallelIterator(d, min(batch_size, d.n_sessions), stop_below_two_lanes=False)
+        it = self.iterator_class(d, min(batch_size, d.n_sessions), stop_below_two_lanes=False)
         H = model.zero_state(it.n_lanes)
         for run in it:
             if run.keep is not None:

@@ -164,7 +164,8 @@ class GRU4RecModel:
         """Training-mode forward of one step.
 
         Args:
-            x: (b,) int64 input item columns; y: (K,) int64 scored columns [targets ; samples].
+            x: (b,) int64 input item columns; y: (K,) int64 scored columns [targets ; samples] (any shape is
+                gathered; ``score_train`` defines how O of shape y.shape + (d,) is scored).
             H: hidden state per layer, (b, d_l) float32 (not modified).
             p_embed, p_hidden: dropout rates; generator: drives the masks.
             masks: explicit dropout multipliers instead of random ones, keys ``'embed'`` and ``'hidden.{l}'``
@@ -189,8 +190,9 @@ class GRU4RecModel:
         embedding_out = None
         layer_outputs = []
         if self.mode == "shared":
-            EXY = F.embedding(torch.cat([x, y]), p["Wy"], sparse=True)
-            E, O = EXY[:b], EXY[b:]
+            # one lookup for inputs and columns: one sparse gradient, as the port
+            EXY = F.embedding(torch.cat([x, y.reshape(-1)]), p["Wy"], sparse=True)
+            E, O = EXY[:b], EXY[b:].reshape(*y.shape, -1)
         else:
             O = F.embedding(y, p["Wy"], sparse=True)
         Bo = F.embedding(y, p["By"], sparse=True)
