@@ -127,3 +127,14 @@ def test_evaluate_scores_on_matrix():
     S = np.array([[3.0, 1.0, 2.0], [1.0, 1.0, 1.0]])
     m = evaluate_scores(S, [2, 1], cutoffs=(1, 2), mode="conservative")
     assert m == {"recall@1": 0.0, "mrr@1": 0.0, "recall@2": 0.5, "mrr@2": 0.25, "n_events": 2}
+
+
+def test_model_trained_without_samples_is_evaluated_on_every_event(lag1_test):
+    """Deliberate difference: the port's evaluator stops with fewer than two lanes when n_sample = 0."""
+    g = GRU4Rec(layers=[8], batch_size=8, n_sample=0, n_epochs=1)
+    g.fit(lag1_sessions(n_sessions=40))
+    tail = pd.DataFrame({"SessionId": 99_999, "ItemId": [1000 + i % 20 for i in range(15)],
+                         "Time": 5e6 + np.arange(15)})
+    test = pd.concat([lag1_test, tail], ignore_index=True)
+    for b in (1, 4, 512):
+        assert g.evaluate(test, batch_size=b)["n_events"] == len(test) - test.SessionId.nunique()
