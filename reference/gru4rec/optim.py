@@ -7,7 +7,28 @@ without momentum); state starts at zero and persists over epochs; constant learn
 """
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import torch
+
+
+class RowGrad(NamedTuple):
+    """Row-sparse gradient of a table: ``values[k]`` is the summed gradient of row ``indices[k]``.
+
+    indices: (U,) int64, unique and ascending; values: (U, d) float32."""
+
+    indices: torch.Tensor
+    values: torch.Tensor
+
+    @classmethod
+    def from_rows(cls, idx: torch.Tensor, rows: torch.Tensor) -> "RowGrad":
+        """Sum the gradient rows of duplicate indices (the port's ``coalesce``); idx (n,), rows (n, d)."""
+        uniq, inv = torch.unique(idx, sorted=True, return_inverse=True)
+        vals = torch.zeros((uniq.shape[0],) + tuple(rows.shape[1:]), dtype=rows.dtype, device=rows.device)
+        return cls(uniq, vals.index_add_(0, inv, rows))
+
+    def to_dense(self, like: torch.Tensor) -> torch.Tensor:
+        return torch.zeros_like(like).index_add_(0, self.indices, self.values)
 
 
 class IndexedAdagradM:
@@ -44,8 +65,8 @@ class IndexedAdagradM:
 
     @torch.no_grad()
     def step(self, grads: dict[str, torch.Tensor | None]) -> None:
-        """Apply one update. ``grads`` maps names to dense or sparse (COO, row-indexed) gradients; None = no
-        gradient (the parameter and its state are left alone)."""
+        """Apply one update. ``grads`` maps names to dense gradients, :class:`RowGrad` or sparse COO
+        (row-indexed) tensors; None = no gradient (the parameter and its state are left alone)."""
         clr = self.current_lr()
         mu = self.momentum
         for name, grad in grads.items():
@@ -53,10 +74,12 @@ class IndexedAdagradM:
                 continue
             p = self.params[name]
             acc = self.acc[name]
-            if grad.is_sparse:
-                grad = grad.coalesce()
-                idx = grad._indices()[0]
-                val = grad._values()
+            if isinstance(grad, RowGrad) or grad.is_sparse:
+                if isinstance(grad, RowGrad):
+                    idx, val = grad.indices, grad.values
+                else:
+                    grad = grad.coalesce()
+                    idx, val = grad._indices()[0], grad._values()
                 accs = acc[idx] + val.pow(2)
                 acc.index_copy_(0, idx, accs)
                 accs.add_(self.eps).sqrt_().mul_(-1 / clr)

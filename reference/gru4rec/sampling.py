@@ -31,7 +31,7 @@ class SampleCache:
         if n_sample < 1:
             raise ValueError(f"n_sample must be >= 1 for a sample cache, got {n_sample}")
         self.n_sample = int(n_sample)
-        self.device = device
+        self.device = torch.device(device)
         self.generator = generator
         self.generate_length = max(1, int(cache_max_size) // self.n_sample)
         w = np.asarray(self.weights(np.asarray(supports, dtype=np.float64), sample_alpha), dtype=np.float64)
@@ -41,6 +41,7 @@ class SampleCache:
         self.n_refreshes = 0
         self._cache = None
         self._pointer = 0
+        self._refresh()  # created with the model, as the port (outside the epoch timing)
 
     @staticmethod
     def weights(supports: np.ndarray, sample_alpha: float) -> np.ndarray:

@@ -130,3 +130,4 @@ def test_sampling_distribution_is_support_to_the_alpha(alpha):
     other = 1.0 if alpha < 1 else 0.0
     wrong = supp ** other / (supp ** other).sum() * draws.size
     assert stats.chisquare(counts, wrong).pvalue < 1e-6
+
