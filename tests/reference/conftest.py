@@ -24,6 +24,18 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "slow: takes longer than ~20 s; not in the default run")
 
 
+def pytest_collection_modifyitems(config, items):
+    """Keep this folder's slow tests out of the default run unless asked for (-m selecting 'slow', or
+    GRU4REC_RUN_SLOW=1); a faster test covers the same behaviour by default."""
+    if os.environ.get("GRU4REC_RUN_SLOW") == "1" or "slow" in (config.getoption("markexpr", "") or ""):
+        return
+    here = Path(__file__).parent
+    skip = pytest.mark.skip(reason="slow test: run with GRU4REC_RUN_SLOW=1 or -m slow")
+    for item in items:
+        if item.get_closest_marker("slow") and here in Path(str(item.path)).parents:
+            item.add_marker(skip)
+
+
 @pytest.fixture(autouse=True)
 def _one_torch_thread():
     """The oracle's test models are tiny: one intra-op thread is faster and steadier on the 2-core CI machine.
