@@ -187,6 +187,8 @@ class GRU4Rec:
         self.data = sd
         self.keys = {"item_key": item_key, "session_key": session_key, "time_key": time_key}
         dev = self.device
+        if dev.type == "cuda" and not torch.cuda.is_available():
+            raise ValueError(f"parameter 'device': {self._hp['device']!r} requested but CUDA is not available")
         s_init, s_drop, s_samp = self._seeds()
         g_init = torch.Generator().manual_seed(s_init)
         self._gen_dropout = torch.Generator(device=dev).manual_seed(s_drop)
