@@ -22,7 +22,6 @@ import io
 import os
 import re
 import sys
-import time
 import types
 from pathlib import Path
 

@@ -265,7 +265,6 @@ class GRU4Rec:
         model = self.model
         H = model.zero_state(self.iterator.n_lanes)
         acc = torch.zeros((), dtype=torch.float64, device=dev)
-        checked = torch.zeros((), dtype=torch.float64, device=dev)
         n_steps = n_events = 0
         since_check = 0
         for run in self.iterator:

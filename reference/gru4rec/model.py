@@ -31,11 +31,8 @@ come from an explicit generator.
 from __future__ import annotations
 
 import math
-from typing import Callable
 
 import torch
-
-SPARSE_PARAMS = ("E", "GE.Wx0", "Wy", "By")
 
 
 class GRU4RecModel:
@@ -187,7 +184,6 @@ class GRU4RecModel:
         modes) or, in no-embedding mode, on the first layer's output; ``dropout_p_hidden`` on the output of
         every other GRU layer; the dropped-out output is stored as the next hidden state.
         """
-        b = x.shape[0]
         rows: list = []
 
         def drop(t: torch.Tensor, key: str, rate: float) -> torch.Tensor:

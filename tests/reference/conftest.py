@@ -5,7 +5,6 @@ import os
 import sys
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 import pytest
 import torch
