@@ -35,10 +35,11 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(skip)
 
 
-@pytest.fixture(autouse=True)
+@pytest.fixture(autouse=True, scope="module")
 def _one_torch_thread():
-    """The oracle's test models are tiny: one intra-op thread is faster and steadier on the 2-core CI machine.
-    Restored after each test, so other suites in the same session are unaffected."""
+    """The oracle's test models are tiny: one intra-op thread is faster and far steadier on the 2-core CI
+    machine. Module scope, so module-scoped fixtures (trained models) run with it too; restored after each
+    module, so other suites in the same session are unaffected."""
     before = torch.get_num_threads()
     torch.set_num_threads(1)
     yield
