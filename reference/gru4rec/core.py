@@ -318,7 +318,8 @@ class GRU4Rec:
         y = self._columns(targets, samples)
         p_embed, p_hidden = self._dropout_rates()
         model = self.model
-        R, H_new, rows, _ = model.forward_train(x, y, H, p_embed, p_hidden, self._gen_dropout, masks=masks)
+        rows: list = []
+        R, H_new, _ = model.forward_train(x, y, H, p_embed, p_hidden, self._gen_dropout, masks=masks, rows=rows)
         loss_sum = self.loss_function(R, y, x.shape[0])
         L = loss_sum / self._hp["batch_size"]
         names = model.param_names()
@@ -501,7 +502,7 @@ class GRU4Rec:
             y = torch.cat(parts)
         p_embed, p_hidden = self._dropout_rates()
         with torch.no_grad():
-            R, _, _, cap = self.model.forward_train(x, y, H, p_embed, p_hidden, self._gen_dropout,
+            R, _, cap = self.model.forward_train(x, y, H, p_embed, p_hidden, self._gen_dropout,
                                                  masks=self._masks_in(dropout_masks), capture=True)
         emb = cap["embedding_out"]
         return {"embedding_out": None if emb is None else emb.detach().cpu().numpy(),

@@ -164,7 +164,8 @@ class GRU4RecModel:
     # ------------------------------------------------------------------ forward passes
     def forward_train(self, x: torch.Tensor, y: torch.Tensor, H: list[torch.Tensor], p_embed: float,
                       p_hidden: float, generator: torch.Generator | None,
-                      masks: dict[str, torch.Tensor | None] | None = None, capture: bool = False):
+                      masks: dict[str, torch.Tensor | None] | None = None, capture: bool = False,
+                      rows: list | None = None):
         """Training-mode forward of one step.
 
         Args:
@@ -175,16 +176,17 @@ class GRU4RecModel:
             masks: explicit dropout multipliers instead of random ones, keys ``'embed'`` and ``'hidden.{l}'``
                 (a missing key or None = no dropout at that site).
             capture: also return the intermediate outputs.
+            rows: a list that receives the (table name, indices, leaf) triples of the row-sparse lookups (see
+                :meth:`gather_rows`); the trainer takes their gradients from there.
 
-        Returns ``(R, H_new, rows, captured)``: R (b, K) scores, H_new the new per-layer states (post-dropout,
-        still attached to the graph), rows the (table name, indices, leaf) triples of the row-sparse lookups
-        (see :meth:`gather_rows`), captured = {'embedding_out', 'layer_outputs'} or None.
+        Returns ``(R, H_new, captured)``: R (b, K) scores, H_new the new per-layer states (post-dropout, still
+        attached to the graph), captured = {'embedding_out', 'layer_outputs'} or None.
 
         Dropout placement (the port, spec §2.5): ``dropout_p_embed`` on the input embedding (shared/separate
         modes) or, in no-embedding mode, on the first layer's output; ``dropout_p_hidden`` on the output of
         every other GRU layer; the dropped-out output is stored as the next hidden state.
         """
-        rows: list = []
+        rows = [] if rows is None else rows
 
         def drop(t: torch.Tensor, key: str, rate: float) -> torch.Tensor:
             m = masks.get(key) if masks is not None else self.dropout_mask(t.shape, rate, generator)
@@ -213,7 +215,7 @@ class GRU4RecModel:
             layer_outputs.append(Xh)
         R = self.score_train(Xh, y, O, Bo)
         captured = {"embedding_out": embedding_out, "layer_outputs": layer_outputs} if capture else None
-        return R, H_new, rows, captured
+        return R, H_new, captured
 
     @torch.no_grad()
     def forward_eval(self, x: torch.Tensor, H: list[torch.Tensor]) -> tuple[torch.Tensor, list[torch.Tensor]]:
