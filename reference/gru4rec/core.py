@@ -347,12 +347,13 @@ class GRU4Rec:
             if g is not None:
                 per_table.setdefault(name, []).append((idx, g.reshape(idx.shape[0], -1)))
         for name, parts in per_table.items():
-            idx = torch.cat([i for i, _ in parts]) if len(parts) > 1 else parts[0][0]
-            val = torch.cat([v for _, v in parts]) if len(parts) > 1 else parts[0][1]
             if gd.get(name) is not None:
-                gd[name] = gd[name].index_add(0, idx, val.reshape(-1, *gd[name].shape[1:]))
+                dense = gd[name].clone()
+                for idx, val in parts:
+                    dense.index_add_(0, idx, val.reshape(-1, *dense.shape[1:]))
+                gd[name] = dense
             else:
-                gd[name] = RowGrad.from_rows(idx, val)
+                gd[name] = RowGrad.from_parts(parts)
         return gd
 
     # ------------------------------------------------------------------ id mapping

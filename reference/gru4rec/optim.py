@@ -3,7 +3,8 @@
 As the port's ``IndexedAdagradM``: A ← A + g²; V ← μ·V − η·g/√(A + 1e-6); θ ← θ + V (θ ← θ − η·g/√(A + 1e-6)
 without momentum); state starts at zero and persists over epochs; constant learning rate. Row-sparse gradients
 (embedding tables) are coalesced — duplicate rows **summed** — and only the touched rows of A, V and θ change
-(untouched rows' momentum neither decays nor acts). The order of floating-point operations is the port's.
+(untouched rows' momentum neither decays nor acts). The arithmetic is the port's with fused in-place operations
+(agreement with the port to float32 rounding).
 """
 from __future__ import annotations
 
@@ -23,9 +24,20 @@ class RowGrad(NamedTuple):
     @classmethod
     def from_rows(cls, idx: torch.Tensor, rows: torch.Tensor) -> "RowGrad":
         """Sum the gradient rows of duplicate indices (the port's ``coalesce``); idx (n,), rows (n, d)."""
+        return cls.from_parts([(idx, rows)])
+
+    @classmethod
+    def from_parts(cls, parts: list) -> "RowGrad":
+        """As :meth:`from_rows` for several (idx, rows) lookups of one table, without concatenating the rows."""
+        idx = torch.cat([i for i, _ in parts]) if len(parts) > 1 else parts[0][0]
         uniq, inv = torch.unique(idx, sorted=True, return_inverse=True)
-        vals = torch.zeros((uniq.shape[0],) + tuple(rows.shape[1:]), dtype=rows.dtype, device=rows.device)
-        return cls(uniq, vals.index_add_(0, inv, rows))
+        r0 = parts[0][1]
+        vals = torch.zeros((uniq.shape[0],) + tuple(r0.shape[1:]), dtype=r0.dtype, device=r0.device)
+        start = 0
+        for i, rows in parts:
+            vals.index_add_(0, inv[start:start + i.shape[0]], rows)
+            start += i.shape[0]
+        return cls(uniq, vals)
 
     def to_dense(self, like: torch.Tensor) -> torch.Tensor:
         return torch.zeros_like(like).index_add_(0, self.indices, self.values)
@@ -80,19 +92,19 @@ class IndexedAdagradM:
                 else:
                     grad = grad.coalesce()
                     idx, val = grad._indices()[0], grad._values()
-                accs = acc[idx] + val.pow(2)
+                accs = acc[idx].addcmul_(val, val)
                 acc.index_copy_(0, idx, accs)
-                accs.add_(self.eps).sqrt_().mul_(-1 / clr)
+                accs.add_(self.eps).sqrt_()
                 if mu > 0:
                     mom = self.mom[name]
                     moma = mom[idx]
-                    moma.mul_(mu).add_(val / accs)
+                    moma.mul_(mu).addcdiv_(val, accs, value=-clr)
                     mom.index_copy_(0, idx, moma)
                     p.index_add_(0, idx, moma)
                 else:
-                    p.index_add_(0, idx, val / accs)
+                    p.index_add_(0, idx, val.div(accs).mul_(-clr))
             else:
-                acc.add_(grad.pow(2))
+                acc.addcmul_(grad, grad)
                 accs = acc.add(self.eps).sqrt_()
                 if mu > 0:
                     mom = self.mom[name]
