@@ -23,6 +23,8 @@ class EarlyStopping:
     patience: int | None = 3
     min_delta: float = 0.0
     mode: str = "min"
+    #: the weights of ``best_epoch`` are restored at the end (class attribute, read by adapters)
+    restores_best = True
 
     def __post_init__(self) -> None:
         if self.mode not in ("min", "max"):

@@ -44,8 +44,9 @@ def run_once(spec: ModelSpec, train: Examples, val: Examples, test: Examples, co
                                                test.num_labels),
         split_log=list(ft.split_log), epochs_run=len(rec["epochs"]),
     )
-    rec["manifest"]["data"]["test"] = {"split": test.split, "n": len(test), "sha256": test.content_hash(),
-                                       "source": test.source}
+    # A copy: the saved run.json keeps the fit manifest only, so no artifact depends on test labels (row 12).
+    rec["manifest"] = {**rec["manifest"], "data": {**rec["manifest"]["data"], "test": {
+        "split": test.split, "n": len(test), "sha256": test.content_hash(), "source": test.source}}}
     if out_dir is not None:
         d = Path(out_dir) / run_dir_name(run_id, seed)
         files = ft.save(d, extra={"seed": seed, "run_id": run_id})
@@ -60,9 +61,9 @@ def run_once(spec: ModelSpec, train: Examples, val: Examples, test: Examples, co
 def _write_predictions(path: Path, test: Examples, metrics: dict) -> None:
     tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
     with open(tmp, "w", encoding="utf-8") as f:
-        f.write("id,label,prediction\n")
-        for i, y, p in zip(test.ids, test.labels, metrics["predictions"]):
-            f.write(f"{i},{y},{p}\n")
+        f.write("id,prediction\n")  # no labels: artifacts must not depend on test labels (spec §3 row 12)
+        for i, p in zip(test.ids, metrics["predictions"]):
+            f.write(f"{i},{p}\n")
     os.replace(tmp, path)
 
 
