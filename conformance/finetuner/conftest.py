@@ -21,6 +21,11 @@ for _k, _v in {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TRANSFORMERS
                "HF_HUB_DISABLE_PROGRESS_BARS": "1", "TOKENIZERS_PARALLELISM": "false"}.items():
     os.environ.setdefault(_k, _v)
 
+import torch  # noqa: E402
+
+# Tiny models gain nothing from intra-op threads; one thread avoids oversubscribing a 2-core CI machine.
+torch.set_num_threads(1)
+
 from conformance.finetuner.support import make_slices  # noqa: E402
 from conformance.finetuner.tiny_models import FAMILIES, make_tiny_model  # noqa: E402
 

@@ -164,19 +164,22 @@ def test_artifacts_per_run_reload_in_fresh_process(impl, tiny_bert, slices, tmp_
         logits.append(a.predict(texts))
     assert len(set(dirs)) == 2, f"two runs share one checkpoint path: {dirs}"
     script = textwrap.dedent("""
-        import json, sys, numpy as np, torch
+        import json, sys, torch
         from transformers import AutoModelForSequenceClassification, AutoTokenizer
-        d, texts = sys.argv[1], json.loads(sys.argv[2])
-        m = AutoModelForSequenceClassification.from_pretrained(d, local_files_only=True).eval()
-        t = AutoTokenizer.from_pretrained(d, local_files_only=True)
-        with torch.no_grad():
-            z = m(**t(texts, padding=True, return_tensors="pt")).logits.numpy()
-        print(json.dumps(z.tolist()))
+        dirs, texts = json.loads(sys.argv[1]), json.loads(sys.argv[2])
+        out = []
+        for d in dirs:
+            m = AutoModelForSequenceClassification.from_pretrained(d, local_files_only=True).eval()
+            t = AutoTokenizer.from_pretrained(d, local_files_only=True)
+            with torch.no_grad():
+                out.append(m(**t(texts, padding=True, return_tensors="pt")).logits.tolist())
+        print(json.dumps(out))
     """)
     env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
-    for d, z in zip(dirs, logits):
-        out = subprocess.run([sys.executable, "-c", script, d, json.dumps(texts)], capture_output=True, text=True,
-                             env=env, cwd=ROOT, timeout=120)
-        assert out.returncode == 0, f"reload of {d} failed:\n{out.stderr[-2000:]}"
-        got = np.array(json.loads(out.stdout.strip().splitlines()[-1]))
-        assert np.abs(got - z).max() <= 1e-5, f"reloaded logits differ by {np.abs(got - z).max():.2e}"
+    out = subprocess.run([sys.executable, "-c", script, json.dumps(dirs), json.dumps(texts)], capture_output=True,
+                         text=True, env=env, cwd=ROOT, timeout=300)
+    assert out.returncode == 0, f"reload of {dirs} failed:\n{out.stderr[-2000:]}"
+    reloaded = json.loads(out.stdout.strip().splitlines()[-1])
+    for d, z, got in zip(dirs, logits, reloaded):
+        diff = np.abs(np.array(got) - z).max()
+        assert diff <= 1e-5, f"{d}: reloaded logits differ by {diff:.2e}"
