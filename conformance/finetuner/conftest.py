@@ -111,13 +111,14 @@ def slices(sst5_full):
 
 @pytest.fixture(scope="session")
 def tiny_models(tmp_path_factory, sst5_full, slices):
-    """family -> ModelSpec of a tiny random model whose vocabulary covers the first 600 train sentences and
-    the check slices."""
+    """family -> ModelSpec of a tiny random model whose vocabulary covers every SST-5 word (so sentences
+    tokenize to about as many ids as with a real uncased BERT vocabulary)."""
     from reference.finetuner import ModelSpec
 
-    texts = list(sst5_full["train"].texts[:600]) + list(slices.val.texts) + list(slices.test.texts)
+    texts = [t for split in ("train", "dev", "test") for t in sst5_full[split].texts]
     base = tmp_path_factory.mktemp("tiny_models")
-    return {f: ModelSpec(path=str(make_tiny_model(f, base / f, texts)), name=f"tiny-{f}") for f in FAMILIES}
+    return {f: ModelSpec(path=str(make_tiny_model(f, base / f, texts, vocab_size=24000)), name=f"tiny-{f}")
+            for f in FAMILIES}
 
 
 @pytest.fixture(scope="session")
