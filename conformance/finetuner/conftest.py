@@ -1,20 +1,14 @@
-"""Fixtures of the fine-tuner conformance checks.
-
-Until the shared harness plugin (root conftest.py) is merged, this file also provides ``--impl`` and the
-``impl`` parametrisation for the fine-tuner family, and registers the ``check`` / ``feature`` markers.
-"""
+"""Fixtures of the fine-tuner conformance checks (the ``impl`` fixture, markers, selection, xfails and reports
+come from the harness plugin loaded by the root conftest.py)."""
 
 from __future__ import annotations
 
 import os
-import sys
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
 
 # Offline, quiet transformers for every check (spec §3 row 23).
 for _k, _v in {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TRANSFORMERS_VERBOSITY": "error",
@@ -28,59 +22,6 @@ torch.set_num_threads(1)
 
 from conformance.finetuner.support import make_slices  # noqa: E402
 from conformance.finetuner.tiny_models import FAMILIES, make_tiny_model  # noqa: E402
-
-
-def pytest_addoption(parser):
-    try:
-        parser.addoption("--impl", action="append", default=[],
-                         help="implementation(s) to check (repeatable); default: reference")
-    except ValueError:
-        pass  # the shared harness plugin defines --impl
-    group = parser.getgroup("finetuner", "fine-tuner conformance")
-    group.addoption("--ft-results", default=None,
-                    help="append one JSON line per fine-tuner check result (nodeid, impl, check, kind, outcome)")
-    group.addoption("--ft-mutant-scope", choices=("all", "kind", "row"), default="all",
-                    help="for mutant implementations, keep only the checks of the mutant's kind or defect row")
-
-
-def pytest_configure(config):
-    config.addinivalue_line("markers", "check(id, kind): the spec check a test implements, and its kind")
-    config.addinivalue_line("markers", "feature(name): adapter feature the check needs (skipped if undeclared)")
-    config.addinivalue_line("markers", "slow: long-running (real model or full protocol)")
-
-
-def _selected(config) -> list[str]:
-    from implementations.finetuner import names
-
-    chosen = config.getoption("--impl") or os.environ.get("GRU4REC_CONFORMANCE_IMPL", "reference").split(",")
-    out = []
-    for n in chosen:
-        if n == "all":
-            out += [x for x in names() if not x.startswith("mutant_")]
-        else:
-            out.append(n)
-    return out
-
-
-def pytest_generate_tests(metafunc):
-    if "impl" in metafunc.fixturenames and "impl" not in getattr(metafunc, "_ft_done", ()):
-        from implementations.finetuner import load
-
-        selected = _selected(metafunc.config)
-        metafunc.parametrize("impl", [load(n) for n in selected], ids=selected, scope="session")
-
-
-@pytest.fixture(autouse=True)
-def _feature_skip(request):
-    """Skip a check whose ``feature`` markers name something the implementation does not declare."""
-    if "impl" not in request.fixturenames:
-        return
-    impl = request.getfixturevalue("impl")
-    caps = (impl() if isinstance(impl, type) else impl).capabilities()
-    for m in request.node.iter_markers("feature"):
-        for f in m.args:
-            if f not in caps.get("features", set()):
-                pytest.skip(f"{getattr(impl, 'name', impl)} does not declare feature {f!r}")
 
 
 @pytest.fixture(autouse=True)
@@ -131,67 +72,14 @@ BASE_CONFIG = dict(max_epochs=2, batch_size=8, eval_batch_size=64, learning_rate
                    patience=None)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture
 def base_run(impl, tiny_bert, slices):
-    """(adapter, fit record) of one quick run on tiny BERT, shared by read-only checks."""
-    from conformance.finetuner.support import fresh
+    """(adapter, fit record) of one quick run on tiny BERT, made once per implementation and shared by
+    read-only checks."""
 
-    adapter = fresh(impl)
-    adapter.build(tiny_bert, 5, 0)
-    record = adapter.fit(slices.train, slices.val, BASE_CONFIG)
-    return adapter, record
+    def make(i):
+        adapter = i.new()
+        adapter.build(0, model_spec=tiny_bert, num_labels=5)
+        return adapter, adapter.fit(slices.train, slices.val, BASE_CONFIG)
 
-
-def _impl_name(item) -> str | None:
-    cs = getattr(item, "callspec", None)
-    if cs is None or "impl" not in cs.params:
-        return None
-    impl = cs.params["impl"]
-    return getattr(impl, "name", None)
-
-
-def pytest_collection_modifyitems(config, items):
-    scope = config.getoption("--ft-mutant-scope")
-    if scope == "all":
-        return
-    keep, drop = [], []
-    for item in items:
-        cs = getattr(item, "callspec", None)
-        impl = cs.params.get("impl") if cs is not None else None
-        mark = item.get_closest_marker("check")
-        if impl is None or not getattr(impl, "name", "").startswith("mutant_") or mark is None:
-            keep.append(item)
-            continue
-        same = (mark.kwargs.get("kind") == impl.kind) if scope == "kind" else \
-            (mark.args[0] == f"FT-{impl.defect_row}")
-        (keep if same else drop).append(item)
-    if drop:
-        config.hook.pytest_deselected(items=drop)
-        items[:] = keep
-
-
-def pytest_runtest_logreport(report):
-    path = getattr(pytest_runtest_logreport, "path", None)
-    if path is None or (report.when != "call" and report.outcome == "passed"):
-        return
-    if report.when == "teardown" and report.outcome != "failed":
-        return
-    import json
-
-    rec = {"nodeid": report.nodeid, "when": report.when, "outcome": report.outcome,
-           **getattr(report, "ft_meta", {})}
-    with open(path, "a", encoding="utf-8") as f:
-        f.write(json.dumps(rec) + "\n")
-
-
-@pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_makereport(item, call):
-    outcome = yield
-    report = outcome.get_result()
-    mark = item.get_closest_marker("check")
-    report.ft_meta = {"impl": _impl_name(item), "check": mark.args[0] if mark else None,
-                      "kind": mark.kwargs.get("kind") if mark else None}
-
-
-def pytest_sessionstart(session):
-    pytest_runtest_logreport.path = session.config.getoption("--ft-results")
+    return impl.shared(("finetuner-base-run", tiny_bert.path), make)

@@ -45,22 +45,8 @@ def make_slices(full: dict) -> Slices:
 
 
 def fresh(impl):
-    """A new adapter instance from ``impl`` (an adapter class or an instance of one)."""
-    return impl() if isinstance(impl, type) else type(impl)()
-
-
-def require(adapter, *features: str) -> None:
-    """Skip (with the reason) when ``adapter`` does not declare every feature."""
-    declared = adapter.capabilities().get("features", set())
-    missing = [f for f in features if f not in declared]
-    if missing:
-        pytest.skip(f"{adapter.name} does not declare feature(s) {', '.join(missing)}")
-
-
-def require_family(adapter, family: str) -> None:
-    """Skip when ``adapter`` cannot fine-tune a model of ``family``."""
-    if family not in adapter.capabilities().get("model_families", ()):
-        pytest.skip(f"{adapter.name} does not support model family {family!r}")
+    """A new, unbuilt adapter of the implementation under test (closed by the harness after the check)."""
+    return impl.new()
 
 
 def unpadded_length(ids: list[int], mask: list[int] | None, pad_id: int | None) -> int:

@@ -21,8 +21,7 @@ def test_no_example_dropped_and_truncation_reported(impl, tiny_bert, slices):
     truncated test examples is reported and equals the tokenizer's count."""
     a = fresh(impl)
     cfg = dict(max_epochs=1, batch_size=8, learning_rate=1e-3, warmup_ratio=0.0, patience=None)
-    feats = a.capabilities()["features"]
-    L = 48 if "encode_max_length" in feats else None
+    L = 48 if impl.supports("encode_max_length") else None
     if L is not None:
         cfg["max_length"] = L
     rec = a.run(slices.train, slices.val, slices.test, cfg, seed=0, model_spec=tiny_bert, num_labels=5)
@@ -45,7 +44,7 @@ def test_no_example_dropped_and_truncation_reported(impl, tiny_bert, slices):
 def test_full_splits_evaluated_whole(impl, tiny_bert, sst5_full):
     """Evaluating the full dev and test splits covers 1101 and 2210 examples, one prediction per id."""
     a = fresh(impl)
-    a.build(tiny_bert, 5, 0)
+    a.build(0, model_spec=tiny_bert, num_labels=5)
     for split in ("dev", "test"):
         ex = sst5_full[split]
         res = a.evaluate(ex)
@@ -58,7 +57,7 @@ def test_full_splits_evaluated_whole(impl, tiny_bert, sst5_full):
 def test_logits_shape_and_one_step(impl, tiny_bert, slices):
     """predict returns finite (B, 5) logits; one optimizer step gives a finite training loss."""
     a = fresh(impl)
-    a.build(tiny_bert, 5, 0)
+    a.build(0, model_spec=tiny_bert, num_labels=5)
     z = np.asarray(a.predict(list(slices.val.texts[:8])))
     assert z.shape == (8, 5) and np.issubdtype(z.dtype, np.floating), f"logits {z.shape} {z.dtype}"
     assert np.isfinite(z).all()
@@ -74,7 +73,7 @@ def test_logits_shape_and_one_step(impl, tiny_bert, slices):
 def test_overfits_32_examples(impl, tiny_bert, slices):
     """Fine-tuning on 32 examples reaches train accuracy >= 0.9 within 40 epochs (160 steps at batch 8)."""
     a = fresh(impl)
-    a.build(tiny_bert, 5, 0)
+    a.build(0, model_spec=tiny_bert, num_labels=5)
     train = slices.train.head(32)
     a.fit(train, train, dict(max_epochs=40, batch_size=8, learning_rate=3e-3, warmup_ratio=0.0, patience=None,
                              schedule="constant"))
@@ -83,7 +82,7 @@ def test_overfits_32_examples(impl, tiny_bert, slices):
 
 
 @pytest.mark.check("FT-22", kind=KIND)
-@pytest.mark.feature("binary_view")
+@pytest.mark.feature("hook:binary_view")
 def test_binary_mapping(impl):
     """Binary view: neutral removed, {0,1} -> 0, {3,4} -> 1, 2 classes, ids kept."""
     a = fresh(impl)
@@ -97,7 +96,7 @@ def test_binary_mapping(impl):
 
 
 @pytest.mark.check("FT-22", kind=KIND)
-@pytest.mark.feature("binary_view")
+@pytest.mark.feature("hook:binary_view")
 def test_binary_root_counts(impl, sst5_full):
     """The binary view of the full SST-5 root splits has 6920/872/1821 examples and never label 2."""
     a = fresh(impl)

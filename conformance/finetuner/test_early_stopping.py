@@ -13,7 +13,7 @@ KIND = "early_stopping"
 
 
 @pytest.mark.check("FT-13", kind=KIND)
-@pytest.mark.feature("stopping_rule")
+@pytest.mark.feature("hook:stopping_rule")
 def test_stub_sequence(impl):
     """Val losses 1.00, 0.90, 0.95, 0.94, 0.96 with patience 2: stop after epoch 4, restore epoch 2."""
     a = fresh(impl)
@@ -27,7 +27,7 @@ def test_stops_on_patience_and_restores_best(impl, tiny_bert, slices):
     """On a run whose val loss rises (val = train sentences with wrong labels), training stops when the rule
     says so and the final model reproduces the best epoch's val loss."""
     a = fresh(impl)
-    a.build(tiny_bert, 5, 0)
+    a.build(0, model_spec=tiny_bert, num_labels=5)
     train = slices.train.head(32)
     val = train.with_labels([(y + 2) % 5 for y in train.labels])
     rec = a.fit(train, val, dict(max_epochs=12, batch_size=8, learning_rate=3e-3, warmup_ratio=0.0, patience=2))
@@ -46,7 +46,7 @@ def test_stops_on_patience_and_restores_best(impl, tiny_bert, slices):
 def test_epoch_count_and_steps(impl, tiny_bert, slices):
     """With max_epochs=3 and early stopping off: exactly 3 epoch records and 3 x ceil(50/8) optimizer steps."""
     a = fresh(impl)
-    a.build(tiny_bert, 5, 0)
+    a.build(0, model_spec=tiny_bert, num_labels=5)
     train = slices.train.head(50)
     rec = a.fit(train, slices.val, dict(max_epochs=3, batch_size=8, learning_rate=1e-3, warmup_ratio=0.0,
                                         patience=None))

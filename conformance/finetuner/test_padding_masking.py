@@ -17,7 +17,7 @@ ATOL = 1e-5
 def test_pad_invariance(impl, tiny_bert, slices):
     """A sentence's eval logits alone and inside batches with longer sentences agree within 1e-5."""
     a = fresh(impl)
-    a.build(tiny_bert, 5, 0)
+    a.build(0, model_spec=tiny_bert, num_labels=5)
     by_len = sorted(slices.val.texts, key=lambda t: len(t.split()))
     short, longer, longest = by_len[0], by_len[len(by_len) // 2], by_len[-1]
     alone = a.predict([short])[0]
@@ -29,11 +29,11 @@ def test_pad_invariance(impl, tiny_bert, slices):
 
 
 @pytest.mark.check("FT-4", kind=KIND)
-@pytest.mark.feature("torch_module")
+@pytest.mark.feature("hook:torch_module")
 def test_logits_equal_unpadded_forward(impl, tiny_bert, slices):
     """The implementation's logits equal its own model run on the unpadded ids (so padding is masked out)."""
     a = fresh(impl)
-    a.build(tiny_bert, 5, 0)
+    a.build(0, model_spec=tiny_bert, num_labels=5)
     texts = list(slices.val.texts[:6])
     got = a.predict(texts)
     enc = a.encode(texts)
@@ -50,11 +50,11 @@ def test_logits_equal_unpadded_forward(impl, tiny_bert, slices):
 
 
 @pytest.mark.check("FT-7", kind=KIND)
-@pytest.mark.feature("collate")
+@pytest.mark.feature("hook:collate")
 def test_dynamic_padding_width(impl, tiny_bert):
     """Collating inputs of 6 and 3 ids gives shape (2, 6), pad id in the padded slots and a 0/1 mask."""
     a = fresh(impl)
-    a.build(tiny_bert, 5, 0)
+    a.build(0, model_spec=tiny_bert, num_labels=5)
     sp = a.encode(["movie"])["special_ids"]
     six = [sp["cls"], 10, 11, 12, 13, sp["sep"]]
     three = [sp["cls"], 10, sp["sep"]]
@@ -71,7 +71,7 @@ def test_dynamic_padding_width(impl, tiny_bert):
 def test_encoded_width_not_fixed(impl, tiny_bert):
     """Encoding two short texts never pads beyond the longer one (no fixed length such as 66)."""
     a = fresh(impl)
-    a.build(tiny_bert, 5, 0)
+    a.build(0, model_spec=tiny_bert, num_labels=5)
     enc = a.encode(["a movie", "a funny movie"])
     tok_lens = [unpadded_length(ids, None if enc["attention_mask"] is None else enc["attention_mask"][i],
                                 enc["special_ids"]["pad"]) for i, ids in enumerate(enc["input_ids"])]

@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_val_loss_is_mean_cross_entropy(impl, tiny_bert, slices):
     """The reported val loss equals the mean per-example CE recomputed from the implementation's logits."""
     a = fresh(impl)
-    a.build(tiny_bert, 5, 0)
+    a.build(0, model_spec=tiny_bert, num_labels=5)
     rec = a.fit(slices.train, slices.val, dict(max_epochs=1, batch_size=8, eval_batch_size=64,
                                                learning_rate=1e-3, warmup_ratio=0.0, patience=None))
     ce = mean_cross_entropy(a.predict(list(slices.val.texts)), slices.val.labels)
@@ -40,7 +40,7 @@ def test_val_loss_independent_of_eval_batch_size(impl, tiny_bert, slices):
     losses = []
     for bs in (1, 64):
         a = fresh(impl)
-        a.build(tiny_bert, 5, 0)
+        a.build(0, model_spec=tiny_bert, num_labels=5)
         rec = a.fit(slices.train, slices.val, dict(max_epochs=1, batch_size=8, eval_batch_size=bs,
                                                    learning_rate=1e-3, warmup_ratio=0.0, patience=None))
         losses.append(rec["epochs"][0]["val_loss"])
@@ -92,7 +92,7 @@ def test_hyperparameters_recorded_and_schedule_followed(impl, tiny_bert, slices)
     cfg = dict(max_epochs=2, batch_size=8, learning_rate=1e-3, warmup_ratio=0.25, schedule="linear",
                optimizer="adamw", weight_decay=0.01, clip_norm=1.0, patience=None, seed=0)
     a = fresh(impl)
-    a.build(tiny_bert, 5, 0)
+    a.build(0, model_spec=tiny_bert, num_labels=5)
     rec = a.fit(slices.train, slices.val, cfg)
     hp = rec["manifest"]["hyperparameters"]
     full = FinetuneConfig.from_mapping(cfg)
@@ -114,7 +114,7 @@ def test_hyperparameters_recorded_and_schedule_followed(impl, tiny_bert, slices)
 def test_collapse_flagged(impl, tiny_bert, slices):
     """A run that predicts a single class (trained on one-class data) is flagged as collapsed, with reasons."""
     a = fresh(impl)
-    a.build(tiny_bert, 5, 0)
+    a.build(0, model_spec=tiny_bert, num_labels=5)
     train = slices.train.with_labels([1] * len(slices.train))
     rec = a.fit(train, slices.val, dict(max_epochs=3, batch_size=8, learning_rate=3e-3, warmup_ratio=0.0,
                                         patience=None))
@@ -125,7 +125,7 @@ def test_collapse_flagged(impl, tiny_bert, slices):
 
 
 @pytest.mark.check("FT-20", kind=KIND)
-@pytest.mark.feature("run_repeats")
+@pytest.mark.feature("hook:run_repeats")
 def test_aggregate_over_runs(impl, tiny_bert, slices):
     """N=3 runs (early stopping, so lengths may differ) aggregate to n, mean, std (ddof=1), min and max of
     the val-selected test accuracy and macro-F1; collapsed runs are counted, not dropped."""

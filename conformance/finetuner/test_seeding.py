@@ -13,7 +13,7 @@ CFG = dict(max_epochs=1, batch_size=8, learning_rate=1e-3, warmup_ratio=0.0, pat
 
 def _run(impl, spec, slices, seed):
     a = fresh(impl)
-    a.build(spec, 5, seed)
+    a.build(seed, model_spec=spec, num_labels=5)
     rec = a.fit(slices.train, slices.val, dict(CFG, seed=seed))
     return a.predict(list(slices.val.texts)), rec
 
@@ -34,8 +34,8 @@ def test_same_seed_bitwise_identical(impl, tiny_bert, slices):
 def test_different_seed_differs(impl, tiny_bert, slices):
     """Different seeds give a different classifier-head initialisation and a different training run."""
     a0, a1 = fresh(impl), fresh(impl)
-    a0.build(tiny_bert, 5, 0)
-    a1.build(tiny_bert, 5, 1)
+    a0.build(0, model_spec=tiny_bert, num_labels=5)
+    a1.build(1, model_spec=tiny_bert, num_labels=5)
     texts = list(slices.val.texts[:4])
     assert not np.array_equal(a0.predict(texts), a1.predict(texts)), "seeds 0 and 1 build identical heads"
     _, r0 = _run(impl, tiny_bert, slices, 0)

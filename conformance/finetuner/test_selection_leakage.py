@@ -42,7 +42,7 @@ def test_selection_independent_of_test_labels(impl, tiny_bert, slices):
 
 
 @pytest.mark.check("FT-11", kind=KIND)
-@pytest.mark.feature("split_log")
+@pytest.mark.feature("hook:split_log")
 def test_test_evaluated_after_selection(impl, tiny_bert, slices):
     """The test split is touched only after the last training and validation pass."""
     a = fresh(impl)
@@ -56,7 +56,7 @@ def test_test_evaluated_after_selection(impl, tiny_bert, slices):
 
 
 @pytest.mark.check("FT-24", kind=KIND)
-@pytest.mark.feature("split_log")
+@pytest.mark.feature("hook:split_log")
 def test_test_split_touched_once(impl, tiny_bert, slices):
     """One run evaluates the test split exactly once."""
     a = fresh(impl)

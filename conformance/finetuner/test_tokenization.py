@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from transformers import AutoTokenizer
 
-from conformance.finetuner.support import fresh, require, require_family, unpadded_length
+from conformance.finetuner.support import fresh, unpadded_length
 from conformance.finetuner.tiny_models import FAMILIES
 
 KIND = "tokenization"
@@ -14,7 +14,7 @@ KIND = "tokenization"
 
 def _built(impl, spec):
     a = fresh(impl)
-    a.build(spec, 5, 0)
+    a.build(0, model_spec=spec, num_labels=5)
     return a
 
 
@@ -23,9 +23,9 @@ def _built(impl, spec):
 def test_special_tokens_exactly_once(impl, family, tiny_models, slices):
     """Each of 20 sentences has one CLS/<s> id at position 0, one SEP/</s> at the last real position, and no
     special id in between."""
+    impl.require(f"model:{family}")
     a = fresh(impl)
-    require_family(a, family)
-    a.build(tiny_models[family], 5, 0)
+    a.build(0, model_spec=tiny_models[family], num_labels=5)
     texts = list(slices.val.texts[:20])
     enc = a.encode(texts)
     sp = enc["special_ids"]
@@ -45,10 +45,10 @@ def test_special_tokens_exactly_once(impl, family, tiny_models, slices):
 def test_no_marker_text(impl, family, tiny_models, slices):
     """Decoding without special tokens gives back the text as the model's tokenizer reads it (whitespace
     aside), never '[CLS]'/'[SEP]' text, and a one-word input is 1 + its word pieces + 1 ids long."""
+    impl.require(f"model:{family}")
     a = fresh(impl)
-    require_family(a, family)
     spec = tiny_models[family]
-    a.build(spec, 5, 0)
+    a.build(0, model_spec=spec, num_labels=5)
     tok = AutoTokenizer.from_pretrained(spec.path, local_files_only=True)
     texts = list(slices.val.texts[:10])
     enc = a.encode(texts)
@@ -75,7 +75,7 @@ def test_truncation_keeps_sep(impl, tiny_bert, slices):
     a = _built(impl, tiny_bert)
     words = " ".join(slices.train.texts).split()
     long_text = " ".join(words[:200])
-    if "encode_max_length" in a.capabilities()["features"]:
+    if impl.supports("encode_max_length"):
         enc = a.encode([long_text], max_length=32)
         L = 32
     else:

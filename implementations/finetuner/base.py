@@ -12,43 +12,51 @@ and raises ``Unsupported`` for a given name it cannot express).
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+import dataclasses
+from typing import Any, ClassVar, Mapping, Sequence
 
 import numpy as np
 
-try:  # the shared harness's exception, once its branch is merged
-    from implementations.base import Unsupported  # type: ignore[attr-defined]
-except ImportError:  # pragma: no cover - exercised only before the harness lands
-    class Unsupported(Exception):
-        """The implementation cannot express ``name`` (a parameter, hook or model family)."""
+from implementations.base import (AdapterBase, BaseCapabilities, FamilySpec, ImplementationUnavailable, Unsupported,
+                                  flag_field, register_family, set_field)
 
-        def __init__(self, name: str, reason: str = "") -> None:
-            super().__init__(f"{name}: {reason}" if reason else name)
-            self.name = name
-            self.reason = reason
-
-#: Closed vocabulary of optional features a fine-tuner adapter may declare (capabilities()["features"]).
-FEATURES = frozenset({
-    "encode_max_length",   # encode(texts, max_length=L) honours L
-    "collate",             # collate(features) exposes the batching/padding logic
-    "stopping_rule",       # stopping_rule(values, patience, min_delta) runs the early-stopping rule on numbers
-    "early_stopping",      # fit honours patience/min_delta/restore_best
-    "split_log",           # split_log() lists every pass over a data split (checks FT-11, FT-24)
-    "torch_module",        # torch_module() returns the trained torch.nn.Module and how it is called
-    "save_pretrained",     # run artifacts reload with from_pretrained
-    "binary_view",         # binary_view(examples) applies the implementation's own binary mapping
-    "run_repeats",         # run_repeats(...) runs N seeds and aggregates
-    "lr_trace",            # fit's record has lr_by_step
-    "manifest",            # fit's record has a manifest
-    "seed",                # build(seed) controls the run
-    "configurable_optimizer",  # optimizer / lr / schedule / warmup / clip from the config
-})
-
-#: Model families the suite's tiny models come in.
+#: Model families the suite's tiny models come in (capability set ``models``, features ``model:<family>``).
 MODEL_FAMILIES = ("bert", "albert", "distilbert", "roberta")
 
+#: Check kinds of the family (``@pytest.mark.check(id, kind=...)``).
+FINETUNER_KINDS = {
+    "tokenization": "tokenization",
+    "padding_masking": "padding and masking",
+    "data_integrity": "data integrity",
+    "selection_leakage": "selection and leakage",
+    "early_stopping": "early stopping and epoch loop",
+    "seeding": "seeding",
+    "reporting": "reporting",
+    "offline": "offline operation",
+}
 
-class FinetunerAdapter:
+
+@dataclasses.dataclass(frozen=True)
+class FinetunerCapabilities(BaseCapabilities):
+    """Closed feature vocabulary of the fine-tuner family (finetuner spec §4.1). Optional methods (hooks) are
+    declared by overriding them (features ``hook:<name>``)."""
+
+    models: frozenset = set_field(MODEL_FAMILIES, "model", "model families the implementation can fine-tune")
+    encode_max_length: bool = flag_field("encode(texts, max_length=L) honours L")
+    early_stopping: bool = flag_field("fit honours patience (stops on validation)")
+    save_pretrained: bool = flag_field("run(out_dir=...) saves checkpoints that reload with from_pretrained")
+    lr_trace: bool = flag_field("the fit record has lr_by_step")
+    manifest: bool = flag_field("the fit record has a manifest (versions, hyperparameters, model identity)")
+    seed: bool = flag_field("build(seed) controls initialisation and data order")
+    configurable_optimizer: bool = flag_field("optimizer, learning rate, schedule, warmup, clipping from the config")
+
+    HYPERPARAMETERS: ClassVar[frozenset[str] | None] = frozenset({
+        "optimizer", "learning_rate", "betas", "eps", "weight_decay", "schedule", "warmup_ratio", "clip_norm",
+        "batch_size", "eval_batch_size", "drop_last", "max_epochs", "patience", "min_delta", "monitor",
+        "restore_best", "stop_on_collapse", "max_length", "seed", "init_seed", "data_seed", "deterministic"})
+
+
+class FinetunerAdapter(AdapterBase):
     """Base class of every fine-tuner adapter (family ``finetuner``).
 
     Required: ``capabilities``, ``encode``, ``build``, ``fit``, ``predict``, ``evaluate``.
@@ -58,12 +66,14 @@ class FinetunerAdapter:
     """
 
     family = "finetuner"
-    name = "base"
+    REQUIRED = ("capabilities", "encode", "build", "fit", "predict", "evaluate", "run")
+    HOOKS = ("collate", "stopping_rule", "split_log", "torch_module", "binary_view", "run_repeats",
+             "network_attempts", "environment_changes")
 
     # ---------------------------------------------------------------- required
     def capabilities(self) -> dict:
-        """{'features': set of FEATURES, 'model_families': tuple, 'hyperparameters': tuple of config names
-        honoured, 'shims': list of str, 'framework': dict, 'notes': str}."""
+        """A mapping validated by ``FinetunerCapabilities``: ``models`` (model families), the flags,
+        ``hyperparameters`` {config name honoured: default}, ``shims``, ``framework`` {name, version}."""
         raise NotImplementedError
 
     def encode(self, texts: Sequence[str], max_length: int | None = None) -> dict:
@@ -75,8 +85,9 @@ class FinetunerAdapter:
         """
         raise NotImplementedError
 
-    def build(self, model_spec, num_labels: int, seed: int) -> None:
-        """Prepare a fresh classifier from the local ``model_spec`` with ``num_labels`` outputs and run seed."""
+    def build(self, seed: int = 0, *, model_spec=None, num_labels: int = 5) -> None:
+        """Prepare a fresh classifier from the local ``model_spec`` (a ``reference.finetuner.ModelSpec``) with
+        ``num_labels`` outputs and run ``seed``."""
         raise NotImplementedError
 
     def fit(self, train, val, config: Mapping[str, Any] | None = None) -> dict:
@@ -99,7 +110,7 @@ class FinetunerAdapter:
         """The whole pipeline as the implementation runs it: build, fit on train/val, test once. Returns the
         run record plus ``test`` (metrics) and, with ``out_dir``, ``artifact_dir``/``artifacts``."""
         if model_spec is not None:
-            self.build(model_spec, num_labels or train.num_labels, seed)
+            self.build(seed, model_spec=model_spec, num_labels=num_labels or train.num_labels)
         rec = dict(self.fit(train, val, config))
         rec["test"] = self.evaluate(test)
         return rec
@@ -131,32 +142,18 @@ class FinetunerAdapter:
         """N runs and their aggregate: {'runs': [...], 'aggregate': {...}}."""
         raise Unsupported("run_repeats", "the implementation has no repeated-run protocol")
 
-    # ---------------------------------------------------------------- helpers
-    def require(self, feature: str) -> None:
-        """Raise ``Unsupported(feature)`` unless the adapter declares it."""
-        if feature not in self.capabilities().get("features", ()):
-            raise Unsupported(feature, f"not declared by {self.name}")
+    def network_attempts(self) -> list:
+        """Outgoing connections the implementation attempted in its own worker processes."""
+        raise Unsupported("network_attempts", "the implementation runs in this process")
+
+    def environment_changes(self) -> dict:
+        """Environment variables the implementation changed in its own worker processes."""
+        raise Unsupported("environment_changes", "the implementation runs in this process")
 
 
-_REGISTRY: dict[str, type] = {}
+register_family(FamilySpec(name="finetuner", adapter_base=FinetunerAdapter, capabilities_cls=FinetunerCapabilities,
+                           kinds=FINETUNER_KINDS, marker_prefixes={"model": "model"},
+                           description="SST-5 fine-tuning of BERT-family models (finetuner.md)"))
 
-
-def register(cls: type) -> type:
-    """Class decorator: record a fine-tuner adapter under ``cls.name`` (and in the shared registry when the
-    harness provides one)."""
-    if cls.name in _REGISTRY and _REGISTRY[cls.name] is not cls:
-        raise ValueError(f"fine-tuner adapter name {cls.name!r} registered twice")
-    _REGISTRY[cls.name] = cls
-    try:
-        from implementations import base as shared  # type: ignore
-
-        if hasattr(shared, "register"):
-            shared.register(cls)
-    except ImportError:
-        pass
-    return cls
-
-
-def registered() -> dict[str, type]:
-    """Name -> adapter class of every imported fine-tuner adapter."""
-    return dict(_REGISTRY)
+__all__ = ["FINETUNER_KINDS", "MODEL_FAMILIES", "FinetunerAdapter", "FinetunerCapabilities",
+           "ImplementationUnavailable", "Unsupported"]

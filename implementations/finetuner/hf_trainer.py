@@ -28,7 +28,9 @@ import torch
 from reference.finetuner import FinetuneConfig, aggregate_runs, classification_report, model_identity
 from reference.finetuner.trainer import resolve_max_length, special_ids
 
-from .base import MODEL_FAMILIES, FinetunerAdapter, Unsupported, register
+from implementations.registry import register
+
+from .base import MODEL_FAMILIES, FinetunerAdapter, Unsupported
 
 #: TrainingArguments the recipe sets from the suite's config (FinetuneConfig name -> meaning in the recipe).
 HONOURED = ("learning_rate", "betas", "eps", "weight_decay", "schedule", "warmup_ratio", "clip_norm",
@@ -53,8 +55,12 @@ class HFTrainerAdapter(FinetunerAdapter):
     saved with ``save_model`` into the run directory)."""
 
     name = "hf_trainer"
+    role = "implementation"
+    description = "the typical transformers Trainer recipe (EarlyStoppingCallback, load_best_model_at_end)"
+    homepage = "https://huggingface.co/docs/transformers/main_classes/trainer"
 
-    def __init__(self) -> None:
+    def __init__(self, device: str = "cpu") -> None:
+        super().__init__(device)
         self.spec = None
         self.num_labels = 5
         self.seed = 0
@@ -64,25 +70,28 @@ class HFTrainerAdapter(FinetunerAdapter):
         self.cfg = FinetuneConfig()
         self._split_log: list[dict] = []
 
-    def capabilities(self) -> dict:
+    def version(self) -> str:
         import transformers
 
+        return f"transformers {transformers.__version__}"
+
+    def capabilities(self) -> dict:
+        import torch
+
         return {
-            "features": {"encode_max_length", "collate", "early_stopping", "split_log", "torch_module",
-                         "save_pretrained", "lr_trace", "manifest", "seed", "configurable_optimizer",
-                         "run_repeats"},
-            "model_families": MODEL_FAMILIES,
-            "hyperparameters": HONOURED,
+            "models": set(MODEL_FAMILIES), "encode_max_length": True, "early_stopping": True,
+            "save_pretrained": True, "lr_trace": True, "manifest": True, "seed": True,
+            "configurable_optimizer": True,
+            "hyperparameters": {k: v for k, v in FinetuneConfig().to_dict().items() if k in HONOURED},
             "shims": [],
-            "framework": {"transformers": transformers.__version__},
-            "notes": "transformers Trainer + EarlyStoppingCallback + load_best_model_at_end",
+            "framework": {"name": "torch", "version": torch.__version__},
         }
 
     # -------------------------------------------------------------- building and data
-    def build(self, model_spec, num_labels: int, seed: int) -> None:
+    def build(self, seed: int = 0, *, model_spec=None, num_labels: int = 5) -> None:
         from transformers import AutoModelForSequenceClassification, AutoTokenizer, set_seed
 
-        if model_spec.path is None:
+        if model_spec is None or model_spec.path is None:
             raise Unsupported("model_spec", "the recipe loads models from a local directory")
         self.spec, self.num_labels, self.seed = model_spec, num_labels, int(seed)
         self.tokenizer = AutoTokenizer.from_pretrained(model_spec.path, local_files_only=True)
@@ -272,7 +281,7 @@ class HFTrainerAdapter(FinetunerAdapter):
     def run(self, train, val, test, config=None, *, seed: int = 0, model_spec=None, num_labels=None,
             out_dir=None) -> dict:
         spec = model_spec or self.spec
-        self.build(spec, num_labels or train.num_labels, seed)
+        self.build(seed, model_spec=spec, num_labels=num_labels or train.num_labels)
         rec = dict(self.fit(train, val, {**dict(config or {}), "seed": seed}))
         rec["test"] = self.evaluate(test)
         rec["split_log"] = list(self._split_log)

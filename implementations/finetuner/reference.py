@@ -9,7 +9,9 @@ import numpy as np
 from reference.finetuner import FinetuneConfig, ReferenceFineTuner, aggregate_runs, run_once
 from reference.finetuner import simulate as _simulate
 
-from .base import MODEL_FAMILIES, FinetunerAdapter, Unsupported, register
+from implementations.registry import register
+
+from .base import MODEL_FAMILIES, FinetunerAdapter, Unsupported
 
 
 @register
@@ -17,27 +19,33 @@ class ReferenceAdapter(FinetunerAdapter):
     """The oracle itself. Mutants subclass it and swap ``tuner_cls`` (or one adapter method)."""
 
     name = "reference"
+    role = "reference"
+    description = "reference SST-5 fine-tuner (finetuner.md §4.2)"
     tuner_cls = ReferenceFineTuner
-    device = "cpu"
 
-    def __init__(self) -> None:
+    def __init__(self, device: str = "cpu") -> None:
+        super().__init__(device)
         self.tuner: ReferenceFineTuner | None = None
         self.spec = None
         self.num_labels = 5
         self.seed = 0
 
-    def capabilities(self) -> dict:
+    def version(self) -> str:
         import transformers
 
+        return f"reference (transformers {transformers.__version__})"
+
+    def capabilities(self) -> dict:
+        import torch
+
         return {
-            "features": set(f for f in ("encode_max_length", "collate", "stopping_rule", "early_stopping",
-                                        "split_log", "torch_module", "save_pretrained", "binary_view",
-                                        "run_repeats", "lr_trace", "manifest", "seed", "configurable_optimizer")),
-            "model_families": MODEL_FAMILIES,
-            "hyperparameters": tuple(FinetuneConfig().to_dict()),
+            "models": set(MODEL_FAMILIES), "encode_max_length": True, "early_stopping": True,
+            "save_pretrained": True, "lr_trace": True, "manifest": True, "seed": True,
+            "configurable_optimizer": True,
+            "hyperparameters": {k: (list(v) if isinstance(v, tuple) else v)
+                                for k, v in FinetuneConfig().to_dict().items()},
             "shims": [],
-            "framework": {"transformers": transformers.__version__},
-            "notes": "finetuner spec §4.2",
+            "framework": {"name": "torch", "version": torch.__version__},
         }
 
     # -------------------------------------------------------------- protocol
@@ -46,7 +54,9 @@ class ReferenceAdapter(FinetunerAdapter):
             raise RuntimeError(f"{self.name}: call build() first")
         return self.tuner
 
-    def build(self, model_spec, num_labels: int, seed: int) -> None:
+    def build(self, seed: int = 0, *, model_spec=None, num_labels: int = 5) -> None:
+        if model_spec is None:
+            raise ValueError("build() needs model_spec= (a reference.finetuner.ModelSpec)")
         self.spec, self.num_labels, self.seed = model_spec, num_labels, int(seed)
         self.tuner = self.tuner_cls(model_spec, num_labels=num_labels, device=self.device)
         self.tuner.build(int(seed))

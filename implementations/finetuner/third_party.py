@@ -37,28 +37,16 @@ import numpy as np
 from datasets.sst5 import Examples, write_root_trees
 from reference.finetuner import classification_report, collapse_reasons
 
-from .base import FinetunerAdapter, Unsupported, register
+from implementations.base import ImplementationUnavailable, cache_dir
+from implementations.registry import register
 
-try:
-    from implementations.base import ImplementationUnavailable  # type: ignore[attr-defined]
-except ImportError:  # before the shared harness lands
-    class ImplementationUnavailable(Exception):
-        """The implementation's checkout or interpreter is not available here (one line says how to provide it)."""
+from .base import FinetunerAdapter, Unsupported
 
 ROOT = Path(__file__).resolve().parents[2]
 
 #: What the studied code does regardless of any configuration (finetuner spec §2): values a check may ask for.
 FIXED = {"optimizer": "adam", "learning_rate": 1e-5, "weight_decay": 0.0, "warmup_ratio": 0.0,
          "schedule": "constant", "clip_norm": None, "drop_last": False, "monitor": "val_loss"}
-
-
-def _cache_dir() -> Path:
-    try:
-        from implementations.base import cache_dir  # type: ignore[attr-defined]
-
-        return Path(cache_dir())
-    except ImportError:
-        return Path(os.environ.get("GRU4REC_CACHE_DIR", Path.home() / ".cache" / "gru4rec-conformance"))
 
 
 class _ThirdParty(FinetunerAdapter):
@@ -72,8 +60,10 @@ class _ThirdParty(FinetunerAdapter):
     default_batch_size = 8
     has_patience = False
 
+    role = "implementation"
+
     def __init__(self, device: str = "cpu") -> None:
-        self.device = device
+        super().__init__(device)
         self.spec = None
         self.num_labels = 5
         self.seed = 0
@@ -88,7 +78,7 @@ class _ThirdParty(FinetunerAdapter):
     # -------------------------------------------------------------- location
     def checkout(self) -> Path:
         env = os.environ.get(self.env_var)
-        path = Path(env) if env else _cache_dir() / f"{self.code}@{self.commit}"
+        path = Path(env) if env else Path(cache_dir()) / f"{self.code}@{self.commit}"
         if not (path / self.marker).is_file():
             raise ImplementationUnavailable(
                 f"{self.name}: checkout of {self.repo} not found: set {self.env_var} to a checkout at commit "
@@ -109,20 +99,19 @@ class _ThirdParty(FinetunerAdapter):
 
     def capabilities(self) -> dict:
         self.checkout()
-        hp = ("max_epochs", "batch_size", "eval_batch_size") + (("patience",) if self.has_patience else ())
+        hp = {"max_epochs": 30 if self.code != "minzoni_bert" else 10, "batch_size": self.default_batch_size}
+        if self.has_patience:
+            hp["patience"] = 5
         return {
-            "features": {"early_stopping"} if self.has_patience else set(),
-            "model_families": ("bert",),
+            "models": {"bert"}, "early_stopping": self.has_patience,
             "hyperparameters": hp,
             "shims": ["SST data written as right-branching PTB trees (root label on every node) in a private "
                       "$HOME/stanford_sentiment_treebank", "hub names mapped to the local model directory in "
                       "from_pretrained", "fit() without a test split writes the validation trees as test.txt",
                       "model object kept from from_pretrained to predict; DataLoader creations recorded"]
                      + (["weights copied to pytorch_model.bin (and vocab.txt written from the tokenizer) for "
-                         "pytorch-transformers"] if self.code == "munikar"
-                        else []),
-            "framework": {"checkout": self.version()},
-            "notes": "run as they are: their train() with their defaults; test evaluated inside it",
+                         "pytorch-transformers"] if self.code == "munikar" else []),
+            "framework": {"name": "torch", "version": "as installed for FINETUNER_3P_PYTHON"},
         }
 
     # -------------------------------------------------------------- jobs
@@ -196,6 +185,7 @@ class _ThirdParty(FinetunerAdapter):
 
     # -------------------------------------------------------------- protocol
     def build(self, seed: int = 0, *, model_spec=None, num_labels: int = 5) -> None:
+        self.python()
         if model_spec is None or model_spec.path is None:
             raise Unsupported("model_spec", "the code loads models with from_pretrained from a directory")
         if num_labels not in (2, 5):
@@ -323,8 +313,10 @@ class _ThirdParty(FinetunerAdapter):
 @register
 class MunikarAdapter(_ThirdParty):
     name = "munikar"
+    description = "Munikar et al. 2019 bert_sentiment package (pytorch-transformers 1.2)"
     code = "munikar"
     repo = "munikarmanish/bert-sentiment"
+    homepage = "https://github.com/munikarmanish/bert-sentiment"
     commit = "9651ee76863b95a0d0fb41903d41a01da0a8f6ee"
     env_var = "FINETUNER_MUNIKAR_PATH"
     marker = "bert_sentiment/train.py"
@@ -335,8 +327,10 @@ class MunikarAdapter(_ThirdParty):
 @register
 class CheangBertAdapter(_ThirdParty):
     name = "cheang_bert"
+    description = "Cheang et al. 2020 BERT-base notebook, run with the installed transformers"
     code = "cheang_bert"
     repo = "bw-tech/Language-Representation-Models-for-Fine-Grained-Sentiment-Classification"
+    homepage = "https://github.com/bw-tech/Language-Representation-Models-for-Fine-Grained-Sentiment-Classification"
     commit = "b4fe752f2dcb98b4a589882400bc4d5d3b5f2595"
     env_var = "FINETUNER_CHEANG_PATH"
     marker = "Models/BERT-Base-Uncased.ipynb"
@@ -345,8 +339,10 @@ class CheangBertAdapter(_ThirdParty):
 @register
 class MinzoniBertAdapter(_ThirdParty):
     name = "minzoni_bert"
+    description = "the reproduction's BERT-base notebook, run with the installed transformers"
     code = "minzoni_bert"
     repo = "riccardominzoni/reproducibilitycasestudy"
+    homepage = "https://github.com/riccardominzoni/reproducibilitycasestudy"
     commit = "37087184200814fee2a61529ba71e631dd45fe7e"
     env_var = "FINETUNER_MINZONI_PATH"
     marker = "Models/BERT-Base-Uncased.ipynb"

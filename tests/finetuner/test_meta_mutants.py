@@ -31,7 +31,8 @@ def _run_suite(tmp_path_factory, scope: str) -> dict:
         pytest.skip("SST-5 not found: set GRU4REC_SHARED_DATA to the folder holding sst5/stsa.fine.*")
     out = tmp_path_factory.mktemp(f"meta_{scope}") / "results.jsonl"
     args = [sys.executable, "-m", "pytest", "conformance/finetuner", "-q", "-p", "no:cacheprovider",
-            "--ft-results", str(out), "--ft-mutant-scope", scope]
+            "-p", "conformance.finetuner.meta_plugin", "--no-report", "--ft-results", str(out),
+            "--ft-mutant-scope", scope]
     for name in MUTANTS:
         args += ["--impl", name]
     proc = subprocess.run(args, cwd=ROOT, capture_output=True, text=True, timeout=3600,

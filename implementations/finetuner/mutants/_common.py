@@ -9,11 +9,10 @@ class MutantAdapter(ReferenceAdapter):
     """A reference adapter with one defect. Subclasses set ``name``, ``defect_row``, ``kind``, ``defect``."""
 
     name = "mutant_base"
+    role = "mutant"
     defect_row = 0
     kind = ""
     defect = ""
 
-    def capabilities(self) -> dict:
-        caps = super().capabilities()
-        caps["notes"] = f"mutant of spec §3 row {self.defect_row}: {self.defect}"
-        return caps
+    def version(self) -> str:
+        return f"reference with spec §3 row {self.defect_row} defect: {self.defect}"

@@ -6,7 +6,7 @@ from datasets.sst5 import Examples
 from reference.finetuner import ReferenceFineTuner
 from reference.finetuner.trainer import resolve_max_length
 
-from ..base import register
+from implementations.registry import register
 from ._common import MutantAdapter
 
 

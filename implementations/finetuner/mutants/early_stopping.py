@@ -6,7 +6,7 @@ import math
 
 from reference.finetuner import EarlyStopping, ReferenceFineTuner
 
-from ..base import register
+from implementations.registry import register
 from ._common import MutantAdapter
 
 

@@ -7,7 +7,7 @@ import urllib.request
 
 from reference.finetuner import ReferenceFineTuner
 
-from ..base import register
+from implementations.registry import register
 from ._common import MutantAdapter
 
 #: pytreebank 0.2.7's SST download (what the studied code fetches at import time when the trees are missing).

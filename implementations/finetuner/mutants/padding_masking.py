@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from reference.finetuner import ReferenceFineTuner
 
-from ..base import register
+from implementations.registry import register
 from ._common import MutantAdapter
 
 

@@ -10,7 +10,7 @@ import torch
 from reference.finetuner import ReferenceFineTuner
 from reference.finetuner.metrics import describe, mean_cross_entropy
 
-from ..base import register
+from implementations.registry import register
 from ._common import MutantAdapter
 
 

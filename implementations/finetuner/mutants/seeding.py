@@ -8,7 +8,7 @@ import torch
 
 from reference.finetuner import ReferenceFineTuner
 
-from ..base import register
+from implementations.registry import register
 from ._common import MutantAdapter
 
 

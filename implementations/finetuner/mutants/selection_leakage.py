@@ -6,7 +6,7 @@ from pathlib import Path
 
 from reference.finetuner import ReferenceFineTuner
 
-from ..base import register
+from implementations.registry import register
 from ._common import MutantAdapter
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from reference.finetuner import ReferenceFineTuner
 from reference.finetuner.trainer import Encoded, encode, resolve_max_length, special_ids
 
-from ..base import register
+from implementations.registry import register
 from ._common import MutantAdapter
 
 
