@@ -20,7 +20,7 @@ def test_no_example_dropped_and_truncation_reported(impl, tiny_bert, slices):
     """Train/val/test sizes are kept through a run; test predictions have one row per test id; the number of
     truncated test examples is reported and equals the tokenizer's count."""
     a = fresh(impl)
-    cfg = dict(max_epochs=1, batch_size=8, learning_rate=1e-3, warmup_ratio=0.0, patience=None)
+    cfg = dict(max_epochs=1, batch_size=8)
     L = 48 if impl.supports("encode_max_length") else None
     if L is not None:
         cfg["max_length"] = L
@@ -62,8 +62,7 @@ def test_logits_shape_and_one_step(impl, tiny_bert, slices):
     assert z.shape == (8, 5) and np.issubdtype(z.dtype, np.floating), f"logits {z.shape} {z.dtype}"
     assert np.isfinite(z).all()
     small = slices.train.head(8)
-    rec = a.fit(small, slices.val.head(8), dict(max_epochs=1, batch_size=8, learning_rate=1e-3,
-                                                warmup_ratio=0.0, patience=None))
+    rec = a.fit(small, slices.val.head(8), dict(max_epochs=1, batch_size=8))
     loss = rec["epochs"][0]["train_loss"]
     assert isinstance(loss, float) and math.isfinite(loss), f"train loss after one step: {loss!r}"
     assert rec["epochs"][0]["steps"] == 1

@@ -48,8 +48,7 @@ def test_epoch_count_and_steps(impl, tiny_bert, slices):
     a = fresh(impl)
     a.build(0, model_spec=tiny_bert, num_labels=5)
     train = slices.train.head(50)
-    rec = a.fit(train, slices.val, dict(max_epochs=3, batch_size=8, learning_rate=1e-3, warmup_ratio=0.0,
-                                        patience=None))
+    rec = a.fit(train, slices.val, dict(max_epochs=3, batch_size=8, patience=None))
     assert len(rec["epochs"]) == 3, f"{len(rec['epochs'])} epoch records for max_epochs=3"
     steps = [e["steps"] for e in rec["epochs"]]
     assert steps == [7, 7, 7], f"optimizer steps per epoch {steps}, expected ceil(50/8)=7 each"

@@ -9,7 +9,7 @@ import pytest
 from conformance.finetuner.support import fresh, network_guard
 
 KIND = "offline"
-CFG = dict(max_epochs=1, batch_size=8, learning_rate=1e-3, warmup_ratio=0.0, patience=None)
+CFG = dict(max_epochs=1, batch_size=8)
 
 
 @pytest.mark.check("FT-23", kind=KIND)

@@ -46,8 +46,8 @@ def test_selection_independent_of_test_labels(impl, tiny_bert, slices):
 def test_test_evaluated_after_selection(impl, tiny_bert, slices):
     """The test split is touched only after the last training and validation pass."""
     a = fresh(impl)
-    a.run(slices.train, slices.val, slices.test, dict(CFG, max_epochs=2), seed=0, model_spec=tiny_bert,
-          num_labels=5)
+    a.run(slices.train, slices.val, slices.test.head(32), dict(max_epochs=2, batch_size=8), seed=0,
+          model_spec=tiny_bert, num_labels=5)
     log = a.split_log()
     test_pos = [i for i, e in enumerate(log) if e["split"] == slices.test.split]
     other = [i for i, e in enumerate(log) if e["split"] != slices.test.split]
@@ -60,8 +60,8 @@ def test_test_evaluated_after_selection(impl, tiny_bert, slices):
 def test_test_split_touched_once(impl, tiny_bert, slices):
     """One run evaluates the test split exactly once."""
     a = fresh(impl)
-    a.run(slices.train, slices.val, slices.test, dict(CFG, max_epochs=3), seed=0, model_spec=tiny_bert,
-          num_labels=5)
+    a.run(slices.train, slices.val, slices.test.head(32), dict(max_epochs=3, batch_size=8), seed=0,
+          model_spec=tiny_bert, num_labels=5)
     n = sum(e["split"] == slices.test.split for e in a.split_log())
     assert n == 1, f"test split evaluated {n} times in one run"
 

@@ -30,12 +30,30 @@ from reference.finetuner.trainer import resolve_max_length, special_ids
 
 from implementations.registry import register
 
-from .base import MODEL_FAMILIES, FinetunerAdapter, Unsupported
+from .base import MODEL_FAMILIES, FinetunerAdapter, ImplementationUnavailable, Unsupported
 
 #: TrainingArguments the recipe sets from the suite's config (FinetuneConfig name -> meaning in the recipe).
 HONOURED = ("learning_rate", "betas", "eps", "weight_decay", "schedule", "warmup_ratio", "clip_norm",
             "batch_size", "eval_batch_size", "max_epochs", "patience", "min_delta", "monitor", "seed", "max_length",
             "data_seed", "optimizer", "restore_best")
+
+
+def _unshadow_datasets() -> None:
+    """Tell ``transformers.trainer`` the truth about Hugging Face ``datasets``.
+
+    transformers decides that ``datasets`` is installed from ``importlib.util.find_spec("datasets")`` alone, which
+    finds this suite's own top-level ``datasets/`` package; the Trainer then calls ``datasets.Dataset`` and fails
+    with AttributeError. Only when no Hugging Face ``datasets`` distribution is installed, the Trainer module's
+    availability test is replaced by the distribution check (an environment shim, declared in capabilities).
+    """
+    import importlib.metadata
+
+    import transformers.trainer as trainer_module
+
+    try:
+        importlib.metadata.distribution("datasets")
+    except importlib.metadata.PackageNotFoundError:
+        trainer_module.is_datasets_available = lambda: False
 
 
 class _Data(torch.utils.data.Dataset):
@@ -76,14 +94,21 @@ class HFTrainerAdapter(FinetunerAdapter):
         return f"transformers {transformers.__version__}"
 
     def capabilities(self) -> dict:
+        import importlib.util
+
         import torch
+
+        if importlib.util.find_spec("accelerate") is None:
+            raise ImplementationUnavailable("hf_trainer: transformers' Trainer needs accelerate>=1.1.0: "
+                                            "pip install accelerate==1.15.0")
 
         return {
             "models": set(MODEL_FAMILIES), "encode_max_length": True, "early_stopping": True,
             "save_pretrained": True, "lr_trace": True, "manifest": True, "seed": True,
             "configurable_optimizer": True,
             "hyperparameters": {k: v for k, v in FinetuneConfig().to_dict().items() if k in HONOURED},
-            "shims": [],
+            "shims": ["transformers.trainer.is_datasets_available answers from the installed distributions (the "
+                      "suite's own top-level datasets/ package would otherwise pass for Hugging Face datasets)"],
             "framework": {"name": "torch", "version": torch.__version__},
         }
 
@@ -183,6 +208,7 @@ class HFTrainerAdapter(FinetunerAdapter):
             r = classification_report(logits, labels, adapter.num_labels)
             return {"accuracy": r["accuracy"], "macro_f1": r["macro_f1"]}
 
+        _unshadow_datasets()
         callbacks = [_Trace()]
         if cfg.patience is not None:
             callbacks.append(EarlyStoppingCallback(early_stopping_patience=cfg.patience,
@@ -251,6 +277,7 @@ class HFTrainerAdapter(FinetunerAdapter):
     def _logits(self, dataset) -> np.ndarray:
         from transformers import Trainer, TrainingArguments
 
+        _unshadow_datasets()
         trainer = self.trainer
         if trainer is None:
             scratch = tempfile.mkdtemp(prefix="hf_trainer_")

@@ -42,3 +42,14 @@ def tiny_bert_dir(tmp_path_factory):
              "the plot is dull and the acting is worse", "one of the best movies of the year",
              "a mess of a movie", "wo n't sit still for it"]
     return make_tiny_model("bert", tmp_path_factory.mktemp("tiny") / "bert", texts)
+
+
+def pytest_collection_modifyitems(config, items):
+    """Keep this folder's slow tests out of the default run unless asked for (-m selecting 'slow', or
+    GRU4REC_RUN_SLOW=1); a faster test covers the same behaviour by default."""
+    if os.environ.get("GRU4REC_RUN_SLOW") == "1" or "slow" in (config.getoption("markexpr", "") or ""):
+        return
+    skip = pytest.mark.skip(reason="slow test: run with GRU4REC_RUN_SLOW=1 or -m slow")
+    for item in items:
+        if item.get_closest_marker("slow") is not None and "tests/finetuner" in item.nodeid:
+            item.add_marker(skip)
