@@ -182,3 +182,35 @@ def test_artifacts_per_run_reload_in_fresh_process(impl, tiny_bert, slices, tmp_
     for d, z, got in zip(dirs, logits, reloaded):
         diff = np.abs(np.array(got) - z).max()
         assert diff <= 1e-5, f"{d}: reloaded logits differ by {diff:.2e}"
+
+
+@pytest.mark.check("FT-20", kind=KIND)
+@pytest.mark.feature("hook:run_repeats")
+def test_protocol_on_full_sst5(impl, tiny_bert, sst5_full, record_metric, request):
+    """Three seeded runs on the full SST-5 splits (tiny BERT, 2 epochs): every run evaluates all 2210 test
+    sentences once, and the report gets accuracy and macro-F1 mean ± std, a confusion-matrix plot and the
+    training curves."""
+    from reference.finetuner import plot, summarize
+
+    a = fresh(impl)
+    res = a.run_repeats(sst5_full["train"], sst5_full["dev"], sst5_full["test"],
+                        dict(max_epochs=2, batch_size=32, learning_rate=2e-3, warmup_ratio=0.0, patience=1),
+                        seeds=[0, 1, 2], model_spec=tiny_bert)
+    for r in res["runs"]:
+        assert r["test"]["n"] == 2210 and sum(np.asarray(r["test"]["confusion_matrix"]).ravel()) == 2210
+    agg = res["aggregate"]
+    for key in ("test_accuracy", "test_macro_f1"):
+        record_metric(f"{key} mean", agg[key]["mean"], dataset="sst5", seeds="0,1,2")
+        record_metric(f"{key} std", agg[key]["std"], dataset="sst5", seeds="0,1,2")
+    record_metric("collapsed runs", agg["n_collapsed"], dataset="sst5")
+    report_root = Path(request.config.getoption("--report-dir", default=None) or
+                       os.environ.get("GRU4REC_REPORT_DIR") or ROOT / "reports" / "out")
+    import time
+
+    out = report_root / impl.name / f"finetuner-protocol-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}"
+    out.mkdir(parents=True, exist_ok=False)
+    res["config"] = dict(max_epochs=2, batch_size=32, learning_rate=2e-3, warmup_ratio=0.0, patience=1,
+                         monitor="val_loss")
+    plot(res, out)
+    (out / "summary.md").write_text(summarize(res), encoding="utf-8")
+    assert (out / "confusion.png").is_file() and (out / "curves.png").is_file()

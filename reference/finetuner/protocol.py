@@ -121,10 +121,11 @@ def summarize(result: dict, label_names: Sequence[str] | None = None) -> str:
         "|---|---|---|---|---|---|---|---|---|",
     ]
     for r in result["runs"]:
-        spe = np.mean([e["train_seconds"] for e in r["epochs"]])
+        secs = [e["train_seconds"] for e in r["epochs"] if e.get("train_seconds") is not None]
+        spe = f"{np.mean(secs):.1f}" if secs else "n/a"
         lines.append(f"| {r['run_id']} | {r['seed']} | {r['epochs_run']} | {r['selected_epoch']} | "
                      f"{r['stop_reason']} | {r['selected_val_metric']:.4f} | {r['test_accuracy']:.4f} | "
-                     f"{r['test_macro_f1']:.4f} | {spe:.1f} |")
+                     f"{r['test_macro_f1']:.4f} | {spe} |")
     return "\n".join(lines) + "\n"
 
 
