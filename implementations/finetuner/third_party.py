@@ -85,10 +85,16 @@ class _ThirdParty(FinetunerAdapter):
                 f"{self.commit[:12]} (git worktree add / git archive of the repository) or put it at {path}")
         return path
 
+    _probed: dict = {}
+
     def python(self) -> str:
         py = os.environ.get("FINETUNER_3P_PYTHON", sys.executable)
-        probe = subprocess.run([py, "-c", "import " + ", ".join(self.needs)], capture_output=True, text=True)
-        if probe.returncode != 0:
+        key = (py, self.needs)
+        if key not in _ThirdParty._probed:  # one import probe per interpreter and process
+            probe = subprocess.run([py, "-c", "import importlib.util, sys; sys.exit(any(importlib.util.find_spec(m) "
+                                    f"is None for m in {list(self.needs)!r}))"], capture_output=True, text=True)
+            _ThirdParty._probed[key] = probe.returncode == 0
+        if not _ThirdParty._probed[key]:
             raise ImplementationUnavailable(
                 f"{self.name}: interpreter {py} lacks {', '.join(self.needs)}: set FINETUNER_3P_PYTHON to a "
                 "Python with them (see implementations/finetuner/README.md)")
