@@ -186,6 +186,7 @@ def test_artifacts_per_run_reload_in_fresh_process(impl, tiny_bert, slices, tmp_
 
 @pytest.mark.check("FT-20", kind=KIND)
 @pytest.mark.feature("hook:run_repeats")
+@pytest.mark.slow
 def test_protocol_on_full_sst5(impl, tiny_bert, sst5_full, record_metric, request):
     """Three seeded runs on the full SST-5 splits (tiny BERT, 2 epochs): every run evaluates all 2210 test
     sentences once, and the report gets accuracy and macro-F1 mean ± std, a confusion-matrix plot and the
