@@ -62,6 +62,12 @@ def main(argv: list[str] | None = None) -> int:
         def __init__(self, *args, **kw):
             super().__init__(*args, device=a.device, **kw)
 
+        @staticmethod
+        def progress(row):
+            print(f"epoch {row['epoch']}: train loss {row['train_loss']:.4f}, val loss {row['val_loss']:.4f}, "
+                  f"val acc {row['val_accuracy']:.4f}, train {row['train_seconds']:.0f} s, "
+                  f"eval {row['eval_seconds']:.0f} s", flush=True)
+
     result = run_repeats(spec, train, splits["dev"], splits["test"], cfg, seeds=a.seeds, out_dir=out,
                          tuner_cls=_Tuner)
     md = summarize(result)

@@ -249,8 +249,13 @@ class ReferenceFineTuner:
         """Training loss of one batch: the model's mean cross-entropy, read by attribute (never by position)."""
         return self.model(**batch).loss
 
+    #: optional callable(epoch_row) told after every epoch (the CLI prints progress with it)
+    progress = None
+
     def _epoch_end(self, epoch: int, row: dict) -> None:
-        """Called after each epoch's validation (the reference does nothing here)."""
+        """Called after each epoch's validation: reports progress, nothing else."""
+        if self.progress is not None:
+            self.progress(row)
 
     def _select_epoch(self, stopper: EarlyStopping, epochs: list[dict], cfg: FinetuneConfig) -> int:
         """The epoch whose weights are kept: the best on validation (or the last without restore_best)."""
