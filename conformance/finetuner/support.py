@@ -10,7 +10,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
-import pytest
 
 from datasets.sst5 import Examples
 

@@ -67,7 +67,6 @@ def parse_tree(line: str, *, source: str = "<string>", lineno: int = 1) -> Tree:
         ValueError: naming ``source:lineno`` and the column for unbalanced parentheses, a node without an
             integer label, a leaf with more than one word, or text after the tree.
     """
-    pos = 0
     n = len(line)
 
     def err(msg: str, col: int) -> ValueError:

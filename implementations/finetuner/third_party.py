@@ -35,7 +35,6 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from datasets.sst5 import Examples, write_root_trees
-from reference.finetuner import classification_report, collapse_reasons
 
 from implementations.base import ImplementationUnavailable, cache_dir
 from implementations.registry import register
