@@ -188,6 +188,8 @@ class _ThirdParty(FinetunerAdapter):
             raise RuntimeError(f"{self.name}: call build() first")
         zero = 0 if self.has_patience else 1  # range(1, epochs[+1]) runs no epoch
         res = self._job(examples, examples, examples, zero, predict=examples, state_in=self._state)
+        if self._state is None:  # the code seeds nothing: keep the first built model for this adapter's life
+            self._state = res.get("state")
         if "logits" not in res:
             raise RuntimeError(f"{self.name}: no prediction: {res.get('error')}\n{res.get('traceback', '')}")
         return res
