@@ -129,6 +129,10 @@ class GRU4Rec:
     #: steps between NaN checks of the accumulated loss (a check is a host sync on GPU)
     nan_check_interval = 64
 
+    #: the static step's CUDA graph: None = capture on CUDA, False = run the static step eagerly (set on an instance
+    #: to compare the two)
+    static_cuda_graph: bool | None = None
+
     #: values of the ``step_impl`` option
     STEP_IMPLS = ("auto", "standard", "static")
 
@@ -278,7 +282,7 @@ class GRU4Rec:
             if why is not None:
                 self.step_info = {"step_impl": "standard", "reason": why}
                 return None
-        trainer = StaticStepTrainer(self)
+        trainer = StaticStepTrainer(self, use_cuda_graph=self.static_cuda_graph)
         self.step_info = trainer.info
         return trainer
 
