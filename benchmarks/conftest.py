@@ -127,6 +127,30 @@ def pytest_generate_tests(metafunc):
         metafunc.parametrize("bench_loss", _env_list("GRU4REC_BENCH_LOSSES", LOSSES, LOSSES))
 
 
+def pytest_collection_modifyitems(session, config, items):
+    """Run the implementations of one case back to back, the reference first: wall-clock ratios then compare runs
+    minutes apart at most by seconds, not by the whole suite (the load of a shared machine drifts)."""
+    names = [r.name for r in _runners(config)] if any(_impl_of(i) for i in items) else []
+    first: dict = {}
+    keyed = []
+    for pos, item in enumerate(items):
+        impl = _impl_of(item)
+        if impl is None:
+            keyed.append(((pos,), 0, item))
+            continue
+        params = {k: v for k, v in item.callspec.params.items() if k != "bench_impl"}
+        case = (item.path, item.originalname, tuple(sorted((k, repr(v)) for k, v in params.items())))
+        first.setdefault(case, pos)
+        keyed.append(((first[case],), names.index(impl) if impl in names else len(names), item))
+    keyed.sort(key=lambda t: (t[0], t[1]))
+    items[:] = [t[2] for t in keyed]
+
+
+def _impl_of(item) -> str | None:
+    cs = getattr(item, "callspec", None)
+    return cs.params.get("bench_impl") if cs is not None else None
+
+
 @pytest.fixture(scope="session")
 def bench_impl(request) -> R.Runner:
     """The implementation measured (parametrized by name: the reference, the official port, --impl adapters).
