@@ -105,9 +105,13 @@ def _study_ratio(study_decl: dict | None, st: dict) -> str:
 
 
 def _mem(r: dict) -> str:
+    """CUDA max allocated MB, or the process's peak RSS during the fit with its growth over the RSS at the start."""
     if r.get("cuda_max_allocated_mb") is not None:
         return f"{r['cuda_max_allocated_mb']:.0f} (CUDA)"
-    return _f(r.get("peak_rss_mb"), ".0f")
+    peak, base = r.get("peak_rss_mb"), r.get("base_rss_mb")
+    if peak is not None and base is not None:
+        return f"{peak:.0f} (+{max(0.0, peak - base):.0f})"
+    return _f(peak, ".0f")
 
 
 def _header(data: dict, title: str) -> list[str]:
@@ -169,9 +173,10 @@ def _epoch_section(data: dict) -> list[str]:
     lines += _table(["dataset", "loss", "impl", "train events", "mb", "epoch s", "mb/s", "ev/s", "mb/CPU s",
                      "ev/CPU s", "peak MB", "× ref", "× ref CPU", "study: official epoch s", "study mb/s",
                      "study ev/s", "study × best"], body)
-    lines += ["", "*study*: the official implementation with the best parameters on the full dataset (§9.5); "
-              "*study × best*: the study's epoch-time ratio of the implementation's declared study row to that run.",
-              ""]
+    lines += ["", "*peak MB*: the process's peak resident memory during the fit (its growth during the fit in "
+              "brackets; CUDA: peak allocated device memory). *study*: the official implementation with the best "
+              "parameters on the full dataset (§9.5); *study × best*: the study's epoch-time ratio of the "
+              "implementation's declared study row to that run.", ""]
     return lines
 
 
@@ -246,6 +251,7 @@ def _plots(data: dict, folder: Path) -> dict:
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    import matplotlib.ticker
 
     folder.mkdir(parents=True, exist_ok=True)
     out: dict = {}
@@ -255,6 +261,7 @@ def _plots(data: dict, folder: Path) -> dict:
         os.close(fd)
         try:
             fig.savefig(tmp, dpi=110, bbox_inches="tight")
+            os.chmod(tmp, 0o644)  # mkstemp creates 0600
             os.replace(tmp, folder / f"{name}.png")
         finally:
             plt.close(fig)
@@ -273,6 +280,10 @@ def _plots(data: dict, folder: Path) -> dict:
             ax.plot(xs, [r["epoch_seconds"] for r in rs], marker="o", label=impl)
         ax.set_xscale("log")
         ax.set_yscale("log")
+        fmt = matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}")
+        ax.yaxis.set_major_formatter(fmt)
+        ax.yaxis.set_minor_formatter(fmt)
+        ax.tick_params(axis="y", which="minor", labelsize=7)
         ax.set_xlabel(name + (" + 1" if name == "n_sample" else ""))
         ax.set_ylabel("epoch seconds")
         ax.set_title(f"one epoch against {name}")
@@ -358,17 +369,24 @@ def _new_folder(root: Path) -> Path:
 
 
 def write_report(json_path: Path, out_root: Path = DEFAULT_OUT, title: str = "GRU4Rec benchmarks",
-                 plots: bool = True) -> Path:
+                 plots: bool = True, compact: bool = False) -> Path:
     """Write ``report.md``, ``benchmark.json`` and ``plots/*.png`` into a new ``<out_root>/<UTC timestamp>/``
-    folder and return it. Raises ValueError (naming the file) for a JSON that is not a pytest-benchmark report."""
+    folder and return it. ``compact``: the copied JSON without pytest-benchmark's per-round timing arrays
+    (``stats.data``), for committing. Raises ValueError (naming the file) for a JSON that is not a pytest-benchmark
+    report."""
     data = load(json_path)
     folder = _new_folder(Path(out_root))
     made = _plots(data, folder / "plots") if plots else {}
-    fd, tmp = tempfile.mkstemp(prefix=".benchmark.json.", dir=folder)
-    os.close(fd)
-    shutil.copyfile(json_path, tmp)
-    os.chmod(tmp, 0o644)
-    os.replace(tmp, folder / "benchmark.json")
+    if compact:
+        for b in data["benchmarks"]:
+            (b.get("stats") or {}).pop("data", None)
+        _atomic_text(folder / "benchmark.json", json.dumps(data, indent=1) + "\n")
+    else:
+        fd, tmp = tempfile.mkstemp(prefix=".benchmark.json.", dir=folder)
+        os.close(fd)
+        shutil.copyfile(json_path, tmp)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, folder / "benchmark.json")
     _atomic_text(folder / "report.md", build_markdown(data, made, title))
     return folder
 
@@ -379,11 +397,12 @@ def main(argv=None) -> int:
     ap.add_argument("--out-root", type=Path, default=DEFAULT_OUT, help="parent folder of the report folder")
     ap.add_argument("--title", default="GRU4Rec benchmarks")
     ap.add_argument("--no-plots", action="store_true")
+    ap.add_argument("--compact", action="store_true", help="copy the JSON without the per-round timing arrays")
     args = ap.parse_args(argv)
     if not args.json.is_file():
         ap.error(f"{args.json}: no such file")
     try:
-        folder = write_report(args.json, args.out_root, args.title, plots=not args.no_plots)
+        folder = write_report(args.json, args.out_root, args.title, plots=not args.no_plots, compact=args.compact)
     except ValueError as exc:
         ap.error(str(exc))
     print(folder / "report.md")

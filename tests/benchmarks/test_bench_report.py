@@ -45,6 +45,16 @@ def test_reports_never_overwrite_earlier_ones(tmp_path):
     assert not any(p.name.startswith(".") for p in a.iterdir())  # no temporary left behind
 
 
+def test_compact_copy_drops_the_timing_arrays(tmp_path):
+    data = json.loads(SAMPLE.read_text())
+    data["benchmarks"][0]["stats"]["data"] = [0.5, 0.6, 0.7]
+    src = tmp_path / "with_data.json"
+    src.write_text(json.dumps(data))
+    folder = write_report(src, tmp_path / "out", plots=False, compact=True)
+    copied = json.loads((folder / "benchmark.json").read_text())
+    assert "data" not in copied["benchmarks"][0]["stats"] and copied["benchmarks"][0]["stats"]["min"]
+
+
 def test_markdown_without_epoch_rows_still_has_sweeps():
     data = load(SAMPLE)
     data["benchmarks"] = [b for b in data["benchmarks"] if b["group"].startswith("sweep/")]
