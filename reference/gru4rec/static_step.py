@@ -176,7 +176,7 @@ class StaticStepTrainer:
                 + lf.bpreg * torch.sum((O ** 2) * softmax_scores, dim=1))
 
     def _step(self) -> None:
-        gru, model, B = self.gru, self.gru.model, self.B
+        gru, model = self.gru, self.gru.model
         k = self.k
         x = self.X.index_select(0, k)[0]
         t = self.T.index_select(0, k)[0]

@@ -4,7 +4,6 @@ killed worker's trial is failed by its missing heartbeat and retried with the sa
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
