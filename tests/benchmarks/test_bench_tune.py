@@ -198,3 +198,13 @@ def test_study_search_space_is_section_9_2():
 def test_storage_url_password_is_masked():
     assert tune._mask("postgresql://gru:secret@db.example:5432/optuna") == "postgresql://gru:***@db.example:5432/optuna"
     assert tune._mask("sqlite:///x.db") == "sqlite:///x.db"
+
+
+def test_yoochoose_100k_by_name():
+    """The real Yoochoose 100k slice (or, without the shared data, its stand-in with a notice)."""
+    from datasets.sessions.real import YOOCHOOSE_100K_SHAPE
+    d = tune.load_dataset("yoochoose_100k")
+    for part in ("train_tr", "train_valid", "train_full", "test"):
+        events, sessions, _ = YOOCHOOSE_100K_SHAPE[part]
+        assert abs(len(d[part]) - events) <= 0.15 * events and d[part]["SessionId"].nunique() > 0.8 * sessions
+    assert "Yoochoose 100k" in d["source"]
