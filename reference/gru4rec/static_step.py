@@ -41,6 +41,7 @@ to the standard step.
 """
 from __future__ import annotations
 
+import time
 import warnings
 from typing import TYPE_CHECKING
 
@@ -100,7 +101,8 @@ class StaticStepTrainer:
         block_steps: steps per host-to-device input block (None: about 2^20 ids per block, at most 4096 steps).
 
     Attributes:
-        info: {'step_impl': 'static', 'cuda_graph': bool, 'graph_error': str | None, 'block_steps': int}.
+        info: {'step_impl': 'static', 'cuda_graph': bool, 'graph_error': str | None, 'block_steps': int, and
+            'capture_seconds' (host time of the capture, inside the first epoch's time) once captured}.
 
     Raises ValueError when ``gru`` cannot use the static step (:func:`unsupported_reason`) or ``use_cuda_graph``
     is requested off CUDA.
@@ -235,6 +237,7 @@ class StaticStepTrainer:
                 self._step()
             torch.cuda.current_stream(self.dev).wait_stream(side)
             return
+        t0 = time.perf_counter()
         try:
             graph = torch.cuda.CUDAGraph()
             with torch.cuda.graph(graph):
@@ -249,6 +252,7 @@ class StaticStepTrainer:
             return
         self.graph = graph
         self.info["cuda_graph"] = True
+        self.info["capture_seconds"] = time.perf_counter() - t0
         graph.replay()  # capture records without executing: this replay is the step
 
     # ------------------------------------------------------------------ host side
