@@ -199,3 +199,10 @@ def test_nan_loss_aborts_the_static_step(varied):
     with pytest.raises(TrainingDivergedError, match="NaN loss"):
         StaticStepTrainer(g).train_epoch(0)
     assert g.error_during_train
+
+
+def test_cuda_graph_needs_cuda(varied):
+    g = GRU4Rec(step_impl="static", **hparams("shared", "cross-entropy", "plain"))
+    g.static_cuda_graph = True
+    with pytest.raises(ValueError, match="CUDA graphs need device='cuda'"):
+        g.fit(varied, n_epochs=1)
