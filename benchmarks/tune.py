@@ -464,7 +464,8 @@ def run(args) -> dict:
         res["best_trial"] = None
         return res
     best = study.best_trial
-    res["best_trial"] = {"number": best.number, "value": best.value, "params": best.params,
+    shown = {k: (round(v, 10) if isinstance(v, float) else v) for k, v in best.params.items()}  # as trained
+    res["best_trial"] = {"number": best.number, "value": best.value, "params": shown,
                          "recall@20": best.user_attrs.get("recall@20"), "worker": best.user_attrs.get("worker")}
     if args.no_final:
         return res
