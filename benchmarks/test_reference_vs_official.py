@@ -11,7 +11,8 @@ terminal summary give each side's own epoch time, minibatches/s and events/s, th
     GRU4REC_OFFICIAL_PATH=/path/to/GRU4Rec_PyTorch_Official pytest benchmarks/test_reference_vs_official.py
 
 Environment: ``GRU4REC_OFFICIAL_PATH`` (checkout of hidasib/GRU4Rec_PyTorch_Official; without it the official side
-is skipped), ``GRU4REC_BENCH_SCALE``, ``GRU4REC_BENCH_ROUNDS`` (default 3), ``GRU4REC_BENCH_THREADS`` (torch
+is skipped), ``GRU4REC_BENCH_SCALE`` (a fraction of Coveo's 165,673 sessions, or ``ci``/``ci*F`` as in
+benchmarks/conftest.py), ``GRU4REC_BENCH_ROUNDS`` (default 3), ``GRU4REC_BENCH_THREADS`` (torch
 threads, default 1), ``GRU4REC_BENCH_DEVICE`` (default cpu). The official code runs from its checkout, with one
 declared shim: ``torch.tensor(pandas.Series)`` (its logQ supports) converts the Series to NumPy first.
 """
@@ -36,10 +37,13 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
+from benchmarks.workload import parse_scale  # noqa: E402
 from reference.gru4rec import GRU4Rec  # noqa: E402
 
 OFFICIAL = os.environ.get("GRU4REC_OFFICIAL_PATH")
-SCALE = float(os.environ.get("GRU4REC_BENCH_SCALE", "0.03"))
+# GRU4REC_BENCH_SCALE as in benchmarks/conftest.py: 'ci', 'ci*F' or a fraction of the full size (here of Coveo's
+# session count)
+SCALE = parse_scale(os.environ.get("GRU4REC_BENCH_SCALE"), "coveo", default="0.03")
 ROUNDS = int(os.environ.get("GRU4REC_BENCH_ROUNDS", "3"))
 THREADS = int(os.environ.get("GRU4REC_BENCH_THREADS", "1"))
 DEVICE = os.environ.get("GRU4REC_BENCH_DEVICE", "cpu")

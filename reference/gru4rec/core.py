@@ -109,6 +109,13 @@ class GRU4Rec:
     initialisation, dropout masks and negative sampling through explicit generators: same seed → identical
     scores on CPU) and ``device='cpu'``.
 
+    ``step_impl`` (an execution option, not a hyperparameter: not in ``get_params``, not saved) selects the
+    training step of ``fit``: ``'standard'`` (``_step``, shapes follow the shrinking batch), ``'static'`` (the
+    fixed-shape step of ``static_step.py``, captured as a CUDA graph on CUDA; identical results, bit for bit on CPU
+    while all lanes are active) or ``'auto'`` (default: static on CUDA when the model's components allow it,
+    standard otherwise). ``step_info`` tells what the last ``fit`` used. A per-step ``trace`` always uses the
+    standard step.
+
     Raises ValueError naming the parameter for an unknown name or an invalid value.
     """
 
@@ -122,11 +129,22 @@ class GRU4Rec:
     #: steps between NaN checks of the accumulated loss (a check is a host sync on GPU)
     nan_check_interval = 64
 
-    def __init__(self, **hparams: Any):
+    #: the static step's CUDA graph: None = capture on CUDA, False = run the static step eagerly (set on an instance
+    #: to compare the two)
+    static_cuda_graph: bool | None = None
+
+    #: values of the ``step_impl`` option
+    STEP_IMPLS = ("auto", "standard", "static")
+
+    def __init__(self, step_impl: str = "auto", **hparams: Any):
         self._hp = dict(P.DEFAULTS)
         self._hp["layers"] = list(P.DEFAULTS["layers"])
         self.model: GRU4RecModel | None = None
         self.error_during_train = False
+        if step_impl not in self.STEP_IMPLS:
+            raise ValueError(f"parameter 'step_impl': one of {', '.join(self.STEP_IMPLS)}, got {step_impl!r}")
+        self.step_impl = step_impl
+        self.step_info: dict = {}
         self.set_params(**hparams)
 
     # ------------------------------------------------------------------ hyperparameters
@@ -231,16 +249,42 @@ class GRU4Rec:
         if n_epochs < 0:
             raise ValueError(f"parameter 'n_epochs': must be >= 0, got {n_epochs}")
         self._build(data, sample_cache_max_size, item_key, session_key, time_key)
+        static = self._static_trainer(trace) if n_epochs > 0 else None
         report = FitReport()
         for epoch in range(n_epochs):
             t0 = time.perf_counter()
-            loss_sum, n_steps, n_events = self._train_epoch(epoch, trace)
+            if static is not None:
+                loss_sum, n_steps, n_events = static.train_epoch(epoch)
+            else:
+                loss_sum, n_steps, n_events = self._train_epoch(epoch, trace)
             dt = time.perf_counter() - t0
             report.epoch_losses.append(loss_sum / n_events if n_events else float("nan"))
             report.n_steps.append(n_steps)
             report.n_events_trained.append(n_events)
             report.epoch_seconds.append(dt)
         return report
+
+    def _static_trainer(self, trace):
+        """The fixed-shape trainer selected by ``step_impl`` for this fit, or None (standard step); sets
+        ``step_info``. Raises ValueError when ``step_impl='static'`` cannot run this model."""
+        from .static_step import StaticStepTrainer, unsupported_reason
+        if self.step_impl == "standard":
+            self.step_info = {"step_impl": "standard", "reason": "step_impl='standard'"}
+            return None
+        if trace is not None:
+            self.step_info = {"step_impl": "standard", "reason": "a per-step trace needs the standard step"}
+            return None
+        if self.step_impl == "auto":
+            if self.device.type != "cuda":
+                self.step_info = {"step_impl": "standard", "reason": "step_impl='auto' on a non-CUDA device"}
+                return None
+            why = unsupported_reason(self)
+            if why is not None:
+                self.step_info = {"step_impl": "standard", "reason": why}
+                return None
+        trainer = StaticStepTrainer(self, use_cuda_graph=self.static_cuda_graph)
+        self.step_info = trainer.info
+        return trainer
 
     def _apply_keep(self, H: list[torch.Tensor], keep: np.ndarray | None) -> list[torch.Tensor]:
         if keep is None:

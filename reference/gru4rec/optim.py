@@ -80,39 +80,75 @@ class IndexedAdagradM:
         """Apply one update. ``grads`` maps names to dense gradients, :class:`RowGrad` or sparse COO
         (row-indexed) tensors; None = no gradient (the parameter and its state are left alone)."""
         clr = self.current_lr()
-        mu = self.momentum
         for name, grad in grads.items():
             if grad is None:
                 continue
-            p = self.params[name]
-            acc = self.acc[name]
             if isinstance(grad, RowGrad) or grad.is_sparse:
                 if isinstance(grad, RowGrad):
                     idx, val = grad.indices, grad.values
                 else:
                     grad = grad.coalesce()
                     idx, val = grad._indices()[0], grad._values()
-                accs = acc[idx].addcmul_(val, val)
-                acc.index_copy_(0, idx, accs)
-                accs.add_(self.eps).sqrt_()
-                if mu > 0:
-                    mom = self.mom[name]
-                    moma = mom[idx]
-                    moma.mul_(mu).addcdiv_(val, accs, value=-clr)
-                    mom.index_copy_(0, idx, moma)
-                    p.index_add_(0, idx, moma)
-                else:
-                    p.index_add_(0, idx, val.div(accs).mul_(-clr))
+                self.update_rows(name, idx, val, clr)
             else:
-                acc.addcmul_(grad, grad)
-                accs = acc.add(self.eps).sqrt_()
-                if mu > 0:
-                    mom = self.mom[name]
-                    mom.mul_(mu).addcdiv_(grad, accs, value=-clr)
-                    p.add_(mom)
-                else:
-                    p.addcdiv_(grad, accs, value=-clr)
+                self.update_dense(name, grad, clr)
         self.n_updates += 1
+
+    @torch.no_grad()
+    def update_dense(self, name: str, grad: torch.Tensor, clr: float) -> None:
+        """The update of one parameter from its dense gradient (shaped like the parameter), learning rate clr.
+        Does not count an update (``step`` does)."""
+        p = self.params[name]
+        acc = self.acc[name]
+        acc.addcmul_(grad, grad)
+        accs = acc.add(self.eps).sqrt_()
+        if self.momentum > 0:
+            mom = self.mom[name]
+            mom.mul_(self.momentum).addcdiv_(grad, accs, value=-clr)
+            p.add_(mom)
+        else:
+            p.addcdiv_(grad, accs, value=-clr)
+
+    @torch.no_grad()
+    def update_rows(self, name: str, idx: torch.Tensor, val: torch.Tensor, clr: float) -> None:
+        """Lazy update of rows ``idx`` (unique) of a table with their summed gradients ``val`` (U, d): only these
+        rows of the parameter, its accumulator and its momentum change. Does not count an update."""
+        p = self.params[name]
+        acc = self.acc[name]
+        accs = acc[idx].addcmul_(val, val)
+        acc.index_copy_(0, idx, accs)
+        accs.add_(self.eps).sqrt_()
+        if self.momentum > 0:
+            mom = self.mom[name]
+            moma = mom[idx]
+            moma.mul_(self.momentum).addcdiv_(val, accs, value=-clr)
+            mom.index_copy_(0, idx, moma)
+            p.index_add_(0, idx, moma)
+        else:
+            p.index_add_(0, idx, val.div(accs).mul_(-clr))
+
+    @torch.no_grad()
+    def update_rows_dup(self, name: str, idx: torch.Tensor, g: torch.Tensor, clr: float) -> None:
+        """:meth:`update_rows` for an index list that may repeat rows, without ``torch.unique`` (fixed shapes,
+        no host synchronisation: the static training step).
+
+        idx: (n,) int64 row indices, duplicates allowed; g: (n, d) with ``g[k]`` the *summed* gradient of row
+        ``idx[k]`` (so duplicate entries carry equal values). Every entry computes its row's new parameter,
+        accumulator and momentum from the same inputs, so duplicates write equal values and the result is that
+        of one update per distinct row (the arithmetic is that of :meth:`update_rows`).
+        """
+        p = self.params[name]
+        acc = self.acc[name]
+        accs = acc.index_select(0, idx).addcmul_(g, g)
+        acc.index_copy_(0, idx, accs)
+        accs.add_(self.eps).sqrt_()
+        if self.momentum > 0:
+            mom = self.mom[name]
+            moma = mom.index_select(0, idx).mul_(self.momentum).addcdiv_(g, accs, value=-clr)
+            mom.index_copy_(0, idx, moma)
+            p.index_copy_(0, idx, p.index_select(0, idx).add_(moma))
+        else:
+            p.index_copy_(0, idx, p.index_select(0, idx).add_(g.div(accs).mul_(-clr)))
 
     def to(self, device) -> None:
         self.acc = {k: v.to(device) for k, v in self.acc.items()}

@@ -1,0 +1,35 @@
+"""``pytest benchmarks/ --impl X`` measures an adapter beside the reference in the same run (the conformance plugin's
+selection reused; the adapter runs in its worker process), with --benchmark-disable at a tiny scale."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from conftest import REPO
+
+HERE = Path(__file__).resolve().parent
+
+
+def test_benchmarks_with_an_impl_selected(subprocess_env):
+    env = {**subprocess_env, "GRU4REC_BENCH_SCALE": "ci*0.3", "GRU4REC_BENCH_DATASETS": "diginetica",
+           "GRU4REC_BENCH_LOSSES": "cross-entropy"}
+    env.pop("GRU4REC_OFFICIAL_PATH", None)
+    env["PYTHONPATH"] = os.pathsep.join([str(REPO), str(HERE)])
+    cmd = [sys.executable, "-m", "pytest", "benchmarks/test_epoch.py", "--impl", "bench_adapters:LenientMarkov,"
+           "implementations.template:TemplateAdapter", "--benchmark-disable", "-p", "no:cacheprovider", "-rs",
+           "--no-report", "-q"]
+    r = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
+    out = r.stdout + r.stderr
+    assert r.returncode == 0, out[-3000:]
+    assert "4 passed, 2 skipped" in out, out[-3000:]
+    # the template (a Markov chain) takes no GRU4Rec hyperparameter: skipped with the reason, not failed
+    assert "unsupported by template: loss" in out
+    summary = out.split("GRU4Rec benchmarks", 1)[1]
+    rows = {(l.split()[0], l.split()[2]) for l in summary.splitlines() if l.startswith(("epoch/", "eval/"))}
+    assert rows == {(g, i) for g in ("epoch/diginetica/cross-entropy", "eval/diginetica")
+                    for i in ("reference", "lenient-mar")}  # impl names are cut to 11 characters
+    for line in summary.splitlines():
+        if line.startswith(("epoch/", "eval/")) and "lenient-mar" in line:
+            assert float(line.split()[-2]) > 0  # ratio to the reference of the same run
