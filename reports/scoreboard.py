@@ -1,0 +1,145 @@
+"""Cross-implementation scoreboard: ``python -m reports scoreboard``.
+
+Reads the latest run of every implementation under ``reports/out/<impl>/`` and every committed verdict
+under ``reports/verdicts/<impl>/<...>/`` (results.json or results.jsonl), and writes
+``reports/out/scoreboard.md`` and ``scoreboard.html`` (atomically): one row per implementation with its
+version, run status, outcome counts, a verdict per check kind, and the metric deltas against the reference.
+"""
+
+from __future__ import annotations
+
+import collections
+from pathlib import Path
+from typing import Any
+
+from reports.results import OUTCOMES, RunData, RunDirError, atomic_write_text, iter_run_dirs, load_run
+from reports.summary import cell_symbol, verdict
+
+REPORTS_DIR = Path(__file__).resolve().parent
+
+
+def latest_runs(root: Path) -> list[RunData]:
+    """The latest run directory (by timestamp name) of each implementation folder under ``root``."""
+    latest: dict[str, Path] = {}
+    for run_dir in iter_run_dirs(root):
+        impl = run_dir.parent.name
+        if impl not in latest or run_dir.name > latest[impl].name:
+            latest[impl] = run_dir
+    runs = []
+    for path in latest.values():
+        try:
+            runs.append(load_run(path))
+        except RunDirError:
+            continue
+    return runs
+
+
+def verdict_runs(root: Path) -> list[RunData]:
+    """Committed verdicts: every run directory below ``root`` (any depth), newest per implementation."""
+    root = Path(root)
+    if not root.is_dir():
+        return []
+    found: dict[str, RunData] = {}
+    for marker in sorted(root.rglob("results.json*")):
+        if marker.name not in ("results.json", "results.jsonl"):
+            continue
+        try:
+            run = load_run(marker.parent)
+        except (RunDirError, ValueError):
+            continue
+        key = run.impl.get("name", marker.parent.parent.name)
+        if key not in found or str(marker.parent) > str(found[key].directory):
+            found[key] = run
+    return list(found.values())
+
+
+def _row(run: RunData, source: str, base: Path) -> dict[str, Any]:
+    impl = run.impl
+    kinds_order = list((run.header.get("kinds") or {}).keys())
+    per_kind: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
+    for r in run.results:
+        per_kind[(r.get("check") or {}).get("kind") or "(no kind)"][r["outcome"]] += 1
+    deltas = []
+    for r in run.results:
+        for m in r.get("metrics", []):
+            v, ref = m.get("value"), m.get("reference")
+            if isinstance(v, (int, float)) and isinstance(ref, (int, float)) and ref:
+                deltas.append((m.get("name"), (v - ref) / abs(ref)))
+    try:
+        where = str(run.directory.relative_to(base))
+    except ValueError:
+        where = str(run.directory)
+    return {
+        "name": impl.get("name", run.directory.parent.name),
+        "family": impl.get("family", "?"),
+        "role": impl.get("role", "?"),
+        "version": impl.get("version", "unknown"),
+        "suite": (run.header.get("suite") or {}).get("string", "?"),
+        "status": run.status,
+        "verdict": verdict(run),
+        "counts": run.counts(),
+        "kinds": {k: cell_symbol(per_kind[k]) if k in per_kind else "–" for k in kinds_order},
+        "kinds_order": kinds_order,
+        "metrics": deltas,
+        "source": source,
+        "where": where,
+        "started": run.header.get("started", "?"),
+    }
+
+
+def build_scoreboard(out_root: Path, verdicts_root: Path | None = None) -> dict[str, Any]:
+    """Rows for every implementation (latest runs + committed verdicts), reference first."""
+    base = Path(out_root).resolve().parent.parent if Path(out_root).name == "out" else Path(out_root).resolve()
+    rows = [_row(r, "run", base) for r in latest_runs(out_root)]
+    if verdicts_root is not None:
+        rows += [_row(r, "committed verdict", base) for r in verdict_runs(verdicts_root)]
+    rows.sort(key=lambda r: (r["family"], r["role"] != "reference", r["role"] == "mutant", r["name"], r["source"]))
+    families: dict[str, list[str]] = {}
+    for r in rows:
+        order = families.setdefault(r["family"], [])
+        for k in r["kinds_order"]:
+            if k not in order:
+                order.append(k)
+    return {"rows": rows, "families": families, "outcomes": list(OUTCOMES)}
+
+
+def render_markdown(board: dict[str, Any]) -> str:
+    lines = ["# Conformance scoreboard", ""]
+    if not board["rows"]:
+        return "\n".join(lines + ["No runs found.", ""])
+    for family, kinds in board["families"].items():
+        rows = [r for r in board["rows"] if r["family"] == family]
+        lines += [f"## {family}", ""]
+        head = ["implementation", "version", "verdict", "status", "passed", "failed", "error", "xfail", "xpass",
+                "n/a", "skipped"] + kinds + ["metric Δ vs reference", "source"]  # fmt: skip
+        lines.append("| " + " | ".join(head) + " |")
+        lines.append("|" + "|".join("---" for _ in head) + "|")
+        for r in rows:
+            c = r["counts"]
+            metric = "; ".join(f"{n} {d * 100:+.1f}%" for n, d in r["metrics"][:4]) or "–"
+            cells = [r["name"] + (" (reference)" if r["role"] == "reference" else ""), r["version"], r["verdict"], r["status"],
+                     c["passed"], c["failed"], c["error"], c["xfail"], c["xpass"], c["skipped-unsupported"], c["skipped"]]
+            cells += [r["kinds"].get(k, "–") for k in kinds]
+            cells += [metric, f"{r['source']}: {r['where']}"]
+            lines.append("| " + " | ".join(str(x).replace("|", "\\|") for x in cells) + " |")
+        lines.append("")
+    lines.append("Cells per kind: ✓ all checks passed, ✗ a check failed, xfail only declared failures, n/a the "
+                 "capabilities the kind needs are not declared, – no check ran.")  # fmt: skip
+    return "\n".join(lines) + "\n"
+
+
+def render_html(board: dict[str, Any]) -> str:
+    from reports.render import render_html as _render
+
+    return _render(board, template="scoreboard.html.j2")
+
+
+def write_scoreboard(out_root: Path, verdicts_root: Path | None = None) -> tuple[Path, Path]:
+    """Write scoreboard.md and scoreboard.html into ``out_root``; returns their paths."""
+    out_root = Path(out_root)
+    out_root.mkdir(parents=True, exist_ok=True)
+    board = build_scoreboard(out_root, verdicts_root)
+    md, html = out_root / "scoreboard.md", out_root / "scoreboard.html"
+    atomic_write_text(md, render_markdown(board))
+    atomic_write_text(html, render_html(board))
+    return md, html

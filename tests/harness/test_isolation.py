@@ -1,0 +1,168 @@
+"""Adapters in worker processes: crashes, hangs, exceptions and memory blow-ups become failed checks with
+the worker's stderr in the report, the run completes, and the worker sees a reduced environment."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from conformance._harness.isolation import (
+    IsolationSettings, WorkerCallError, WorkerCrashed, WorkerProxy, WorkerStateLost, WorkerTimeout, network_isolation,
+)  # fmt: skip
+from implementations.base import Capabilities, Unsupported
+from implementations.template import TemplateAdapter
+
+FIT_THEN_SCORE = '''
+@pytest.mark.check("I-1", kind="K10")
+def test_fit(impl):
+    """Fitting completes."""
+    model = impl.build()
+    model.fit(TRAIN)
+
+@pytest.mark.check("I-2", kind="K10")
+def test_score_after_fresh_build(impl):
+    """A later check gets a fresh worker and works (build and score only)."""
+    model = impl.build()
+    assert model.optimizer_info()["type"] == "sgd"
+'''
+
+
+def test_crash_hang_exception_and_memory_become_failures_and_the_run_completes(project):
+    project.checks(FIT_THEN_SCORE)
+    result = project.run(
+        "conformance", "--impl", "crashing,exiting,hanging,raising,leaking,isolated",
+        "--call-timeout", "2", "--worker-memory-mb", "400",
+    )
+    result.assert_outcomes(passed=7, failed=5)
+    fit = {impl: next(r for r in project.results(impl)["results"] if r["test"].startswith("test_fit"))
+           for impl in ("crashing", "exiting", "hanging", "raising", "leaking", "isolated")}
+    assert fit["isolated"]["outcome"] == "passed"
+    assert "killed by SIGSEGV" in fit["crashing"]["reason"]
+    assert fit["crashing"]["worker"]["kind"] == "crash"
+    assert "about to dereference NULL" in fit["crashing"]["worker"]["stderr_tail"]
+    assert "Fatal Python error: Segmentation fault" in fit["crashing"]["worker"]["stderr_tail"]
+    assert "exited with status 3" in fit["exiting"]["reason"]
+    assert "leaving with status 3" in fit["exiting"]["worker"]["stderr_tail"]
+    assert "no answer within the timeout of 2 s" in fit["hanging"]["reason"]
+    assert fit["hanging"]["worker"]["kind"] == "timeout" and "going to sleep" in fit["hanging"]["worker"]["stderr_tail"]
+    assert "raised ValueError: boom in fit" in fit["raising"]["reason"]
+    assert "remote traceback" in fit["raising"]["details"] and "in fit" in fit["raising"]["details"]
+    assert "exceeded the limit of 400 MiB" in fit["leaking"]["reason"]
+    assert fit["leaking"]["worker"]["kind"] == "memory" and "leaking 20 MiB" in fit["leaking"]["worker"]["stderr_tail"]
+    for impl in fit:  # every implementation's second check ran in a fresh worker and passed
+        assert project.outcomes(impl)[f"test_score_after_fresh_build[{impl}]"] == "passed"
+    summary = (project.run_dirs("crashing")[-1] / "summary.md").read_text()
+    assert "Worker stderr (tail)" in summary and "about to dereference NULL" in summary
+
+
+def test_isolation_always_wraps_in_process_adapters(project):
+    project.checks('''
+    @pytest.mark.check("I-3", kind="K10")
+    def test_where(impl):
+        """Runs in a worker when --isolation always."""
+        import os
+        info = impl.build().optimizer_info()
+        assert (info["pid"] != os.getpid()) == impl.isolated
+    ''')
+    project.run("conformance", "--impl", "good").assert_outcomes(passed=1)
+    project.run("conformance", "--impl", "good", "--isolation", "always").assert_outcomes(passed=1)
+    assert "worker process" in project.results("good")["run"]["impl"]["isolation"]
+
+
+def test_worker_least_privilege(project, monkeypatch):
+    monkeypatch.setenv("SECRET_TOKEN", "do-not-leak")
+    monkeypatch.setenv("GRU4REC_VISIBLE", "yes")
+    project.checks('''
+    @pytest.mark.check("I-4", kind="K10")
+    def test_env(impl):
+        """The worker sees a filtered environment, a private HOME and a temporary working directory."""
+        import os
+        info = impl.build().optimizer_info()
+        assert "SECRET_TOKEN" not in info["env"] and "GRU4REC_VISIBLE" in info["env"]
+        assert info["cwd"].rsplit("/", 1)[-1].startswith("gru4rec-worker-")
+        assert info["home"] == info["cwd"] + "/home" and info["cwd"] != os.getcwd()
+        assert {"HF_HUB_OFFLINE", "GRU4REC_CACHE_DIR", "PYTHONPATH"} <= set(info["env"])
+        print("INTERFACES", info["interfaces"])
+    ''')
+    result = project.run("conformance", "--impl", "isolated", "-s")
+    result.assert_outcomes(passed=1)
+    prefix, description = network_isolation()
+    if not prefix:
+        pytest.skip(f"network isolation unavailable here: {description}")
+    result.stdout.fnmatch_lines(["*INTERFACES [[]'lo'[]]"])  # a fresh network namespace has only loopback
+
+
+def _proxy(**settings) -> WorkerProxy:
+    return WorkerProxy("implementations.template:TemplateAdapter", TemplateAdapter.protocol_methods(),
+                       settings=IsolationSettings(**settings), capabilities_cls=Capabilities, label="template")
+
+
+def test_proxy_forwards_the_protocol_and_reraises_unsupported():
+    import pandas as pd
+
+    proxy = _proxy()
+    try:
+        caps = proxy.capabilities()
+        assert isinstance(caps, Capabilities) and caps.full_ranking and proxy.version() == "0+template"
+        proxy.build(seed=1)
+        report = proxy.fit(pd.DataFrame({"SessionId": [1, 1, 2, 2], "ItemId": [3, 4, 3, 4], "Time": [1, 2, 3, 4]}))
+        assert report.n_events_trained == [2] and list(proxy.item_ids()) == [3, 4]
+        assert proxy.score_prefixes([[3], [99], []]).shape == (3, 2)
+        with pytest.raises(Unsupported) as exc:
+            proxy.train_step([3], [4])
+        assert exc.value.name == "train_step"
+        with pytest.raises(Unsupported, match="momentum"):
+            proxy.build(seed=1, momentum=0.5)
+        with pytest.raises(AttributeError):
+            proxy.not_a_protocol_method  # noqa: B018
+        pid = proxy.worker_pid
+    finally:
+        proxy.close()
+    assert pid is not None and not os.path.exists(f"/proc/{pid}/status") or _zombie_or_gone(pid)
+
+
+def _zombie_or_gone(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/status") as fh:
+            return "zombie" in fh.read()
+    except OSError:
+        return True
+
+
+def test_state_is_lost_after_a_crash_and_build_starts_a_fresh_worker():
+    proxy = _proxy(call_timeout=2)
+    try:
+        proxy.build(seed=1)
+        first = proxy.worker_pid
+        os.kill(first, 9)  # killed from outside between calls
+        with pytest.raises(WorkerCrashed, match="killed by SIGKILL"):
+            proxy.item_ids()
+        with pytest.raises(WorkerStateLost, match="call build"):
+            proxy.item_ids()
+        proxy.build(seed=2)
+        assert proxy.worker_pid not in (None, first) and proxy.starts == 2
+    finally:
+        proxy.close()
+
+
+def test_worker_start_failure_is_reported():
+    proxy = WorkerProxy("implementations.template:NoSuchAdapter", ("version", "capabilities"), label="broken")
+    with pytest.raises(WorkerCallError, match="could not create the adapter: AttributeError"):
+        proxy.capabilities()
+    proxy.close()
+
+
+def test_timeout_kills_the_whole_process_group(project):
+    proxy = WorkerProxy("dummies:Hanging", ("version", "capabilities", "build", "fit"),
+                        settings=IsolationSettings(call_timeout=1), pythonpath=(str(project.path),), label="hanging")
+    import pandas as pd
+
+    try:
+        proxy.build(seed=1)
+        pid = proxy.worker_pid
+        with pytest.raises(WorkerTimeout, match="no answer within the timeout of 1 s"):
+            proxy.fit(pd.DataFrame({"SessionId": [1, 1], "ItemId": [1, 2], "Time": [1, 2]}))
+        assert _zombie_or_gone(pid)
+    finally:
+        proxy.close()

@@ -1,0 +1,185 @@
+"""The strict xfail registry: file format, matching, strictness, unmatched entries, the reference rule."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from conformance._harness.xfails import (
+    XfailRegistryError, load_xfail_file, pattern_matches, strip_impl_param,
+)  # fmt: skip
+
+CHECKS = '''
+@pytest.mark.check("X-1", kind="K1")
+def test_fails(impl):
+    """A check that fails on every implementation."""
+    assert False, "deviation found"
+
+@pytest.mark.check("X-2", kind="K1")
+def test_passes(impl):
+    """A check that passes."""
+
+@pytest.mark.check("X-3", kind="K2")
+@pytest.mark.parametrize("loss", ["cross-entropy", "bpr-max"])
+def test_param(impl, loss):
+    """Fails for bpr-max only."""
+    assert loss != "bpr-max"
+'''
+
+
+def _write(tmp_path: Path, body: str) -> Path:
+    path = tmp_path / "x.toml"
+    path.write_text(body)
+    return path
+
+
+def test_file_format_errors_name_file_entry_and_key(tmp_path):
+    entry = 'implementation = "good"\n[[xfail]]\nid = "a"\nreason = "r"\nkind = "bug"\nlink = "none"\n'
+    assert load_xfail_file(_write(tmp_path, entry), "good").entries[0].pattern == "a"
+    cases = {
+        entry + 'colour = "red"\n': r"x.toml: entry 1: unknown key\(s\) \['colour'\]",
+        entry.replace('kind = "bug"', 'kind = "typo"'): r"entry 1: kind 'typo' is not one of",
+        entry.replace('reason = "r"\n', ""): r"entry 1: 'reason' is required",
+        entry + 'fix_level = "LATER"\n': r"fix_level 'LATER' is not one of",
+        entry + '[xfail.when]\nnumpy = "two"\n': r"when.numpy = 'two' is not a version specifier",
+        entry.replace('"good"', '"other"'): r"file is for implementation 'other', not 'good'",
+        "xfail = 3\n": r"'xfail' must be an array of tables",
+        "[[xfail\n": r"not valid TOML",
+    }
+    for body, message in cases.items():
+        with pytest.raises(XfailRegistryError, match=message):
+            load_xfail_file(_write(tmp_path, body), "good")
+
+
+def test_pattern_matching_and_impl_parameter_stripping():
+    nodeid = "conformance/gru4rec/test_k2.py::test_lf1[recpack-bpr-max]"
+    assert strip_impl_param(nodeid, "recpack") == "conformance/gru4rec/test_k2.py::test_lf1[bpr-max]"
+    assert strip_impl_param("f.py::t[a-recpack]", "recpack") == "f.py::t[a]"
+    assert strip_impl_param("f.py::t[recpack]", "recpack") == "f.py::t"
+    stripped = strip_impl_param(nodeid, "recpack")
+    assert pattern_matches("conformance/gru4rec/test_k2.py::test_lf1[bpr-max]", stripped)  # brackets literal
+    assert pattern_matches("conformance/gru4rec/test_k2.py::test_lf1", stripped)  # prefix up to '['
+    assert pattern_matches("conformance/gru4rec/test_k2.py", stripped)  # whole file
+    assert pattern_matches("*::test_lf?[[]bpr*", "x::test_lf1[[]bpr-max]")  # '[' is literal in patterns
+    assert not pattern_matches("*::test_lf?[[]bpr*", "x::test_lf1[bpr-max]")
+    assert pattern_matches("*test_lf*", stripped)
+    assert not pattern_matches("conformance/gru4rec/test_k2.py::test_lf", stripped)  # no partial names
+    assert not pattern_matches("conformance/gru4rec/test_k2.py::test_lf1[cross-entropy]", stripped)
+
+
+def test_strict_xfail_xpass_and_unmatched_entries(project):
+    project.checks(CHECKS, name="test_x")
+    project.xfails("good", '''
+        implementation = "good"
+
+        [[xfail]]
+        id = "conformance/gru4rec/test_x.py::test_fails"
+        reason = "known deviation"
+        kind = "bug"
+        link = "https://example.org/issue/1"
+        defect = "GP-1"
+        fix_level = "INF"
+
+        [[xfail]]
+        id = "conformance/gru4rec/test_x.py::test_passes"
+        reason = "claimed to fail but passes"
+        kind = "numerical"
+        link = "none"
+
+        [[xfail]]
+        id = "conformance/gru4rec/test_x.py::test_param[bpr-max]"
+        reason = "bpr-max differs"
+        kind = "design-difference"
+        link = "none"
+
+        [[xfail]]
+        id = "conformance/gru4rec/test_x.py::test_renamed"
+        reason = "stale entry"
+        kind = "bug"
+        link = "none"
+
+        [[xfail]]
+        id = "conformance/gru4rec/test_gone.py::test_a"
+        reason = "file was removed"
+        kind = "bug"
+        link = "none"
+    ''')
+    result = project.run("conformance", "--impl", "good", "-rxX")
+    result.assert_outcomes(passed=1, xfailed=2, failed=3)
+    result.stdout.fnmatch_lines([
+        "*entry 4 (id = 'conformance/gru4rec/test_x.py::test_renamed') matches no collected check of good*",
+        "*entry 5 (id = 'conformance/gru4rec/test_gone.py::test_a') names no existing test file*",
+        "*[[]XPASS(strict)[]] [[]numerical[]] claimed to fail but passes (none)*",
+    ])
+    outcomes = project.outcomes("good")
+    assert outcomes["test_fails[good]"] == "xfail"
+    assert outcomes["test_passes[good]"] == "xpass"
+    assert outcomes["test_param[good-cross-entropy]"] == "passed"
+    assert outcomes["test_param[good-bpr-max]"] == "xfail"
+    assert outcomes["entry-4[good]"] == outcomes["entry-5[good]"] == "error"
+    results = {r["test"]: r for r in project.results("good")["results"]}
+    assert results["test_fails[good]"]["xfail"]["defect"] == "GP-1"
+
+
+def test_selecting_one_check_does_not_flag_entries_outside_the_selection(project):
+    project.checks(CHECKS, name="test_x")
+    project.xfails("good", '''
+        implementation = "good"
+        [[xfail]]
+        id = "conformance/gru4rec/test_x.py::test_fails"
+        reason = "known deviation"
+        kind = "bug"
+        link = "none"
+    ''')
+    result = project.run("conformance/gru4rec/test_x.py::test_passes", "--impl", "good")
+    result.assert_outcomes(passed=1)
+    result = project.run("conformance", "--impl", "good", "-k", "test_passes")  # -k runs after matching
+    result.assert_outcomes(passed=1, deselected=3)
+
+
+def test_xfail_mark_skip_when_conditions_and_reference_rule(project):
+    project.checks(CHECKS, name="test_x")
+    body = '''
+        implementation = "{impl}"
+        [[xfail]]
+        id = "conformance/gru4rec/test_x.py::test_fails"
+        reason = "only on GPUs"
+        kind = "numerical"
+        link = "none"
+        [xfail.when]
+        device = "cuda"
+
+        [[xfail]]
+        id = "conformance/gru4rec/test_x.py::test_param[bpr-max]"
+        reason = "old numpy only"
+        kind = "bug"
+        link = "none"
+        [xfail.when]
+        numpy = ">=1,<1.27"
+    '''
+    project.xfails("good", body.format(impl="good"))
+    result = project.run("conformance", "--impl", "good")
+    result.assert_outcomes(passed=2, failed=2)  # neither entry is active on CPU with numpy 2
+    project.xfails("good", body.format(impl="good").replace('device = "cuda"', 'device = "cpu"'))
+    result = project.run("conformance", "--impl", "good", "--xfail-mark=skip")
+    result.assert_outcomes(passed=2, skipped=1, failed=1)
+    result = project.run("conformance", "--impl", "good", "--gate", "--xfail-mark=skip")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    project.xfails("reference", body.format(impl="reference"))
+    result = project.run("conformance", "--impl", "reference")
+    result.stdout.fnmatch_lines(["*entry 1 (id = *): the reference must have zero xfail entries*"])
+    assert project.outcomes("reference")["entry-1[reference]"] == "error"
+
+
+def test_outside_xfail_file_and_malformed_file(project, tmp_path):
+    project.checks(CHECKS, name="test_x")
+    outside = tmp_path / "my_xfails.toml"
+    outside.write_text('implementation = "outside"\n[[xfail]]\nid = "conformance/gru4rec/test_x.py::test_fails"\n'
+                       'reason = "ours"\nkind = "bug"\nlink = "none"\n')
+    result = project.run("conformance", "--impl", "dummies:Outside", "--xfails", str(outside))
+    result.assert_outcomes(passed=2, xfailed=1, failed=1)
+    project.xfails("good", 'implementation = "good"\n[[xfail]]\nid = "x"\n')
+    result = project.run("conformance", "--impl", "good")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert "good.toml: entry 1: 'reason' is required" in result.stderr.str()
