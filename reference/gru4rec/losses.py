@@ -165,7 +165,10 @@ class TOP1MaxLoss:
 
 
 class BPRLoss:
-    """BPR (Theano): Σ_i Σ_j −log σ(Ô_ii − Ô_ij) (the j = i term, log 2, included; no epsilon, as Theano)."""
+    """BPR (Theano): Σ_i Σ_j −log σ(Ô_ii − Ô_ij) (the j = i term, log 2, included; no epsilon, as Theano).
+
+    Computed as −logsigmoid(·): Theano's graph optimiser rewrites log(sigmoid(x)) to −softplus(−x), so the
+    original is finite for any scores; a literal log(sigmoid(x)) is −inf once σ underflows (check LF-4)."""
 
     def __init__(self, activation: Callable[[torch.Tensor], torch.Tensor]):
         self.activation = activation
@@ -173,7 +176,7 @@ class BPRLoss:
     def __call__(self, R: torch.Tensor, y: torch.Tensor, n_targets: int) -> torch.Tensor:
         O = self.activation(R)
         d = _diag(O).reshape(-1, 1)
-        return torch.sum(-torch.log(torch.sigmoid(d - O)))
+        return torch.sum(-torch.nn.functional.logsigmoid(d - O))
 
 
 def make_loss(loss: str, *, logq: float = 0.0, sample_alpha: float = 0.0, supports: torch.Tensor | None = None,
