@@ -859,7 +859,7 @@ def _writer_for(state: State, name: str) -> Any:
         return None
     resume = state.resume.get((handle.family, handle.name))
     if resume is not None:
-        writer = RunWriter.resume(resume.directory, {"started": utc_now(), "reused": state.reused.get(name, 0),
+        writer = RunWriter.resume(resume.directory, {"started": utc_now(), "reused": None,
                                                      "suite": suite_version()["string"], "impl_version": handle.version,
                                                      "command": ["pytest", *state.config.invocation_params.args]})  # fmt: skip
     else:
@@ -917,7 +917,10 @@ def pytest_sessionfinish(session: Any, exitstatus: int) -> None:
         if writer is None:
             continue
         try:
-            writer.finish(status, int(session.exitstatus), {"gate": gate if state.gate else None},
+            # "reused" is known only after collection (on xdist: when the workers are down), after the
+            # resume record was written at session start: the end record carries it (reports.results.load_run)
+            writer.finish(status, int(session.exitstatus), {"gate": gate if state.gate else None,
+                                                            "reused": state.reused.get(name, 0)},
                           plots=not state.config.getoption("conformance_no_plots"))
         except Exception as exc:  # the run's verdicts are in results.jsonl; say why the summary is missing
             state.notes.append(f"report of {name}: summaries not written ({type(exc).__name__}: {exc}); "
