@@ -65,8 +65,13 @@ class MutantAdapter(ReferenceAdapter):
 
 
 def mutant_classes() -> list[type[MutantAdapter]]:
-    """Every registered mutant class, ordered by kind then name (imports the mutant modules)."""
+    """Every registered mutant class, ordered by kind then name (imports the mutant modules).
+
+    The reliability mutants (``kind = "reliability"``: ``mutant:crash``, ``mutant:hang``, ``mutant:leak`` in
+    ``reliability.py``) are left out: they test the harness's worker isolation (tests/reliability), not the checks.
+    """
     from implementations.registry import default_registry
 
-    specs = [s for s in default_registry().specs("gru4rec") if s.role == "mutant"]
+    specs = [s for s in default_registry().specs("gru4rec")
+             if s.role == "mutant" and getattr(s.cls, "kind", "") != "reliability"]
     return sorted((s.cls for s in specs), key=lambda c: (int(c.kind[1:]) if c.kind[1:].isdigit() else 99, c.name))
