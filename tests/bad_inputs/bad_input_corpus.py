@@ -8,6 +8,7 @@ note, with the message actually observed). Answers:
   pandas, numpy or torch without context);
 - :class:`Warns` — a warning naming file and line (a truncated last line is skipped, as the study's readers do);
 - :class:`UsageError` — the conformance run stops before collecting (pytest exit status 4) with the message;
+- :class:`RunErrors` — an option read by some checks only: each of them errors with the message (exit status 1);
 - :class:`CheckFails` — a named check failure (or error) in the run's results.json, with the reason;
 - :class:`Handled` — a valid input the suite answers by documented behaviour, which the row asserts (e.g.
   unsorted timestamps are sorted, ids are opaque keys). These rows are counted apart from the bad inputs.
@@ -67,6 +68,14 @@ class UsageError:
 
 
 @dataclasses.dataclass(frozen=True)
+class RunErrors:
+    fragments: tuple[str, ...]
+
+    def describe(self) -> str:
+        return "every check that reads it errors (exit 1): " + " … ".join(self.fragments)
+
+
+@dataclasses.dataclass(frozen=True)
 class CheckFails:
     impl: str
     check: str
@@ -93,7 +102,7 @@ class Case:
     id: str
     enters: str
     input: str
-    answer: Raises | Warns | UsageError | CheckFails | Handled
+    answer: Raises | Warns | UsageError | RunErrors | CheckFails | Handled
     run: Callable[["Ctx"], Any] | None = None
     skip_if: Callable[[], str | None] | None = None
 
@@ -292,15 +301,6 @@ def _has_cuda() -> str | None:
     except ImportError:
         return None
     return "a CUDA device is available here, so --device cuda is valid" if torch.cuda.is_available() else None
-
-
-def _metric_dataset(name: str) -> Callable[[Ctx], Any]:
-    def run(ctx: Ctx) -> Any:
-        from conformance.gru4rec import _data
-
-        return _data.metric_dataset(name)
-
-    return run
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -508,8 +508,9 @@ def _cases() -> list[Case]:
         Case("O09", OP, "--device cuda on a machine without CUDA",
              UsageError(("--device cuda: no usable CUDA device here",)), _opts("--impl", "reference", "--device", "cuda"),
              skip_if=_has_cuda),
-        Case("O10", OP, "--dataset bogus (read by the metric checks' fixture)",
-             Raises(_V, ("--dataset 'bogus': unknown dataset",)), _metric_dataset("bogus")),
+        Case("O10", OP, "--dataset bogus (read by the metric-conformance checks)",
+             RunErrors(("UsageError: --dataset 'bogus': unknown dataset; use one of yoochoose_100k", "2 errors")),
+             _opts("--impl", "reference", "--dataset", "bogus", "-k", "mc1_same_features")),
         Case("O11", OP, "--xfails file that is not valid TOML",
              UsageError(("bad.toml: not valid TOML",)), _xfails_file("implementation = 'x'\n[[xfail]\n")),
         Case("O12", OP, "--xfails entry without 'reason'",
@@ -648,7 +649,7 @@ def observe(case: Case, ctx: Ctx) -> Observation:
         data = ctx.adapter_results()[answer.impl]
         (rec,) = [r for r in data["results"] if (r.get("check") or {}).get("id") == answer.check]
         return Observation(rec["outcome"], rec["reason"])
-    if isinstance(answer, UsageError):
+    if isinstance(answer, (UsageError, RunErrors)):
         status, output = case.run(ctx)
         lines = [ln for ln in output.splitlines() if ln.startswith("ERROR:") or "error:" in ln]
         return Observation(f"exit {status}", output if not lines else "\n".join(lines) + "\n" + output)
@@ -687,6 +688,9 @@ def verify(case: Case, obs: Observation) -> list[str]:
     elif isinstance(a, UsageError):
         if obs.kind != "exit 4":
             return [f"expected a usage error (exit 4), got {obs.kind}: {obs.text[-1500:]}"]
+    elif isinstance(a, RunErrors):
+        if obs.kind != "exit 1":
+            return [f"expected errors (exit 1), got {obs.kind}: {obs.text[-1500:]}"]
     elif isinstance(a, CheckFails):
         if obs.kind != a.outcome:
             return [f"expected {a.check} {a.outcome}, got {obs.kind}: {obs.text[:300]}"]
