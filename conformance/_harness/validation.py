@@ -69,6 +69,7 @@ class CheckedAdapter:
         self.__dict__["_label"] = label
         self.__dict__["_trained_items"] = None  # np.ndarray of the last fit's item ids, or None when unknown
         self.__dict__["_item_ids"] = None  # validated item_ids(), cached until the next build/fit/set_params
+        self.__dict__["_item_set"] = None  # the same as a set (score_stream targets: one lookup per row)
 
     # -- forwarding ------------------------------------------------------------------------------------------
     def __getattr__(self, name: str) -> Any:
@@ -90,7 +91,7 @@ class CheckedAdapter:
 
     def _invalidating(self, method: Callable[..., Any]) -> Callable[..., Any]:
         def call(*args: Any, **kwargs: Any) -> Any:
-            self.__dict__["_item_ids"] = None
+            self._set_ids(None)
             return method(*args, **kwargs)
 
         return call
@@ -100,7 +101,7 @@ class CheckedAdapter:
 
     # -- validated methods ---------------------------------------------------------------------------------
     def fit(self, train_df: Any, *args: Any, **kwargs: Any) -> Any:
-        self.__dict__["_item_ids"] = None
+        self._set_ids(None)
         self.__dict__["_trained_items"] = None
         report = self._adapter.fit(train_df, *args, **kwargs)
         try:
@@ -114,7 +115,7 @@ class CheckedAdapter:
 
     def item_ids(self) -> Any:
         value = self._adapter.item_ids()
-        self.__dict__["_item_ids"] = self._check_item_ids(value)
+        self._set_ids(self._check_item_ids(value))
         return value
 
     def _check_item_ids(self, value: Any) -> np.ndarray:
@@ -140,8 +141,20 @@ class CheckedAdapter:
 
     def _n_items(self) -> int:
         if self._item_ids is None:
-            self.__dict__["_item_ids"] = self._check_item_ids(self._adapter.item_ids())
+            self._set_ids(self._check_item_ids(self._adapter.item_ids()))
         return len(self._item_ids)
+
+    def _set_ids(self, ids: np.ndarray | None) -> None:
+        self.__dict__["_item_ids"] = ids
+        self.__dict__["_item_set"] = None
+
+    def _known(self, item: Any) -> bool:
+        if self._item_set is None:
+            self.__dict__["_item_set"] = frozenset(self._item_ids.tolist())
+        try:
+            return int(item) in self._item_set and int(item) == item
+        except (TypeError, ValueError):
+            return False
 
     def _check_scores(self, method: str, value: Any, shape: tuple[int, ...], what: str) -> None:
         try:
@@ -186,7 +199,7 @@ class CheckedAdapter:
                                                              "scores_row)")  # fmt: skip
         target, scores = row[2], row[3]
         n_items = self._n_items()
-        if not np.isin(np.asarray(target), self._item_ids).all():
+        if not self._known(target):
             self._fail(method, f"row {k} with target item {target!r}", "expected a target item of item_ids() "
                                                                       "(events of unknown items are dropped)")  # fmt: skip
         if np.ndim(scores) == 0:  # the implementation reports target ranks only

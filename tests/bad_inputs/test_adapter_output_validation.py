@@ -78,6 +78,12 @@ def test_a_refit_on_other_items_is_followed():
     assert model.score_prefixes([[5]]).shape == (1, 3)
     model.fit(frame([1, 2, 3, 4]))
     assert model.score_prefixes([[1]]).shape == (1, 4)
+    assert [row[2] for row in model.score_stream(frame([1, 4]), 1)] == [1, 4]
+    model.fit(frame([11, 12, 13, 14]))  # as many items as before, other ids: the stream follows them
+    assert [row[2] for row in model.score_stream(frame([11, 14]), 1)] == [11, 14]
+    with pytest.raises(AdapterOutputError, match="target item 4 from score_stream"):
+        list(model.score_stream(frame([4]), 1))
+    model.fit(frame([1, 2, 3, 4]))
     model.wrapped.items = np.array([1, 2, 3, 4, 5])  # the adapter now claims an item it was not trained on
     with pytest.raises(AdapterOutputError, match=r"not in the training data of the last fit\(\), e\.g\. \[5\]"):
         model.item_ids()
