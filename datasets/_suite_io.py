@@ -17,6 +17,7 @@ import re
 import uuid
 import warnings
 import zipfile
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterator
@@ -105,8 +106,8 @@ def open_raw(path) -> Iterator[tuple[io.BufferedIOBase, Callable[[], int], int]]
         raise FileNotFoundError(f"{path}: no such file")
     total = archive.stat().st_size
     raw = open(archive, "rb")
+    suffix = archive.suffix.lower()
     try:
-        suffix = archive.suffix.lower()
         if suffix == ".gz":
             yield gzip.GzipFile(fileobj=raw, mode="rb"), raw.tell, total
         elif suffix == ".bz2":
@@ -126,6 +127,12 @@ def open_raw(path) -> Iterator[tuple[io.BufferedIOBase, Callable[[], int], int]]
                 yield f, raw.tell, total
         else:
             yield raw, raw.tell, total
+    except (OSError, EOFError, zlib.error, zipfile.BadZipFile) as e:
+        # decompression errors surface while the caller reads; name the file instead of gzip/bz2/zlib internals
+        if suffix not in COMPRESSED_SUFFIXES or isinstance(e, FileNotFoundError):
+            raise
+        raise RawFormatError(archive, f"cannot decompress the {suffix[1:]} data ({type(e).__name__}: {e}); "
+                             "the file is corrupt or truncated") from e
     finally:
         raw.close()
 
@@ -248,7 +255,7 @@ class _BlockParser:
             msg = _COLUMN_RE.sub("", msg).split(". If these timestamps")[0]
             return RawFormatError(self.path, f"{msg}; line: {text[:200]!r}", line=line_no, column=col)
         if self.check_nulls(t) is not None:
-            return RawFormatError(self.path, f"empty value; line: {text[:200]!r}", line=line_no,
+            return RawFormatError(self.path, f"empty value (or NaN/NA); line: {text[:200]!r}", line=line_no,
                                   column=self.null_col)
         return RawFormatError(self.path, f"cannot parse line ({exc}); line: {text[:200]!r}", line=line_no)
 
@@ -300,7 +307,10 @@ def read_csv_table(path, spec: CsvSpec, *, progress: Callable[[int, int], None] 
             line_no += buf.count(b"\n", 0, cut + 1)
             if progress is not None:
                 progress(consumed(), total)
-        if carry.strip():
+        if carry.strip() and carry.endswith(b"\n"):
+            # a one-line file without header: the line is complete (it has its line end), so errors are errors
+            n_rows += _parse_block(parser, carry, line_no, out, convert)
+        elif carry.strip():
             # the last line has no line end: keep it if it parses, skip it with a warning if it is truncated
             try:
                 n_rows += _parse_block(parser, carry + b"\n", line_no, out, convert)

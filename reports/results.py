@@ -7,7 +7,8 @@ while the run goes (crash-safe), and, once the run ends, ``results.json``, ``sum
 - ``{"type": "run", ...}``: run metadata (implementation, capabilities, suite version, frameworks, ...);
 - ``{"type": "result", ...}``: one per finished check (see :data:`OUTCOMES`);
 - ``{"type": "resume", ...}``: a later ``--resume`` session continuing this run;
-- ``{"type": "end", "status": "complete" | "interrupted", ...}``: the session ended.
+- ``{"type": "end", "status": "complete" | "interrupted", "reused": n, ...}``: the session ended (``reused``:
+  checks it skipped because they had a verdict; copied into the preceding ``resume`` record on reading).
 
 A file without a final ``end`` line belongs to a run that was killed: :func:`load_run` marks it
 ``incomplete``. When a check appears more than once (a resumed run re-ran it), the last line wins.
@@ -134,15 +135,21 @@ def load_run(directory: Path | str) -> RunData:
     results: dict[str, dict[str, Any]] = {}
     resumes: list[dict[str, Any]] = []
     end = None
+    open_resume: dict[str, Any] | None = None
     for rec in records[1:]:
         kind = rec.get("type")
         if kind == "result":
             results[rec["nodeid"]] = rec
         elif kind == "resume":
             resumes.append(rec)
+            open_resume = rec
             end = None
         elif kind == "end":
             end = rec
+            if open_resume is not None and rec.get("reused") is not None:
+                # the resumed session's count of checks kept from earlier sessions, known only at its end
+                open_resume["reused"] = rec["reused"]
+            open_resume = None
     return RunData(directory, header, list(results.values()), resumes, end)
 
 

@@ -114,7 +114,9 @@ def build_summary(run: RunData, plots: dict[str, str] | None = None, plot_error:
     if impl.get("homepage"):
         meta.insert(2, ("Homepage", impl["homepage"]))
     for r in run.resumes:
-        meta.append(("Resumed", f"{r.get('started', '?')} (skipped {r.get('reused', 0)} checks with verdicts)"))
+        reused = r.get("reused")
+        kept = f"skipped {reused} checks with verdicts" if reused is not None else "did not end; count unknown"
+        meta.append(("Resumed", f"{r.get('started', '?')} ({kept})"))
     if impl.get("error"):
         meta.append(("Adapter error", impl["error"]))
     if impl.get("unavailable"):

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from conformance._harness.isolation import IsolationSettings, WorkerError, WorkerProxy
+from conformance._harness.validation import checked
 from implementations.base import BaseCapabilities, CapabilityError, ImplementationUnavailable, get_family
 from implementations.registry import AdapterSpec
 
@@ -247,8 +248,12 @@ class Impl:
     isolated = property(lambda self: self.handle.uses_worker)
 
     def new(self) -> Any:
-        """A fresh, unbuilt adapter (call ``build`` yourself, e.g. inside ``pytest.raises(Unsupported)``)."""
-        adapter = self.handle.new_adapter(timeout_kind=lambda: (self._kind, self._timeout))
+        """A fresh, unbuilt adapter (call ``build`` yourself, e.g. inside ``pytest.raises(Unsupported)``).
+
+        Its results are validated against the protocol (:mod:`conformance._harness.validation`): a malformed
+        result fails the check with a message naming the adapter and the method."""
+        adapter = checked(self.handle.new_adapter(timeout_kind=lambda: (self._kind, self._timeout)), self.name,
+                          self.family)
         (self.handle._session_adapters if self._making_shared else self._adapters).append(adapter)
         return adapter
 

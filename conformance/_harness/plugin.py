@@ -54,6 +54,7 @@ from implementations.registry import AdapterSpec, Registry, RegistryError, defau
 
 ENV_IMPL = "GRU4REC_CONFORMANCE_IMPL"
 DEFAULT_SEEDS = (42,)
+MAX_SEED = 2**32
 MARKERS = {
     "check": "check(ID, kind=KIND, card=None, timeout=None): conformance check id and defect kind (K1..K11, metric, ...)",
     "feature": "feature(*names): needs declared features (flags, 'loss:bpr-max', 'hook:trace', 'hparam:momentum')",
@@ -180,9 +181,14 @@ def _parse_seeds(raw: str | None) -> list[int]:
         if not tok:
             continue
         try:
-            seeds.append(int(tok))
+            seed = int(tok)
         except ValueError:
             raise pytest.UsageError(f"--seeds {raw!r}: {tok!r} is not an integer (expected e.g. --seeds 1,2,3)") from None
+        if not 0 <= seed < MAX_SEED:
+            # numpy's SeedSequence refuses negative seeds and np.random.seed those >= 2**32, deep inside checks
+            raise pytest.UsageError(f"--seeds {raw!r}: seed {seed} is out of range; seeds are integers in "
+                                    f"[0, 2**32)")  # fmt: skip
+        seeds.append(seed)
     if not seeds:
         raise pytest.UsageError(f"--seeds {raw!r}: no seed given")
     return seeds
@@ -250,6 +256,7 @@ def pytest_configure(config: Any) -> None:
         raise pytest.UsageError(f"--isolation / GRU4REC_ISOLATION must be auto, always or never, got {state.isolation!r}")
     if state.gate and state.xfail_mark == "skip":
         raise pytest.UsageError("--gate needs strict xfails: do not combine it with --xfail-mark=skip")
+    _check_worker_limits(settings)
 
     if state.selection is None and not _looks_like_conformance_run(config):
         return  # the suite's own tests (pytest tests/): the plugin stays inert
@@ -263,6 +270,8 @@ def pytest_configure(config: Any) -> None:
         state.specs = registry.resolve(state.selection)
     except RegistryError as exc:
         raise pytest.UsageError(str(exc)) from None
+    if state.device == "cuda":
+        _check_cuda()
     if not state.specs:
         raise pytest.UsageError(_usage(registry, f"--impl {','.join(state.selection)} selects no implementation."))
     for spec in state.specs:
@@ -290,6 +299,30 @@ def pytest_configure(config: Any) -> None:
         if threading.current_thread() is threading.main_thread():
             # CI systems stop jobs with SIGTERM: turn it into KeyboardInterrupt so the report is finalised.
             state.old_sigterm = signal.signal(signal.SIGTERM, _sigterm_to_interrupt)
+
+
+def _check_worker_limits(settings: IsolationSettings) -> None:
+    """--call-timeout must be positive and --worker-memory-mb non-negative (0 = no limit)."""
+    if settings.call_timeout is not None and not settings.call_timeout > 0:
+        raise pytest.UsageError(f"--call-timeout {settings.call_timeout:g}: the per-call timeout must be a positive "
+                                "number of seconds")  # fmt: skip
+    if settings.memory_limit_mb is not None and not settings.memory_limit_mb >= 0:
+        raise pytest.UsageError(f"--worker-memory-mb {settings.memory_limit_mb:g}: the memory limit must be >= 0 MiB "
+                                "(0 = no limit)")  # fmt: skip
+
+
+def _check_cuda() -> None:
+    """--device cuda needs a usable CUDA device for the suite's own torch (the reference runs in this process);
+    without it every check would fail deep inside torch. Not checked when torch is not installed here."""
+    import importlib.util
+
+    if importlib.util.find_spec("torch") is None:
+        return
+    import torch
+
+    if not torch.cuda.is_available():
+        raise pytest.UsageError(f"--device cuda: no usable CUDA device here (torch {torch.__version__}: "
+                                "torch.cuda.is_available() is False); run with --device cpu")  # fmt: skip
 
 
 def _sigterm_to_interrupt(signum: int, frame: Any) -> None:
@@ -859,7 +892,7 @@ def _writer_for(state: State, name: str) -> Any:
         return None
     resume = state.resume.get((handle.family, handle.name))
     if resume is not None:
-        writer = RunWriter.resume(resume.directory, {"started": utc_now(), "reused": state.reused.get(name, 0),
+        writer = RunWriter.resume(resume.directory, {"started": utc_now(), "reused": None,
                                                      "suite": suite_version()["string"], "impl_version": handle.version,
                                                      "command": ["pytest", *state.config.invocation_params.args]})  # fmt: skip
     else:
@@ -917,7 +950,10 @@ def pytest_sessionfinish(session: Any, exitstatus: int) -> None:
         if writer is None:
             continue
         try:
-            writer.finish(status, int(session.exitstatus), {"gate": gate if state.gate else None},
+            # "reused" is known only after collection (on xdist: when the workers are down), after the
+            # resume record was written at session start: the end record carries it (reports.results.load_run)
+            writer.finish(status, int(session.exitstatus), {"gate": gate if state.gate else None,
+                                                            "reused": state.reused.get(name, 0)},
                           plots=not state.config.getoption("conformance_no_plots"))
         except Exception as exc:  # the run's verdicts are in results.jsonl; say why the summary is missing
             state.notes.append(f"report of {name}: summaries not written ({type(exc).__name__}: {exc}); "

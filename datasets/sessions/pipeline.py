@@ -98,6 +98,39 @@ STUDY_PREFIX = {
 
 MIN_ITEM_SUPPORT = 5
 
+#: columns of each reader's frame that :func:`process` uses; "int" columns are read as int64 and must hold integers
+INPUT_COLUMNS = {
+    "yoochoose": {"SessionId": "int", "Time": "int", "ItemId": "int"},
+    "rees46": {"Time": "int", "EventType": "any", "ProductId": "int", "UserId": "any"},
+    "coveo": {"session_id_hash": "any", "product_action": "any", "product_skus_hash": "any",
+              "server_timestamp_epoch_ms": "int"},
+    "retailrocket": {"timestamp": "int", "visitorid": "int", "event": "any", "itemid": "int"},
+    "diginetica": {"sessionId": "int", "eventdate_days": "int", "timeframe": "int", "itemId": "int"},
+}
+
+
+def _check_inputs(name: str, inputs: dict) -> None:
+    """Raise ValueError naming the input file and column when a raw frame is not what ``readers.read_<name>``
+    returns: not a DataFrame, a column missing or renamed, an integer column of another dtype or with NaN."""
+    for fname, df in inputs.items():
+        where = f"inputs[{fname!r}]"
+        if not isinstance(df, pd.DataFrame):
+            raise ValueError(f"{where}: expected a pandas DataFrame as returned by readers.read_{name}, got "
+                             f"{type(df).__name__}")
+        missing = [c for c in INPUT_COLUMNS[name] if c not in df.columns]
+        if missing:
+            raise ValueError(f"{where}: column(s) {', '.join(map(repr, missing))} missing; columns present: "
+                             f"{list(map(str, df.columns))} (frames of {name} come from readers.read_{name})")
+        for c, kind in INPUT_COLUMNS[name].items():
+            if kind != "int":
+                continue
+            col = df[c]
+            null = col.isna().to_numpy()
+            if not pd.api.types.is_integer_dtype(col.dtype) or null.any():
+                detail = f" with {int(null.sum())} missing (NaN) value(s), first at row {int(np.flatnonzero(null)[0])}" \
+                    if null.any() else ""
+                raise ValueError(f"{where}: column {c!r} must hold integers, got dtype {col.dtype}{detail}")
+
 
 def _check_name(name: str) -> None:
     if name not in DATASETS:
@@ -575,9 +608,11 @@ def process(name: str, inputs: dict[str, pd.DataFrame], *, index_quirk: bool = T
     duplicated index label (see module docstring); False gives the spec's row-wise semantics. ``progress``: an
     optional callable receiving the name of each step as it starts. ``consume``: empty ``inputs`` as soon as the
     frames are concatenated (lower peak memory; ``prepare`` uses it).
-    Raises ValueError for an unknown ``name`` or empty ``inputs``.
+    Raises ValueError for an unknown ``name``, empty ``inputs``, or a frame that is not a reader's (naming the
+    input and the column: missing or renamed columns, non-integer ids or times, NaN).
     """
     _check_name(name)
+    _check_inputs(name, inputs)
     say = progress or (lambda s: None)
     say("sessions")
     if consume:

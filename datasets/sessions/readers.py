@@ -11,7 +11,8 @@ truncated last line is skipped with a ``TruncatedLastLineWarning`` naming the li
 
 Identifiers the study reads as strings (Rees46 ``product_id``/``user_id``) are returned as int64 after checking
 that every value is a canonical decimal integer (so that string identity and integer identity coincide);
-anything else raises RawFormatError naming the line.
+anything else raises RawFormatError naming the line. Integer ids of the other formats (session, visitor and item
+ids) must be non-negative, as in every published file: a negative id raises RawFormatError naming line and column.
 """
 
 from __future__ import annotations
@@ -119,6 +120,16 @@ def _canonical_ids(t, src: str) -> np.ndarray:
     return col.cast(pa.int64()).to_numpy()
 
 
+def _non_negative_ids(t, src: str) -> np.ndarray:
+    """The int64 id column ``src`` of a block; a negative id is corrupt input (every dataset's ids are >= 0)."""
+    a = t.column(src).to_numpy()
+    neg = np.flatnonzero(a < 0)
+    if len(neg):
+        raise RowError(int(neg[0]), src, f"negative id {int(a[neg[0]])} (the dataset's ids are non-negative "
+                       "integers)")
+    return a
+
+
 def read_yoochoose(path, progress=None) -> pd.DataFrame:
     """Read ``yoochoose-clicks.dat`` or ``yoochoose-test.dat`` (§1.1).
 
@@ -128,8 +139,8 @@ def read_yoochoose(path, progress=None) -> pd.DataFrame:
 
     def convert(t: pa.Table) -> dict:
         ns = t.column("Timestamp").cast(pa.int64()).to_numpy()
-        return {"SessionId": t.column("SessionId").to_numpy(), "Time": np.floor_divide(ns, 10**9),
-                "ItemId": t.column("ItemId").to_numpy()}
+        return {"SessionId": _non_negative_ids(t, "SessionId"), "Time": np.floor_divide(ns, 10**9),
+                "ItemId": _non_negative_ids(t, "ItemId")}
 
     cols = read_csv_table(path, SPECS["yoochoose"], convert=convert, progress=progress)
     return pd.DataFrame({k: _concat(v) for k, v in cols.items()}, copy=False)
@@ -185,8 +196,8 @@ def read_retailrocket(path, progress=None) -> pd.DataFrame:
     vocab = _Vocab(["view", "addtocart", "transaction"])
 
     def convert(t: pa.Table) -> dict:
-        return {"timestamp": t.column("timestamp").to_numpy(), "visitorid": t.column("visitorid").to_numpy(),
-                "event": vocab.codes(t.column("event")), "itemid": t.column("itemid").to_numpy()}
+        return {"timestamp": t.column("timestamp").to_numpy(), "visitorid": _non_negative_ids(t, "visitorid"),
+                "event": vocab.codes(t.column("event")), "itemid": _non_negative_ids(t, "itemid")}
 
     cols = read_csv_table(path, SPECS["retailrocket"], convert=convert, progress=progress)
     return pd.DataFrame({"timestamp": _concat(cols["timestamp"]), "visitorid": _concat(cols["visitorid"]),
@@ -203,9 +214,9 @@ def read_diginetica(path, progress=None) -> pd.DataFrame:
 
     def convert(t: pa.Table) -> dict:
         return {
-            "sessionId": t.column("sessionId").to_numpy(),
+            "sessionId": _non_negative_ids(t, "sessionId"),
             "userId": t.column("userId").to_numpy().astype(np.float64),
-            "itemId": t.column("itemId").to_numpy(),
+            "itemId": _non_negative_ids(t, "itemId"),
             "timeframe": t.column("timeframe").to_numpy(),
             "eventdate_days": t.column("eventdate").cast(pa.int32()).to_numpy().astype(np.int64),
         }
