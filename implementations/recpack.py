@@ -1,0 +1,343 @@
+"""recpack 0.3.6 ``GRU4RecCrossEntropy`` and ``GRU4RecNegSampling`` (one of the study's six; the study used 0.3.5).
+
+Two registered variants, one per recpack class (conformance_checks.md §A.5, ecosystem_and_style.md §1.3.2):
+
+- ``recpack:cross_entropy`` — ``recpack.algorithms.GRU4RecCrossEntropy`` (full softmax over all items);
+- ``recpack:neg_sampling`` — ``recpack.algorithms.GRU4RecNegSampling`` (TOP1 / TOP1-max / BPR / BPR-max over
+  ``num_negatives`` uniform negatives per position).
+
+The adapter translates only:
+
+- ids: sessions and items are remapped to the contiguous 0-based indices recpack requires (items in ascending
+  id order = the column order of score matrices); the frame becomes a
+  ``recpack.matrix.InteractionMatrix(df, item_ix, user_ix, timestamp_ix, shape=(n_sessions, n_items))``;
+- ``fit`` builds the recpack object with ``keep_last=True`` and a one-session validation tuple:
+  recpack requires ``validation_data`` and, with the default ``keep_last=False``, reloads the best epoch
+  with ``torch.load`` of a pickled module, which fails on torch >= 2.6 (weights-only default);
+  ``keep_last=True`` keeps the last epoch, so the validation data never influences the model;
+- ``score_prefixes``: one pseudo-user per prefix in an InteractionMatrix with increasing timestamps,
+  scored by recpack's own ``predict`` (``predict_topK=None``: every item), which runs each history from a
+  zero state and returns the scores after its last item; unknown items are dropped first;
+- ``FitReport``: recpack reports no per-epoch figures, so the adapter wraps the *instance* methods
+  ``_train_epoch`` (epoch boundaries and time) and ``_compute_loss`` (one call per optimizer step: the step's
+  mean loss and its number of valid positions = trained transitions) of the object it built; the wrappers
+  call the originals unchanged.
+
+Hyperparameters under official names: ``layers`` → ``num_layers``/``hidden_size`` (one width for all layers),
+``embedding`` → ``num_components`` (separate embedding only), ``dropout_p_embed`` = ``dropout_p_hidden`` →
+``dropout`` (recpack has one dropout for both; different values are refused), ``n_sample`` → ``num_negatives``
+(NegSampling: per-position uniform negatives, not shared), ``n_epochs`` → ``max_epochs``, ``learning_rate``,
+``batch_size``, ``optimizer`` (adagrad | sgd). Everything else (bpreg, elu_param, logq, sample_alpha,
+momentum for Adagrad, shared / no embedding, final_act) cannot be expressed and raises ``Unsupported``.
+recpack-specific settings keep recpack's defaults: ``clipnorm=1.0``, ``bptt=1``.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Sequence
+
+import numpy as np
+
+from implementations.base import Adapter, FitReport, Unsupported
+from implementations.registry import register
+
+_VARIANTS = {
+    "cross_entropy": {"cls": "GRU4RecCrossEntropy", "losses": ("cross-entropy",), "loss": "cross-entropy"},
+    "neg_sampling": {"cls": "GRU4RecNegSampling", "losses": ("bpr-max", "top1", "top1-max", "bpr"),
+                     "loss": "bpr"},
+}  # fmt: skip
+
+
+def _version(dist: str) -> str:
+    import importlib.metadata
+
+    try:
+        return importlib.metadata.version(dist)
+    except importlib.metadata.PackageNotFoundError:
+        return "not installed"
+
+
+class RecpackAdapter(Adapter):
+    """recpack 0.3.6 GRU4Rec (one class per registered variant), driven through ``fit``/``predict``."""
+
+    name = "recpack"
+    role = "implementation"
+    isolated = True
+    description = "recpack 0.3.6 GRU4Rec (GRU4RecCrossEntropy / GRU4RecNegSampling)"
+    homepage = "https://pypi.org/project/recpack/0.3.6/"
+    study = {"implementation": "Recpack", "variant": "OOB"}
+    reproducibility = {
+        "installs": "yes: recpack==0.3.6 with torch==2.13.0 on Python 3.11 (resolves numpy 1.26, pandas 2.3); "
+                    "fit fails at its end on torch>=2.6 unless keep_last=True",
+        "offline": "yes (no download at run time)",
+        "pinned": "tox env 'recpack': recpack==0.3.6, torch==2.13.0, numpy<2, pandas<3; recpack pins majors "
+                  "only (numpy==1.*, pandas==2.*, torch==2.*)",
+        "hyperparameters": "layers, embedding size, one dropout, lr, batch size, epochs, negatives settable; "
+                           "bpreg fixed at 1.0, init U(-0.01, 0.01), no logQ / sample_alpha / Adagrad momentum",
+    }
+
+    def __init__(self, device: str = "cpu", variant: str = "cross_entropy", **options: Any) -> None:
+        super().__init__(device=device, **options)
+        if variant not in _VARIANTS:
+            raise ValueError(f"variant: {variant!r} is not one of {sorted(_VARIANTS)}")
+        self.variant = variant
+        self.hparams: dict[str, Any] = {}
+        self.seed = 0
+        self.algo = None
+        self._item_ids: np.ndarray | None = None
+        self._index: dict[int, int] = {}
+
+    # -- declarations ------------------------------------------------------------------------------------
+    def version(self) -> str:
+        return _version("recpack")
+
+    def _declared_hyperparameters(self) -> dict[str, Any]:
+        v = _VARIANTS[self.variant]
+        hp: dict[str, Any] = {
+            "layers": [100], "embedding": 250, "constrained_embedding": False, "loss": v["loss"],
+            "batch_size": 512, "learning_rate": 0.03, "dropout_p_embed": 0.0, "dropout_p_hidden": 0.0,
+            "n_epochs": 5, "optimizer": "adagrad",
+        }  # fmt: skip
+        if self.variant == "neg_sampling":
+            hp["n_sample"] = 50
+        return hp
+
+    def capabilities(self) -> dict[str, Any]:
+        v = _VARIANTS[self.variant]
+        return {
+            "losses": list(v["losses"]),
+            "embedding_modes": ["separate"],
+            "session_parallel": False,
+            "in_batch_negatives": False,
+            "extra_shared_negatives": False,
+            "sample_alpha": False,
+            "logq": False,
+            "adagrad_momentum": False,
+            "dropout_embed": True,
+            "dropout_hidden": True,
+            "separate_dropouts": False,
+            "bpreg": False,
+            "full_ranking": True,
+            "needs_categories": False,
+            "fixed_batch_shape": False,
+            "devices": ["cpu"],
+            "framework": {"name": "torch", "version": _version("torch")},
+            "shims": [
+                "keep_last=True: recpack's best-epoch reload (torch.load of a pickled module) fails on torch>=2.6",
+                "one-session validation tuple (recpack requires validation_data; unused with keep_last=True)",
+                "session and item ids remapped to contiguous 0-based indices (InteractionMatrix requirement)",
+                "score_prefixes: one pseudo-user per prefix, scored by recpack's predict (predict_topK=None)",
+                "FitReport observed by wrapping the instance methods _train_epoch and _compute_loss",
+            ],
+            "hyperparameters": self._declared_hyperparameters(),
+            "score_semantics": "raw",
+            "eval_tie_mode": None,
+            "gate_layout": None,
+        }
+
+    # -- required surface --------------------------------------------------------------------------------
+    def build(self, seed: int, **hparams: Any) -> None:
+        hp = self.resolve_hparams(hparams)
+        v = _VARIANTS[self.variant]
+        if hp["loss"] not in v["losses"]:
+            raise Unsupported(f"loss:{hp['loss']}", f"recpack {v['cls']} losses: {', '.join(v['losses'])}")
+        if hp["constrained_embedding"]:
+            raise Unsupported("embedding:shared", "recpack has a separate input embedding only")
+        if int(hp["embedding"]) <= 0:
+            raise Unsupported("embedding:none", "recpack always has an input embedding (num_components)")
+        layers = hp["layers"]
+        layers = [int(layers)] if isinstance(layers, (int, np.integer)) else [int(x) for x in layers]
+        if len(set(layers)) != 1:
+            raise Unsupported("layers", f"recpack's nn.GRU layers share one hidden_size, got {layers}")
+        hp["layers"] = layers
+        if float(hp["dropout_p_embed"]) != float(hp["dropout_p_hidden"]):
+            raise Unsupported("separate_dropouts",
+                              "recpack has one dropout for the embedding and the GRU output "
+                              f"(dropout_p_embed={hp['dropout_p_embed']} != dropout_p_hidden={hp['dropout_p_hidden']})")
+        if hp["optimizer"] not in ("adagrad", "sgd"):
+            raise Unsupported(f"optimizer:{hp['optimizer']}", "recpack: optimization_algorithm adagrad or sgd")
+        if self.device != "cpu":
+            raise Unsupported(f"device:{self.device}", "the adapter runs recpack on the CPU only")
+        self.hparams = hp
+        self.seed = int(seed)
+        self.algo = None
+        self._item_ids = None
+        self._index = {}
+
+    def _make(self, max_epochs: int):
+        import recpack.algorithms as ra
+
+        hp = self.hparams
+        kw: dict[str, Any] = dict(
+            num_layers=len(hp["layers"]), hidden_size=hp["layers"][0], num_components=int(hp["embedding"]),
+            dropout=float(hp["dropout_p_hidden"]), optimization_algorithm=hp["optimizer"],
+            batch_size=int(hp["batch_size"]), max_epochs=int(max_epochs), learning_rate=float(hp["learning_rate"]),
+            seed=self.seed, keep_last=True, predict_topK=None,
+        )  # fmt: skip
+        if self.variant == "neg_sampling":
+            kw.update(loss_fn=hp["loss"], num_negatives=int(hp["n_sample"]))
+        return getattr(ra, _VARIANTS[self.variant]["cls"])(**kw)
+
+    def _matrix(self, users: np.ndarray, items: np.ndarray, times: np.ndarray, n_users: int):
+        import pandas as pd
+        from recpack.matrix import InteractionMatrix
+
+        df = pd.DataFrame({"uid": users.astype(np.int64), "iid": items.astype(np.int64),
+                           "ts": times.astype(np.int64)})
+        return InteractionMatrix(df, item_ix="iid", user_ix="uid", timestamp_ix="ts",
+                                 shape=(int(n_users), len(self._item_ids)))
+
+    def fit(self, train_df: Any, n_epochs: int | None = None) -> FitReport:
+        if not self.hparams:
+            raise RuntimeError("RecpackAdapter.fit: call build() first")
+        epochs = int(self.hparams["n_epochs"] if n_epochs is None else n_epochs)
+        df = train_df.sort_values(["SessionId", "Time"], kind="stable")
+        self._item_ids = np.unique(df["ItemId"].to_numpy(dtype=np.int64))
+        self._index = {int(i): k for k, i in enumerate(self._item_ids)}
+        sess_codes, sess_uniques = _codes(df["SessionId"].to_numpy())
+        items = np.searchsorted(self._item_ids, df["ItemId"].to_numpy(dtype=np.int64))
+        # Event order inside a session is the frame's (sorted) order; recpack sorts by timestamp, so the
+        # timestamps handed over are the event ranks (ties in Time cannot reorder events).
+        ranks = np.arange(len(df), dtype=np.int64)
+        X = self._matrix(sess_codes, items, ranks, len(sess_uniques))
+        first = sess_codes == sess_codes[0]
+        n_first = int(first.sum())
+        val_in_mask = first.copy()
+        if n_first > 1:
+            val_in_mask[np.flatnonzero(first)[-1]] = False
+        val_out_mask = first & ~val_in_mask if n_first > 1 else first
+        val_in = self._matrix(sess_codes[val_in_mask], items[val_in_mask], ranks[val_in_mask], len(sess_uniques))
+        val_out = self._matrix(sess_codes[val_out_mask], items[val_out_mask], ranks[val_out_mask], len(sess_uniques))
+        algo = self._make(epochs)
+        observer = _EpochObserver(algo)
+        algo.fit(X, (val_in, val_out))
+        self.algo = algo
+        return observer.report()
+
+    def item_ids(self) -> np.ndarray:
+        if self._item_ids is None:
+            raise RuntimeError("RecpackAdapter.item_ids: call fit() first")
+        return self._item_ids
+
+    def score_prefixes(self, prefixes: Sequence[Sequence[int]]) -> np.ndarray:
+        if self.algo is None or self._item_ids is None:
+            raise RuntimeError("RecpackAdapter.score_prefixes: call fit() first")
+        users, items = [], []
+        for row, prefix in enumerate(prefixes):
+            for i in prefix:
+                k = self._index.get(int(i))
+                if k is not None:
+                    users.append(row)
+                    items.append(k)
+        n = len(prefixes)
+        if not users:
+            return np.zeros((n, len(self._item_ids)), dtype=np.float32)
+        users_a = np.asarray(users, dtype=np.int64)
+        X = self._matrix(users_a, np.asarray(items, dtype=np.int64), np.arange(len(users_a), dtype=np.int64), n)
+        pred = self.algo.predict(X)
+        return np.asarray(pred.toarray(), dtype=np.float32)
+
+    # -- white-box ---------------------------------------------------------------------------------------
+    def loss_on_scores(self, scores: Any, loss: str, **hparams: Any) -> tuple[float, Any]:
+        """recpack's loss on a given (b, K) score matrix whose diagonal holds the targets.
+
+        ``cross-entropy`` (GRU4RecCrossEntropy): ``torch.nn.CrossEntropyLoss`` over the K columns with target
+        column i for row i (recpack applies it to its full output row). The NegSampling losses take
+        ``positive_scores`` = the diagonal (b, 1) and ``negative_scores`` = each row's other K−1 columns, as
+        ``GRU4RecNegSampling._compute_loss`` passes them. No loss argument is settable (bpreg is fixed at 1.0
+        inside ``bpr_max_loss``): any keyword raises :class:`Unsupported`.
+        """
+        import torch
+
+        v = _VARIANTS[self.variant]
+        if loss not in v["losses"]:
+            raise Unsupported(f"loss:{loss}", f"not a loss of recpack {v['cls']}")
+        for k, val in hparams.items():
+            if k == "logq" and not val:
+                continue
+            if k == "final_act" and val in (None, "linear"):
+                continue
+            if k in ("batch_size", "n_targets") and val is None:
+                continue
+            raise Unsupported(k if k in ("bpreg", "logq") else f"loss_on_scores:{k}",
+                              f"recpack's {loss} loss takes no {k!r} argument")
+        arr = np.asarray(scores)
+        dtype = torch.float32 if arr.dtype == np.float32 else torch.float64
+        R = torch.tensor(arr, dtype=dtype, requires_grad=True)
+        b, k = R.shape
+        if loss == "cross-entropy":
+            value = torch.nn.CrossEntropyLoss()(R, torch.arange(b))
+        else:
+            from recpack.algorithms import loss_functions as lf
+
+            fn = {"bpr-max": lf.bpr_max_loss, "top1": lf.top1_loss, "top1-max": lf.top1_max_loss,
+                  "bpr": lf.bpr_loss}[loss]
+            mask = ~torch.eye(b, k, dtype=torch.bool)
+            pos = torch.diagonal(R).unsqueeze(-1)
+            neg = R[mask].view(b, k - 1)
+            value = fn(pos, neg)
+        value.backward()
+        return float(value.detach()), R.grad.detach().cpu().numpy()
+
+
+def _codes(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """0-based codes of ``values`` in order of first appearance, and the unique values in that order."""
+    uniques, first_idx, inverse = np.unique(values, return_index=True, return_inverse=True)
+    order = np.argsort(first_idx, kind="stable")
+    rank = np.empty_like(order)
+    rank[order] = np.arange(len(order))
+    return rank[inverse].astype(np.int64), uniques[order]
+
+
+class _EpochObserver:
+    """Wraps ``_train_epoch`` and ``_compute_loss`` on one recpack object (instance attributes; the originals
+    run unchanged) to collect per-epoch loss (mean per trained transition), steps, transitions and seconds."""
+
+    def __init__(self, algo: Any) -> None:
+        self.losses: list[float] = []
+        self.steps: list[int] = []
+        self.events: list[int] = []
+        self.seconds: list[float] = []
+        train_epoch, compute_loss = algo._train_epoch, algo._compute_loss
+
+        def _train_epoch(X: Any) -> Any:
+            self._sum, self._n, self._k = 0.0, 0, 0
+            t0 = time.perf_counter()
+            out = train_epoch(X)
+            self.seconds.append(time.perf_counter() - t0)
+            self.losses.append(self._sum / self._n if self._n else float("nan"))
+            self.steps.append(self._k)
+            self.events.append(self._n)
+            return out
+
+        def _compute_loss(output: Any, targets_chunk: Any, negatives_chunk: Any, true_input_mask: Any) -> Any:
+            loss = compute_loss(output, targets_chunk, negatives_chunk, true_input_mask)
+            n = int(true_input_mask.sum())
+            self._sum += float(loss.detach()) * n
+            self._n += n
+            self._k += 1
+            return loss
+
+        algo._train_epoch = _train_epoch
+        algo._compute_loss = _compute_loss
+
+    def report(self) -> FitReport:
+        return FitReport(epoch_losses=list(self.losses), n_steps=list(self.steps), n_events_trained=list(self.events),
+                         epoch_seconds=list(self.seconds))
+
+
+@register(name="recpack:cross_entropy", variant="cross_entropy")
+class RecpackCrossEntropyAdapter(RecpackAdapter):
+    """recpack 0.3.6 ``GRU4RecCrossEntropy`` (``--impl recpack:cross_entropy``)."""
+
+    name = "recpack:cross_entropy"
+    description = "recpack 0.3.6 GRU4RecCrossEntropy (full softmax over all items)"
+
+
+@register(name="recpack:neg_sampling", variant="neg_sampling")
+class RecpackNegSamplingAdapter(RecpackAdapter):
+    """recpack 0.3.6 ``GRU4RecNegSampling`` (``--impl recpack:neg_sampling``)."""
+
+    name = "recpack:neg_sampling"
+    description = "recpack 0.3.6 GRU4RecNegSampling (per-position uniform negatives; TOP1/TOP1-max/BPR/BPR-max)"
