@@ -109,6 +109,7 @@ class CornacGRU4RecAdapter(Adapter):
             "dropout_embed": True,
             "dropout_hidden": True,
             "separate_dropouts": True,
+            "final_acts": ["linear", "elu"],
             "bpreg": True,
             "full_ranking": True,
             "needs_categories": False,
@@ -199,7 +200,8 @@ class CornacGRU4RecAdapter(Adapter):
     def loss_on_scores(self, scores: Any, loss: str, **hparams: Any) -> tuple[float, Any]:
         """cornac's own loss function (``cornac.models.seq_utils.losses``) on a given (b, K) score matrix.
 
-        Column i of row i is the target; ``logq`` with ``column_q`` (the final q of every column) maps to
+        Column i of row i is the target. cornac's scores are linear; its BPR-max applies ELU(``elu_param``) first
+        (``final_act`` 'elu-X' means elu_param X there, 'linear' means elu_param 0). ``logq`` with ``column_q`` (the final q of every column) maps to
         cornac's P0 with ``sample_alpha=1`` (cornac raises the sample columns' P0 to sample_alpha itself).
         Returns (value, dL/dR) as cornac computes them (its normalisation: the mean over rows).
         """
@@ -211,8 +213,16 @@ class CornacGRU4RecAdapter(Adapter):
         unknown = sorted(set(hparams) - set(_LOSS_KWARGS))
         if unknown:
             raise Unsupported(f"loss_on_scores:{unknown[0]}", f"unknown loss argument(s) {unknown}")
-        if hparams.get("final_act") not in (None, "linear"):
-            raise Unsupported("final_act", "cornac's GRU4Rec has no final activation option")
+        final_act = hparams.get("final_act")
+        elu_param = float(hparams.get("elu_param", 0.5 if loss == "bpr-max" else 0.0))
+        if final_act is not None and final_act != "linear" and not str(final_act).startswith("elu"):
+            raise Unsupported(f"final_act:{str(final_act).split('-')[0]}", "cornac: linear scores; ELU in BPR-max only")
+        if final_act is not None and str(final_act).startswith("elu"):
+            if loss != "bpr-max":
+                raise Unsupported("final_act:elu", "cornac applies ELU(elu_param) in the BPR-max loss only")
+            elu_param = float(str(final_act).split("-", 1)[1]) if "-" in str(final_act) else 1.0
+        elif final_act == "linear":
+            elu_param = 0.0
         arr = np.asarray(scores)
         dtype = torch.float32 if arr.dtype == np.float32 else torch.float64
         R = torch.tensor(arr, dtype=dtype, requires_grad=True)
@@ -220,8 +230,7 @@ class CornacGRU4RecAdapter(Adapter):
         n_targets = int(hparams.get("n_targets") or b)
         if n_targets != b:
             raise Unsupported("loss_on_scores:n_targets", "cornac splits in-batch columns at the row count")
-        kwargs: dict[str, Any] = dict(bpreg=float(hparams.get("bpreg", 1.0)),
-                                      elu_param=float(hparams.get("elu_param", 0.5)), n_sample=k - b,
+        kwargs: dict[str, Any] = dict(bpreg=float(hparams.get("bpreg", 1.0)), elu_param=elu_param, n_sample=k - b,
                                       batch_size=b, logq=0.0, P0=None, sample_alpha=1.0, out_iids=None)
         logq = float(hparams.get("logq", 0.0) or 0.0)
         if loss == "cross-entropy" and logq > 0:
