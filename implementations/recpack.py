@@ -245,8 +245,9 @@ class RecpackAdapter(Adapter):
         ``cross-entropy`` (GRU4RecCrossEntropy): ``torch.nn.CrossEntropyLoss`` over the K columns with target
         column i for row i (recpack applies it to its full output row). The NegSampling losses take
         ``positive_scores`` = the diagonal (b, 1) and ``negative_scores`` = each row's other K−1 columns, as
-        ``GRU4RecNegSampling._compute_loss`` passes them. No loss argument is settable (bpreg is fixed at 1.0
-        inside ``bpr_max_loss``): any keyword raises :class:`Unsupported`.
+        ``GRU4RecNegSampling._compute_loss`` passes them. No loss argument is settable: ``bpreg=1.0`` (the value
+        fixed inside ``bpr_max_loss``) and ``elu_param=0`` / ``final_act='linear'`` (no activation) are accepted
+        as descriptions of what recpack computes; any other value raises :class:`Unsupported`.
         """
         import torch
 
@@ -254,14 +255,19 @@ class RecpackAdapter(Adapter):
         if loss not in v["losses"]:
             raise Unsupported(f"loss:{loss}", f"not a loss of recpack {v['cls']}")
         for k, val in hparams.items():
+            # Values recpack has fixed are accepted (they describe what it computes); others are refused.
             if k == "logq" and not val:
                 continue
             if k == "final_act" and val in (None, "linear"):
                 continue
+            if k == "elu_param" and float(val) == 0.0:
+                continue
+            if k == "bpreg" and loss == "bpr-max" and float(val) == 1.0:
+                continue
             if k in ("batch_size", "n_targets") and val is None:
                 continue
-            raise Unsupported(k if k in ("bpreg", "logq") else f"loss_on_scores:{k}",
-                              f"recpack's {loss} loss takes no {k!r} argument")
+            name = {"bpreg": "bpreg", "logq": "logq", "elu_param": "final_act:elu"}.get(k, f"loss_on_scores:{k}")
+            raise Unsupported(name, f"recpack's {loss} loss cannot take {k}={val!r} (bpreg is fixed at 1.0, no ELU)")
         arr = np.asarray(scores)
         dtype = torch.float32 if arr.dtype == np.float32 else torch.float64
         R = torch.tensor(arr, dtype=dtype, requires_grad=True)
