@@ -202,8 +202,11 @@ class RecboleGRU4RecAdapter(Adapter):
         model = GRU4Rec(config, train_data.dataset).to("cpu")
         trainer = Trainer(config, model)
         observer = _Observer(model, trainer)
-        if epochs > 0:
-            trainer.fit(train_data, valid_data=None, saved=False, show_progress=False)
+        try:
+            if epochs > 0:
+                trainer.fit(train_data, valid_data=None, saved=False, show_progress=False)
+        finally:
+            observer.detach()
         model.eval()
         self.model, self.dataset = model, dataset
         tokens = dataset.id2token(dataset.iid_field, np.arange(1, dataset.item_num))
@@ -278,6 +281,12 @@ class _Observer:
 
         model.calculate_loss = _calculate_loss
         trainer._train_epoch = _train_epoch
+        self._targets = ((model, "calculate_loss"), (trainer, "_train_epoch"))
+
+    def detach(self) -> None:
+        """Remove the instance wrappers (the class methods apply again)."""
+        for obj, name in self._targets:
+            obj.__dict__.pop(name, None)
 
     def report(self) -> FitReport:
         return FitReport(epoch_losses=list(self.losses), n_steps=list(self.steps), n_events_trained=list(self.events),

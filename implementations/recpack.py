@@ -133,7 +133,7 @@ class RecpackAdapter(Adapter):
             "hyperparameters": self._declared_hyperparameters(),
             "score_semantics": "raw",
             "eval_tie_mode": None,
-            "gate_layout": None,
+            "gate_layout": ["reset", "update", "candidate"],
         }
 
     # -- required surface --------------------------------------------------------------------------------
@@ -211,7 +211,10 @@ class RecpackAdapter(Adapter):
         val_out = self._matrix(sess_codes[val_out_mask], items[val_out_mask], ranks[val_out_mask], len(sess_uniques))
         algo = self._make(epochs)
         observer = _EpochObserver(algo)
-        algo.fit(X, (val_in, val_out))
+        try:
+            algo.fit(X, (val_in, val_out))
+        finally:
+            observer.detach()
         self.algo = algo
         return observer.report()
 
@@ -239,6 +242,92 @@ class RecpackAdapter(Adapter):
         return np.asarray(pred.toarray(), dtype=np.float32)
 
     # -- white-box ---------------------------------------------------------------------------------------
+    def _require_model(self):
+        if self.algo is None or getattr(self.algo, "model_", None) is None:
+            raise RuntimeError("RecpackAdapter: call fit() first (n_epochs=0 initialises without training)")
+        return self.algo.model_
+
+    def get_params(self) -> dict:
+        """recpack's parameters (``GRU4RecTorch``) under their torch names; item-indexed rows in
+        :meth:`item_ids` order without recpack's padding row (index I, zeroed in the embedding); GRU gate blocks
+        in torch's order (reset, update, candidate) = ``gate_layout``; biases 1-D."""
+        model = self._require_model()
+        n = len(self._item_ids)
+        out = {}
+        for name, p in model.named_parameters():
+            a = p.detach().cpu().numpy().copy()
+            if name in ("emb.weight", "lin.weight", "lin.bias"):
+                a = a[:n]
+            out[name] = a
+        return out
+
+    def train_forward(self, prefix_batch: Any, seed: int) -> dict:
+        """recpack's training-mode forward on b equally long sequences, from the zero state; the result describes
+        the last transition (input = second-to-last item, target = last item).
+
+        ``embedding_out`` and ``layer_outputs`` (the GRU output of the last layer) are captured after recpack's
+        in-place dropout (a forward hook on its ``drop`` module, called once on the embedding and once on the GRU
+        output); ``scores`` are the columns the step's loss sees: every item for GRU4RecCrossEntropy (its full
+        softmax, recpack's padding output dropped from ``scores`` but counted in ``score_tensor_shape``), or the
+        target plus the negatives recpack's own sampler draws for GRU4RecNegSampling (gathered from the full
+        output); ``output_rows_touched``: rows of the output layer with a non-zero gradient of the step's loss.
+        """
+        import torch
+        from recpack.algorithms.samplers import SequenceMiniBatchPositivesTargetsNegativesSampler
+
+        model = self._require_model()
+        algo = self.algo
+        seqs = [[self._index.get(int(i)) for i in s] for s in prefix_batch]
+        if not seqs or len({len(s) for s in seqs}) != 1 or len(seqs[0]) < 2 or any(None in s for s in seqs):
+            raise ValueError("prefix_batch: expected b >= 1 sequences of known items with one common length >= 2")
+        b, n = len(seqs), len(self._item_ids)
+        pos = torch.as_tensor(seqs, dtype=torch.long)
+        if self.variant == "neg_sampling":
+            X = self._matrix(np.repeat(np.arange(b), pos.shape[1]), pos.numpy().ravel(),
+                             np.arange(pos.numel(), dtype=np.int64), b)
+            np.random.seed(int(seed))
+            sampler = SequenceMiniBatchPositivesTargetsNegativesSampler(algo.num_negatives, algo.pad_token,
+                                                                         batch_size=b)
+            uids, pos, targets, negatives = next(iter(sampler.sample(X)))
+            order = np.argsort(uids.numpy(), kind="stable")
+            pos, targets, negatives = pos[order], targets[order], negatives[order]
+        else:
+            targets = torch.roll(pos, -1, dims=1)
+            targets[:, -1] = algo.pad_token
+            negatives = torch.zeros((*pos.shape, 0), dtype=torch.long)
+        inputs, tgt, neg = pos[:, :-1], targets[:, :-1], negatives[:, :-1]
+        captured: list[Any] = []
+        handle = model.drop.register_forward_hook(lambda m, a, o: captured.append(a[0]))
+        model.train()
+        model.zero_grad()
+        torch.manual_seed(int(seed))
+        try:
+            output, _ = model(inputs, model.init_hidden(b))
+        finally:
+            handle.remove()
+        mask = torch.zeros_like(tgt, dtype=torch.bool)
+        mask[:, -1] = True  # the loss of the last transition only
+        loss = algo._compute_loss(output, tgt, neg, mask)
+        loss.backward()
+        rows = int((model.lin.weight.grad.abs().sum(1) > 0).sum())
+        model.zero_grad()
+        last = output[:, -1, :].detach()
+        if self.variant == "neg_sampling":
+            cols = torch.cat([tgt[:, -1:], neg[:, -1, :]], dim=1)
+            scores = torch.gather(last, 1, cols).numpy()
+            columns = self._item_ids[cols.numpy()]
+        else:
+            scores, columns = last[:, :n].numpy(), self._item_ids.copy()
+        emb, hid = captured[0], captured[1]
+        return {
+            "embedding_out": emb[:, -1, :].detach().cpu().numpy(),
+            "layer_outputs": [hid[:, -1, :].detach().cpu().numpy()],
+            "scores": scores,
+            "columns": columns,
+            "score_tensor_shape": tuple(output[:, -1, :].shape),
+            "output_rows_touched": rows,
+        }
+
     def loss_on_scores(self, scores: Any, loss: str, **hparams: Any) -> tuple[float, Any]:
         """recpack's loss on a given (b, K) score matrix whose diagonal holds the targets.
 
@@ -327,6 +416,12 @@ class _EpochObserver:
 
         algo._train_epoch = _train_epoch
         algo._compute_loss = _compute_loss
+        self._algo = algo
+
+    def detach(self) -> None:
+        """Remove the instance wrappers (the class methods apply again)."""
+        for name in ("_train_epoch", "_compute_loss"):
+            self._algo.__dict__.pop(name, None)
 
     def report(self) -> FitReport:
         return FitReport(epoch_losses=list(self.losses), n_steps=list(self.steps), n_events_trained=list(self.events),

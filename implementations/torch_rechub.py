@@ -213,7 +213,10 @@ class TorchRechubGRU4RecAdapter(Adapter):
                                                  {"item_id": np.arange(1, n_items + 1)},
                                                  batch_size=int(hp["batch_size"]), num_workers=0)
         observer = _Observer(model, trainer)
-        trainer.fit(train_dl)
+        try:
+            trainer.fit(train_dl)
+        finally:
+            observer.detach()
         self.model, self.trainer = model, trainer
         return observer.report()
 
@@ -277,6 +280,12 @@ class _Observer:
 
         model.forward = _forward
         trainer.train_one_epoch = _train_one_epoch
+        self._targets = ((model, "forward"), (trainer, "train_one_epoch"))
+
+    def detach(self) -> None:
+        """Remove the instance wrappers (the class methods apply again)."""
+        for obj, name in self._targets:
+            obj.__dict__.pop(name, None)
 
     def report(self) -> FitReport:
         return FitReport(epoch_losses=list(self.losses), n_steps=list(self.steps), n_events_trained=list(self.events),
