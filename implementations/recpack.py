@@ -261,6 +261,55 @@ class RecpackAdapter(Adapter):
             out[name] = a
         return out
 
+    def set_params(self, params: Any) -> None:
+        """Load arrays in the layout of :meth:`get_params` into recpack's parameters (padding rows untouched)."""
+        import torch
+
+        model = self._require_model()
+        n = len(self._item_ids)
+        named = dict(model.named_parameters())
+        unknown = sorted(set(params) - set(named))
+        if unknown:
+            raise ValueError(f"set_params: unknown parameter name(s) {unknown}; known: {sorted(named)}")
+        with torch.no_grad():
+            for name, value in params.items():
+                t = torch.as_tensor(np.asarray(value), dtype=named[name].dtype)
+                target = named[name][:n] if name in ("emb.weight", "lin.weight", "lin.bias") else named[name]
+                if tuple(t.shape) != tuple(target.shape):
+                    raise ValueError(f"set_params: {name} has shape {tuple(t.shape)}, expected {tuple(target.shape)}")
+                target.copy_(t)
+
+    def train_step(self, batch_inputs: Any, batch_targets: Any, hidden: Any = None) -> float:
+        """One optimizer update of recpack's own training loop on the b transitions input → target.
+
+        The b transitions become b two-event sequences of an InteractionMatrix and go through
+        ``GRU4Rec._train_epoch`` (recpack's sampler, forward, ``_compute_loss``, clipping, optimizer step):
+        with ``bptt=1`` that is exactly one update (the second chunk has only padding targets). Negatives
+        (GRU4RecNegSampling) come from numpy's global RNG, reseeded with the build seed before each step, so
+        repeated steps on one batch see the same negatives. Returns recpack's loss of the step (mean over
+        the b transitions). A given ``hidden`` state cannot be passed to recpack's loop: Unsupported.
+        """
+        if hidden is not None:
+            raise Unsupported("train_step:hidden", "recpack's training loop starts every sequence from zero")
+        self._require_model()
+        x = [self._index.get(int(i)) for i in np.asarray(batch_inputs).ravel()]
+        y = [self._index.get(int(i)) for i in np.asarray(batch_targets).ravel()]
+        if None in x or None in y or len(x) != len(y) or not x:
+            raise ValueError("batch_inputs/batch_targets: expected equally many known item ids")
+        b = len(x)
+        users = np.repeat(np.arange(b, dtype=np.int64), 2)
+        items = np.column_stack([x, y]).ravel().astype(np.int64)
+        X = self._matrix(users, items, np.arange(2 * b, dtype=np.int64), b)
+        batch_size = self.algo.fit_sampler.batch_size
+        self.algo.fit_sampler.batch_size = max(batch_size, b)  # one mini-batch holds all b transitions
+        np.random.seed(self.seed)
+        self.algo.model_.train()
+        try:
+            losses = self.algo._train_epoch(X)
+        finally:
+            self.algo.fit_sampler.batch_size = batch_size
+        return float(sum(losses))
+
     def train_forward(self, prefix_batch: Any, seed: int) -> dict:
         """recpack's training-mode forward on b equally long sequences, from the zero state; the result describes
         the last transition (input = second-to-last item, target = last item).
