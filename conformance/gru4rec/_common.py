@@ -111,5 +111,7 @@ def rel_frobenius(a: np.ndarray, b: np.ndarray) -> float:
     return d / na if na > 0 else (0.0 if d == 0 else float("inf"))
 
 
-def fmt(x: float) -> str:
-    return f"{x:.4g}"
+def epochs_run(rep: Any, expected: int) -> None:
+    """Assert that a FitReport covers ``expected`` epochs (clear message instead of an IndexError later)."""
+    got = len(rep.n_steps)
+    assert got == expected, f"fit reported {got} epoch(s), {expected} were asked for"

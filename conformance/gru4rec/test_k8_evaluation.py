@@ -1,0 +1,186 @@
+"""K8 evaluation / ranking (conformance_checks.md §B.1): the implementation's own evaluator ranks the full
+catalogue, counts rank ≤ N, drops unknown test items, covers every test event and gives metrics independent
+of the evaluation batch size. Checks EV-1..EV-5."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from conformance.gru4rec._common import CUTOFFS, fresh_scores, lag1_pairs, small, suite_metrics
+from conformance.gru4rec._data import sessions_frame
+
+UNKNOWN_BASE = 990_001
+
+
+def _trained(impl, d_lag1, n_epochs: int = 2):
+    model = impl.build(**small(impl, n_epochs=n_epochs))
+    model.fit(d_lag1.train)
+    return model
+
+
+def _tie_mode(impl) -> str:
+    return impl.capabilities.eval_tie_mode or "conservative"
+
+
+def _metric_diff(a: dict, b: dict) -> tuple[float, list[str]]:
+    keys = [k for k in a if k.startswith(("recall@", "mrr@"))]
+    worst, bad = 0.0, []
+    for k in keys:
+        d = abs(float(a[k]) - float(b.get(k, np.nan)))
+        if not d <= 1e-9:
+            bad.append(f"{k} {float(a[k]):.6f} vs {float(b.get(k, np.nan)):.6f}")
+        worst = max(worst, d) if np.isfinite(d) else float("inf")
+    return worst, bad
+
+
+def _rank_boundary_sessions(model, d_lag1) -> pd.DataFrame:
+    """Test sessions [i0, i1, t] whose last target t sits at fresh-state rank exactly N and N+1 for the cutoffs."""
+    ids = np.asarray(model.item_ids())
+    sessions = []
+    for _, g in d_lag1.test.groupby("SessionId", sort=True):
+        items = g.sort_values("Time")["ItemId"].tolist()[:2]
+        s = fresh_scores(model, [items])[0]
+        if len(np.unique(s)) < len(s):
+            continue  # ties would make "rank exactly N" ambiguous
+        order = ids[np.argsort(-s, kind="stable")]
+        for rank in (1, 2, 5, 6, 10, 11, 19, 20):
+            if rank <= len(order):
+                sessions.append(items + [int(order[rank - 1])])
+        if len(sessions) >= 24:
+            break
+    assert sessions, "no tie-free prefix found to build the rank-boundary test sessions"
+    return sessions_frame(sessions, first_session_id=800_001)
+
+
+@pytest.mark.check("EV-1", kind="K8")
+@pytest.mark.hook("evaluate")
+def test_ev1_evaluator_matches_suite_metrics(impl, d_lag1, record_metric):
+    """The implementation's evaluator gives the Recall@N / MRR@N the suite computes from score_prefixes with the
+    declared tie mode, on the test set and on targets placed at rank exactly N and N+1 (rank ≤ N, not < N)."""
+    model = _trained(impl, d_lag1)
+    mode = _tie_mode(impl)
+    problems = []
+    for name, test in (("D-LAG1 test", d_lag1.test), ("rank-boundary sessions", _rank_boundary_sessions(model, d_lag1))):
+        own = model.evaluate(test, cutoffs=CUTOFFS, batch_size=50)
+        suite = suite_metrics(model, test, CUTOFFS, mode=mode)
+        worst, bad = _metric_diff(suite, own)
+        record_metric(f"max |own − suite| metric difference ({name})", worst, reference=0.0, tolerance=1e-9,
+                      tie_mode=mode)
+        if bad:
+            problems.append(f"{name}: " + ", ".join(bad))
+        if int(own.get("n_events", -1)) != int(suite["n_events"]):
+            problems.append(f"{name}: n_events {own.get('n_events')} vs {suite['n_events']}")
+    assert not problems, "own evaluator differs from the suite's metrics: " + "; ".join(problems)
+
+
+def _with_unknown_items(test: pd.DataFrame, share: float = 0.05, seed: int = 0) -> pd.DataFrame:
+    """The test frame with about ``share`` extra events of items unseen in training, at random positions of
+    random sessions (session starts and ends included)."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    k = max(1, int(round(share * len(test) / (1 - share))))
+    sids = test["SessionId"].unique()
+    for j in range(k):
+        sid = sids[rng.integers(len(sids))]
+        times = test.loc[test["SessionId"] == sid, "Time"].to_numpy()
+        pos = rng.integers(len(times) + 1)
+        t = times[0] - 30 if pos == 0 else (times[-1] + 30 if pos == len(times) else (times[pos - 1] + times[pos]) / 2)
+        rows.append({"SessionId": sid, "ItemId": UNKNOWN_BASE + j, "Time": t})
+    extra = pd.DataFrame(rows).astype({"SessionId": test["SessionId"].dtype, "ItemId": np.int64,
+                                       "Time": np.float64})
+    out = pd.concat([test.astype({"Time": np.float64}), extra], ignore_index=True)
+    return out.sort_values(["SessionId", "Time"], kind="stable").reset_index(drop=True)
+
+
+@pytest.mark.check("EV-2", kind="K8")
+@pytest.mark.hook("evaluate")
+def test_ev2_unknown_items(impl, d_lag1, record_metric):
+    """A test set with 5% events of items unseen in training evaluates without error and exactly as the same
+    test set with those events removed (the reference drops them before forming sequences)."""
+    model = _trained(impl, d_lag1)
+    test = _with_unknown_items(d_lag1.test)
+    clean = test[test["ItemId"] < UNKNOWN_BASE]
+    n_unknown = int((test["ItemId"] >= UNKNOWN_BASE).sum())
+    try:
+        with_unknown = model.evaluate(test, cutoffs=CUTOFFS, batch_size=50)
+    except Exception as exc:
+        pytest.fail(f"evaluate() raised {type(exc).__name__}: {exc} on a test set with {n_unknown} events of unknown "
+                    "items (they must be dropped)")
+    without = model.evaluate(clean, cutoffs=CUTOFFS, batch_size=50)
+    worst, bad = _metric_diff(without, with_unknown)
+    record_metric("max metric difference with/without unknown items", worst, reference=0.0, tolerance=1e-9,
+                  unknown_events=n_unknown)
+    assert not bad and with_unknown.get("n_events") == without.get("n_events"), (
+        "unknown test items change the metrics: " + ", ".join(bad)
+        + f" (n_events {with_unknown.get('n_events')} vs {without.get('n_events')})")
+
+
+@pytest.mark.check("EV-3", kind="K8")
+def test_ev3_coverage(impl, d_var, record_metric):
+    """The own evaluator (or inference loop) covers every test event: n_events = E_test − Ns_test on D-VAR's
+    test sessions (lengths 2 and 40) for evaluation batch sizes 3 and 7."""
+    if not (impl.supports("hook:evaluate") or impl.supports("hook:score_stream")):
+        impl.require("hook:evaluate")
+    model = impl.build(**small(impl, n_epochs=1, batch_size=8))
+    model.fit(d_var.train)
+    sizes = d_var.test.groupby("SessionId").size()
+    want = int(sizes.sum() - len(sizes))
+    problems = []
+    for b in (3, 7):
+        if impl.supports("hook:evaluate"):
+            got = int(model.evaluate(d_var.test, cutoffs=CUTOFFS, batch_size=b)["n_events"])
+        else:
+            got = sum(1 for _ in model.score_stream(d_var.test, b))
+        record_metric(f"evaluated events (batch {b})", got, reference=want, tolerance=0)
+        if got != want:
+            problems.append(f"batch {b}: {got} of {want} events evaluated")
+    assert not problems, "; ".join(problems) + ": the evaluation loop stops early (tail of the test set dropped)"
+
+
+@pytest.mark.check("EV-4", kind="K8")
+@pytest.mark.hook("evaluate")
+def test_ev4_eval_batch_size_invariance(impl, zipf, record_metric):
+    """Recall@N and MRR@N of the own evaluator are identical for evaluation batch sizes 1, 7, 50 and 512 (a model
+    trained one epoch on Zipf sessions, evaluated on 80 sessions of varying length: imperfect, varied ranks)."""
+    model = impl.build(**small(impl, n_epochs=1))
+    model.fit(zipf.train)
+    test = zipf.train[zipf.train["SessionId"].isin(sorted(zipf.train["SessionId"].unique())[:80])]
+    results = {b: model.evaluate(test, cutoffs=CUTOFFS, batch_size=b) for b in (1, 7, 50, 512)}
+    problems = []
+    for b in (7, 50, 512):
+        worst, bad = _metric_diff(results[1], results[b])
+        record_metric(f"max metric difference batch 1 vs {b}", worst, reference=0.0, tolerance=1e-9)
+        if bad:
+            problems.append(f"batch {b} vs 1: " + ", ".join(bad))
+    assert not problems, "metrics depend on the evaluation batch size: " + "; ".join(problems)
+
+
+@pytest.mark.check("EV-5", kind="K8")
+def test_ev5_full_catalogue_ranking(impl, d_lag1, record_metric):
+    """score_prefixes returns one finite score per training item in one call, in item_ids() order (the D-LAG1
+    successor ranks first for >= 90% of items), and drops unknown prefix items instead of raising."""
+    if not impl.capabilities.full_ranking:
+        pytest.fail("the adapter declares full_ranking=False: it cannot rank the full catalogue in one pass "
+                    "(not GRU4Rec-conformant)")
+    model = _trained(impl, d_lag1, n_epochs=3)
+    ids = np.asarray(model.item_ids())
+    train_items = set(d_lag1.train["ItemId"].unique().tolist())
+    assert len(ids) == len(set(ids.tolist())), "item_ids() has duplicates"
+    assert set(ids.tolist()) == train_items, (f"item_ids() ({len(ids)} ids) is not the training catalogue "
+                                              f"({len(train_items)} items)")
+    prefixes, targets = lag1_pairs(d_lag1.meta)
+    s = fresh_scores(model, prefixes)
+    assert np.isfinite(s).all(), "non-finite scores"
+    hit = float(np.mean(ids[np.argmax(s, axis=1)] == np.asarray(targets)))
+    record_metric("share of items whose successor scores highest", hit, reference=1.0, tolerance=0.1)
+    assert hit >= 0.9, (f"only {hit:.2f} of the D-LAG1 items get their successor as the top column: the score "
+                        "columns do not follow item_ids() (or the model does not learn a cycle)")
+    unk = [UNKNOWN_BASE, UNKNOWN_BASE + 1]
+    try:
+        a = fresh_scores(model, [[prefixes[0][0], unk[0]], [unk[1]], [unk[0], prefixes[1][0]]])
+    except Exception as exc:
+        pytest.fail(f"score_prefixes raised {type(exc).__name__}: {exc} on prefixes with unknown items")
+    b = fresh_scores(model, [prefixes[0], [], prefixes[1]])
+    assert np.allclose(a, b, rtol=1e-5, atol=1e-6), "unknown prefix items are not simply dropped"
