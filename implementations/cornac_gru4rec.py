@@ -91,6 +91,9 @@ class CornacGRU4RecAdapter(Adapter):
         self.model = None
         self._item_ids: np.ndarray | None = None
         self._index: dict[int, int] = {}
+        self._train_set = None
+        self._sampler = None
+        self._opt = None
 
     # -- declarations ------------------------------------------------------------------------------------
     def version(self) -> str:
@@ -123,11 +126,13 @@ class CornacGRU4RecAdapter(Adapter):
                 "FitReport observed, not reported by cornac: epochs via the dataset's s_iter, steps via torch's "
                 "global optimizer step hook, per-step loss recomputed with cornac's loss function from the "
                 "training score matrix captured by sub-module forward hooks",
+                "train_step assembled from cornac's parts as in GRU4Rec.fit's loop body (forward, io_iter's "
+                "sample draw, loss function, a fresh IndexedAdagradM: cornac keeps no optimizer after fit)",
             ],
             "hyperparameters": {k: (list(v) if isinstance(v, list) else v) for k, v in _DEFAULTS.items()},
             "score_semantics": "raw",
             "eval_tie_mode": None,
-            "gate_layout": None,
+            "gate_layout": ["reset", "update", "candidate"],
         }
 
     # -- required surface --------------------------------------------------------------------------------
@@ -178,6 +183,9 @@ class CornacGRU4RecAdapter(Adapter):
         with observer:
             model.fit(train_set)
         self.model = model
+        self._train_set = train_set
+        self._sampler = None
+        self._opt = None
         self._item_ids = np.asarray(list(train_set.iid_map.keys()), dtype=np.int64)
         self._index = {int(i): k for k, i in enumerate(self._item_ids)}
         return observer.report(epochs)
@@ -246,6 +254,181 @@ class CornacGRU4RecAdapter(Adapter):
         if bs is not None and int(bs) != b:
             raise Unsupported("loss_on_scores:batch_size", "cornac divides by the actual number of rows")
         return float(value.detach().cpu()), grad
+
+    # GE (no-embedding first layer) stores its input blocks as [candidate | reset | update] (cornac's chunk order
+    # vx_x, vx_r, vx_z); exposed as gate_layout (reset, update, candidate), like torch's GRUCell blocks.
+    _GE_TO_LAYOUT = (1, 2, 0)
+    _GE_FROM_LAYOUT = (2, 0, 1)
+
+    def _require_model(self):
+        if self.model is None or getattr(self.model, "model", None) is None:
+            raise RuntimeError("CornacGRU4RecAdapter: call fit() first (n_epochs=0 initialises without training)")
+        return self.model.model
+
+    @staticmethod
+    def _permute_blocks(a: np.ndarray, order: Sequence[int], axis: int) -> np.ndarray:
+        blocks = np.split(a, 3, axis=axis)
+        return np.concatenate([blocks[i] for i in order], axis=axis)
+
+    def get_params(self) -> dict:
+        """cornac's parameters under their torch names; item-indexed rows in :meth:`item_ids` order without
+        cornac's padding row; GRU gate blocks ordered as ``gate_layout`` (reset, update, candidate); biases 1-D."""
+        m = self._require_model()
+        n = len(self._item_ids)
+        out = {}
+        for name, p in m.named_parameters():
+            a = p.detach().cpu().numpy().copy()
+            if name in ("Wy.weight", "By.weight", "E.weight"):
+                a = a[:n]
+            if name == "By.weight":
+                a = a[:, 0]
+            if name == "GE.Wx0.weight":
+                a = self._permute_blocks(a, self._GE_TO_LAYOUT, axis=1)
+            if name == "GE.Bh0":
+                a = self._permute_blocks(a, self._GE_TO_LAYOUT, axis=0)
+            out[name] = a
+        return out
+
+    def set_params(self, params: Mapping[str, Any]) -> None:
+        """Load arrays in the layout of :meth:`get_params` (padding rows untouched)."""
+        import torch
+
+        m = self._require_model()
+        n = len(self._item_ids)
+        named = dict(m.named_parameters())
+        unknown = sorted(set(params) - set(named))
+        if unknown:
+            raise ValueError(f"set_params: unknown parameter name(s) {unknown}; known: {sorted(named)}")
+        with torch.no_grad():
+            for name, value in params.items():
+                a = np.asarray(value)
+                if name == "GE.Wx0.weight":
+                    a = self._permute_blocks(a, self._GE_FROM_LAYOUT, axis=1)
+                if name == "GE.Bh0":
+                    a = self._permute_blocks(a, self._GE_FROM_LAYOUT, axis=0)
+                if name == "By.weight":
+                    a = a[:, None]
+                target = named[name]
+                if name in ("Wy.weight", "By.weight", "E.weight"):
+                    target = target[:n]
+                t = torch.as_tensor(a, dtype=target.dtype)
+                if tuple(t.shape) != tuple(target.shape):
+                    raise ValueError(f"set_params: {name} has shape {tuple(t.shape)}, expected {tuple(target.shape)}")
+                target.copy_(t)
+
+    def _columns(self, targets: np.ndarray) -> np.ndarray:
+        """Targets followed by n_sample shared samples drawn as cornac's io_iter draws them."""
+        from cornac.models.seq_utils.iterators import build_neg_sampler
+
+        n_sample = int(self.hparams["n_sample"])
+        if n_sample <= 0:
+            return targets
+        if self._sampler is None:
+            self._sampler = build_neg_sampler(self._train_set.uir_tuple, float(self.hparams["sample_alpha"]))
+        item_indices, item_dist = self._sampler
+        negatives = self.model.rng.choice(item_indices, size=n_sample, replace=True, p=item_dist)
+        return np.concatenate([targets, negatives])
+
+    def _loss_kwargs(self, b: int, y: Any) -> dict:
+        hp = self.hparams
+        return dict(P0=self.model.P0, logq=float(hp["logq"]), sample_alpha=float(hp["sample_alpha"]), batch_size=b,
+                    bpreg=float(hp["bpreg"]), elu_param=float(hp["elu_param"]), n_sample=int(hp["n_sample"]),
+                    out_iids=y)
+
+    def _mapped(self, ids: Any, what: str) -> np.ndarray:
+        out = [self._index.get(int(i)) for i in np.asarray(ids).ravel()]
+        if None in out:
+            raise ValueError(f"{what}: item id(s) unknown to the trained model")
+        return np.asarray(out, dtype=np.int64)
+
+    def train_step(self, batch_inputs: Any, batch_targets: Any, hidden: Any = None) -> float:
+        """One update assembled from cornac's own parts exactly as the loop body of ``GRU4Rec.fit``: the model's
+        ``forward(X, H, Y, training=True)`` with Y = targets + n_sample shared samples (io_iter's draw, cornac's
+        RNG), cornac's loss function and arguments, and an ``IndexedAdagradM(params, lr, momentum)`` created on
+        the first call (the state ``fit`` starts from; cornac does not keep its optimizer after ``fit``).
+        ``hidden``: list of per-layer (b, layer) arrays, default zeros. Returns the loss."""
+        import torch
+        from cornac.models.seq_utils.losses import get_loss_function
+        from cornac.models.seq_utils.optim import IndexedAdagradM
+
+        m = self._require_model()
+        x = self._mapped(batch_inputs, "batch_inputs")
+        t = self._mapped(batch_targets, "batch_targets")
+        if len(x) != len(t):
+            raise ValueError(f"batch_targets: expected {len(x)} item(s), got {len(t)}")
+        b = len(x)
+        layers = self.hparams["layers"]
+        if hidden is None:
+            H = [torch.zeros((b, d), dtype=torch.float32, device=self.device) for d in layers]
+        else:
+            H = [torch.as_tensor(np.asarray(h), dtype=torch.float32, device=self.device) for h in hidden]
+        if self._opt is None:
+            self._opt = IndexedAdagradM(m.parameters(), float(self.hparams["learning_rate"]),
+                                        float(self.hparams["momentum"]))
+        y = self._columns(t)
+        X = torch.tensor(x, dtype=torch.long, device=self.device)
+        Y = torch.tensor(y, dtype=torch.long, device=self.device)
+        m.train()
+        m.zero_grad()
+        R = m.forward(X, H, Y, training=True)
+        L = get_loss_function(self.hparams["loss"])(R, **self._loss_kwargs(b, Y))
+        L.backward()
+        self._opt.step()
+        m.eval()
+        return float(L.detach().cpu())
+
+    def train_forward(self, prefix_batch: Any, seed: int) -> dict:
+        """cornac's training-mode forward (``forward(..., training=True)``) on b equally long sequences from the
+        zero state; the result describes the last transition. ``embedding_out`` is the input embedding after
+        cornac's embedding dropout (None in no-embedding mode, where that dropout acts on the first layer's
+        output, reported as layer 0), ``layer_outputs`` the GRU layer outputs after hidden dropout (forward
+        hooks on cornac's dropout modules), ``scores`` the (b, b+S) training score matrix, ``columns`` its item
+        ids, ``output_rows_touched`` the rows of ``Wy`` with a non-zero gradient of the step's loss."""
+        import torch
+        from cornac.models.seq_utils.losses import get_loss_function
+
+        m = self._require_model()
+        seqs = [self._mapped(s, "prefix_batch") for s in prefix_batch]
+        if not seqs or len({len(s) for s in seqs}) != 1 or len(seqs[0]) < 2:
+            raise ValueError("prefix_batch: expected b >= 1 item sequences of one common length >= 2")
+        arr = np.stack(seqs)
+        b = len(arr)
+        torch.manual_seed(int(seed))
+        H = [torch.zeros((b, d), dtype=torch.float32, device=self.device) for d in self.hparams["layers"]]
+        m.train()
+        with torch.no_grad():
+            for k in range(arr.shape[1] - 2):
+                m.forward(torch.tensor(arr[:, k], device=self.device), H,
+                          torch.tensor(arr[:, k + 1], device=self.device), training=True)
+        captured: dict[str, Any] = {"layers": []}
+        none_mode = not (m.constrained_embedding or m.embedding)
+        handles = [m.DE.register_forward_hook(lambda mod, a, o: captured.__setitem__("embed", o.detach()))]
+        handles += [d.register_forward_hook(lambda mod, a, o: captured["layers"].append(o.detach())) for d in m.D]
+        y = self._columns(arr[:, -1])
+        Y = torch.tensor(y, dtype=torch.long, device=self.device)
+        m.zero_grad()
+        try:
+            R = m.forward(torch.tensor(arr[:, -2], device=self.device), H, Y, training=True)
+        finally:
+            for h in handles:
+                h.remove()
+        L = get_loss_function(self.hparams["loss"])(R, **self._loss_kwargs(b, Y))
+        L.backward()
+        g = m.Wy.weight.grad
+        g = g.coalesce().to_dense() if g.is_sparse else g
+        rows = int((g.abs().sum(1) > 0).sum())
+        m.zero_grad()
+        m.eval()
+        embed = captured.get("embed")
+        layers = ([embed] if none_mode else []) + captured["layers"]
+        return {
+            "embedding_out": None if none_mode or embed is None else embed.cpu().numpy(),
+            "layer_outputs": [t.cpu().numpy() for t in layers],
+            "scores": R.detach().cpu().numpy(),
+            "columns": self._item_ids[y],
+            "score_tensor_shape": tuple(R.shape),
+            "output_rows_touched": rows,
+        }
 
     def optimizer_info(self) -> dict:
         hp = self.hparams
