@@ -39,7 +39,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from implementations.base import Adapter, FitReport, Unsupported
+from implementations.base import Adapter, FitReport, StepTrace, Unsupported
 from implementations.registry import register
 
 _VARIANTS = {
@@ -87,6 +87,7 @@ class RecpackAdapter(Adapter):
         self.algo = None
         self._item_ids: np.ndarray | None = None
         self._index: dict[int, int] = {}
+        self._tracing = False
 
     # -- declarations ------------------------------------------------------------------------------------
     def version(self) -> str:
@@ -210,13 +211,25 @@ class RecpackAdapter(Adapter):
         val_in = self._matrix(sess_codes[val_in_mask], items[val_in_mask], ranks[val_in_mask], len(sess_uniques))
         val_out = self._matrix(sess_codes[val_out_mask], items[val_out_mask], ranks[val_out_mask], len(sess_uniques))
         algo = self._make(epochs)
-        observer = _EpochObserver(algo)
+        observer = _EpochObserver(algo, sess_uniques if self._tracing else None)
         try:
             algo.fit(X, (val_in, val_out))
         finally:
             observer.detach()
         self.algo = algo
         return observer.report()
+
+    def trace(self, enable: bool = True) -> None:
+        """Record one :class:`StepTrace` per optimizer step of the following ``fit`` calls.
+
+        recpack's step is one chunk (``bptt=1``: one position) of a mini-batch of whole sequences sorted by
+        length; a "lane" is a row of that mini-batch (``batch_size`` rows, the last mini-batch smaller): its
+        session, the position of its input event, the norm of the hidden state entering the GRU (first layer),
+        and whether it still has a target (rows whose sequence ended are inactive, -1; recpack never refills
+        them). Captured by instance wrappers of the sampler's ``sample`` and the model's ``forward`` installed
+        at each epoch start. recpack draws negatives per position and row, not shared: ``negative_ids`` is None.
+        """
+        self._tracing = bool(enable)
 
     def item_ids(self) -> np.ndarray:
         if self._item_ids is None:
@@ -436,17 +449,23 @@ def _codes(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 class _EpochObserver:
     """Wraps ``_train_epoch`` and ``_compute_loss`` on one recpack object (instance attributes; the originals
-    run unchanged) to collect per-epoch loss (mean per trained transition), steps, transitions and seconds."""
+    run unchanged) to collect per-epoch loss (mean per trained transition), steps, transitions and seconds;
+    with ``sessions`` (tracing) it also wraps, per epoch, the sampler's ``sample`` and the model's ``forward``
+    to record one :class:`StepTrace` per step."""
 
-    def __init__(self, algo: Any) -> None:
+    def __init__(self, algo: Any, sessions: Any = None) -> None:
         self.losses: list[float] = []
         self.steps: list[int] = []
         self.events: list[int] = []
         self.seconds: list[float] = []
+        self.trace: list[StepTrace] | None = [] if sessions is not None else None
         train_epoch, compute_loss = algo._train_epoch, algo._compute_loss
+        self._algo = algo
 
         def _train_epoch(X: Any) -> Any:
             self._sum, self._n, self._k = 0.0, 0, 0
+            if self.trace is not None:
+                self._install_tracing(sessions)
             t0 = time.perf_counter()
             out = train_epoch(X)
             self.seconds.append(time.perf_counter() - t0)
@@ -465,16 +484,49 @@ class _EpochObserver:
 
         algo._train_epoch = _train_epoch
         algo._compute_loss = _compute_loss
-        self._algo = algo
+
+    def _install_tracing(self, sessions: Any) -> None:
+        algo = self._algo
+        sampler, model = algo.fit_sampler, algo.model_
+        sample, forward = type(sampler).sample.__get__(sampler), type(model).forward.__get__(model)
+        state: dict[str, Any] = {}
+
+        def _sample(X: Any):
+            for batch in sample(X):
+                state["uids"] = batch[0].numpy()
+                state["position"] = 0
+                yield batch
+
+        def _forward(x: Any, hidden: Any):
+            if model.training and "uids" in state:
+                uids = state["uids"]
+                n_rows, n_active = len(uids), int(x.shape[0])
+                sid = np.full(n_rows, -1, dtype=np.int64)
+                pos = np.full(n_rows, -1, dtype=np.int64)
+                norms = np.zeros(n_rows, dtype=np.float64)
+                sid[:n_active] = np.asarray(sessions)[uids[:n_active]]  # active rows come first (sorted by length)
+                pos[:n_active] = state["position"]
+                norms[:n_active] = hidden[0].detach().norm(dim=1).cpu().numpy()
+                self.trace.append(StepTrace(session_ids=sid, positions=pos, h_in_norms=norms, n_active=n_active,
+                                            negative_ids=None,
+                                            learning_rate=float(algo.optimizer.param_groups[0]["lr"])))
+                state["position"] += int(x.shape[1])
+            return forward(x, hidden)
+
+        sampler.sample = _sample
+        model.forward = _forward
+        self._traced = (sampler, model)
 
     def detach(self) -> None:
         """Remove the instance wrappers (the class methods apply again)."""
         for name in ("_train_epoch", "_compute_loss"):
             self._algo.__dict__.pop(name, None)
+        for obj, name in zip(getattr(self, "_traced", ()), ("sample", "forward")):
+            obj.__dict__.pop(name, None)
 
     def report(self) -> FitReport:
         return FitReport(epoch_losses=list(self.losses), n_steps=list(self.steps), n_events_trained=list(self.events),
-                         epoch_seconds=list(self.seconds))
+                         epoch_seconds=list(self.seconds), trace=self.trace)
 
 
 @register(name="recpack:cross_entropy", variant="cross_entropy")
