@@ -209,8 +209,9 @@ class CornacGRU4RecAdapter(Adapter):
         """cornac's own loss function (``cornac.models.seq_utils.losses``) on a given (b, K) score matrix.
 
         Column i of row i is the target. cornac's scores are linear; its BPR-max applies ELU(``elu_param``) first
-        (``final_act`` 'elu-X' means elu_param X there, 'linear' means elu_param 0). ``logq`` with ``column_q`` (the final q of every column) maps to
-        cornac's P0 with ``sample_alpha=1`` (cornac raises the sample columns' P0 to sample_alpha itself).
+        (``final_act`` 'elu-X' means elu_param X there, 'linear' means elu_param 0). ``logq`` with ``column_q``
+        (the final q of every column) maps to cornac's P0 with ``sample_alpha=1`` (cornac raises the sample
+        columns' P0 to sample_alpha itself).
         Returns (value, dL/dR) as cornac computes them (its normalisation: the mean over rows).
         """
         import torch

@@ -156,6 +156,10 @@ class RecpackAdapter(Adapter):
             raise Unsupported("separate_dropouts",
                               "recpack has one dropout for the embedding and the GRU output "
                               f"(dropout_p_embed={hp['dropout_p_embed']} != dropout_p_hidden={hp['dropout_p_hidden']})")
+        if self.variant == "neg_sampling" and int(hp["n_sample"]) < 1:
+            # GRU4Rec's n_sample=0 means "the other targets of the mini-batch are the only negatives"; recpack has
+            # no in-batch negatives, and with num_negatives=0 its losses see no negative at all.
+            raise Unsupported("in_batch_negatives", "recpack GRU4RecNegSampling needs n_sample (num_negatives) >= 1")
         if hp["optimizer"] not in ("adagrad", "sgd"):
             raise Unsupported(f"optimizer:{hp['optimizer']}", "recpack: optimization_algorithm adagrad or sgd")
         if self.device != "cpu":

@@ -21,7 +21,8 @@ The adapter translates only, through torch-rechub's documented matching pipeline
 - torch-rechub has no seed argument: ``random``, ``numpy`` and ``torch`` are seeded with the build seed before
   preprocessing and training (declared shim); DataLoaders use ``num_workers=0`` (an argument of
   ``MatchDataGenerator.generate_dataloader``);
-- the user-tower MLP is one layer of width ``layers[-1]`` (its output must match the item embedding width);
+- ``layers`` cannot be expressed (the GRU always has 2 layers, see ``build``): the adapter uses 2 layers of the
+  embedding width 64; the user-tower MLP is one layer of that width (its output must match the item embedding);
 - scoring: ``MatchTrainer.inference_embedding`` in "user" mode on the prefixes and in "item" mode on every
   item, scores = dot products (torch-rechub's retrieval scores); an empty prefix is the all-padding history;
 - ``FitReport``: the adapter wraps the *instance* method ``train_one_epoch`` of the trainer it built (its
@@ -44,6 +45,7 @@ from implementations.base import Adapter, FitReport, Unsupported
 from implementations.registry import register
 
 _MAX_LEN = 50
+_WIDTH = 64  # embedding = GRU width (torch-rechub ties them); not settable through GRU4Rec's ``layers``
 _OPTIMIZERS = ("adam", "adagrad", "sgd")
 
 
@@ -71,8 +73,8 @@ class TorchRechubGRU4RecAdapter(Adapter):
         "offline": "yes (no download at run time)",
         "pinned": "tox env 'torch_rechub': torch-rechub==0.9.0, torch==2.13.0; the package itself declares "
                   "lower bounds only (numpy>=1.19, pandas>=1.2, torch>=1.10)",
-        "hyperparameters": "embedding width, GRU layers, lr, batch size, epochs, negatives settable; no seed "
-                           "argument (global RNGs), weight decay 1e-5 and temperature 1.0 by default",
+        "hyperparameters": "lr, batch size, epochs, negatives settable; GRU layer count hard-coded to 2 "
+                           "(num_layers is read but breaks the MLP); no seed argument (global RNGs)",
     }
 
     def __init__(self, device: str = "cpu", **options: Any) -> None:
@@ -113,12 +115,13 @@ class TorchRechubGRU4RecAdapter(Adapter):
                 "one constant pseudo-user id for every sample (the user tower needs a user feature; session ids "
                 "carry nothing to unseen test sessions)",
                 "random/numpy/torch seeded with the build seed (torch-rechub has no seed argument)",
-                "DataLoaders with num_workers=0; user-tower MLP dims [layers[-1]]",
+                "DataLoaders with num_workers=0; embedding/GRU width fixed at 64 (2 GRU layers, not settable); "
+                "user-tower MLP dims [64]",
                 "scores = dot products of inference_embedding('user') on the prefixes and ('item') on all items",
                 "FitReport observed by wrapping the instance methods train_one_epoch and forward",
             ],
             "hyperparameters": {
-                "layers": [64, 64], "constrained_embedding": True, "loss": "cross-entropy", "n_sample": 4,
+                "constrained_embedding": True, "loss": "cross-entropy", "n_sample": 4,
                 "learning_rate": 0.001, "batch_size": 256, "n_epochs": 10, "optimizer": "adam",
             },
             "score_semantics": "raw",
@@ -136,15 +139,11 @@ class TorchRechubGRU4RecAdapter(Adapter):
             raise Unsupported("embedding:separate", "torch-rechub shares the history and item embedding table")
         if hp["optimizer"] not in _OPTIMIZERS:
             raise Unsupported(f"optimizer:{hp['optimizer']}", f"the adapter maps {', '.join(_OPTIMIZERS)}")
-        layers = hp["layers"]
-        layers = [int(layers)] if isinstance(layers, (int, np.integer)) else [int(x) for x in layers]
-        if len(set(layers)) != 1:
-            raise Unsupported("layers", f"torch-rechub's GRU width is the embedding width for all layers, got {layers}")
-        if len(layers) != 2:
-            # GRU4Rec reads user_params.get("num_layers", 2), but the same dict is passed to MLP(**user_params),
-            # which rejects the key (TypeError): the GRU always has 2 layers.
-            raise Unsupported("layers", f"torch-rechub's GRU4Rec has 2 GRU layers (num_layers cannot be set), got {layers}")
-        hp["layers"] = layers
+        # ``layers`` is not declared: torch-rechub's GRU4Rec always has 2 GRU layers (it reads
+        # user_params.get("num_layers", 2), but the same dict goes to MLP(**user_params), which rejects the key
+        # with a TypeError), so GRU4Rec's layers (count and widths) cannot be expressed. The width is the
+        # embedding width, kept at the adapter's fixed _WIDTH.
+        hp["layers"] = [_WIDTH, _WIDTH]
         if int(hp["n_sample"]) < 1:
             raise Unsupported("n_sample", "torch-rechub's list-wise mode needs neg_ratio >= 1")
         if self.device != "cpu":
