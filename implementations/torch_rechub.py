@@ -145,7 +145,9 @@ class TorchRechubGRU4RecAdapter(Adapter):
         # embedding width, kept at the adapter's fixed _WIDTH.
         hp["layers"] = [_WIDTH, _WIDTH]
         if int(hp["n_sample"]) < 1:
-            raise Unsupported("n_sample", "torch-rechub's list-wise mode needs neg_ratio >= 1")
+            # GRU4Rec's n_sample=0 means "the other targets of the mini-batch are the only negatives"; the adapter
+            # drives torch-rechub's list-wise mode with per-sample negatives (neg_ratio >= 1) only.
+            raise Unsupported("in_batch_negatives", "the adapter's list-wise mode needs n_sample (neg_ratio) >= 1")
         if self.device != "cpu":
             raise Unsupported(f"device:{self.device}", "the adapter runs torch-rechub on the CPU only")
         self.hparams = hp
