@@ -43,7 +43,6 @@ class SharedDropout(MutantAdapter):
     defect = "RP-4"
     kind = "K4"
     caught_by = ("DO-3", "DO-4", "HP-1")
-    collateral = "HP-1[dropout_p_embed]: the ignored rate has no effect"
 
     @classmethod
     def gru_overrides(cls):
@@ -62,7 +61,6 @@ class NoHiddenDropoutSingleLayer(MutantAdapter):
     defect = "GP-7"
     kind = "K4"
     caught_by = ("DO-2", "DO-3", "HP-1")
-    collateral = "HP-1[dropout_p_hidden]: without effect on a 1-layer network"
 
     @classmethod
     def gru_overrides(cls):

@@ -62,7 +62,6 @@ class MomentumIgnored(MutantAdapter):
     defect = "GP-9, TG-3"
     kind = "K5"
     caught_by = ("OP-4", "HP-1")
-    collateral = "HP-1[momentum]: a declared hyperparameter without effect"
 
     @classmethod
     def gru_overrides(cls):
