@@ -41,6 +41,9 @@ __all__ = [
     "KNOWN_FAMILY_NAMES",
     "ROLES",
     "cache_dir",
+    "flag_field",
+    "set_field",
+    "choice_field",
 ]
 
 
@@ -87,18 +90,21 @@ KNOWN_FAMILY_NAMES = ("gru4rec", "finetuner")
 """Family names the harness knows even before a family's protocol module is imported."""
 
 
-def _flag(doc: str) -> Any:
+def flag_field(doc: str) -> Any:
+    """A boolean capability (feature name = field name), default False."""
     return dataclasses.field(default=False, metadata={"kind": "flag", "doc": doc})
 
 
-def _set(vocab: Iterable[str], prefix: str, doc: str, default: Iterable[str] = ()) -> Any:
+def set_field(vocab: Iterable[str], prefix: str, doc: str, default: Iterable[str] = ()) -> Any:
+    """A subset of a closed vocabulary (feature names ``<prefix>:<value>``)."""
     return dataclasses.field(
         default=frozenset(default),
         metadata={"kind": "set", "vocab": frozenset(vocab), "prefix": prefix, "doc": doc},
     )
 
 
-def _choice(vocab: Iterable[Any], default: Any, doc: str) -> Any:
+def choice_field(vocab: Iterable[Any], default: Any, doc: str) -> Any:
+    """One value of a closed vocabulary (printed in reports, not a feature)."""
     return dataclasses.field(default=default, metadata={"kind": "choice", "vocab": tuple(vocab), "doc": doc})
 
 
@@ -123,7 +129,7 @@ class BaseCapabilities:
     Build with :meth:`from_mapping`, which validates; unknown names raise :class:`CapabilityError`.
     """
 
-    devices: frozenset = _set(("cpu", "cuda"), "device", "devices the implementation runs on", ("cpu",))
+    devices: frozenset = set_field(("cpu", "cuda"), "device", "devices the implementation runs on", ("cpu",))
     framework: Mapping[str, str] = dataclasses.field(
         default_factory=lambda: {"name": "unknown", "version": "unknown"}, metadata={"kind": "framework"}
     )
@@ -324,27 +330,27 @@ class Capabilities(BaseCapabilities):
     ``extra_shared_negatives``; ``bpreg`` needs ``loss:bpr-max``; ``logq`` needs ``loss:cross-entropy``.
     """
 
-    losses: frozenset = _set(("cross-entropy", "bpr-max", "top1", "top1-max", "bpr"), "loss", "training losses")
-    embedding_modes: frozenset = _set(("none", "separate", "shared"), "embedding", "input embedding modes")
-    session_parallel: bool = _flag("session-parallel mini-batches (lanes refilled as sessions end)")
-    in_batch_negatives: bool = _flag("the other targets of the mini-batch are negatives")
-    extra_shared_negatives: bool = _flag("n_sample extra negatives shared by all lanes")
-    sample_alpha: bool = _flag("extra negatives drawn proportional to support^sample_alpha")
-    logq: bool = _flag("logQ correction of the cross-entropy loss")
-    adagrad_momentum: bool = _flag("Adagrad with momentum (the official optimizer)")
-    dropout_embed: bool = _flag("dropout on the input embedding (dropout_p_embed)")
-    dropout_hidden: bool = _flag("dropout on the GRU outputs (dropout_p_hidden)")
-    separate_dropouts: bool = _flag("embedding and hidden dropout are independent parameters")
-    final_acts: frozenset = _set(
+    losses: frozenset = set_field(("cross-entropy", "bpr-max", "top1", "top1-max", "bpr"), "loss", "training losses")
+    embedding_modes: frozenset = set_field(("none", "separate", "shared"), "embedding", "input embedding modes")
+    session_parallel: bool = flag_field("session-parallel mini-batches (lanes refilled as sessions end)")
+    in_batch_negatives: bool = flag_field("the other targets of the mini-batch are negatives")
+    extra_shared_negatives: bool = flag_field("n_sample extra negatives shared by all lanes")
+    sample_alpha: bool = flag_field("extra negatives drawn proportional to support^sample_alpha")
+    logq: bool = flag_field("logQ correction of the cross-entropy loss")
+    adagrad_momentum: bool = flag_field("Adagrad with momentum (the official optimizer)")
+    dropout_embed: bool = flag_field("dropout on the input embedding (dropout_p_embed)")
+    dropout_hidden: bool = flag_field("dropout on the GRU outputs (dropout_p_hidden)")
+    separate_dropouts: bool = flag_field("embedding and hidden dropout are independent parameters")
+    final_acts: frozenset = set_field(
         ("linear", "elu", "tanh", "relu", "leaky", "selu", "softmax", "softmax_logit"), "final_act",
         "final activations of the scores",
     )  # fmt: skip
-    bpreg: bool = _flag("BPR-max score regularisation (bpreg)")
-    full_ranking: bool = _flag("score_prefixes scores the whole catalogue in one call")
-    needs_categories: bool = _flag("the implementation needs item categories as input")
-    fixed_batch_shape: bool = _flag("scoring must be padded to the training batch size")
-    score_semantics: str = _choice(("raw", "post-activation"), "raw", "what score_prefixes returns")
-    eval_tie_mode: Any = _choice((None, "standard", "conservative", "median"), None, "own evaluator's tie mode")
+    bpreg: bool = flag_field("BPR-max score regularisation (bpreg)")
+    full_ranking: bool = flag_field("score_prefixes scores the whole catalogue in one call")
+    needs_categories: bool = flag_field("the implementation needs item categories as input")
+    fixed_batch_shape: bool = flag_field("scoring must be padded to the training batch size")
+    score_semantics: str = choice_field(("raw", "post-activation"), "raw", "what score_prefixes returns")
+    eval_tie_mode: Any = choice_field((None, "standard", "conservative", "median"), None, "own evaluator's tie mode")
     gate_layout: Any = dataclasses.field(default=None, metadata={"kind": "layout"})
 
     HYPERPARAMETERS: ClassVar[frozenset[str] | None] = GRU4REC_HYPERPARAMETERS

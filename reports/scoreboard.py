@@ -65,6 +65,8 @@ def _row(run: RunData, source: str, base: Path) -> dict[str, Any]:
             v, ref = m.get("value"), m.get("reference")
             if isinstance(v, (int, float)) and isinstance(ref, (int, float)) and ref:
                 deltas.append((m.get("name"), (v - ref) / abs(ref)))
+    # headline metrics first (recall@20, MRR@20: the study's headline numbers), then in recorded order
+    deltas.sort(key=lambda nd: (not str(nd[0]).endswith("@20"), not str(nd[0]).startswith("recall")))
     try:
         where = str(run.directory.relative_to(base))
     except ValueError:
@@ -116,7 +118,7 @@ def render_markdown(board: dict[str, Any]) -> str:
         lines.append("|" + "|".join("---" for _ in head) + "|")
         for r in rows:
             c = r["counts"]
-            metric = "; ".join(f"{n} {d * 100:+.1f}%" for n, d in r["metrics"][:4]) or "–"
+            metric = "; ".join(f"{n} {d * 100:+.1f}%" for n, d in r["metrics"][:2]) or "–"
             cells = [r["name"] + (" (reference)" if r["role"] == "reference" else ""), r["version"], r["verdict"], r["status"],
                      c["passed"], c["failed"], c["error"], c["xfail"], c["xpass"], c["skipped-unsupported"], c["skipped"]]
             cells += [r["kinds"].get(k, "–") for k in kinds]

@@ -64,6 +64,8 @@ class ImplHandle:
         self.isolation = isolation
         self.settings = settings or IsolationSettings()
         self._description: Description | None = None
+        self._shared: dict[Any, tuple[bool, Any]] = {}
+        self._session_adapters: list[Any] = []
 
     # -- identity --------------------------------------------------------------------------------------
     @property
@@ -184,7 +186,14 @@ class ImplHandle:
         return [f for f in requirements if not self.declares(f)]
 
     def close(self) -> None:
-        """Nothing is held between checks; kept for symmetry with :class:`Impl`."""
+        """Close the adapters made for :meth:`Impl.shared` values (called at the end of the session)."""
+        self._shared.clear()
+        while self._session_adapters:
+            adapter = self._session_adapters.pop()
+            try:
+                adapter.close()
+            except Exception:
+                pass
 
 
 def _module_root(cls: type) -> tuple[str, ...]:
@@ -223,6 +232,7 @@ class Impl:
         self._timeout = timeout
         self._adapters: list[Any] = []
         self._on_unsupported = on_unsupported
+        self._making_shared = False
 
     name = property(lambda self: self.handle.name)
     family = property(lambda self: self.handle.family)
@@ -239,7 +249,7 @@ class Impl:
     def new(self) -> Any:
         """A fresh, unbuilt adapter (call ``build`` yourself, e.g. inside ``pytest.raises(Unsupported)``)."""
         adapter = self.handle.new_adapter(timeout_kind=lambda: (self._kind, self._timeout))
-        self._adapters.append(adapter)
+        (self.handle._session_adapters if self._making_shared else self._adapters).append(adapter)
         return adapter
 
     def build(self, seed: int | None = None, **hparams: Any) -> Any:
@@ -247,6 +257,29 @@ class Impl:
         adapter = self.new()
         adapter.build(seed=self.seeds[0] if seed is None else int(seed), **hparams)
         return adapter
+
+    def shared(self, key: Any, make: Callable[["Impl"], Any]) -> Any:
+        """A value made once per implementation and session, e.g. a model fitted on D-LAG1 that several
+        checks score: ``model = impl.shared(("d_lag1", 2), lambda i: fitted(i.build(seed=1), d_lag1))``.
+
+        ``key`` must identify everything ``make`` depends on (data, hyperparameters, seed). Adapters built
+        inside ``make`` live until the end of the session. If ``make`` raised, later checks asking for the
+        same key get the same exception (a failed 10-minute fit is not repeated). With pytest-xdist each
+        worker process has its own cache. Checks must not modify a shared model.
+        """
+        cache = self.handle._shared
+        if key not in cache:
+            self._making_shared = True
+            try:
+                cache[key] = (True, make(self))
+            except Exception as exc:
+                cache[key] = (False, exc)
+            finally:
+                self._making_shared = False
+        ok, value = cache[key]
+        if not ok:
+            raise value
+        return value
 
     def supports(self, *features: str) -> bool:
         """Whether every feature (``logq``, ``loss:bpr-max``, ``hook:trace``, ``hparam:momentum``) is declared."""

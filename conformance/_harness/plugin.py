@@ -246,6 +246,8 @@ def pytest_configure(config: Any) -> None:
     config.stash[STATE_KEY] = state
     if state.xfail_mark not in ("xfail", "skip"):
         raise pytest.UsageError(f"--xfail-mark / GRU4REC_XFAIL_MARK must be 'xfail' or 'skip', got {state.xfail_mark!r}")
+    if state.isolation not in ("auto", "always", "never"):
+        raise pytest.UsageError(f"--isolation / GRU4REC_ISOLATION must be auto, always or never, got {state.isolation!r}")
     if state.gate and state.xfail_mark == "skip":
         raise pytest.UsageError("--gate needs strict xfails: do not combine it with --xfail-mark=skip")
 
@@ -298,6 +300,8 @@ def pytest_unconfigure(config: Any) -> None:
     state = config.stash.get(STATE_KEY, None)
     if state is None:
         return
+    for handle in list(state.handles.values()) + list(state.reference_handles.values()):
+        handle.close()
     if state.old_sigterm is not None:
         signal.signal(signal.SIGTERM, state.old_sigterm)
         state.old_sigterm = None

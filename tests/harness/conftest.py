@@ -147,11 +147,11 @@ class Leaking(Good):
     isolated = True
 
     def fit(self, train_df, n_epochs=None):
-        print("leaking 20 MiB per step", file=sys.stderr, flush=True)
+        print("leaking 50 MiB per step", file=sys.stderr, flush=True)
         blocks = []
         while True:
-            blocks.append(np.ones(20 * 2**20 // 8))
-            time.sleep(0.005)
+            blocks.append(np.ones(50 * 2**20 // 8))
+            time.sleep(0.01)
 
 
 class BadCaps(Good):

@@ -104,6 +104,14 @@ def test_scoreboard_and_render_cli(project):
     done = subprocess.run([sys.executable, "-m", "reports", "render", str(out / "nope")], capture_output=True,
                           text=True, env=env, timeout=60)
     assert done.returncode == 2 and "not a run directory" in done.stderr
+    # a committed verdict keeps only results.json, stamped by the folder name
+    (good_run,) = project.run_dirs("good")
+    verdict = project.path / "reports" / "verdicts" / "good" / "commit-abc1234"
+    verdict.mkdir(parents=True)
+    (verdict / "results.json").write_bytes((good_run / "results.json").read_bytes())
+    board = build_scoreboard(out, project.path / "reports" / "verdicts")
+    assert [(r["name"], r["source"]) for r in board["rows"]] == [
+        ("reference", "run"), ("good", "committed verdict"), ("good", "run")]
 
 
 SLOW = '''
@@ -238,3 +246,14 @@ def test_gate_exit_status(project, tmp_path):
     result.stdout.fnmatch_lines(["GATE FAILED: no check ran for outside [[]gru4rec[]]*"])
     data = project.results("outside", index=0)
     assert data["end"]["gate"] == {"passed": True, "problems": []}
+
+
+def test_study_numbers_are_looked_up_by_dataset_loss_and_declared_row():
+    from reports import study
+
+    pub = study.published("recall@20", "yoochoose_100k", "bpr-max", {"implementation": "Recpack", "variant": "OOB"})
+    assert pub["value"] == 0.643 and pub["official_best"] == 0.6799
+    assert pub["delta_rel"] == pytest.approx(0.643 / 0.6799 - 1) and pub["row"] == "Recpack / OOB"
+    assert study.published("recall@20", "diginetica", "top1", {"implementation": "Recpack", "variant": "OOB"}) is None
+    assert study.published("recall@20", "yoochoose", "bpr-max", None) is None
+    assert len(study.rows()) == 155 and {r["fix_level"] for r in study.rows()} == {"", "OOB", "INF", "MIN", "MAJ"}

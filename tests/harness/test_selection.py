@@ -143,3 +143,43 @@ def test_impl_fixture_builds_fresh_models_with_hyperparameters_and_seeds(project
     ''')
     result = project.run("conformance", "--impl", "good", "--seeds", "5,6")
     result.assert_outcomes(passed=1)
+
+
+def test_shared_values_are_made_once_per_implementation_and_session(project):
+    project.checks('''
+    CALLS = []
+
+    def fitted(impl):
+        CALLS.append(impl.name)
+        model = impl.build(seed=1)
+        model.fit(TRAIN)
+        return model
+
+    @pytest.mark.check("T-3", kind="K1")
+    def test_one(impl):
+        """uses the shared model"""
+        assert impl.shared(("train", 1), fitted).score_prefixes([[5]]).shape == (1, 3)
+
+    @pytest.mark.check("T-4", kind="K8")
+    def test_two(impl):
+        """uses it again: made once"""
+        model = impl.shared(("train", 1), fitted)
+        assert list(model.item_ids()) == [5, 6, 7]
+        assert CALLS == [impl.name]
+
+    def broken(impl):
+        CALLS.append("broken")
+        raise ValueError("fit exploded")
+
+    @pytest.mark.check("T-5", kind="K7")
+    @pytest.mark.parametrize("n", [1, 2])
+    def test_failed_setup_is_not_repeated(impl, n):
+        """a failed shared setup fails every check that needs it, once"""
+        try:
+            impl.shared("broken", broken)
+        finally:
+            assert CALLS.count("broken") == 1
+    ''')
+    result = project.run("conformance", "--impl", "isolated")
+    result.assert_outcomes(passed=2, failed=2)
+    result.stdout.fnmatch_lines(["*ValueError: fit exploded*"])
