@@ -7,7 +7,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from conformance.gru4rec._common import fresh_scores, hparams, lag1_test_pairs, ranks, recall_at, small, target_columns
+from conformance.gru4rec._common import (fresh_scores, hparams, lag1_model, lag1_test_pairs, ranks, recall_at,
+                                         target_columns)
 
 
 def _stream_vs_fresh(adapter, test_df: pd.DataFrame, batch_size: int) -> dict:
@@ -48,8 +49,7 @@ def test_sr1_stream_equals_fresh(impl, d_lag1, record_metric):
 
     The implementation's own inference loop scores every test event exactly as fresh-state scoring of its
     prefix, for evaluation batch sizes 1, 3 and 7 (no state leak, no false reset)."""
-    model = impl.build(**small(impl, n_epochs=2))
-    model.fit(d_lag1.train)
+    model = lag1_model(impl, d_lag1)
     problems = []
     for b in (1, 3, 7):
         r = _stream_vs_fresh(model, d_lag1.test, b)
@@ -70,8 +70,7 @@ def test_sr2_first_event_after_switch(impl, d_lag1):
 
     After session A ends in a lane, the first prediction of session B in that lane equals fresh-state
     scoring of [b1] (one lane, evaluation batch size 1)."""
-    model = impl.build(**small(impl, n_epochs=2))
-    model.fit(d_lag1.train)
+    model = lag1_model(impl, d_lag1)
     ids = sorted(d_lag1.test["SessionId"].unique())[:2]
     test = d_lag1.test[d_lag1.test["SessionId"].isin(ids)]
     b_items = test[test["SessionId"] == ids[1]].sort_values("Time")["ItemId"].tolist()

@@ -8,16 +8,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from conformance.gru4rec._common import CUTOFFS, fresh_scores, lag1_pairs, small, suite_metrics
+from conformance.gru4rec._common import CUTOFFS, fresh_scores, lag1_model, lag1_pairs, small, suite_metrics
 from conformance.gru4rec._data import sessions_frame
 
 UNKNOWN_BASE = 990_001
 
 
 def _trained(impl, d_lag1, n_epochs: int = 2):
-    model = impl.build(**small(impl, n_epochs=n_epochs))
-    model.fit(d_lag1.train)
-    return model
+    return lag1_model(impl, d_lag1, n_epochs)
 
 
 def _tie_mode(impl) -> str:
