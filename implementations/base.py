@@ -618,6 +618,8 @@ class Adapter(AdapterBase):
         Yields:
             ``(session_id, position, target_item, scores_row)`` per evaluated event, where ``scores_row`` is
             a float array (n_items,) in :meth:`item_ids` order, or an int target rank if only ranks exist.
+            ``position`` is the target's index within its session after events of unknown items are dropped
+            (the prefix is the session's first ``position`` known items).
         """
         raise Unsupported("score_stream")
 
@@ -632,7 +634,9 @@ class Adapter(AdapterBase):
         Args:
             scores: float array (B, B+S): column j < B is lane j's target (diagonal = positives), the last S
                 columns are shared extra negatives.
-            loss: a loss name of the vocabulary; ``hparams`` e.g. ``bpreg``, ``elu_param``, ``logq``.
+            loss: a loss name of the vocabulary; ``hparams`` e.g. ``bpreg``, ``elu_param``, ``final_act``,
+                ``logq`` with ``column_q`` (float array (B+S,): q_j of every column, already support or
+                support^sample_alpha). Unknown keyword → :class:`Unsupported`.
 
         Returns:
             ``(value, grad)``: the loss value (float) and dL/dscores (float array, same shape).
@@ -641,11 +645,20 @@ class Adapter(AdapterBase):
 
     def train_forward(self, prefix_batch: Any, seed: int) -> dict:
         """Train-mode forward pass: ``{"embedding_out", "layer_outputs": [...], "scores"}`` as arrays,
-        optionally ``"score_tensor_shape"`` and ``"output_rows_touched"`` (SC-2, SO-1)."""
+        optionally ``"score_tensor_shape"`` and ``"output_rows_touched"`` (SC-2, SO-1).
+
+        ``prefix_batch``: b item-id sequences of one common length ≥ 2, run in training mode (dropout active,
+        ``seed`` drives its masks) from the zero state; the result describes the last transition (input = the
+        second-to-last item, target = the last): ``embedding_out`` (b, n_in) after embedding dropout,
+        ``layer_outputs`` per GRU layer (b, d_l) after hidden dropout, ``scores`` the training score matrix
+        (b, B+S) of the step's columns, optionally ``columns`` (their item ids, (B+S,) or per row (b, B+S)),
+        ``score_tensor_shape`` (the widest score tensor the step computes) and ``output_rows_touched`` (rows of
+        the output weights reached by the step's loss gradient). Nothing is updated."""
         raise Unsupported("train_forward")
 
     def get_params(self) -> dict:
-        """Model parameters as ``{name: float array}`` (GRU gates ordered as ``gate_layout`` declares)."""
+        """Model parameters as ``{name: float array}`` (GRU gates ordered as ``gate_layout`` declares; axes of
+        length n_items in :meth:`item_ids` order; biases 1-D)."""
         raise Unsupported("get_params")
 
     def set_params(self, params: Mapping[str, Any]) -> None:

@@ -35,6 +35,7 @@ class MutantAdapter(ReferenceAdapter):
     """
 
     role = "mutant"
+    study = None  # no published numbers for a mutant
     defect: ClassVar[str] = ""
     kind: ClassVar[str] = ""
     caught_by: ClassVar[tuple[str, ...]] = ()

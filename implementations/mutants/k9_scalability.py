@@ -14,7 +14,7 @@ class FullCatalogueScoring(MutantAdapter):
     name = "mutant:full_catalogue_scoring"
     defect = "TG-2, GP-10"
     kind = "K9"
-    caught_by = ("SC-2",)
+    caught_by = ("SC-2", "SC-1")
 
     @classmethod
     def gru_overrides(cls):

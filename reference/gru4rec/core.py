@@ -23,8 +23,8 @@ from . import params as P
 from .data import SessionData, SessionParallelIterator, build_training_data, validate_frame
 from .evaluation import SessionParallelEvaluator, check_cutoffs, check_mode
 from .losses import LOSS_CLASSES, make_loss
-from .model import GRU4RecModel, SPARSE_PARAMS
-from .optim import IndexedAdagradM
+from .model import GRU4RecModel
+from .optim import IndexedAdagradM, RowGrad
 from .sampling import SampleCache
 
 FORMAT_VERSION = 1
@@ -187,6 +187,8 @@ class GRU4Rec:
         self.data = sd
         self.keys = {"item_key": item_key, "session_key": session_key, "time_key": time_key}
         dev = self.device
+        if dev.type == "cuda" and not torch.cuda.is_available():
+            raise ValueError(f"parameter 'device': {self._hp['device']!r} requested but CUDA is not available")
         s_init, s_drop, s_samp = self._seeds()
         g_init = torch.Generator().manual_seed(s_init)
         self._gen_dropout = torch.Generator(device=dev).manual_seed(s_drop)
@@ -263,7 +265,6 @@ class GRU4Rec:
         model = self.model
         H = model.zero_state(self.iterator.n_lanes)
         acc = torch.zeros((), dtype=torch.float64, device=dev)
-        checked = torch.zeros((), dtype=torch.float64, device=dev)
         n_steps = n_events = 0
         since_check = 0
         for run in self.iterator:
@@ -316,22 +317,44 @@ class GRU4Rec:
         """
         y = self._columns(targets, samples)
         p_embed, p_hidden = self._dropout_rates()
-        R, H_new, _ = self.model.forward_train(x, y, H, p_embed, p_hidden, self._gen_dropout, masks=masks)
+        model = self.model
+        rows: list = []
+        R, H_new, _ = model.forward_train(x, y, H, p_embed, p_hidden, self._gen_dropout, masks=masks, rows=rows)
         loss_sum = self.loss_function(R, y, x.shape[0])
         L = loss_sum / self._hp["batch_size"]
-        names = self.model.param_names()
-        grads = torch.autograd.grad(L, [self.model.params[k] for k in names], allow_unused=True)
-        gd = dict(zip(names, grads))
+        names = model.param_names()
+        params = [model.params[k] for k in names]
+        grads = torch.autograd.grad(L, params + [leaf for _, _, leaf in rows], allow_unused=True)
+        gd = self._collect_grads(names, grads[:len(names)], rows, grads[len(names):])
         info = None
         if want_info or want_grads:
             info = {"score_shape": tuple(R.shape), "output_rows_touched": _rows_touched(gd.get("Wy"))}
             if want_grads:
-                info["grads"] = {k: _dense(g, self.model.params[k]) for k, g in gd.items()}
+                info["grads"] = {k: _dense(g, model.params[k]) for k, g in gd.items()}
         self.optimizer.step(gd)
         H_new = [h.detach() for h in H_new]
         if want_info or want_grads:
             return loss_sum.detach(), H_new, info
         return loss_sum.detach(), H_new
+
+    @staticmethod
+    def _collect_grads(names, dense, rows, row_grads) -> dict:
+        """Gradient per parameter: dense autograd gradients, plus the row-sparse lookups' gradients summed per
+        table (duplicate rows added). A table that also got a dense gradient is updated densely."""
+        gd = dict(zip(names, dense))
+        per_table: dict = {}
+        for (name, idx, _), g in zip(rows, row_grads):
+            if g is not None:
+                per_table.setdefault(name, []).append((idx, g.reshape(idx.shape[0], -1)))
+        for name, parts in per_table.items():
+            if gd.get(name) is not None:
+                dense = gd[name].clone()
+                for idx, val in parts:
+                    dense.index_add_(0, idx, val.reshape(-1, *dense.shape[1:]))
+                gd[name] = dense
+            else:
+                gd[name] = RowGrad.from_parts(parts)
+        return gd
 
     # ------------------------------------------------------------------ id mapping
     def _require_model(self) -> None:
@@ -483,9 +506,9 @@ class GRU4Rec:
             R, _, cap = self.model.forward_train(x, y, H, p_embed, p_hidden, self._gen_dropout,
                                                  masks=self._masks_in(dropout_masks), capture=True)
         emb = cap["embedding_out"]
-        return {"embedding_out": None if emb is None else emb.cpu().numpy(),
-                "layer_outputs": [t.cpu().numpy() for t in cap["layer_outputs"]],
-                "scores": R.cpu().numpy(), "columns": self.data.item_ids[y.cpu().numpy()]}
+        return {"embedding_out": None if emb is None else emb.detach().cpu().numpy(),
+                "layer_outputs": [t.detach().cpu().numpy() for t in cap["layer_outputs"]],
+                "scores": R.detach().cpu().numpy(), "columns": self.data.item_ids[y.cpu().numpy()]}
 
     def train_step(self, in_items: Sequence, targets: Sequence, samples: Sequence | None = None, hidden=None,
                    dropout_masks: dict | None = None, return_grads: bool = False) -> StepResult:
@@ -636,15 +659,19 @@ class GRU4Rec:
         return gru
 
 
-def _dense(g: torch.Tensor | None, p: torch.Tensor) -> torch.Tensor:
+def _dense(g, p: torch.Tensor) -> torch.Tensor:
     if g is None:
         return torch.zeros_like(p.detach())
+    if isinstance(g, RowGrad):
+        return g.to_dense(p.detach())
     return g.to_dense() if g.is_sparse else g
 
 
-def _rows_touched(g: torch.Tensor | None) -> int:
+def _rows_touched(g) -> int:
     if g is None:
         return 0
+    if isinstance(g, RowGrad):
+        return int((g.values.abs().sum(1) > 0).sum())
     if g.is_sparse:
         g = g.coalesce()
         return int((g._values().abs().sum(1) > 0).sum())

@@ -31,12 +31,8 @@ come from an explicit generator.
 from __future__ import annotations
 
 import math
-from typing import Callable
 
 import torch
-import torch.nn.functional as F
-
-SPARSE_PARAMS = ("E", "GE.Wx0", "Wy", "By")
 
 
 class GRU4RecModel:
@@ -121,12 +117,20 @@ class GRU4RecModel:
 
     # ------------------------------------------------------------------ building blocks
     def dropout_mask(self, shape, p: float, generator: torch.Generator | None) -> torch.Tensor | None:
-        """Inverted-dropout multiplier: Bernoulli(1−p) keep mask / (1−p); None when p = 0 (spec §2.5)."""
+        """Inverted-dropout multiplier: keep with probability 1−p, kept units scaled by 1/(1−p); None when p = 0
+        (spec §2.5). Drawn as U[0,1) ≥ p (much faster on CPU than ``bernoulli_``; same distribution)."""
         if p <= 0:
             return None
-        m = torch.empty(shape, dtype=torch.float32, device=self.device)
-        m.bernoulli_(1.0 - p, generator=generator)
-        return m.div_(1.0 - p)
+        m = torch.rand(shape, dtype=torch.float32, device=self.device, generator=generator) >= p
+        return m.to(torch.float32).div_(1.0 - p)
+
+    def gather_rows(self, name: str, idx: torch.Tensor, rows: list) -> torch.Tensor:
+        """Rows ``idx`` of the row-sparse table ``name`` as a new leaf that receives their gradient; the
+        (name, flat indices, leaf) triple is appended to ``rows`` for the optimizer's lazy update."""
+        flat = idx.reshape(-1)
+        leaf = self.params[name].detach().index_select(0, flat).requires_grad_(True)
+        rows.append((name, flat, leaf))
+        return leaf.reshape(*idx.shape, -1)
 
     def ge_layer(self, Vx_rows: torch.Tensor, H: torch.Tensor) -> torch.Tensor:
         """Original (Theano) GRU cell of the no-embedding first layer; Vx_rows = GE.Wx0[x] (one-hot × W)."""
@@ -150,17 +154,18 @@ class GRU4RecModel:
         """Training scores of the sampled columns only: R = h·O^T + b_O^T, O = Wy[y], b_O = By[y] (spec §2.3.4).
 
         h: (b, d_last); y: (K,) item columns; O: (K, d_last); Bo: (K, 1). Returns (b, K)."""
-        return torch.mm(h, O.T) + Bo.T
+        return torch.addmm(Bo.T, h, O.T)
 
     def score_all(self, h: torch.Tensor) -> torch.Tensor:
         """Scores of every item column: (b, n_items) = h·Wy^T + By^T (raw logits, as the port)."""
         p = self.params
-        return torch.mm(h, p["Wy"].T) + p["By"].T
+        return torch.addmm(p["By"].T, h, p["Wy"].T)
 
     # ------------------------------------------------------------------ forward passes
     def forward_train(self, x: torch.Tensor, y: torch.Tensor, H: list[torch.Tensor], p_embed: float,
                       p_hidden: float, generator: torch.Generator | None,
-                      masks: dict[str, torch.Tensor | None] | None = None, capture: bool = False):
+                      masks: dict[str, torch.Tensor | None] | None = None, capture: bool = False,
+                      rows: list | None = None):
         """Training-mode forward of one step.
 
         Args:
@@ -171,6 +176,8 @@ class GRU4RecModel:
             masks: explicit dropout multipliers instead of random ones, keys ``'embed'`` and ``'hidden.{l}'``
                 (a missing key or None = no dropout at that site).
             capture: also return the intermediate outputs.
+            rows: a list that receives the (table name, indices, leaf) triples of the row-sparse lookups (see
+                :meth:`gather_rows`); the trainer takes their gradients from there.
 
         Returns ``(R, H_new, captured)``: R (b, K) scores, H_new the new per-layer states (post-dropout, still
         attached to the graph), captured = {'embedding_out', 'layer_outputs'} or None.
@@ -179,8 +186,7 @@ class GRU4RecModel:
         modes) or, in no-embedding mode, on the first layer's output; ``dropout_p_hidden`` on the output of
         every other GRU layer; the dropped-out output is stored as the next hidden state.
         """
-        p = self.params
-        b = x.shape[0]
+        rows = [] if rows is None else rows
 
         def drop(t: torch.Tensor, key: str, rate: float) -> torch.Tensor:
             m = masks.get(key) if masks is not None else self.dropout_mask(t.shape, rate, generator)
@@ -190,16 +196,13 @@ class GRU4RecModel:
         embedding_out = None
         layer_outputs = []
         if self.mode == "shared":
-            # one lookup for inputs and columns: one sparse gradient, as the port
-            EXY = F.embedding(torch.cat([x, y.reshape(-1)]), p["Wy"], sparse=True)
-            E, O = EXY[:b], EXY[b:].reshape(*y.shape, -1)
-        else:
-            O = F.embedding(y, p["Wy"], sparse=True)
-        Bo = F.embedding(y, p["By"], sparse=True)
-        if self.mode == "separate":
-            E = F.embedding(x, p["E"], sparse=True)
+            E = self.gather_rows("Wy", x, rows)
+        elif self.mode == "separate":
+            E = self.gather_rows("E", x, rows)
+        O = self.gather_rows("Wy", y, rows)
+        Bo = self.gather_rows("By", y, rows)
         if self.mode == "none":
-            Xh = self.ge_layer(F.embedding(x, p["GE.Wx0"], sparse=True), H[0])
+            Xh = self.ge_layer(self.gather_rows("GE.Wx0", x, rows), H[0])
             Xh = drop(Xh, "embed", p_embed)
             H_new[0] = Xh
             layer_outputs.append(Xh)

@@ -3,11 +3,44 @@
 As the port's ``IndexedAdagradM``: A ← A + g²; V ← μ·V − η·g/√(A + 1e-6); θ ← θ + V (θ ← θ − η·g/√(A + 1e-6)
 without momentum); state starts at zero and persists over epochs; constant learning rate. Row-sparse gradients
 (embedding tables) are coalesced — duplicate rows **summed** — and only the touched rows of A, V and θ change
-(untouched rows' momentum neither decays nor acts). The order of floating-point operations is the port's.
+(untouched rows' momentum neither decays nor acts). The arithmetic is the port's with fused in-place operations
+(agreement with the port to float32 rounding).
 """
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import torch
+
+
+class RowGrad(NamedTuple):
+    """Row-sparse gradient of a table: ``values[k]`` is the summed gradient of row ``indices[k]``.
+
+    indices: (U,) int64, unique and ascending; values: (U, d) float32."""
+
+    indices: torch.Tensor
+    values: torch.Tensor
+
+    @classmethod
+    def from_rows(cls, idx: torch.Tensor, rows: torch.Tensor) -> "RowGrad":
+        """Sum the gradient rows of duplicate indices (the port's ``coalesce``); idx (n,), rows (n, d)."""
+        return cls.from_parts([(idx, rows)])
+
+    @classmethod
+    def from_parts(cls, parts: list) -> "RowGrad":
+        """As :meth:`from_rows` for several (idx, rows) lookups of one table, without concatenating the rows."""
+        idx = torch.cat([i for i, _ in parts]) if len(parts) > 1 else parts[0][0]
+        uniq, inv = torch.unique(idx, sorted=True, return_inverse=True)
+        r0 = parts[0][1]
+        vals = torch.zeros((uniq.shape[0],) + tuple(r0.shape[1:]), dtype=r0.dtype, device=r0.device)
+        start = 0
+        for i, rows in parts:
+            vals.index_add_(0, inv[start:start + i.shape[0]], rows)
+            start += i.shape[0]
+        return cls(uniq, vals)
+
+    def to_dense(self, like: torch.Tensor) -> torch.Tensor:
+        return torch.zeros_like(like).index_add_(0, self.indices, self.values)
 
 
 class IndexedAdagradM:
@@ -44,8 +77,8 @@ class IndexedAdagradM:
 
     @torch.no_grad()
     def step(self, grads: dict[str, torch.Tensor | None]) -> None:
-        """Apply one update. ``grads`` maps names to dense or sparse (COO, row-indexed) gradients; None = no
-        gradient (the parameter and its state are left alone)."""
+        """Apply one update. ``grads`` maps names to dense gradients, :class:`RowGrad` or sparse COO
+        (row-indexed) tensors; None = no gradient (the parameter and its state are left alone)."""
         clr = self.current_lr()
         mu = self.momentum
         for name, grad in grads.items():
@@ -53,23 +86,25 @@ class IndexedAdagradM:
                 continue
             p = self.params[name]
             acc = self.acc[name]
-            if grad.is_sparse:
-                grad = grad.coalesce()
-                idx = grad._indices()[0]
-                val = grad._values()
-                accs = acc[idx] + val.pow(2)
+            if isinstance(grad, RowGrad) or grad.is_sparse:
+                if isinstance(grad, RowGrad):
+                    idx, val = grad.indices, grad.values
+                else:
+                    grad = grad.coalesce()
+                    idx, val = grad._indices()[0], grad._values()
+                accs = acc[idx].addcmul_(val, val)
                 acc.index_copy_(0, idx, accs)
-                accs.add_(self.eps).sqrt_().mul_(-1 / clr)
+                accs.add_(self.eps).sqrt_()
                 if mu > 0:
                     mom = self.mom[name]
                     moma = mom[idx]
-                    moma.mul_(mu).add_(val / accs)
+                    moma.mul_(mu).addcdiv_(val, accs, value=-clr)
                     mom.index_copy_(0, idx, moma)
                     p.index_add_(0, idx, moma)
                 else:
-                    p.index_add_(0, idx, val / accs)
+                    p.index_add_(0, idx, val.div(accs).mul_(-clr))
             else:
-                acc.add_(grad.pow(2))
+                acc.addcmul_(grad, grad)
                 accs = acc.add(self.eps).sqrt_()
                 if mu > 0:
                     mom = self.mom[name]

@@ -5,7 +5,6 @@ import os
 import sys
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 import pytest
 import torch
@@ -24,10 +23,23 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "slow: takes longer than ~20 s; not in the default run")
 
 
-@pytest.fixture(autouse=True)
+def pytest_collection_modifyitems(config, items):
+    """Keep this folder's slow tests out of the default run unless asked for (-m selecting 'slow', or
+    GRU4REC_RUN_SLOW=1); a faster test covers the same behaviour by default."""
+    if os.environ.get("GRU4REC_RUN_SLOW") == "1" or "slow" in (config.getoption("markexpr", "") or ""):
+        return
+    here = Path(__file__).parent
+    skip = pytest.mark.skip(reason="slow test: run with GRU4REC_RUN_SLOW=1 or -m slow")
+    for item in items:
+        if item.get_closest_marker("slow") and here in Path(str(item.path)).parents:
+            item.add_marker(skip)
+
+
+@pytest.fixture(autouse=True, scope="module")
 def _one_torch_thread():
-    """The oracle's test models are tiny: one intra-op thread is faster and steadier on the 2-core CI machine.
-    Restored after each test, so other suites in the same session are unaffected."""
+    """The oracle's test models are tiny: one intra-op thread is faster and far steadier on the 2-core CI
+    machine. Module scope, so module-scoped fixtures (trained models) run with it too; restored after each
+    module, so other suites in the same session are unaffected."""
     before = torch.get_num_threads()
     torch.set_num_threads(1)
     yield

@@ -198,3 +198,5 @@ E2E_PARAMS = {
                     n_epochs=3, batch_size=48, dropout_p_embed=0.25, dropout_p_hidden=0.0, learning_rate=0.075,
                     momentum=0.1, n_sample=2048, sample_alpha=0.2, bpreg=0.5, logq=0.0),
 }
+#: A one-epoch variant of the cross-entropy run, for the quick real-data test of the default test run.
+E2E_PARAMS["cross-entropy-1epoch"] = {**E2E_PARAMS["cross-entropy"], "n_epochs": 1}

@@ -5,7 +5,6 @@ import pytest
 
 from reference.gru4rec import GRU4Rec, TrainingDivergedError
 
-from ref_testdata import lag1_sessions
 
 SMALL = dict(layers=[32], batch_size=16, n_sample=8, learning_rate=0.1, n_epochs=3)
 

@@ -2,6 +2,7 @@
 
 The official code is not needed here; its outputs were recorded by make_golden_fixtures.py.
 """
+import functools
 import json
 from pathlib import Path
 
@@ -12,16 +13,20 @@ import pytest
 from reference.gru4rec import GRU4Rec, SessionParallelIterator, evaluate_prefix_scorer, rank
 from reference.gru4rec.data import build_training_data
 
+from ref_golden_cases import ITERATOR_CASES, STEP_CASES as _STEP_DEFS
+
 FIXTURES = Path(__file__).parent / "fixtures"
 
 RTOL = 1e-5
 
 
+@functools.lru_cache(maxsize=None)
 def _load(name):
     path = FIXTURES / name
     if not path.exists():
         pytest.fail(f"golden fixture {path} is missing; regenerate it with tests/reference/make_golden_fixtures.py")
-    return dict(np.load(path, allow_pickle=False))
+    with np.load(path, allow_pickle=False) as z:
+        return dict(z)
 
 
 def _frame(fx, prefix="data"):
@@ -39,8 +44,7 @@ def assert_close(ours, official, what, rtol=RTOL):
 
 
 # ------------------------------------------------------------------------------------------------ iterator
-ITER = _load("iterator_golden.npz") if (FIXTURES / "iterator_golden.npz").exists() else {}
-ITER_CASES = sorted({k.split(".")[0] for k in ITER if k.startswith("b")})
+ITER_CASES = [name for name, _, _ in ITERATOR_CASES]
 
 
 def _our_sequence(d, B, S):
@@ -58,7 +62,7 @@ def _our_sequence(d, B, S):
 
 @pytest.mark.parametrize("case", ITER_CASES)
 def test_iterator_sequence_matches_official(case):
-    fx = ITER
+    fx = _load("iterator_golden.npz")
     B, S = (int(x[1:]) for x in case.split("_"))
     df = _frame(fx)
     d = build_training_data(df, "ItemId", "SessionId", "Time")
@@ -74,7 +78,7 @@ def test_iterator_sequence_matches_official(case):
 @pytest.mark.parametrize("case", ITER_CASES)
 def test_training_loop_follows_official_lanes_and_resets(case):
     """The real fit loop: lane counts, S negatives per step, zero input state exactly on the port's resets."""
-    fx = ITER
+    fx = _load("iterator_golden.npz")
     B, S = (int(x[1:]) for x in case.split("_"))
     traces = []
     g = GRU4Rec(layers=[4], batch_size=B, n_sample=S, seed=1)
@@ -91,12 +95,12 @@ def test_training_loop_follows_official_lanes_and_resets(case):
 
 
 # ------------------------------------------------------------------------------------------------ one step
-STEP = _load("step_golden.npz") if (FIXTURES / "step_golden.npz").exists() else {}
-STEP_CASES = json.loads(str(STEP["cases_json"])) if STEP else []
+STEP_CASES = [c["name"] for c in _STEP_DEFS]
 
 
 def _run_case(name):
-    fx = STEP
+    fx = _load("step_golden.npz")
+    assert name in json.loads(str(fx["cases_json"])), f"{name} not recorded: regenerate the step fixture"
     hp = json.loads(str(fx[f"{name}.hp_json"]))
     g = GRU4Rec(seed=0, **hp)
     g.fit(_frame(fx), n_epochs=0, sample_cache_max_size=100)
@@ -121,7 +125,7 @@ def _run_case(name):
 def test_training_step_matches_official(case):
     """Loss, every gradient, every parameter after the update (and its delta) and the new hidden state agree
     with the port to 1e-5 relative, from the same weights, batch, hidden state, samples and dropout masks."""
-    fx = STEP
+    fx = _load("step_golden.npz")
     hp, names, results = _run_case(case)
     w_prev = {k: fx[f"{case}.w0.{k}"].reshape(-1) if k == "By" else fx[f"{case}.w0.{k}"] for k in names}
     for s, (res, w) in enumerate(results):
@@ -142,7 +146,7 @@ def test_tail_logq_uses_actual_lane_count():
     """Deliberate difference: in a shrinking tail step (b < B) logQ treats the first b columns as in-batch.
     Our step equals the port's loss function called with M = b, and differs from the port's training loop,
     which passes M = B."""
-    fx = STEP
+    fx = _load("step_golden.npz")
     _, _, results = _run_case("xe_shared_tail_logq1")
     ours = results[0][0].loss
     assert int(fx["xe_shared_tail_logq1.s0.M"]) == 4 and int(fx["xe_shared_tail_logq1_actual_b.s0.M"]) == 3
@@ -152,7 +156,6 @@ def test_tail_logq_uses_actual_lane_count():
 
 
 # ------------------------------------------------------------------------------------------------ evaluation
-EVAL = _load("eval_golden.npz") if (FIXTURES / "eval_golden.npz").exists() else {}
 
 
 def _table_scorer(table, ids):
@@ -165,7 +168,7 @@ def _table_scorer(table, ids):
 
 @pytest.mark.parametrize("mode", ["standard", "conservative"])
 def test_ranks_and_metrics_match_official_on_planted_ties(mode):
-    fx = EVAL
+    fx = _load("eval_golden.npz")
     table, ids = fx["table"], fx["item_ids"]
     col = {v: i for i, v in enumerate(ids)}
     pairs = fx["pairs"]
@@ -182,7 +185,7 @@ def test_ranks_and_metrics_match_official_on_planted_ties(mode):
 
 def test_median_tie_mode_works_where_the_port_fails():
     """Deliberate difference: the port's median branch raises; ours is 1 + #greater + (#equal − 1)/2."""
-    fx = EVAL
+    fx = _load("eval_golden.npz")
     errors = json.loads(str(fx["errors_json"]))
     assert "median" in errors and errors["median"].startswith("TypeError")
     table, ids = fx["table"], fx["item_ids"]

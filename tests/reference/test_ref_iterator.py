@@ -117,6 +117,19 @@ def test_cache_rows_are_consumed_in_order_and_refreshed_only_when_used_up():
     assert _cache([1, 2], S=8, size=3).generate_length == 1
 
 
+def test_cache_filled_in_blocks_gives_the_same_rows():
+    """Drawing a generation's rows block by block (on demand) gives the rows of a one-shot generation (CPU)."""
+    class SmallBlocks(SampleCache):
+        block_ids = 16  # 2 rows of 8
+
+    g = lambda: torch.Generator().manual_seed(5)  # noqa: E731
+    small = SmallBlocks(np.arange(1, 30.0), 8, 0.5, 40, g(), torch.device("cpu"))
+    whole = SampleCache(np.arange(1, 30.0), 8, 0.5, 40, g(), torch.device("cpu"))
+    a = torch.cat([small.take(k) for k in (1, 3, 2, 4, 1)])
+    b = torch.cat([whole.take(k) for k in (4, 7)])
+    assert torch.equal(a, b) and small.n_refreshes == whole.n_refreshes == 3
+
+
 @pytest.mark.parametrize("alpha", [0.0, 0.5, 1.0])
 def test_sampling_distribution_is_support_to_the_alpha(alpha):
     """SO-3: chi-square goodness of fit of 512 × 200 draws against support^α / Σ support^α."""
@@ -130,3 +143,4 @@ def test_sampling_distribution_is_support_to_the_alpha(alpha):
     other = 1.0 if alpha < 1 else 0.0
     wrong = supp ** other / (supp ** other).sum() * draws.size
     assert stats.chisquare(counts, wrong).pvalue < 1e-6
+

@@ -4,7 +4,6 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
-import torch
 
 from reference.gru4rec import GRU4Rec
 

@@ -2,6 +2,7 @@
 import numpy as np
 import pandas as pd
 import pytest
+import torch
 
 from reference.gru4rec import GRU4Rec
 
@@ -105,3 +106,9 @@ def test_input_frame_is_not_modified(data):
     g.fit(shuffled, n_epochs=1)
     g.evaluate(shuffled)
     pd.testing.assert_frame_equal(shuffled, before)
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the error raised without CUDA")
+def test_cuda_device_without_cuda(data):
+    with pytest.raises(ValueError, match="parameter 'device'"):
+        GRU4Rec(layers=[8], batch_size=4, n_sample=4, device="cuda").fit(data, n_epochs=0)

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from suite_datasets.sessions import checks, real
+from datasets.sessions import checks, real
 
 COLS = ["SessionId", "ItemId", "Time"]
 

@@ -34,7 +34,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
-from .. import _io
+from .. import _suite_io
 from .readers import RAW_FILES
 
 __all__ = ["PROFILES", "CI_SCALE", "generate_raw", "Profile", "iso_timestamps"]
@@ -68,21 +68,24 @@ class Profile:
     fixed_tsplit_ms: int | None = None  # fixed split anchor (Rees46, RetailRocket)
     owner_sessions: float = 1.0  # mean sessions per owner (users / visitors)
     time_unit_ms: int = 1000  # unit of the pipeline's Time (1000: seconds, 1: milliseconds)
+    trend: float = 0.0  # traffic grows linearly over the span: density at the end = (1 + trend) x the start
 
 
 PROFILES: dict[str, Profile] = {
     "yoochoose": Profile("yoochoose", 41_255_735, _ms("2014-04-01T03:00"), _ms("2014-09-30T20:59:59.500"),
-                         52_739, repeat=0.19, tail_mean=3.9),
+                         52_739, repeat=0.19, tail_mean=3.9, trend=-0.7),
     "rees46": Profile("rees46", 109_950_743, _ms("2019-10-01T00:00"), _ms("2019-11-30T23:59:59"), 206_876,
                       repeat=0.26, tail_mean=4.3, p_single=0.3, nonview=0.04, fixed_tsplit_ms=_ms("2019-12-01"),
                       owner_sessions=2.2),
-    "coveo": Profile("coveo", 5_433_611, _ms("2018-11-15T00:00"), _ms("2018-12-03T22:10:00.123"), 57_000,
-                     repeat=0.12, tail_mean=4.3, time_unit_ms=1),
+    "coveo": Profile("coveo", 5_433_611, _ms("2018-11-15T00:00"), _ms("2018-12-03T22:10:00.123"), 14_000,
+                     repeat=0.12, tail_mean=8.5, p_single=0.3, time_unit_ms=1, trend=-0.5),
     "retailrocket": Profile("retailrocket", 2_756_101, _ms("2015-05-03T03:00"), _ms("2015-09-18T02:59:00"),
-                            235_061, repeat=0.15, tail_mean=3.6, p_single=0.4, nonview=0.035, tday_ms=7 * DAY_MS,
-                            fixed_tsplit_ms=_ms("2015-09-18T03:00"), owner_sessions=1.3, time_unit_ms=1),
+                            235_061, repeat=0.15, tail_mean=4.0, p_single=0.82, nonview=0.035, tday_ms=7 * DAY_MS,
+                            fixed_tsplit_ms=_ms("2015-09-18T03:00"), owner_sessions=1.3, time_unit_ms=1,
+                            trend=-0.4),
     "diginetica": Profile("diginetica", 1_235_380, _ms("2016-01-01T00:00"), _ms("2016-06-01T20:00"), 122_993,
-                          repeat=0.06, tail_mean=4.0, p_single=0.35, tday_ms=7 * DAY_MS, time_unit_ms=1),
+                          repeat=0.06, tail_mean=4.6, p_single=0.3, tday_ms=7 * DAY_MS, time_unit_ms=1,
+                          trend=3.0),
 }
 
 #: scale giving about 3-4 x 10^4 raw events per dataset (CI size, seconds to generate and prepare)
@@ -211,12 +214,12 @@ def _world(prof: Profile, scale: float, rng: np.random.Generator) -> _World:
     n_events = max(2000, int(round(prof.full_events * scale)))
     mean_len = prof.p_single + (1 - prof.p_single) * prof.tail_mean
     views_per_row = 1.0 / ((1 + prof.repeat) * (1 + prof.nonview))
-    if prof.name == "coveo":
-        views_per_row = 1.0 / ((1 + prof.repeat) * 2.2)
+    if prof.name == "coveo":  # each detail view comes with about 1.85 other rows (see _coveo_tables)
+        views_per_row = 1.0 / ((1 + prof.repeat) * 2.85)
     n_sessions = max(200, int(n_events * views_per_row / mean_len))
     n_items = _catalogue_size(prof, int(n_events * views_per_row))
     # Zipf-Mandelbrot: (rank + q)^-a; the offset q flattens the head to the real top-1% shares (4-17%)
-    w = (np.arange(1, n_items + 1, dtype=np.float64) + max(5.0, n_items / 100)) ** -prof.zipf
+    w = (np.arange(1, n_items + 1, dtype=np.float64) + min(50.0, max(5.0, n_items / 100))) ** -prof.zipf
     cdf = np.cumsum(w / w.sum())
     off = rng.integers(1, 25, size=(n_items, 3)) * rng.choice([-1, 1], size=(n_items, 3))
     succ = np.clip(np.arange(n_items)[:, None] + off, 0, n_items - 1)
@@ -244,6 +247,20 @@ def _diurnal(rng: np.random.Generator, n: int) -> np.ndarray:
     peak = np.where(rng.random(n) < 0.6, 20.0, 12.0)
     h = np.mod(rng.normal(peak, 3.0), 24.0)
     return (h * HOUR_MS).astype(np.int64)
+
+
+def _trend_cdf(x, gamma: float):
+    """Unnormalised CDF of the density 1 + gamma*x on [0, 1]."""
+    return x + gamma * x * x / 2
+
+
+def _trend_times(rng: np.random.Generator, n: int, t_lo: int, t_hi: int, t0: int, t1: int,
+                 gamma: float) -> np.ndarray:
+    """n times in [t_lo, t_hi) from the linear-trend density over the whole span [t0, t1) (inverse CDF)."""
+    x_lo, x_hi = (t_lo - t0) / (t1 - t0), (t_hi - t0) / (t1 - t0)
+    u = _trend_cdf(x_lo, gamma) + rng.random(n) * (_trend_cdf(x_hi, gamma) - _trend_cdf(x_lo, gamma))
+    x = u if gamma == 0 else (np.sqrt(1 + 2 * gamma * u) - 1) / gamma
+    return (t0 + x * (t1 - t0)).astype(np.int64)
 
 
 def _views(world: _World, rng: np.random.Generator, n_sessions: int, t_lo: int, t_hi: int):
@@ -282,7 +299,8 @@ def _views(world: _World, rng: np.random.Generator, n_sessions: int, t_lo: int, 
     rank = np.repeat(rank, rep)
     sess = np.repeat(sess, rep)
     # times
-    days = rng.integers(t_lo // DAY_MS, (t_hi - 1) // DAY_MS + 1, size=n_sessions)
+    t0, t1 = prof.start_ms, prof.end_ms - 3 * HOUR_MS
+    days = _trend_times(rng, n_sessions, t_lo, t_hi, t0, t1, prof.trend) // DAY_MS
     start = days * DAY_MS + _diurnal(rng, n_sessions)
     start = t_lo + np.mod(start - t_lo, t_hi - t_lo)  # wrap into the window (no pile-up at its edges)
     n = len(rank)
@@ -391,7 +409,9 @@ def _chunks(world: _World, rng: np.random.Generator, chunk_events: int):
     prof = world.prof
     n_chunks = max(1, int(math.ceil(world.n_events / chunk_events)))
     edges = np.linspace(prof.start_ms, prof.end_ms - 3 * HOUR_MS, n_chunks + 1).astype(np.int64)
-    per = np.diff(np.linspace(0, world.n_sessions, n_chunks + 1).astype(np.int64))
+    x = (edges - edges[0]) / (edges[-1] - edges[0])
+    cdf = _trend_cdf(x, prof.trend) / _trend_cdf(1.0, prof.trend)
+    per = np.diff(np.round(cdf * world.n_sessions).astype(np.int64))
     n_owners = max(1, int(world.n_sessions / prof.owner_sessions))
     owner_w = np.arange(1, n_owners + 1, dtype=np.float64) ** -0.6
     owner_cdf = np.cumsum(owner_w / owner_w.sum())
@@ -444,7 +464,7 @@ class _CsvOut:
         self.header = header
         self.delimiter = delimiter
         self.compression = compression
-        self._ctx = _io.atomic_path(path)
+        self._ctx = _suite_io.atomic_path(path)
         self.tmp = self._ctx.__enter__()
         self.sink = (pa.CompressedOutputStream(str(self.tmp), compression) if compression
                      else pa.OSFile(str(self.tmp), "wb"))
@@ -535,7 +555,7 @@ def _coveo_tables(world, rng, ch: _Chunk, state):
     views = np.flatnonzero(ch.kind == 0)
     parts = [ch]
     n_v = len(views)
-    for kind, sub, p, dt_lo, dt_hi in ((2, 0, 0.95, -40_000, 40_000), (1, 1, 0.15, 500, 20_000),
+    for kind, sub, p, dt_lo, dt_hi in ((2, 0, 0.8, -40_000, 40_000), (2, 0, 0.8, -90_000, 90_000), (1, 1, 0.15, 500, 20_000),
                                        (1, 2, 0.06, 1_000, 60_000), (1, 3, 0.01, 1_000, 90_000),
                                        (1, 4, 0.03, 60_000, 600_000)):
         pick = views[rng.random(n_v) < p]

@@ -1,4 +1,4 @@
-"""Loaders of the real slices in ``<shared>/sessions`` (found through ``suite_datasets.shared_data_dir()``) and a
+"""Loaders of the real slices in ``<shared>/sessions`` (found through ``datasets.shared_data_dir()``) and a
 synthetic stand-in for the Yoochoose 100k slice when the shared data are absent (spec: ../shared/spec/datasets.md
 Part 2 and §1.6(e)).
 
@@ -90,7 +90,7 @@ def yoochoose_100k(fallback: bool = True, seed: int = 0) -> dict[str, pd.DataFra
         if not fallback:
             raise
         print(f"notice: real Yoochoose 100k slice unavailable ({e}); using the synthetic stand-in of the same "
-              f"shape (suite_datasets.sessions.real.yoochoose_100k_standin, seed={seed})", file=sys.stderr)
+              f"shape (datasets.sessions.real.yoochoose_100k_standin, seed={seed})", file=sys.stderr)
         return yoochoose_100k_standin(seed)
     return {s: _read_prepared(folder / f"yoochoose-clicks-100k_{s}.txt") for s in SPLITS}
 

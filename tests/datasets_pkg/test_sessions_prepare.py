@@ -18,15 +18,15 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
-from suite_datasets.sessions import pipeline
-from suite_datasets.sessions.pipeline import PARTS, load_prepared, prepare
+from datasets.sessions import pipeline
+from datasets.sessions.pipeline import PARTS, load_prepared, prepare
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
 def rr_raw(tmp_path_factory):
-    from suite_datasets.sessions.synthetic import generate_raw
+    from datasets.sessions.synthetic import generate_raw
 
     d = tmp_path_factory.mktemp("rr")
     generate_raw("retailrocket", d, 3e-3, seed=5)
@@ -138,7 +138,7 @@ def test_interrupted_write_leaves_no_temporaries_and_no_manifest(rr_raw, tmp_pat
 
 def _cli(*args, env_extra=None):
     env = {**os.environ, **(env_extra or {})}
-    return subprocess.run([sys.executable, "-m", "suite_datasets", *args], cwd=ROOT, env=env, capture_output=True,
+    return subprocess.run([sys.executable, "-m", "datasets", *args], cwd=ROOT, env=env, capture_output=True,
                           text=True, timeout=120)
 
 
@@ -162,7 +162,7 @@ def test_cli_prepare_info_and_errors(rr_raw, tmp_path):
 
 
 def test_info_all_matches_the_published_table():
-    stats = json.loads((ROOT / "suite_datasets" / "sessions" / "study_stats.json").read_text())
+    stats = json.loads((ROOT / "datasets" / "sessions" / "study_stats.json").read_text())
     assert "2307.14956" in stats["source"]
     pub = stats["published"]
     assert pub["yoochoose"]["train"]["events"] == 29_107_309 and pub["rees46"]["test"]["sessions"] == 166_841

@@ -24,8 +24,8 @@ import warnings
 import pandas as pd
 import pytest
 
-from suite_datasets.sessions.pipeline import prepare, process
-from suite_datasets.sessions.readers import read_raw
+from datasets.sessions.pipeline import prepare, process
+from datasets.sessions.readers import read_raw
 
 
 def s(text: str) -> int:
@@ -159,6 +159,10 @@ def test_yoochoose_index_quirk(tmp_path):
     assert dedup["removed"] == 1 and dedup["index_quirk_extra_rows"] == 1
     assert quirk.filter_log[0]["index_quirk_extra_rows"] == [1, 0]
     assert quirk.filter_log[1]["index_quirk_extra_rows"] == [0, 0]
+    # the same through prepare() (which frees the raw frames early), with and without the quirk
+    for flag, rows in ((True, 24), (False, 28)):
+        res = prepare("yoochoose", tmp_path, tmp_path / f"out_{flag}", index_quirk=flag)
+        assert len(res.load("full")) == rows and res.manifest["index_quirk_applied"] is flag
 
 
 # ------------------------------------------------------------------------------------------------ Rees46

@@ -2,7 +2,7 @@
 errors that name file and line, content hashes and atomic writes.
 
 Nothing here knows about a particular dataset; the formats are described by :class:`CsvSpec` in
-``suite_datasets.sessions.readers``.
+``datasets.sessions.readers``.
 """
 
 from __future__ import annotations
@@ -130,10 +130,6 @@ def open_raw(path) -> Iterator[tuple[io.BufferedIOBase, Callable[[], int], int]]
         raw.close()
 
 
-def display_name(path) -> str:
-    return str(path)
-
-
 # ----------------------------------------------------------------------------------------------------------------
 # block-wise CSV parsing
 
@@ -196,9 +192,9 @@ class _BlockParser:
         return pacsv.ReadOptions(column_names=self.names, autogenerate_column_names=False, use_threads=True,
                                  block_size=1 << 22)
 
-    def parse(self, data: bytes) -> pa.Table:
-        return pacsv.read_csv(io.BytesIO(data), read_options=self.read_opts(), parse_options=self.parse_opts,
-                              convert_options=self.convert)
+    def parse(self, data) -> pa.Table:
+        return pacsv.read_csv(pa.BufferReader(pa.py_buffer(data)), read_options=self.read_opts(),
+                              parse_options=self.parse_opts, convert_options=self.convert)
 
     def check_nulls(self, table: pa.Table) -> int | None:
         """Index of the first row with an empty required (non-nullable) value, or None; sets self.null_col."""
@@ -287,17 +283,21 @@ def read_csv_table(path, spec: CsvSpec, *, progress: Callable[[int, int], None] 
         line_no = data_starts_at_line  # 1-based number of the first line in the current block
         n_rows = 0
         while True:
-            chunk = stream.read(block_bytes)
-            data = carry + chunk
-            if not chunk:
+            # read straight into a buffer after the carried-over partial line (no concatenation copies)
+            buf = bytearray(len(carry) + block_bytes)
+            buf[: len(carry)] = carry
+            got = _readinto(stream, memoryview(buf)[len(carry):])
+            if not got:
                 break
-            cut = data.rfind(b"\n")
+            view = memoryview(buf)[: len(carry) + got]
+            cut = buf.rfind(b"\n", 0, len(carry) + got)
             if cut < 0:
-                carry = data
+                carry = bytes(view)
                 continue
-            block, carry = data[: cut + 1], data[cut + 1 :]
+            block = view[: cut + 1]
+            carry = bytes(view[cut + 1 :])
             n_rows += _parse_block(parser, block, line_no, out, convert)
-            line_no += block.count(b"\n")
+            line_no += buf.count(b"\n", 0, cut + 1)
             if progress is not None:
                 progress(consumed(), total)
         if carry.strip():
@@ -316,19 +316,31 @@ def read_csv_table(path, spec: CsvSpec, *, progress: Callable[[int, int], None] 
     return out
 
 
-def _parse_block(parser: _BlockParser, block: bytes, line_no: int, out: dict, convert) -> int:
+def _readinto(stream, mv: memoryview) -> int:
+    """Fill ``mv`` as far as the stream allows (decompressors may return short reads); 0 at the end."""
+    total = 0
+    while total < len(mv):
+        n = stream.readinto(mv[total:])
+        if not n:
+            break
+        total += n
+    return total
+
+
+def _parse_block(parser: _BlockParser, block, line_no: int, out: dict, convert) -> int:
     try:
         table = parser.parse(block)
     except (pa.ArrowInvalid, pa.ArrowTypeError) as e:
+        block = bytes(block)
         raise parser.locate_error(block, line_no, e) from None
     bad = parser.check_nulls(table)
     if bad is not None:
-        raise parser.locate_error(block, line_no, ValueError("empty value")) from None
+        raise parser.locate_error(bytes(block), line_no, ValueError("empty value")) from None
     try:
         cols = convert(table) if convert is not None else {c: table.column(c) for c in table.column_names}
     except RowError as e:
         # row index -> line number (pyarrow skips blank lines)
-        lines = block.split(b"\n")
+        lines = bytes(block).split(b"\n")
         seen = -1
         for k, ln in enumerate(lines):
             if ln.strip(b"\r"):

@@ -8,9 +8,9 @@ import warnings
 
 import pytest
 
-from suite_datasets._io import TruncatedLastLineWarning
-from suite_datasets.sessions.pipeline import prepare, process
-from suite_datasets.sessions.readers import read_diginetica, read_rees46, read_retailrocket, read_yoochoose
+from datasets._suite_io import TruncatedLastLineWarning
+from datasets.sessions.pipeline import prepare, process
+from datasets.sessions.readers import read_diginetica, read_rees46, read_retailrocket, read_yoochoose
 
 
 def counts(df):

@@ -9,10 +9,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from suite_datasets._io import open_raw
-from suite_datasets.sessions import synthetic
-from suite_datasets.sessions.pipeline import DATASETS, process
-from suite_datasets.sessions.readers import RAW_FILES, read_raw
+from datasets._suite_io import open_raw
+from datasets.sessions import synthetic
+from datasets.sessions.pipeline import DATASETS, process
+from datasets.sessions.readers import RAW_FILES, read_raw
 
 FIRST_LINE = {
     "yoochoose": r"^\d+,\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z,\d+,(0|S|\d{1,2}|\d{10})$",
@@ -68,9 +68,14 @@ def test_statistics_in_part3_ranges(processed, name):
     assert 2.5e4 <= raw_rows <= 6e4, raw_rows  # CI size: 10^4-10^5 raw events
     full, train, test = res.frames["full"], res.frames["train_full"], res.frames["test"]
     lengths = full.groupby("SessionId").size()
-    assert 2 <= lengths.median() <= 3
-    assert 5 <= lengths.quantile(0.9) <= 9
-    assert 3.0 <= lengths.mean() <= 4.5
+    if name == "coveo":
+        # Coveo's sessions are long (8.52 events/session in the published train set, §1.6a); the Part 3 length
+        # ranges were measured on Yoochoose, Rees46 and Diginetica slices
+        assert 4 <= lengths.median() <= 7 and 10 <= lengths.quantile(0.9) <= 20 and 6 <= lengths.mean() <= 9.5
+    else:
+        assert 2 <= lengths.median() <= 3
+        assert 5 <= lengths.quantile(0.9) <= 9
+        assert 3.0 <= lengths.mean() <= 4.5
     assert res.filter_rounds >= 3
     views = next(s for s in res.steps if s["step"].startswith("views"))["rows"]
     dedup = next(s for s in res.steps if s["step"] == "dedup")
@@ -108,7 +113,7 @@ def _revisit_share(df):
 @pytest.mark.parametrize("name", DATASETS)
 def test_traps_present(processed, name):
     frames, res = processed(name)
-    full, train, test = res.frames["full"], res.frames["train_full"], res.frames["test"]
+    full, test = res.frames["full"], res.frames["test"]
     # sessions straddling the test boundary: in train (truncated) and not in test
     b = res.tsplit - res.tday
     sb = full.groupby("SessionId")["Time"].agg(["min", "max"])

@@ -8,8 +8,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from suite_datasets.sessions import readers
-from suite_datasets.sessions.pipeline import (_first_appearance_codes, dedup_consecutive, stable_lexsort,
+from datasets.sessions import readers
+from datasets.sessions.pipeline import (_first_appearance_codes, dedup_consecutive, stable_lexsort,
                                               stats_table, support_filter, time_split)
 
 
@@ -119,14 +119,14 @@ def test_readers_transparent_compression(tmp_path):
 
 def test_small_blocks_give_the_same_result(tmp_path, monkeypatch):
     """Block boundaries (chunked reading) must not change the rows."""
-    from suite_datasets import _io
+    from datasets import _suite_io
 
     lines = "".join(f"{k},2014-04-07T10:{k % 60:02d}:09.{k % 1000:03d}Z,{214536502 + k % 7},0\n" for k in range(3000))
     p = tmp_path / "y.dat"
     p.write_text(lines)
     want = readers.read_yoochoose(p)
-    monkeypatch.setattr(_io, "BLOCK_BYTES", 777)
-    orig = _io.read_csv_table
+    monkeypatch.setattr(_suite_io, "BLOCK_BYTES", 777)
+    orig = _suite_io.read_csv_table
 
     def small(path, spec, **kw):
         kw["block_bytes"] = 777

@@ -1,11 +1,12 @@
 """Readers for the raw files of the five session datasets of the study (Hidasi & Czapp, RecSys 2023), in their
 original formats (spec: ../shared/spec/datasets.md, Part 1, §1.1-§1.5).
 
-Each ``read_<name>(path)`` reads ONE raw file (plain, .gz, .bz2, or .zip -- see ``suite_datasets._io.open_raw``)
-block by block with pyarrow and returns a pandas DataFrame in file order with compact dtypes. Time is converted
+Each ``read_<name>(path)`` reads ONE raw file (plain, .gz, .bz2, or .zip -- see ``datasets._suite_io.open_raw``)
+block by block with pyarrow and returns a pandas DataFrame in file order with compact dtypes (``progress``, optional:
+a callable receiving (bytes read, file size) after each block). Time is converted
 explicitly to integers (epoch seconds or milliseconds as stated per reader), never through the datetime64
 reinterpretation idiom of the study scripts, whose result depends on the pandas version (pandas 3 parses to
-microseconds). Bad input raises ``suite_datasets._io.RawFormatError`` (a ValueError naming file and line); a
+microseconds). Bad input raises ``datasets._suite_io.RawFormatError`` (a ValueError naming file and line); a
 truncated last line is skipped with a ``TruncatedLastLineWarning`` naming the line.
 
 Identifiers the study reads as strings (Rees46 ``product_id``/``user_id``) are returned as int64 after checking
@@ -22,7 +23,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .._io import CsvSpec, RowError, read_csv_table
+from .._suite_io import CsvSpec, RowError, read_csv_table
 
 __all__ = [
     "RAW_FILES",
@@ -118,7 +119,7 @@ def _canonical_ids(t, src: str) -> np.ndarray:
     return col.cast(pa.int64()).to_numpy()
 
 
-def read_yoochoose(path) -> pd.DataFrame:
+def read_yoochoose(path, progress=None) -> pd.DataFrame:
     """Read ``yoochoose-clicks.dat`` or ``yoochoose-test.dat`` (§1.1).
 
     Returns columns ``SessionId`` int64, ``Time`` int64 (epoch **seconds**, floor of the ms timestamp: the study's
@@ -130,11 +131,11 @@ def read_yoochoose(path) -> pd.DataFrame:
         return {"SessionId": t.column("SessionId").to_numpy(), "Time": np.floor_divide(ns, 10**9),
                 "ItemId": t.column("ItemId").to_numpy()}
 
-    cols = read_csv_table(path, SPECS["yoochoose"], convert=convert)
-    return pd.DataFrame({k: _concat(v) for k, v in cols.items()})
+    cols = read_csv_table(path, SPECS["yoochoose"], convert=convert, progress=progress)
+    return pd.DataFrame({k: _concat(v) for k, v in cols.items()}, copy=False)
 
 
-def read_rees46(path) -> pd.DataFrame:
+def read_rees46(path, progress=None) -> pd.DataFrame:
     """Read one monthly Rees46 file, e.g. ``2019-Oct.csv`` (§1.2).
 
     Returns ``Time`` int64 (epoch **seconds** of ``event_time``, UTC), ``EventType`` categorical (view, cart,
@@ -148,12 +149,12 @@ def read_rees46(path) -> pd.DataFrame:
                 "EventType": vocab.codes(t.column("event_type")),
                 "ProductId": _canonical_ids(t, "product_id"), "UserId": _canonical_ids(t, "user_id")}
 
-    cols = read_csv_table(path, SPECS["rees46"], convert=convert)
+    cols = read_csv_table(path, SPECS["rees46"], convert=convert, progress=progress)
     return pd.DataFrame({"Time": _concat(cols["Time"]), "EventType": vocab.categorical(cols["EventType"]),
                          "ProductId": _concat(cols["ProductId"]), "UserId": _concat(cols["UserId"])})
 
 
-def read_coveo(path) -> pd.DataFrame:
+def read_coveo(path, progress=None) -> pd.DataFrame:
     """Read ``release_10_23_2020.csv`` of the Coveo 2020 release (§1.3).
 
     Returns ``session_id_hash`` (object: str), ``product_action`` (object: str or None), ``product_skus_hash``
@@ -165,7 +166,7 @@ def read_coveo(path) -> pd.DataFrame:
     def convert(t: pa.Table) -> dict:
         return {c: t.column(c) for c in t.column_names}
 
-    cols = read_csv_table(path, SPECS["coveo"], convert=convert)
+    cols = read_csv_table(path, SPECS["coveo"], convert=convert, progress=progress)
     out = {}
     for c in SPECS["coveo"].required:
         arr = pa.chunked_array([ch for part in cols[c] for ch in part.chunks], type=cols[c][0].type)
@@ -174,7 +175,7 @@ def read_coveo(path) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
-def read_retailrocket(path) -> pd.DataFrame:
+def read_retailrocket(path, progress=None) -> pd.DataFrame:
     """Read RetailRocket ``events.csv`` (§1.4).
 
     Returns ``timestamp`` int64 (epoch **milliseconds**), ``visitorid`` int64, ``event`` categorical (view,
@@ -187,12 +188,12 @@ def read_retailrocket(path) -> pd.DataFrame:
         return {"timestamp": t.column("timestamp").to_numpy(), "visitorid": t.column("visitorid").to_numpy(),
                 "event": vocab.codes(t.column("event")), "itemid": t.column("itemid").to_numpy()}
 
-    cols = read_csv_table(path, SPECS["retailrocket"], convert=convert)
+    cols = read_csv_table(path, SPECS["retailrocket"], convert=convert, progress=progress)
     return pd.DataFrame({"timestamp": _concat(cols["timestamp"]), "visitorid": _concat(cols["visitorid"]),
                          "event": vocab.categorical(cols["event"]), "itemid": _concat(cols["itemid"])})
 
 
-def read_diginetica(path) -> pd.DataFrame:
+def read_diginetica(path, progress=None) -> pd.DataFrame:
     """Read Diginetica ``train-item-views.csv`` (§1.5): ';'-separated, camelCase or snake_case header, or none.
 
     Returns ``sessionId`` int64, ``userId`` float64 (NaN for ``NA``), ``itemId`` int64, ``timeframe`` int64
@@ -209,7 +210,7 @@ def read_diginetica(path) -> pd.DataFrame:
             "eventdate_days": t.column("eventdate").cast(pa.int32()).to_numpy().astype(np.int64),
         }
 
-    cols = read_csv_table(path, SPECS["diginetica"], convert=convert)
+    cols = read_csv_table(path, SPECS["diginetica"], convert=convert, progress=progress)
     return pd.DataFrame({k: _concat(v) for k, v in cols.items()})
 
 
@@ -222,10 +223,11 @@ READERS = {
 }
 
 
-def read_raw(name: str, path) -> pd.DataFrame:
-    """Dispatch to ``read_<name>``; raises ValueError naming the parameter for an unknown dataset name."""
+def read_raw(name: str, path, progress=None) -> pd.DataFrame:
+    """Dispatch to ``read_<name>``; raises ValueError naming the parameter for an unknown dataset name.
+    ``progress(bytes_read, total_bytes)`` (optional) is called after each block of every reader."""
     try:
         reader = READERS[name]
     except KeyError:
         raise ValueError(f"name: unknown dataset {name!r}; known: {', '.join(READERS)}") from None
-    return reader(Path(path))
+    return reader(Path(path), progress=progress)

@@ -36,6 +36,7 @@ import platform
 import sys
 import time
 import warnings
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -45,7 +46,7 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
-from .. import _io
+from .. import _suite_io
 from .readers import RAW_FILES, read_raw
 
 __all__ = [
@@ -117,10 +118,12 @@ def _as_sort_key(a: np.ndarray) -> tuple[np.ndarray, int]:
     return k, int(k.max()).bit_length()
 
 
-def stable_lexsort(keys: list[np.ndarray]) -> np.ndarray:
-    """Stable sort order by several integer keys (most significant first), equal rows keep their input order --
-    the order pandas' multi-column ``sort_values`` produces (it is stable for several columns). Keys are packed
-    into as few 64-bit composites as fit and sorted least significant first (LSD), each pass stable."""
+def _key_bits(a: np.ndarray) -> int:
+    return int(int(a.max()) - int(a.min())).bit_length() if len(a) else 0
+
+
+def _lsd_lexsort(keys: list[np.ndarray]) -> np.ndarray:
+    """Stable multi-key order by packing keys into as few 64-bit composites as fit, least significant first."""
     n = len(keys[0])
     prepared = [_as_sort_key(k) for k in keys]
     groups: list[list[tuple[np.ndarray, int]]] = []
@@ -149,11 +152,49 @@ def stable_lexsort(keys: list[np.ndarray]) -> np.ndarray:
     return order if order is not None else np.arange(n)
 
 
+def stable_lexsort(keys: list[np.ndarray]) -> np.ndarray:
+    """Stable sort order by several integer keys (most significant first); equal rows keep their input order,
+    which is the order pandas' multi-column ``sort_values`` gives (it is stable for several columns).
+
+    Fast path for (group, time, item) keys: the first key is replaced by its dense rank and the second by its
+    offset from the group's minimum, which usually packs all keys into one 64-bit composite; raw session data
+    are nearly sorted, so the stable argsorts are cheap. Otherwise an LSD sort over packed composites.
+    """
+    n = len(keys[0])
+    if n == 0:
+        return np.arange(0)
+    if sum(_key_bits(k) for k in keys) <= 64 or len(keys) < 2:
+        return _lsd_lexsort(keys)
+    g = np.asarray(keys[0])
+    o = np.argsort(g, kind="stable")
+    gs = g[o]
+    change = np.empty(n, dtype=bool)
+    change[0] = True
+    np.not_equal(gs[1:], gs[:-1], out=change[1:])
+    del gs
+    code = np.cumsum(change, dtype=np.int64)
+    code -= 1  # dense group code, in group-sorted order
+    starts = np.flatnonzero(change)
+    del change
+    k1 = np.asarray(keys[1])[o]
+    k1 -= np.repeat(np.minimum.reduceat(k1, starts), np.diff(np.append(starts, n)))  # offset within the group
+    rest = [np.asarray(k)[o] for k in keys[2:]]
+    b = [_key_bits(code), _key_bits(k1)] + [_key_bits(k) for k in rest]
+    if sum(b) > 64:
+        return o[_lsd_lexsort([code, k1] + rest)]
+    # one composite in group-sorted order; a stable argsort keeps equal rows in input order
+    comp = code.astype(np.uint64)
+    for k, bits in zip([k1] + rest, b[1:]):
+        comp <<= np.uint64(bits)
+        comp |= (k - k.min()).astype(np.uint64)
+    return o[np.argsort(comp, kind="stable")]
+
+
 def _first_appearance_codes(values: np.ndarray) -> np.ndarray:
     """Integer codes 0, 1, 2, ... in order of first appearance, missing values (None/NaN) included as one value
     at the position of their first appearance -- what ``Series.unique()`` followed by a merge gives."""
     codes, uniques = pd.factorize(values, use_na_sentinel=True)
-    codes = codes.astype(np.int64)
+    codes = codes.astype(np.int32 if len(uniques) < 2**31 - 1 else np.int64, copy=False)
     na = codes < 0
     if not na.any():
         return codes
@@ -165,7 +206,7 @@ def _first_appearance_codes(values: np.ndarray) -> np.ndarray:
     shifted = np.where(before, np.arange(len(uniques)), np.arange(len(uniques)) + 1)
     # factorize numbers uniques in order of appearance, so 'before' is a prefix
     out = np.where(na, n_before, shifted[np.where(na, 0, codes)])
-    return out
+    return out.astype(codes.dtype, copy=False)
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -235,8 +276,9 @@ def support_filter(session: np.ndarray, item_key: np.ndarray, *, label: np.ndarr
     s_code = np.zeros(n, dtype=np.int64)
     if n > 1:
         s_code[1:] = np.cumsum(session[1:] != session[:-1])
-    i_code = pd.factorize(item_key)[0].astype(np.int64)
-    d = _Dropper({"s": s_code, "i": i_code, "idx": np.arange(n)}, label)
+    i_code = pd.factorize(item_key)[0].astype(np.int32)
+    idx_type = np.int32 if n < 2**31 else np.int64
+    d = _Dropper({"s": s_code.astype(idx_type), "i": i_code, "idx": np.arange(n, dtype=idx_type)}, label)
     n_items = int(i_code.max()) + 1 if n else 0
     n_sess = int(s_code[-1]) + 1 if n else 0
     rounds = 0
@@ -244,21 +286,32 @@ def support_filter(session: np.ndarray, item_key: np.ndarray, *, label: np.ndarr
     while len(d) != prev:
         prev = len(d)
         rounds += 1
-        s, i = d.a["s"], d.a["i"]
+        s = d.a["s"]
         sl = np.bincount(s, minlength=n_sess)
-        extra_a = d.drop(sl[s] == 1)
-        after_a = _counts(d)
+        if log:
+            log[-1]["after_b"]["sessions"] = int(np.count_nonzero(sl))
+        single = sl == 1
+        extra_a = d.drop(single[s]) if single.any() else 0
         i = d.a["i"]
         sup = np.bincount(i, minlength=n_items)
-        extra_b = d.drop(sup[i] < min_item_support)
+        after_a = {"rows": len(d), "sessions": _runs(d.a["s"]), "items": int(np.count_nonzero(sup))}
+        low = (sup < min_item_support) & (sup > 0)
+        extra_b = d.drop(low[i]) if low.any() else 0
         if log is not None:
-            log.append({"round": rounds, "after_a": after_a, "after_b": _counts(d),
+            items_b = after_a["items"] - int(np.count_nonzero(low))
+            if extra_b:
+                items_b = int(np.count_nonzero(np.bincount(d.a["i"], minlength=n_items)))
+            log.append({"round": rounds, "after_a": after_a,
+                        "after_b": {"rows": len(d), "sessions": None, "items": items_b},
                         **({"index_quirk_extra_rows": [extra_a, extra_b]} if label is not None else {})})
-    return d.a["idx"], rounds
+    if log:
+        log[-1]["after_b"]["sessions"] = _runs(d.a["s"])
+    return d.a["idx"].astype(np.int64), rounds
 
 
-def _counts(d: _Dropper) -> dict:
-    return {"rows": len(d), "sessions": int(np.unique(d.a["s"]).size), "items": int(np.unique(d.a["i"]).size)}
+def _runs(s: np.ndarray) -> int:
+    """Number of sessions in rows sorted by session."""
+    return int(np.count_nonzero(s[1:] != s[:-1])) + 1 if len(s) else 0
 
 
 def time_split(full: pd.DataFrame, tday: int, tsplit: int | None) -> dict[str, pd.DataFrame]:
@@ -275,22 +328,55 @@ def time_split(full: pd.DataFrame, tday: int, tsplit: int | None) -> dict[str, p
         return {k: empty.copy() for k in SPLITS}
     if tsplit is None:
         tsplit = int(full["Time"].max())
-    code = pd.factorize(full["SessionId"].to_numpy())[0]
-    t = full["Time"].to_numpy()
-    sbeg = np.full(code.max() + 1, np.iinfo(np.int64).max, dtype=t.dtype)
-    np.minimum.at(sbeg, code, t)
-    sbeg = sbeg[code]  # session start on the full data, per row
+    code, t, starts = _session_codes(full)
+    sbeg = _per_session(np.minimum, code, t, starts)[code]  # session start on the full data, per row
+
+    n_sess = int(code[-1]) + 1 if starts is not None else int(code.max()) + 1
 
     def longer_than_1(mask: np.ndarray) -> np.ndarray:
-        n = np.bincount(code[mask], minlength=len(sbeg))
+        n = np.bincount(code[mask], minlength=n_sess)
         return mask & (n[code] > 1)
 
     test = sbeg >= tsplit - tday
     train = longer_than_1(t < tsplit - tday)
     train_tr = longer_than_1(train & (t < tsplit - 2 * tday))
     train_valid = train & (sbeg >= tsplit - 2 * tday)
-    return {"train_full": full[train], "test": full[test], "train_tr": full[train_tr],
-            "train_valid": full[train_valid]}
+    cols = {c: full[c].to_numpy() for c in full.columns}
+
+    def take(mask):
+        return pd.DataFrame({c: v[mask] for c, v in cols.items()}, copy=False)
+
+    return {"train_full": take(train), "test": take(test), "train_tr": take(train_tr),
+            "train_valid": take(train_valid)}
+
+
+def _session_codes(df: pd.DataFrame):
+    """Dense session codes per row (0..n-1), the Time array and the first row of each session when sessions are
+    contiguous (then codes come from boundaries, not hashing)."""
+    sid = df["SessionId"].to_numpy()
+    t = df["Time"].to_numpy()
+    n = len(sid)
+    change = np.empty(n, dtype=bool)
+    if n:
+        change[0] = True
+        np.not_equal(sid[1:], sid[:-1], out=change[1:])
+    code = np.cumsum(change) - 1
+    starts = np.flatnonzero(change)
+    # contiguous (one run per session): sorted ids, or as many runs as distinct ids
+    if n == 0 or bool(np.all(sid[1:] >= sid[:-1])) or len(starts) == pd.unique(sid).size:
+        return code, t, starts
+    code = pd.factorize(sid)[0]
+    return code, t, None
+
+
+def _per_session(ufunc, code: np.ndarray, t: np.ndarray, starts: np.ndarray | None) -> np.ndarray:
+    """np.minimum / np.maximum of ``t`` per session code (reduceat on contiguous sessions)."""
+    if starts is not None:
+        return ufunc.reduceat(t, starts) if len(t) else t[:0]
+    fill = np.iinfo(np.int64).max if ufunc is np.minimum else np.iinfo(np.int64).min
+    out = np.full(int(code.max()) + 1, fill, dtype=np.int64)
+    ufunc.at(out, code, t)
+    return out
 
 
 def stats_table(frames: dict[str, pd.DataFrame], name: str) -> pd.DataFrame:
@@ -306,18 +392,19 @@ def stats_table(frames: dict[str, pd.DataFrame], name: str) -> pd.DataFrame:
     rows = []
     for part, df in frames.items():
         t = df["Time"].to_numpy()
+        code, _, starts = _session_codes(df) if len(df) else (np.zeros(0, np.int64), t, None)
+        icode = pd.factorize(df["ItemId"].to_numpy())[0]
         row = {"Dataset": f"{STUDY_PREFIX[name]}_{part}.tsv", "NumEvents": len(df),
-               "NumSessions": int(df["SessionId"].nunique()), "NumItems": int(df["ItemId"].nunique())}
+               "NumSessions": int(code.max()) + 1 if len(df) else 0, "NumItems": int(icode.max()) + 1 if len(df) else 0}
         if len(df):
-            slen = df.groupby("SessionId").size()
-            g = df.groupby("SessionId")["Time"]
-            sdiff = (g.max() - g.min()) / per_s
+            slen = np.bincount(code)
+            sdiff = (_per_session(np.maximum, code, t, starts) - _per_session(np.minimum, code, t, starts)) / per_s
             fmt = "%Y-%m-%d %H:%M:%S.%f"
             row.update(
                 NumDays=(t.max() - t.min()) / day,
                 StartTime=(dt.datetime(1970, 1, 1) + dt.timedelta(seconds=t.min() / per_s)).strftime(fmt),
                 EndTime=(dt.datetime(1970, 1, 1) + dt.timedelta(seconds=t.max() / per_s)).strftime(fmt),
-                AvgItemViews=float(df.groupby("ItemId").size().mean()),
+                AvgItemViews=len(df) / (int(icode.max()) + 1),
                 MinSessionLength=int(slen.min()), MaxSessionLength=int(slen.max()),
                 AvgSessionLength=float(slen.mean()),
                 **{"MinSessionTime (sec)": float(sdiff.min()), "MaxSessionTime (sec)": float(sdiff.max())})
@@ -334,15 +421,29 @@ def stats_table(frames: dict[str, pd.DataFrame], name: str) -> pd.DataFrame:
 
 
 def _concat_inputs(name: str, inputs: dict[str, pd.DataFrame]) -> tuple[pd.DataFrame, np.ndarray, list]:
-    """Concatenate raw frames in the study's order; also return each row's position in its own file."""
+    """Concatenate raw frames in the study's order; also return each row's position in its own file. With the
+    private key ``"__consume__"`` in ``inputs`` the dict is emptied afterwards (frees the raw frames early)."""
+    consume = bool(inputs.pop("__consume__", False))
     order = [f for f in RAW_FILES[name] if f in inputs] + [f for f in inputs if f not in RAW_FILES[name]]
     if not order:
         raise ValueError(f"inputs: no raw frames given for {name}")
     frames = [inputs[f] for f in order]
     labels = np.concatenate([np.arange(len(f), dtype=np.int64) for f in frames])
     steps = [{"step": f"read {f}", "rows": len(inputs[f])} for f in order]
-    df = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0].reset_index(drop=True)
+    if len(frames) == 1:
+        df = frames[0].reset_index(drop=True)
+    else:
+        df = pd.DataFrame({c: _concat_column([f[c] for f in frames]) for c in frames[0].columns}, copy=False)
+    del frames
+    if consume:
+        inputs.clear()
     return df, labels, steps
+
+
+def _concat_column(cols: list[pd.Series]):
+    if all(isinstance(c.dtype, np.dtype) for c in cols) and len({c.dtype for c in cols}) == 1:
+        return np.concatenate([c.to_numpy() for c in cols])
+    return pd.concat(cols, ignore_index=True)
 
 
 def _sessionise(owner: np.ndarray, t: np.ndarray, gap: int) -> np.ndarray:
@@ -355,26 +456,37 @@ def _sessionise(owner: np.ndarray, t: np.ndarray, gap: int) -> np.ndarray:
 
 
 def _events_yoochoose(inputs, index_quirk: bool) -> _Events:
+    n_files = len([k for k in inputs if k != "__consume__"])  # counted before _concat_inputs may empty inputs
     df, labels, steps = _concat_inputs("yoochoose", inputs)
     s, t, i = (df[c].to_numpy(np.int64) for c in ("SessionId", "Time", "ItemId"))
+    del df
     o = stable_lexsort([s, t, i])
-    quirk = index_quirk and len(inputs) > 1
-    steps.append({"step": "views (all rows are clicks)", "rows": len(o), "sessions": int(np.unique(s).size)})
-    return _Events(s[o], i[o], i[o], t[o], labels[o] if quirk else None, steps)
+    quirk = index_quirk and n_files > 1
+    steps.append({"step": "views (all rows are clicks)", "rows": len(o), "sessions": len(pd.unique(s))})
+    io = i[o]
+    return _Events(s[o], io, io, t[o], labels[o] if quirk else None, steps)
 
 
 def _events_rees46(inputs, index_quirk: bool) -> _Events:
     df, _, steps = _concat_inputs("rees46", inputs)
-    useridx = _first_appearance_codes(df["UserId"].to_numpy())
-    itemidx = _first_appearance_codes(df["ProductId"].to_numpy())
     view = (df["EventType"] == "view").to_numpy()
+    # indices by first appearance over ALL events of [Oct, Nov]; only the views' codes are kept
+    u = _first_appearance_codes(df["UserId"].to_numpy())[view]
+    it = _first_appearance_codes(df["ProductId"].to_numpy())[view]
     t = df["Time"].to_numpy(np.int64)[view]
-    u, it, prod = useridx[view], itemidx[view], df["ProductId"].to_numpy(np.int64)[view]
+    prod = df["ProductId"].to_numpy(np.int64)[view]
+    del df
     steps.append({"step": "views", "rows": int(view.sum())})
+    del view
     # filtering before sorting keeps the relative order of the views that a stable sort of all events gives
     o = stable_lexsort([u, t, it])
-    u, t, it, prod = u[o], t[o], it[o], prod[o]
+    u = u[o]
+    t = t[o]
+    it = it[o]
+    prod = prod[o]
+    del o
     sess = _sessionise(u, t, SESSION_GAP["rees46"])
+    del u
     steps.append({"step": "sessions (1 h gap, views only)", "rows": len(t),
                   "sessions": int(sess[-1]) + 1 if len(sess) else 0})
     return _Events(sess, it, prod, t, None, steps)
@@ -387,8 +499,7 @@ def _events_all_then_views(name: str, owner: np.ndarray, t: np.ndarray, item_key
     sess = _sessionise(owner, t, SESSION_GAP[name])
     steps.append({"step": "sessions (1 h gap, all events)", "rows": len(t),
                   "sessions": int(sess[-1]) + 1 if len(sess) else 0})
-    steps.append({"step": "views", "rows": int(is_view.sum()),
-                  "sessions": int(np.unique(sess[is_view]).size)})
+    steps.append({"step": "views", "rows": int(is_view.sum()), "sessions": len(pd.unique(sess[is_view]))})
     return _Events(sess[is_view], item_key[is_view], item_out[is_view], t[is_view], None, steps)
 
 
@@ -417,8 +528,9 @@ def _events_diginetica(inputs, index_quirk: bool) -> _Events:
     t = day0 * DAY_MS + df["timeframe"].to_numpy(np.int64)
     i = df["itemId"].to_numpy(np.int64)
     o = stable_lexsort([s, t, i])
-    steps.append({"step": "views (all rows are item views)", "rows": len(o), "sessions": int(np.unique(s).size)})
-    return _Events(s[o], i[o], i[o], t[o], None, steps)
+    steps.append({"step": "views (all rows are item views)", "rows": len(o), "sessions": len(pd.unique(s))})
+    io = i[o]
+    return _Events(s[o], io, io, t[o], None, steps)
 
 
 _EVENTS = {
@@ -455,44 +567,59 @@ class Processed:
 
 
 def process(name: str, inputs: dict[str, pd.DataFrame], *, index_quirk: bool = True,
-            progress=None) -> Processed:
+            progress=None, consume: bool = False) -> Processed:
     """Run the study's pipeline on raw frames already read by ``readers.read_<name>``.
 
     ``inputs``: raw file basename (e.g. 'yoochoose-clicks.dat') -> frame; concatenated in the study's order
     (``readers.RAW_FILES``). ``index_quirk`` (Yoochoose with both files only): reproduce the study's removal by
     duplicated index label (see module docstring); False gives the spec's row-wise semantics. ``progress``: an
-    optional callable receiving the name of each step as it starts.
+    optional callable receiving the name of each step as it starts. ``consume``: empty ``inputs`` as soon as the
+    frames are concatenated (lower peak memory; ``prepare`` uses it).
     Raises ValueError for an unknown ``name`` or empty ``inputs``.
     """
     _check_name(name)
     say = progress or (lambda s: None)
     say("sessions")
+    if consume:
+        inputs["__consume__"] = True
     ev = _EVENTS[name](inputs, index_quirk)
     steps = ev.steps
     say("dedup")
     dup = dedup_consecutive(ev.session, ev.item_key)
     arrays = {"s": ev.session, "k": ev.item_key, "o": ev.item_out, "t": ev.time}
-    d = _Dropper(arrays, ev.label)
+    label = ev.label
+    quirk = label is not None
+    ev.session = ev.item_key = ev.item_out = ev.time = ev.label = None
+    same_ko = arrays["k"] is arrays["o"]
+    if same_ko:
+        del arrays["o"]
+    d = _Dropper(arrays, label)
+    del arrays, label
+    n_dup = int(dup.sum())
     extra = d.drop(dup)
-    steps.append({"step": "dedup", "rows": len(d), "removed": int(dup.sum()),
-                  **({"index_quirk_extra_rows": extra} if ev.label is not None else {})})
+    del dup
+    if same_ko:
+        d.a["o"] = d.a["k"]
+    steps.append({"step": "dedup", "rows": len(d), "removed": n_dup,
+                  **({"index_quirk_extra_rows": extra} if quirk else {})})
     say("filter")
     log: list = []
     keep, rounds = support_filter(d.a["s"], d.a["k"], label=d.label, log=log)
-    full = pd.DataFrame({"SessionId": d.a["s"][keep], "ItemId": d.a["o"][keep], "Time": d.a["t"][keep]})
+    full = pd.DataFrame({"SessionId": d.a["s"][keep], "ItemId": d.a["o"][keep], "Time": d.a["t"][keep]},
+                        copy=False)
     steps.append({"step": "support filter", "rows": len(full), "sessions": int(full["SessionId"].nunique()),
                   "items": int(full["ItemId"].nunique()), "rounds": rounds})
     say("split")
     tday, tsplit = SPLIT_PARAMS[name]
     splits = time_split(full, tday, tsplit)
-    frames = {"full": full.reset_index(drop=True)}
+    frames = {"full": full}
     for k in SPLITS:
-        frames[k] = splits[k].reset_index(drop=True)
+        frames[k] = splits[k]
         steps.append({"step": k, "rows": len(frames[k]), "sessions": int(frames[k]["SessionId"].nunique()),
                       "items": int(frames[k]["ItemId"].nunique())})
     eff_tsplit = tsplit if tsplit is not None else (int(full["Time"].max()) if len(full) else None)
     return Processed(name, frames, stats_table(frames, name), steps, rounds, log, eff_tsplit, tday,
-                     ev.label is not None)
+                     quirk)
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -530,7 +657,7 @@ class Prepared:
 def _code_hash() -> str:
     h = hashlib.sha256()
     here = Path(__file__).resolve().parent
-    for f in (here / "pipeline.py", here / "readers.py", here.parent / "_io.py"):
+    for f in (here / "pipeline.py", here / "readers.py", here.parent / "_suite_io.py"):
         h.update(f.read_bytes())
     return h.hexdigest()
 
@@ -558,23 +685,22 @@ def _valid_cache(out_dir: Path, key: str) -> dict | None:
         return None
     for part, info in m.get("outputs", {}).items():
         p = out_dir / info["file"]
-        if not p.is_file() or p.stat().st_size != info["bytes"] or _io.sha256_file(p) != info["sha256"]:
+        if not p.is_file() or p.stat().st_size != info["bytes"] or _suite_io.sha256_file(p) != info["sha256"]:
             return None
     return m
 
 
 def _write_parquet(df: pd.DataFrame, path: Path, meta: dict) -> None:
-    table = pa.Table.from_pandas(df.astype({"SessionId": "int64", "ItemId": "int64", "Time": "int64"}),
-                                 preserve_index=False)
+    table = pa.table({c: np.asarray(df[c].to_numpy(), dtype=np.int64) for c in ("SessionId", "ItemId", "Time")})
     table = table.replace_schema_metadata({**(table.schema.metadata or {}),
                                            b"gru4rec_conformance": json.dumps(meta).encode()})
-    with _io.atomic_path(path) as tmp:
-        pq.write_table(table, tmp)
+    with _suite_io.atomic_path(path) as tmp:
+        pq.write_table(table, tmp, use_dictionary=False, compression="snappy", row_group_size=1 << 18)
 
 
 def _write_tsv(df: pd.DataFrame, path: Path) -> None:
     table = pa.Table.from_pandas(df, preserve_index=False)
-    with _io.atomic_path(path) as tmp:
+    with _suite_io.atomic_path(path) as tmp:
         pacsv.write_csv(table, tmp, write_options=pacsv.WriteOptions(delimiter="\t", quoting_style="none"))
 
 
@@ -597,9 +723,9 @@ def prepare(name: str, raw_dir, out_dir, *, index_quirk: bool = True, tsv: bool 
     bar = _Progress(name, progress)
     t0 = time.time()
     bar.step("hash inputs")
-    files = [_io.resolve_raw_file(raw_dir, f) for f in RAW_FILES[name]]
-    inputs = [{"file": RAW_FILES[name][k], "path": str(p), "bytes": _io._split_zip_member(p)[0].stat().st_size,
-               "sha256": _io.sha256_file(p)} for k, p in enumerate(files)]
+    files = [_suite_io.resolve_raw_file(raw_dir, f) for f in RAW_FILES[name]]
+    inputs = [{"file": RAW_FILES[name][k], "path": str(p), "bytes": _suite_io._split_zip_member(p)[0].stat().st_size,
+               "sha256": _suite_io.sha256_file(p)} for k, p in enumerate(files)]
     options = {"index_quirk": bool(index_quirk), "tsv": bool(tsv)}
     code = _code_hash()
     key = _cache_key(name, inputs, options, code)
@@ -613,35 +739,41 @@ def prepare(name: str, raw_dir, out_dir, *, index_quirk: bool = True, tsv: bool 
         warnings.simplefilter("always")
         for spec, p in zip(RAW_FILES[name], files):
             bar.step(f"read {spec}")
-            frames_in[spec] = read_raw(name, p)
+            frames_in[spec] = read_raw(name, p, progress=bar.bytes_callback(spec))
     for w in caught:
         warnings.warn(w.message, w.category, stacklevel=2)
-    res = process(name, frames_in, index_quirk=index_quirk, progress=bar.step)
+    pa.default_memory_pool().release_unused()  # hand pyarrow's cached read buffers back before the heavy steps
+    res = process(name, frames_in, index_quirk=index_quirk, progress=bar.step, consume=True)
     del frames_in
     bar.step("write")
     out_dir.mkdir(parents=True, exist_ok=True)
-    _io.remove_stale_temporaries(out_dir)
+    _suite_io.remove_stale_temporaries(out_dir)
     old_manifest = out_dir / "manifest.json"
     if old_manifest.exists():
         old_manifest.unlink()  # the folder is incomplete until the new manifest is written
     meta = {"dataset": name, "time_unit": TIME_UNIT[name], "pipeline_version": PIPELINE_VERSION}
     outputs = {}
-    for part in PARTS:
+
+    def write_part(part: str) -> dict:
         p = out_dir / f"{part}.parquet"
         _write_parquet(res.frames[part], p, {**meta, "part": part})
-        outputs[part] = {"file": p.name, "rows": len(res.frames[part]), "bytes": p.stat().st_size,
-                         "sha256": _io.sha256_file(p)}
+        return {"file": p.name, "rows": len(res.frames[part]), "bytes": p.stat().st_size,
+                "sha256": _suite_io.sha256_file(p)}
+
+    with ThreadPoolExecutor(max_workers=2) as pool:  # pyarrow and hashlib release the GIL
+        for part, info in zip(PARTS, pool.map(write_part, PARTS)):
+            outputs[part] = info
     stats_path = out_dir / "stats.tsv"
-    with _io.atomic_path(stats_path) as tmp:
+    with _suite_io.atomic_path(stats_path) as tmp:
         res.stats.to_csv(tmp, sep="\t", index=False, float_format="%.4f")
     outputs["stats"] = {"file": stats_path.name, "rows": len(res.stats), "bytes": stats_path.stat().st_size,
-                        "sha256": _io.sha256_file(stats_path)}
+                        "sha256": _suite_io.sha256_file(stats_path)}
     if tsv:
         for part in PARTS:
             p = out_dir / f"{STUDY_PREFIX[name]}_{part}.tsv"
             _write_tsv(res.frames[part], p)
             outputs[f"tsv_{part}"] = {"file": p.name, "rows": len(res.frames[part]), "bytes": p.stat().st_size,
-                                      "sha256": _io.sha256_file(p)}
+                                      "sha256": _suite_io.sha256_file(p)}
     manifest = {
         "dataset": name,
         "pipeline_version": PIPELINE_VERSION,
@@ -665,7 +797,7 @@ def prepare(name: str, raw_dir, out_dir, *, index_quirk: bool = True, tsv: bool 
         "created_utc": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "seconds": round(time.time() - t0, 3),
     }
-    _io.atomic_write_text(out_dir / "manifest.json", json.dumps(manifest, indent=1, default=_json_default))
+    _suite_io.atomic_write_text(out_dir / "manifest.json", json.dumps(manifest, indent=1, default=_json_default))
     bar.done(f"{len(res.frames['train_full'])} train_full / {len(res.frames['test'])} test events, "
              f"{res.filter_rounds} filter rounds")
     return Prepared(name, out_dir, manifest, False)
@@ -708,6 +840,24 @@ class _Progress:
                 self.bar.update(1)
             self.n += 1
             self.bar.set_description(label)
+
+    def bytes_callback(self, label: str):
+        """A reader progress callback that shows a byte bar under the step bar (None when disabled)."""
+        if self.bar is None:
+            return None
+        from tqdm.auto import tqdm
+
+        state = {}
+
+        def cb(done: int, total: int) -> None:
+            if "bar" not in state:
+                state["bar"] = tqdm(total=total, desc=label, unit="B", unit_scale=True, leave=False,
+                                    file=sys.stderr)
+            state["bar"].update(done - state["bar"].n)
+            if done >= total:
+                state["bar"].close()
+
+        return cb
 
     def done(self, msg: str) -> None:
         if self.bar is not None:

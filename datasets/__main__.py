@@ -1,4 +1,5 @@
-"""Command line: ``python -m suite_datasets prepare|info|synth`` (see ``--help``)."""
+"""Command line: ``python -m datasets prepare|info|synth`` (see ``--help``). With Hugging Face ``datasets`` installed
+this is still our CLI: our folder comes first on the overlaid package's ``__path__`` (HF 5.2.0 has no ``__main__``)."""
 
 from __future__ import annotations
 
@@ -40,7 +41,7 @@ def _info(name: str) -> int:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m suite_datasets",
+    ap = argparse.ArgumentParser(prog="python -m datasets",
                                  description="The study's session datasets: prepare raw files, show expected "
                                              "statistics, write synthetic raw files.")
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -74,7 +75,7 @@ def main(argv=None) -> int:
         for f, path in paths.items():
             print(path)
         return 0
-    from ._io import RawFormatError
+    from ._suite_io import RawFormatError
     from .sessions.pipeline import prepare
 
     with warnings.catch_warnings():

@@ -1,0 +1,100 @@
+"""Every mutant is caught by the checks that claim it, the other checks stay quiet on it, and the reference
+fails no check (conformance_checks.md §B; implementations/mutants/).
+
+The default test runs each mutant on the checks of its kind, its declared catches and a cheap cross-section
+(meta_matrix.CROSS_SECTION), and the reference on every non-slow, non-metric check, in one inner pytest run
+(pytest-xdist, 2 workers). The slow test runs every mutant on every check, metric conformance included. Both
+write the mutant × check matrix to reports/out/meta/<UTC timestamp>/mutant_matrix.{md,json}.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+import meta_matrix
+from implementations.base import GRU4REC_KINDS
+from implementations.mutants import mutant_classes
+
+MUTANTS = mutant_classes()
+CPU_MUTANTS = [m for m in MUTANTS if m.needs_device in (None, "cpu")]
+DEFAULT_MARKS = "not slow and not metric and not gpu"
+
+
+def test_mutant_declarations_are_consistent():
+    """Every mutant names a kind, a catalogue defect and at least one catching check of its own kind; every
+    check it names exists under conformance/gru4rec/."""
+    checks = meta_matrix.declared_checks()
+    problems = []
+    names = [m.name for m in MUTANTS]
+    if len(set(names)) != len(names):
+        problems.append("duplicate mutant names")
+    for m in MUTANTS:
+        if m.kind not in GRU4REC_KINDS or not m.defect or not m.caught_by:
+            problems.append(f"{m.name}: kind {m.kind!r}, defect {m.defect!r}, caught_by {m.caught_by!r}")
+        unknown = [c for c in (*m.caught_by, *m.also_fails) if c != "*" and c not in checks]
+        if unknown:
+            problems.append(f"{m.name}: unknown check id(s) {unknown}")
+        if not any(checks.get(c) == m.kind for c in m.caught_by):
+            problems.append(f"{m.name}: no catching check of its own kind {m.kind}")
+        if m.also_fails and not m.collateral:
+            problems.append(f"{m.name}: also_fails without a collateral explanation")
+    kinds_covered = {m.kind for m in MUTANTS}
+    missing_kinds = [k for k in GRU4REC_KINDS if k.startswith("K") and k not in kinds_covered]
+    if missing_kinds:
+        problems.append(f"no mutant for kind(s) {missing_kinds}")
+    uncaught_checks = sorted(set(checks) - {c for m in MUTANTS for c in m.caught_by} - {"MC-1", "MC-2", "MC-3"})
+    if uncaught_checks:
+        problems.append(f"checks no mutant proves to bite: {uncaught_checks}")
+    assert not problems, "; ".join(problems)
+
+
+@pytest.fixture(scope="module")
+def default_run(tmp_path_factory):
+    sel = meta_matrix.selection_default(CPU_MUTANTS)
+    run = meta_matrix.run_suite(sel, DEFAULT_MARKS, tmp_path_factory.mktemp("meta-default"), workers=2, timeout=1800)
+    out = meta_matrix.write_matrix("default", DEFAULT_MARKS, run, CPU_MUTANTS)
+    print(f"\nmutant matrix: {out / 'mutant_matrix.md'} ({run.seconds:.0f} s)")
+    assert run.records, f"the inner conformance run produced no results (exit {run.returncode}):\n{run.output_tail}"
+    return run
+
+
+def test_reference_fails_no_check(default_run):
+    """The reference passes (or skips) every non-slow, non-metric check."""
+    recs = default_run.records.get("reference", [])
+    assert len(recs) > 50, f"only {len(recs)} reference results:\n{default_run.output_tail}"
+    bad = {r["nodeid"]: r["reason"] for r in recs if r["outcome"] not in ("passed", "skipped", "skipped-unsupported")}
+    assert not bad, f"the reference fails {len(bad)} check(s): {bad}"
+
+
+@pytest.mark.parametrize("mutant", CPU_MUTANTS, ids=[m.name for m in CPU_MUTANTS])
+def test_mutant_caught_by_its_checks(default_run, mutant):
+    """The mutant fails every check that claims it and no check outside its declaration."""
+    recs = default_run.records.get(mutant.name, [])
+    assert recs, f"no results for {mutant.name}:\n{default_run.output_tail}"
+    v = meta_matrix.verdicts(recs)
+    a = meta_matrix.assess(mutant, v, set(meta_matrix.verdicts(default_run.records.get("reference", []))))
+    reasons = meta_matrix.failure_reasons(recs)
+    assert not a["missed"], (f"{mutant.name} ({mutant.defect}) is not caught by {a['missed']} "
+                             f"(verdicts: { {c: v.get(c, 'not run') for c in a['missed']} })")
+    assert not a["unexpected"], (f"{mutant.name} fails checks outside its declaration: "
+                                 + "; ".join(f"{c}: {reasons.get(c, '')}" for c in a["unexpected"]))
+
+
+@pytest.mark.slow
+def test_full_mutant_matrix(tmp_path):
+    """Every mutant × every check (slow and metric checks included; the default --dataset): every mutant is
+    caught by its declared checks, nothing fails outside the declarations, the reference fails nothing."""
+    sel = {"reference": {"kinds": ["*"]}, **{m.name: {"kinds": ["*"]} for m in CPU_MUTANTS}}
+    marks = "not gpu"
+    run = meta_matrix.run_suite(sel, marks, tmp_path / "meta-full", workers=2, timeout=4 * 3600)
+    out = meta_matrix.write_matrix("full", marks, run, CPU_MUTANTS)
+    print(f"\nmutant matrix: {out / 'mutant_matrix.md'} ({run.seconds:.0f} s)")
+    problems = []
+    ref = meta_matrix.verdicts(run.records.get("reference", []))
+    if not ref or any(x in ("F", "X") for x in ref.values()):
+        problems.append(f"reference: {ref}")
+    for m in CPU_MUTANTS:
+        a = meta_matrix.assess(m, meta_matrix.verdicts(run.records.get(m.name, [])))
+        if a["missed"] or a["unexpected"]:
+            problems.append(f"{m.name}: missed {a['missed']}, unexpected {a['unexpected']}")
+    assert not problems, f"see {out / 'mutant_matrix.md'}: " + "; ".join(problems)
