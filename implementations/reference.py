@@ -199,6 +199,8 @@ class ReferenceAdapter(Adapter):
         """
         import torch
 
+        from reference.gru4rec.core import _rows_touched
+
         gru = self._require_gru()
         model = gru.model
         if model is None:
@@ -225,17 +227,19 @@ class ReferenceAdapter(Adapter):
             return out
 
         model.score_all = recording_score_all  # instance attribute: sees full-catalogue scoring inside a step
+        lookups: list = []
         try:
-            R, _, cap = model.forward_train(cols[-2], y, H, p_embed, p_hidden, gru._gen_dropout, capture=True)
+            R, _, cap = model.forward_train(cols[-2], y, H, p_embed, p_hidden, gru._gen_dropout, capture=True,
+                                            rows=lookups)
             loss = gru.loss_function(R, y, b) / gru.batch_size
-            (gw,) = torch.autograd.grad(loss, [model.params["Wy"]], allow_unused=True)
+            names = model.param_names()
+            grads = torch.autograd.grad(loss, [model.params[k] for k in names] + [leaf for _, _, leaf in lookups],
+                                        allow_unused=True)
         finally:
             del model.score_all
         shapes.append(tuple(R.shape))
-        rows = 0
-        if gw is not None:
-            g = gw.coalesce().to_dense() if gw.is_sparse else gw
-            rows = int((g.abs().sum(1) > 0).sum())
+        gd = gru._collect_grads(names, grads[:len(names)], lookups, grads[len(names):])
+        rows = _rows_touched(gd.get("Wy"))
         emb = cap["embedding_out"]
         return {
             "embedding_out": None if emb is None else emb.detach().cpu().numpy(),

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from reports.results import OUTCOMES, RunData, RunDirError, atomic_write_text, iter_run_dirs, load_run
-from reports.summary import cell_symbol, verdict
+from reports.summary import cell_symbol, unavailable_reason, verdict
 
 REPORTS_DIR = Path(__file__).resolve().parent
 
@@ -86,6 +86,7 @@ def _row(run: RunData, source: str, base: Path) -> dict[str, Any]:
         "source": source,
         "where": where,
         "started": run.header.get("started", "?"),
+        "unavailable": unavailable_reason(run),
     }
 
 
@@ -124,6 +125,11 @@ def render_markdown(board: dict[str, Any]) -> str:
             cells += [r["kinds"].get(k, "–") for k in kinds]
             cells += [metric, f"{r['source']}: {r['where']}"]
             lines.append("| " + " | ".join(str(x).replace("|", "\\|") for x in cells) + " |")
+        lines.append("")
+    notes = [r for r in board["rows"] if r.get("unavailable")]
+    if notes:
+        lines += ["Unavailable implementations (every check skipped):", ""]
+        lines += [f"- {r['name']} {r['version']}: {r['unavailable']}" for r in notes]
         lines.append("")
     lines.append("Cells per kind: ✓ all checks passed, ✗ a check failed, xfail only declared failures, n/a the "
                  "capabilities the kind needs are not declared, – no check ran.")  # fmt: skip

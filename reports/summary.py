@@ -61,7 +61,23 @@ def verdict(run: RunData) -> str:
         return "INTERRUPTED"
     if counts["total"] == 0:
         return "NO CHECKS"
+    if unavailable_reason(run) is not None:
+        return "UNAVAILABLE"
     return "FAIL" if any(counts[o] for o in BAD_OUTCOMES) else "PASS"
+
+
+_UNAVAILABLE = " is not available here: "
+
+
+def unavailable_reason(run: RunData) -> str | None:
+    """The one-line reason when every check was skipped because the implementation is unavailable
+    (``ImplementationUnavailable``), else None."""
+    reasons = {str(r.get("reason") or "") for r in run.results}
+    if run.results and all(r["outcome"] == "skipped" for r in run.results) and len(reasons) == 1:
+        (reason,) = reasons
+        if _UNAVAILABLE in reason:
+            return reason.split(_UNAVAILABLE, 1)[1]
+    return None
 
 
 def _fmt(x: Any, digits: int = 4) -> str:

@@ -129,7 +129,12 @@ class ImplHandle:
                 isolation = "in-process"
             self._description = Description(caps, version, frozenset(hooks), isolation)
         except ImplementationUnavailable as exc:
-            self._description = Description(None, "unknown", frozenset(), "?", unavailable=str(exc))
+            version = "unknown"
+            try:  # stamp the report with the installed version when the adapter can tell it
+                version = str(adapter.version()) if adapter is not None else "unknown"
+            except Exception:
+                pass
+            self._description = Description(None, version, frozenset(), "?", unavailable=str(exc))
         except (CapabilityError, WorkerError) as exc:
             self._description = Description(None, "unknown", frozenset(), "?", f"{type(exc).__name__}: {exc}")
         except Exception as exc:  # the adapter's own code failed while describing itself

@@ -43,6 +43,19 @@ def small(impl: Any, **overrides: Any) -> dict:
     return hparams(impl, optional=cfg)
 
 
+def lag1_model(impl: Any, d_lag1: Any, n_epochs: int = 2) -> Any:
+    """The implementation fitted on D-LAG1 with :data:`SMALL` (first ``--seeds`` seed), made once per session and
+    shared by the checks that only score it (``impl.shared``; they must not modify it)."""
+    seed = impl.seeds[0]
+
+    def make(i):
+        model = i.build(seed=seed, **small(i, n_epochs=n_epochs))
+        model.fit(d_lag1.train)
+        return model
+
+    return impl.shared(("D-LAG1", "SMALL", n_epochs, seed), make)
+
+
 def fresh_scores(adapter: Any, prefixes: Sequence[Sequence[int]]) -> np.ndarray:
     """Fresh-state scores (n, n_items) as float64, checked for shape against ``item_ids``."""
     ids = np.asarray(adapter.item_ids())

@@ -30,7 +30,9 @@ def _options():
 @pytest.mark.check("RN-1", kind="K10")
 @pytest.mark.parametrize("option", _options())
 def test_rn1_option_smoke(impl, d_lag1, option, record_metric):
-    """Every declared loss, embedding mode and final activation trains one epoch on D-LAG1 and scores 10
+    """Every declared loss, embedding mode and final activation trains and scores, with finite scores.
+
+    Every declared loss, embedding mode and final activation trains one epoch on D-LAG1 and scores 10
     prefixes without an exception and with finite scores."""
     model = impl.build(**hparams(impl, required={**option, "n_epochs": 1},
                                  optional=dict(layers=[16], batch_size=32, n_sample=8, learning_rate=0.05)))
@@ -46,8 +48,9 @@ def test_rn1_option_smoke(impl, d_lag1, option, record_metric):
 @pytest.mark.gpu
 @pytest.mark.feature("device:cpu", "device:cuda")
 def test_rn2_device_parity(impl, d_lag1, record_metric):
-    """CPU and GPU runs both complete (training, scoring and the own evaluator) and reach the same Recall@1 and
-    Recall@5 on D-LAG1 within 2% relative."""
+    """CPU and GPU runs both complete and agree on Recall@1 and Recall@5 within 2% relative.
+
+    Training, scoring and the own evaluator run on both devices (D-LAG1, 3 epochs)."""
     from conformance._harness.handle import Impl, ImplHandle
 
     cpu = Impl(ImplHandle(impl.spec, device="cpu", seeds=impl.seeds, isolation=impl.handle.isolation,

@@ -37,7 +37,9 @@ MODES = {"none": {"embedding": 0, "constrained_embedding": False},
 @pytest.mark.hook("get_params")
 @pytest.mark.parametrize("mode", [pytest.param(m, marks=pytest.mark.embedding(m), id=m) for m in MODES])
 def test_in1_glorot_uniform_per_gate(impl, d_lag1, mode, record_metric):
-    """Right after initialisation every weight block has max|w| in [0.9σ, σ], |mean| < σ/10 (symmetric
+    """Every weight block starts Glorot-uniform U(−σ, σ) per gate and every bias starts at 0.
+
+    Right after initialisation every weight block has max|w| in [0.9σ, σ], |mean| < σ/10 (symmetric
     U(−σ, σ), σ = √(6/(rows+cols)) per gate block) and every bias is exactly 0."""
     model = impl.build(**hparams(impl, required={"layers": [LAYER], **MODES[mode]},
                                  optional=dict(n_sample=0, loss="cross-entropy")))

@@ -7,7 +7,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from conformance.gru4rec._common import fresh_scores, hparams, lag1_test_pairs, ranks, recall_at, small, target_columns
+from conformance.gru4rec._common import (fresh_scores, hparams, lag1_model, lag1_test_pairs, ranks, recall_at,
+                                         target_columns)
 
 
 def _stream_vs_fresh(adapter, test_df: pd.DataFrame, batch_size: int) -> dict:
@@ -44,10 +45,11 @@ def _stream_vs_fresh(adapter, test_df: pd.DataFrame, batch_size: int) -> dict:
 @pytest.mark.check("SR-1", kind="K1")
 @pytest.mark.hook("score_stream")
 def test_sr1_stream_equals_fresh(impl, d_lag1, record_metric):
-    """The implementation's own inference loop scores every test event exactly as fresh-state scoring of its
+    """The own inference loop scores every test event exactly like fresh-state scoring of its prefix.
+
+    The implementation's own inference loop scores every test event exactly as fresh-state scoring of its
     prefix, for evaluation batch sizes 1, 3 and 7 (no state leak, no false reset)."""
-    model = impl.build(**small(impl, n_epochs=2))
-    model.fit(d_lag1.train)
+    model = lag1_model(impl, d_lag1)
     problems = []
     for b in (1, 3, 7):
         r = _stream_vs_fresh(model, d_lag1.test, b)
@@ -64,10 +66,11 @@ def test_sr1_stream_equals_fresh(impl, d_lag1, record_metric):
 @pytest.mark.check("SR-2", kind="K1")
 @pytest.mark.hook("score_stream")
 def test_sr2_first_event_after_switch(impl, d_lag1):
-    """After session A ends in a lane, the first prediction of session B in that lane equals fresh-state
+    """A session entering a used lane starts from a zero state (first prediction = fresh scoring).
+
+    After session A ends in a lane, the first prediction of session B in that lane equals fresh-state
     scoring of [b1] (one lane, evaluation batch size 1)."""
-    model = impl.build(**small(impl, n_epochs=2))
-    model.fit(d_lag1.train)
+    model = lag1_model(impl, d_lag1)
     ids = sorted(d_lag1.test["SessionId"].unique())[:2]
     test = d_lag1.test[d_lag1.test["SessionId"].isin(ids)]
     b_items = test[test["SessionId"] == ids[1]].sort_values("Time")["ItemId"].tolist()
@@ -90,7 +93,9 @@ def _dlong_recall(model, d_long) -> float:
 
 @pytest.mark.check("SR-3", kind="K1")
 def test_sr3_long_range_dependency(impl, d_long, d_lag1, record_metric):
-    """A dependency three steps back is learnt from equal-length sessions (D-LONG, B=8, no extra samples,
+    """A dependency three steps back is learnt from equal-length sessions (no false resets in training).
+
+    A dependency three steps back is learnt from equal-length sessions (D-LONG, B=8, no extra samples,
     20 epochs): fresh-state Recall@1 of t_k after [a_k, n1, n2, n3] >= 0.9 (a last-item model gets 1/8).
 
     Control (scaled down from the spec's "same settings" to 5 epochs for CPU time): the same settings reach
@@ -117,8 +122,9 @@ def test_sr3_long_range_dependency(impl, d_long, d_lag1, record_metric):
 @pytest.mark.check("SR-4", kind="K1")
 @pytest.mark.hook("trace")
 def test_sr4_hidden_state_trace(impl, d_long, record_metric):
-    """During one training epoch the hidden state entering a step is zero exactly for lanes at the first event
-    of their session (trace of ‖h_in‖ per lane and step; D-LONG, B=8, so runs span whole sessions)."""
+    """In training the hidden state is zero exactly for lanes at the first event of their session.
+
+    Trace of ‖h_in‖ per lane and step over one epoch (D-LONG, B=8, so runs span whole sessions)."""
     model = impl.build(**hparams(impl, required=dict(layers=[32], batch_size=8, n_epochs=1),
                                  optional=dict(n_sample=0, learning_rate=0.1, dropout_p_embed=0.0,
                                                dropout_p_hidden=0.0)))
@@ -143,7 +149,9 @@ def test_sr4_hidden_state_trace(impl, d_long, record_metric):
 
 @pytest.mark.check("SR-5", kind="K1")
 def test_sr5_state_is_used(impl, d_long, record_metric):
-    """Fresh-state scores after [a_k, n1, n2, n3] differ between the eight keys a_k: the state carries the
+    """Predictions depend on items before the last one (the state is carried, also in inference).
+
+    Fresh-state scores after [a_k, n1, n2, n3] differ between the eight keys a_k: the state carries the
     first item through three steps (no reset at every step, also not in inference)."""
     model = impl.build(**hparams(impl, required=dict(layers=[32], batch_size=8, n_epochs=1),
                                  optional=dict(n_sample=0, learning_rate=0.1)))

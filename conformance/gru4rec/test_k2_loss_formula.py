@@ -62,7 +62,9 @@ LF1_CASES = [
 @pytest.mark.hook("loss_on_scores")
 @pytest.mark.parametrize("loss,kw", LF1_CASES)
 def test_lf1_fixed_score_matrix(impl, loss, kw, record_metric):
-    """On a fixed random B×(B+S) score matrix (B=5, S=3, N(0, 2²)) the loss value and ∂L/∂R equal the reference
+    """Loss value and gradient on a fixed score matrix equal the reference formula (up to a scale).
+
+    On a fixed random B×(B+S) score matrix (B=5, S=3, N(0, 2²)) the loss value and ∂L/∂R equal the reference
     formula up to one positive scale factor (1e-5 relative)."""
     kw = {k: (_column_q() if v == "q" else v) for k, v in kw.items()}
     R = _matrix()
@@ -87,7 +89,9 @@ DEFAULT_KW = {"cross-entropy": {}, "bpr-max": {"bpreg": 1.0, "elu_param": 0.0}, 
 @pytest.mark.hook("loss_on_scores")
 @pytest.mark.parametrize("loss", LOSSES)
 def test_lf2_row_separability(impl, loss):
-    """Rows are independent examples: perturbing row j of the score matrix leaves ∂L/∂R of every other row
+    """Rows of the score matrix are independent examples (the loss does not couple lanes).
+
+    Rows are independent examples: perturbing row j of the score matrix leaves ∂L/∂R of every other row
     unchanged."""
     model = _built(impl, loss)
     kw = dict(DEFAULT_KW[loss])
@@ -107,15 +111,17 @@ def test_lf2_row_separability(impl, loss):
 @pytest.mark.hook("loss_on_scores")
 @pytest.mark.loss("bpr-max")
 def test_lf3_bprmax_softmax_excludes_target(impl):
-    """BPR-max weights its negatives by a softmax over the negatives only: with all negatives of a row equal
-    (score c_i), the loss is −log σ(r_i − c_i) + bpreg·c_i² and ∂L/∂R_ii = −(1 − σ(r_i − c_i)) per row."""
+    """BPR-max weights negatives by a softmax over the negatives only (the target is masked).
+
+    With all negatives of a row equal (score c_i) and bpreg 0, the loss is −log σ(r_i − c_i) and
+    ∂L/∂R_ii = −(1 − σ(r_i − c_i)) per row, whatever R_ii is."""
     rng = np.random.default_rng(4)
     b, k = 4, 7
     r = rng.normal(0.0, 2.0, size=b)
     cneg = rng.normal(0.0, 1.0, size=b)
     R = np.repeat(cneg[:, None], k, axis=1)
     R[np.arange(b), np.arange(b)] = r
-    bpreg = 0.5 if impl.supports("bpreg") else 0.0
+    bpreg = 0.0  # the regulariser is LF-6's business; here only the target masking
     kw = {"bpreg": bpreg, "elu_param": 0.0}
     value, grad = _built(impl, "bpr-max").loss_on_scores(R.copy(), "bpr-max", **kw)
     sig = 1.0 / (1.0 + np.exp(-(r - cneg)))
@@ -141,7 +147,9 @@ def _extreme_matrices() -> dict[str, np.ndarray]:
 @pytest.mark.hook("loss_on_scores")
 @pytest.mark.parametrize("loss", LOSSES)
 def test_lf4_finite_under_extreme_scores(impl, loss):
-    """Loss and gradient stay finite for scores of ±1e3 (target far below or above every negative) and for a
+    """Loss and gradient stay finite under extreme scores (no log 0, no overflow).
+
+    Loss and gradient stay finite for scores of ±1e3 (target far below or above every negative) and for a
     row of identical scores (no log 0, no overflow)."""
     model = _built(impl, loss)
     bad = []
@@ -156,7 +164,9 @@ def test_lf4_finite_under_extreme_scores(impl, loss):
 @pytest.mark.check("LF-5", kind="K2")
 @pytest.mark.loss("cross-entropy")
 def test_lf5_xe_loss_floor(impl, d_lag1, record_metric):
-    """Cross-entropy training on D-LAG1 (B=32, no extra samples, 20 epochs) ends below log(1 + (B−1)/e) − 0.5
+    """Cross-entropy training goes below the loss floor of a doubly normalised softmax.
+
+    Cross-entropy training on D-LAG1 (B=32, no extra samples, 20 epochs) ends below log(1 + (B−1)/e) − 0.5
     ≈ 2.0 per example, the floor of a doubly normalised loss (softmax fed into softmax-CE)."""
     B_ = 32
     model = impl.build(**hparams(impl, required=dict(loss="cross-entropy", batch_size=B_, n_epochs=20),
@@ -188,7 +198,9 @@ def _softmax_neg(O: np.ndarray) -> np.ndarray:
 @pytest.mark.parametrize("elu_param", [pytest.param(0.0, id="linear"),
                                        pytest.param(1.0, id="elu1", marks=pytest.mark.final_act("elu"))])
 def test_lf6_bpreg_term(impl, elu_param, record_metric):
-    """The BPR-max score regulariser is there and weighted by bpreg: loss(bpreg=1) − loss(bpreg=0) equals the
+    """The BPR-max score regulariser is present and weighted by bpreg.
+
+    The BPR-max score regulariser is there and weighted by bpreg: loss(bpreg=1) − loss(bpreg=0) equals the
     mean over rows of Σ_j s_ij·Ô_ij² (negative-softmax weights s, activated scores Ô)."""
     model = _built(impl, "bpr-max")
     R = _matrix(6)

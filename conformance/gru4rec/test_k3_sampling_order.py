@@ -20,7 +20,9 @@ def _item_axes(params: dict, n_items: int) -> dict[str, list[int]]:
 @pytest.mark.hook("get_params", "set_params", "train_step")
 @pytest.mark.parametrize("loss", [pytest.param(x, marks=pytest.mark.loss(x), id=x) for x in ("cross-entropy", "bpr-max")])
 def test_so1_non_sampled_item_invariance(impl, d_lag1, loss, record_metric):
-    """The training loss of a fixed batch does not change when the output weights and bias of an item that is
+    """The training loss ignores items that are neither targets nor samples (sample, then score).
+
+    The training loss of a fixed batch does not change when the output weights and bias of an item that is
     neither a target nor a sample are shifted by +10 (no transform normalised over the whole catalogue)."""
     model = impl.build(**hparams(impl, required=dict(loss=loss, batch_size=4),
                                  optional=dict(layers=[24], n_sample=0, dropout_p_embed=0.0, dropout_p_hidden=0.0,
@@ -57,7 +59,9 @@ def test_so1_non_sampled_item_invariance(impl, d_lag1, loss, record_metric):
 @pytest.mark.feature("extra_shared_negatives")
 @pytest.mark.hook("train_forward")
 def test_so2_shared_negatives(impl, d_lag1, record_metric):
-    """With n_sample=S the training score matrix has B+S columns whose last S item ids are the same for every
+    """Extra negatives are one vector of S items shared by the minibatch and redrawn every step.
+
+    With n_sample=S the training score matrix has B+S columns whose last S item ids are the same for every
     row, and the samples change from step to step (trace)."""
     B_, S_ = 4, 8
     model = impl.build(**hparams(impl, required=dict(batch_size=B_, n_sample=S_, n_epochs=1),
@@ -79,7 +83,7 @@ def test_so2_shared_negatives(impl, d_lag1, record_metric):
             f"the first B columns {cols[:B_].tolist()} are not the lanes' targets")
     if not impl.supports("hook:trace"):
         return
-    model = impl.build(**hparams(impl, required=dict(batch_size=B_, n_sample=S_, n_epochs=1),
+    model = impl.build(**hparams(impl, required=dict(batch_size=2 * B_, n_sample=S_, n_epochs=1),
                                  optional=dict(layers=[16], learning_rate=0.05, loss="cross-entropy")))
     model.trace(True)
     rep = model.fit(d_lag1.train)
@@ -96,10 +100,12 @@ def test_so2_shared_negatives(impl, d_lag1, record_metric):
 @pytest.mark.hook("trace")
 @pytest.mark.parametrize("alpha", [0.0, 0.5, 1.0])
 def test_so3_sampling_distribution(impl, zipf, alpha, record_metric):
-    """The extra samples of 200 training steps (S=512, Zipf-popular items) follow support^sample_alpha /
+    """Extra negatives follow support^sample_alpha (sample_alpha = 0, 0.5 and 1).
+
+    The extra samples of 200 training steps (S=512, Zipf-popular items) follow support^sample_alpha /
     Σ support^sample_alpha (chi-square p > 1e-3) for sample_alpha = 0, 0.5, 1."""
     S_ = 512
-    model = impl.build(**hparams(impl, required=dict(n_sample=S_, sample_alpha=alpha, batch_size=32, n_epochs=1),
+    model = impl.build(**hparams(impl, required=dict(n_sample=S_, sample_alpha=alpha, batch_size=48, n_epochs=1),
                                  optional=dict(layers=[16], learning_rate=0.05, loss="cross-entropy")))
     model.trace(True)
     rep = model.fit(zipf.train)

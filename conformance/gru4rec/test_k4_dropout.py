@@ -49,7 +49,9 @@ def _tol(p: float, n: int) -> float:
 @pytest.mark.hook("train_forward")
 @pytest.mark.parametrize("p", [0.0, 0.25, 0.5])
 def test_do3_measured_drop_rate(impl, d_lag1, p, record_metric):
-    """In a training-mode forward the fraction of exact zeros is p_embed on the embedding and p_hidden on every
+    """Dropout zeroes the configured fraction at each site, rescales kept units, is off at inference.
+
+    In a training-mode forward the fraction of exact zeros is p_embed on the embedding and p_hidden on every
     GRU layer output (± 4·√(p(1−p)/n)), kept units are scaled by 1/(1−p), and eval-mode scoring has no dropout."""
     base = _forward(impl, d_lag1, 0.0, 0.0)
     emb = _forward(impl, d_lag1, p, 0.0)
@@ -108,7 +110,9 @@ def test_do3_measured_drop_rate(impl, d_lag1, p, record_metric):
 @pytest.mark.feature("separate_dropouts")
 @pytest.mark.hook("train_forward")
 def test_do4_independent_dropouts(impl, d_lag1, record_metric):
-    """The two dropouts are independent parameters: (p_embed, p_hidden) = (0.5, 0) zeroes only embedding units,
+    """Embedding dropout and hidden dropout are independent parameters.
+
+    The two dropouts are independent parameters: (p_embed, p_hidden) = (0.5, 0) zeroes only embedding units,
     (0, 0.5) only GRU-output units."""
     e = _forward(impl, d_lag1, 0.5, 0.0)
     h = _forward(impl, d_lag1, 0.0, 0.5)
@@ -133,7 +137,9 @@ DO2_CASES = [
 @pytest.mark.check("DO-2", kind="K4")
 @pytest.mark.parametrize("param,mode", DO2_CASES)
 def test_do2_dropout_bites(impl, d_lag1, param, mode, record_metric):
-    """Dropout bites: on D-LAG1 (hidden 16, lr 0.01, 3 epochs) a rate of 0.95 lowers fresh-state Recall@1 by at
+    """A dropout rate of 0.95 visibly hurts accuracy (dropout is applied, as a drop probability).
+
+    Dropout bites: on D-LAG1 (hidden 16, lr 0.01, 3 epochs) a rate of 0.95 lowers fresh-state Recall@1 by at
     least 0.3 against a rate of 0 (for the hidden dropout, and for the embedding dropout in separate-embedding mode)."""
     prefixes, targets = lag1_test_pairs(d_lag1.test)
     recalls = {}
@@ -159,8 +165,9 @@ def test_do2_dropout_bites(impl, d_lag1, param, mode, record_metric):
 
 @pytest.mark.check("DO-1", kind="K4", card="deterministic")
 def test_do1_zero_dropout_is_deterministic(impl, d_lag1, record_metric):
-    """With both dropouts 0 training is legal and deterministic on CPU: two fits with the same seed give the same
-    scores (≤ 1e-6)."""
+    """Dropout 0 is legal and training is deterministic for a fixed seed.
+
+    With both dropouts 0, two fits with the same seed on CPU give the same scores (≤ 1e-6)."""
     cfg = small(impl, n_epochs=2, dropout_p_embed=0.0, dropout_p_hidden=0.0)
     cycle = list(d_lag1.meta["items"])
     scores = []

@@ -49,7 +49,9 @@ def _two_step_ratio(snaps: list[np.ndarray]) -> tuple[float, int]:
 @pytest.mark.check("OP-1", kind="K5")
 @pytest.mark.hook(*WB_HOOKS)
 def test_op1_first_step_magnitude(impl, d_lag1, record_metric):
-    """From the initial state one update with lr η = 0.05 moves no parameter entry by more than η, and the
+    """The first Adagrad step has size η for large gradients (zero initial accumulator).
+
+    From the initial state one update with lr η = 0.05 moves no parameter entry by more than η, and the
     entries with large gradients by η (max |Δθ|/η in [0.99, 1.0001]: Adagrad with a zero initial accumulator)."""
     eta = 0.05
     snaps = _steps(_model(impl, d_lag1, eta), d_lag1, 1)
@@ -58,14 +60,17 @@ def test_op1_first_step_magnitude(impl, d_lag1, record_metric):
                   rule="pass if in [0.99, 1.0001]")
     assert 0.99 <= r.max() <= 1.0001, (
         f"max |Δθ|/η after the first update is {r.max():.4f}, expected in [0.99, 1.0001]: "
-        + ("a large initial Adagrad accumulator (or another optimizer) damps the first steps" if r.max() < 0.99
+        + ("a large initial Adagrad accumulator (or another optimizer) damps the first steps — or every gradient "
+           "is below ~1e-2 (vanishing gradients), which this check cannot tell apart" if r.max() < 0.99
            else "steps exceed the learning rate (not Adagrad-normalised)"))
 
 
 @pytest.mark.check("OP-2", kind="K5")
 @pytest.mark.hook(*WB_HOOKS)
 def test_op2_two_step_ratio(impl, d_lag1, record_metric):
-    """Two updates on the same batch with a tiny lr (1e-3) have step ratio Δ2/Δ1 ≈ 1/√2 = 0.707 ± 0.01 (Adagrad
+    """The optimizer is Adagrad: a second step on the same batch is 1/√2 of the first.
+
+    Two updates on the same batch with a tiny lr (1e-3) have step ratio Δ2/Δ1 ≈ 1/√2 = 0.707 ± 0.01 (Adagrad
     with momentum 0; Adam gives ≈ 1, SGD 1)."""
     ratio, n = _two_step_ratio(_steps(_model(impl, d_lag1, 1e-3), d_lag1, 2))
     record_metric("second/first step ratio", ratio, reference=2 ** -0.5, tolerance=0.01, entries=n)
@@ -112,7 +117,9 @@ def _constant_lr(impl, d_lag1, n_epochs: int, record_metric) -> None:
 
 @pytest.mark.check("OP-3", kind="K5")
 def test_op3_constant_learning_rate(impl, d_lag1, record_metric):
-    """The effective learning rate stays the configured η over 2,500 training steps (trace per step and
+    """The learning rate stays constant over 2,500 training steps (no schedule).
+
+    The effective learning rate stays the configured η over 2,500 training steps (trace per step and
     optimizer_info): no decay schedule (the spec's 20,000 steps run in the slow variant)."""
     _constant_lr(impl, d_lag1, 5, record_metric)
 
@@ -120,14 +127,18 @@ def test_op3_constant_learning_rate(impl, d_lag1, record_metric):
 @pytest.mark.check("OP-3", kind="K5")
 @pytest.mark.slow
 def test_op3_constant_learning_rate_20k_steps(impl, d_lag1, record_metric):
-    """The effective learning rate stays the configured η over 20,000 training steps (the spec's length; a
+    """The learning rate stays constant over 20,000 training steps (no late schedule either).
+
+    The effective learning rate stays the configured η over 20,000 training steps (the spec's length; a
     schedule that only starts late, e.g. TensorFlow's staircase decay every 10,000 steps, shows here)."""
     _constant_lr(impl, d_lag1, 40, record_metric)
 
 
 @pytest.mark.check("OP-4", kind="K5")
 def test_op4_momentum_honoured_or_refused(impl, d_lag1, record_metric):
-    """momentum=0.5 is either refused with Unsupported (when not declared) or honoured: the two-step ratio shifts
+    """momentum is either honoured (heavy-ball on the Adagrad step) or refused with Unsupported.
+
+    momentum=0.5 is either refused with Unsupported (when not declared) or honoured: the two-step ratio shifts
     by +0.5 to 1.207 ± 0.01 (heavy-ball momentum on the Adagrad step)."""
     declared = impl.supports("hparam:momentum") and impl.supports("adagrad_momentum")
     try:

@@ -43,7 +43,9 @@ HP1_CASES = [
 @pytest.mark.check("HP-1", kind="K6")
 @pytest.mark.parametrize("name,a,b,base", HP1_CASES)
 def test_hp1_sensitivity(impl, d_lag1, name, a, b, base, record_metric):
-    """Every declared hyperparameter has an effect: two fits on D-LAG1 with the same seed and two values of it
+    """Every declared hyperparameter changes the trained model.
+
+    Every declared hyperparameter has an effect: two fits on D-LAG1 with the same seed and two values of it
     give different scores (‖ΔS‖_F/‖S‖_F > 1e-3)."""
     prefixes, _ = lag1_test_pairs(d_lag1.test)
     prefixes = prefixes[:50]
@@ -82,8 +84,10 @@ HP2_CASES = [
 @pytest.mark.hook("get_params")
 @pytest.mark.parametrize("cfg", HP2_CASES)
 def test_hp2_structural_echo(impl, d_lag1, cfg, record_metric):
-    """Parameter shapes echo the configuration: GRU weights 3·d per layer size d in ``layers``, an embedding of
-    width ``embedding`` (none extra when shared), output weights (n_items × last layer size)."""
+    """Parameter shapes echo the configured layer sizes, embedding size and catalogue.
+
+    GRU weights 3·d per layer size d in ``layers``, an embedding of width ``embedding`` (none extra when shared),
+    output weights (n_items × last layer size)."""
     shapes, n_items = _shapes(impl, d_lag1, **cfg)
     problems = []
     for d in cfg["layers"]:
@@ -107,7 +111,9 @@ def test_hp2_structural_echo(impl, d_lag1, cfg, record_metric):
 
 @pytest.mark.check("HP-3", kind="K6")
 def test_hp3_batch_size_echo(impl, d_lag1, record_metric):
-    """With batch_size=7 one epoch takes between (E − Ns)/7 and (E − Ns)/7 + L_max optimizer steps (D-LAG1,
+    """The batch size sets the number of parallel lanes (steps per epoch ≈ transitions / B).
+
+    With batch_size=7 one epoch takes between (E − Ns)/7 and (E − Ns)/7 + L_max optimizer steps (D-LAG1,
     L_max = the longest session): the batch size really sets the number of parallel sessions."""
     B_ = 7
     model = impl.build(**hparams(impl, required=dict(batch_size=B_, n_epochs=1),
@@ -149,7 +155,9 @@ def _refused(impl, **hp) -> bool:
 
 @pytest.mark.check("HP-4", kind="K6")
 def test_hp4_undeclared_names_refused(impl, record_metric):
-    """Every official hyperparameter name the adapter does not declare (and an unknown name) is refused by
+    """Every undeclared hyperparameter name is refused with Unsupported, never ignored.
+
+    Every official hyperparameter name the adapter does not declare (and an unknown name) is refused by
     build() with Unsupported, never accepted and ignored."""
     declared = set(impl.capabilities.hyperparameters)
     names = sorted((set(GRU4REC_HYPERPARAMETERS) | {"no_such_hyperparameter"}) - declared)
@@ -160,7 +168,9 @@ def test_hp4_undeclared_names_refused(impl, record_metric):
 
 @pytest.mark.check("HP-4", kind="K6")
 def test_hp4_undeclared_values_refused(impl, record_metric):
-    """Values outside the declared vocabulary — losses, final activations, embedding modes — are refused by
+    """Every undeclared loss, final activation and embedding mode is refused with Unsupported.
+
+    Values outside the declared vocabulary — losses, final activations, embedding modes — are refused by
     build() with Unsupported."""
     caps = impl.capabilities
     declared = set(caps.hyperparameters)

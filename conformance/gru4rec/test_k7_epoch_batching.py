@@ -16,7 +16,9 @@ def _transitions(df) -> tuple[int, int]:
 
 @pytest.mark.check("EB-1", kind="K7")
 def test_eb1_transitions_per_epoch(impl, d_lag1, d_var, record_metric):
-    """Each epoch trains every input→target transition exactly once: n_events_trained = E − Ns per epoch
+    """Every training transition is used exactly once per epoch.
+
+    Each epoch trains every input→target transition exactly once: n_events_trained = E − Ns per epoch
     (D-LAG1 and D-VAR; without extra samples the last lone lane may be cut, as in the reference)."""
     problems = []
     for name, data in (("D-LAG1", d_lag1), ("D-VAR", d_var)):
@@ -39,7 +41,9 @@ def model_has_samples(impl) -> bool:
 
 @pytest.mark.check("EB-2", kind="K7")
 def test_eb2_tail_learnability(impl, d_tail, record_metric):
-    """The final, longest session of the training data is learnt (D-TAIL, 10 epochs): fresh-state Recall@5 on
+    """The tail of the epoch is trained: the last, longest session is learnt.
+
+    The final, longest session of the training data is learnt (D-TAIL, 10 epochs): fresh-state Recall@5 on
     its 39 z-chain transitions >= 0.8 (a loader that ends the epoch when a lane cannot be refilled scores ~0)."""
     model = impl.build(**small(impl, n_epochs=10))
     model.fit(d_tail.train)
@@ -51,7 +55,9 @@ def test_eb2_tail_learnability(impl, d_tail, record_metric):
 
 @pytest.mark.check("EB-3", kind="K7")
 def test_eb3_epoch_count(impl, d_lag1):
-    """n_epochs is honoured: build(n_epochs=3) reports 3 epochs, fit(n_epochs=1) one, and one epoch changes the
+    """n_epochs is honoured, through build() and through fit().
+
+    n_epochs is honoured: build(n_epochs=3) reports 3 epochs, fit(n_epochs=1) one, and one epoch changes the
     scores of the untrained model (same seed)."""
     model = impl.build(seed=4, **small(impl, n_epochs=3))
     rep = model.fit(d_lag1.train)
@@ -70,7 +76,9 @@ def test_eb3_epoch_count(impl, d_lag1):
 @pytest.mark.check("EB-4", kind="K7")
 @pytest.mark.hook("trace")
 def test_eb4_lane_refilling(impl, d_var, record_metric):
-    """Finished lanes are refilled (D-VAR, sessions of length 2 and 40, B=8): all 8 lanes stay active while
+    """Finished lanes are refilled at once: the minibatch stays full while sessions wait.
+
+    Finished lanes are refilled (D-VAR, sessions of length 2 and 40, B=8): all 8 lanes stay active while
     unstarted sessions remain, and an epoch takes (E − Ns)/B to (E − Ns)/B + L_max steps (padded whole-session
     batches take about twice as many)."""
     B_ = 8

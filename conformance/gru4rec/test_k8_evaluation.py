@@ -8,16 +8,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from conformance.gru4rec._common import CUTOFFS, fresh_scores, lag1_pairs, small, suite_metrics
+from conformance.gru4rec._common import CUTOFFS, fresh_scores, lag1_model, lag1_pairs, small, suite_metrics
 from conformance.gru4rec._data import sessions_frame
 
 UNKNOWN_BASE = 990_001
 
 
 def _trained(impl, d_lag1, n_epochs: int = 2):
-    model = impl.build(**small(impl, n_epochs=n_epochs))
-    model.fit(d_lag1.train)
-    return model
+    return lag1_model(impl, d_lag1, n_epochs)
 
 
 def _tie_mode(impl) -> str:
@@ -57,7 +55,9 @@ def _rank_boundary_sessions(model, d_lag1) -> pd.DataFrame:
 @pytest.mark.check("EV-1", kind="K8")
 @pytest.mark.hook("evaluate")
 def test_ev1_evaluator_matches_suite_metrics(impl, d_lag1, record_metric):
-    """The implementation's evaluator gives the Recall@N / MRR@N the suite computes from score_prefixes with the
+    """The own evaluator reports the suite's Recall@N and MRR@N, counting rank ≤ N.
+
+    The implementation's evaluator gives the Recall@N / MRR@N the suite computes from score_prefixes with the
     declared tie mode, on the test set and on targets placed at rank exactly N and N+1 (rank ≤ N, not < N)."""
     model = _trained(impl, d_lag1)
     mode = _tie_mode(impl)
@@ -97,7 +97,9 @@ def _with_unknown_items(test: pd.DataFrame, share: float = 0.05, seed: int = 0) 
 @pytest.mark.check("EV-2", kind="K8")
 @pytest.mark.hook("evaluate")
 def test_ev2_unknown_items(impl, d_lag1, record_metric):
-    """A test set with 5% events of items unseen in training evaluates without error and exactly as the same
+    """Test events of unknown items are dropped: no crash, metrics as without them.
+
+    A test set with 5% events of items unseen in training evaluates without error and exactly as the same
     test set with those events removed (the reference drops them before forming sequences)."""
     model = _trained(impl, d_lag1)
     test = _with_unknown_items(d_lag1.test)
@@ -119,7 +121,9 @@ def test_ev2_unknown_items(impl, d_lag1, record_metric):
 
 @pytest.mark.check("EV-3", kind="K8")
 def test_ev3_coverage(impl, d_var, record_metric):
-    """The own evaluator (or inference loop) covers every test event: n_events = E_test − Ns_test on D-VAR's
+    """The own evaluator covers every test event (no dropped tail).
+
+    The own evaluator (or inference loop) covers every test event: n_events = E_test − Ns_test on D-VAR's
     test sessions (lengths 2 and 40) for evaluation batch sizes 3 and 7."""
     if not (impl.supports("hook:evaluate") or impl.supports("hook:score_stream")):
         impl.require("hook:evaluate")
@@ -142,7 +146,9 @@ def test_ev3_coverage(impl, d_var, record_metric):
 @pytest.mark.check("EV-4", kind="K8")
 @pytest.mark.hook("evaluate")
 def test_ev4_eval_batch_size_invariance(impl, zipf, record_metric):
-    """Recall@N and MRR@N of the own evaluator are identical for evaluation batch sizes 1, 7, 50 and 512 (a model
+    """Metrics of the own evaluator do not depend on the evaluation batch size.
+
+    Recall@N and MRR@N of the own evaluator are identical for evaluation batch sizes 1, 7, 50 and 512 (a model
     trained one epoch on Zipf sessions, evaluated on 80 sessions of varying length: imperfect, varied ranks)."""
     model = impl.build(**small(impl, n_epochs=1))
     model.fit(zipf.train)
@@ -159,7 +165,9 @@ def test_ev4_eval_batch_size_invariance(impl, zipf, record_metric):
 
 @pytest.mark.check("EV-5", kind="K8")
 def test_ev5_full_catalogue_ranking(impl, d_lag1, record_metric):
-    """score_prefixes returns one finite score per training item in one call, in item_ids() order (the D-LAG1
+    """score_prefixes ranks the whole catalogue in item_ids() order and drops unknown prefix items.
+
+    score_prefixes returns one finite score per training item in one call, in item_ids() order (the D-LAG1
     successor ranks first for >= 90% of items), and drops unknown prefix items instead of raising."""
     if not impl.capabilities.full_ranking:
         pytest.fail("the adapter declares full_ranking=False: it cannot rank the full catalogue in one pass "

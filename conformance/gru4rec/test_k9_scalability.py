@@ -14,7 +14,9 @@ from conformance.gru4rec._data import sessions_frame
 @pytest.mark.check("SC-2", kind="K9")
 @pytest.mark.hook("train_forward")
 def test_sc2_columns_scored_per_step(impl, zipf, record_metric):
-    """A training step (Zipf catalogue of 1000 items, B=8, S=8) computes at most B+S score columns and its loss
+    """A training step scores only the B+S sampled columns, not the whole catalogue.
+
+    A training step (Zipf catalogue of 1000 items, B=8, S=8) computes at most B+S score columns and its loss
     reaches at most the output rows of those columns (plus the inputs' rows with a shared embedding)."""
     B_, S_ = 8, 8
     opt = dict(layers=[16], loss="cross-entropy", learning_rate=0.05)
@@ -77,7 +79,9 @@ def _step_seconds(impl, train: pd.DataFrame, warmup: int = 10, steps: int = 50) 
 @pytest.mark.check("SC-1", kind="K9")
 @pytest.mark.slow
 def test_sc1_step_time_flat_in_catalogue(impl, conformance_options, record_metric):
-    """The median training-step time (B=32, S=256, hidden 64) grows less than 3x from a 2k to a 128k-item
+    """Training-step time stays flat when the catalogue grows 64x (2k → 128k items).
+
+    The median training-step time (B=32, S=256, hidden 64) grows less than 3x from a 2k to a 128k-item
     catalogue on CPU (2k → 512k on GPU); full-catalogue scoring grows roughly linearly."""
     large = 512_000 if conformance_options.device == "cuda" else 128_000
     small_t = _step_seconds(impl, _catalogue(2_000, large + 8_000))

@@ -141,7 +141,9 @@ def _context(metric_data: dict, loss: str, runs: dict, comparison: str) -> dict:
 @pytest.mark.metric
 @pytest.mark.parametrize("loss", LOSSES)
 def test_mc1_same_features(impl, reference_impl, metric_data, metric_cache, loss, record_metric):
-    """Recall@N / MRR@N (N = 1, 5, 10, 20) equal the reference restricted to the implementation's declared
+    """Real-data Recall@N and MRR@N match the reference with the same features (a miss is a bug).
+
+    Recall@N / MRR@N (N = 1, 5, 10, 20) equal the reference restricted to the implementation's declared
     features (the study's "matching features" run) within the reference's seed band: a failure is a bug."""
     runs = _conformance_runs(impl, reference_impl, metric_data, metric_cache, loss)
     ctx = _context(metric_data, loss, runs, "matching features: " + ("; ".join(runs["notes"]) or "all features"))
@@ -154,7 +156,9 @@ def test_mc1_same_features(impl, reference_impl, metric_data, metric_cache, loss
 @pytest.mark.metric
 @pytest.mark.parametrize("loss", LOSSES)
 def test_mc2_all_features(impl, reference_impl, metric_data, metric_cache, loss, record_metric):
-    """Recall@N / MRR@N (N = 1, 5, 10, 20) equal the full-featured reference (the study's best configuration,
+    """Real-data Recall@N and MRR@N match the full-featured reference (a miss: missing features or bugs).
+
+    Recall@N / MRR@N (N = 1, 5, 10, 20) equal the full-featured reference (the study's best configuration,
     CPU-scaled) within the reference's seed band: a failure with MC-1 passing means missing features."""
     runs = _conformance_runs(impl, reference_impl, metric_data, metric_cache, loss)
     missing = "; ".join(runs["notes"] + [f"{k} not settable" for k in runs["unsettable"]])
@@ -169,7 +173,9 @@ def test_mc2_all_features(impl, reference_impl, metric_data, metric_cache, loss,
 @pytest.mark.hook("evaluate")
 @pytest.mark.parametrize("loss", LOSSES)
 def test_mc3_own_evaluator(impl, reference_impl, metric_data, metric_cache, loss, record_metric):
-    """The implementation's own evaluator, on the same fitted models, reports Recall@N / MRR@N within the band
+    """The own evaluator reports real-data Recall@N and MRR@N within the reference band.
+
+    The implementation's own evaluator, on the same fitted models, reports Recall@N / MRR@N within the band
     of the reference with the same features (its inference loop and metric code on real data)."""
     runs = _conformance_runs(impl, reference_impl, metric_data, metric_cache, loss)
     ctx = _context(metric_data, loss, runs, "own evaluator vs matching features")

@@ -14,6 +14,8 @@ class SmallUniformInit(MutantAdapter):
     defect = "RP-3"
     kind = "K11"
     caught_by = ("IN-1",)
+    also_fails = ("OP-1",)
+    collateral = "OP-1: tiny weights give tiny gradients, so no first Adagrad step reaches η"
 
     @classmethod
     def gru_overrides(cls):

@@ -13,8 +13,7 @@ class NoEvalReset(MutantAdapter):
     name = "mutant:no_eval_reset"
     defect = "GP-1"
     kind = "K1"
-    caught_by = ("SR-1", "SR-2", "EV-4")
-    collateral = "EV-4: the leaked state depends on which sessions share a lane, i.e. on the evaluation batch size"
+    caught_by = ("SR-1", "SR-2", "EV-4")  # EV-4: the leaked state depends on which sessions share a lane
 
     @classmethod
     def gru_overrides(cls):

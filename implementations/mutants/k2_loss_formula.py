@@ -21,6 +21,9 @@ class XEDoubleSoftmax(MutantAdapter):
     defect = "GP-3, TG-4"
     kind = "K2"
     caught_by = ("LF-1", "LF-5")
+    also_fails = ("OP-1",)
+    collateral = ("OP-1: the doubly normalised loss has tiny gradients, so no first Adagrad step reaches η (OP-1 "
+                  "infers |g| > 1e-2 from the step size)")
 
     @classmethod
     def gru_overrides(cls):
@@ -91,7 +94,6 @@ class BPRegIgnored(MutantAdapter):
     defect = "GP-6, RP-1"
     kind = "K2"
     caught_by = ("LF-1", "LF-6", "HP-1")
-    collateral = "HP-1[bpreg]: a declared hyperparameter without effect"
 
     @classmethod
     def gru_overrides(cls):

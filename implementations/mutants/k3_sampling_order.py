@@ -15,9 +15,9 @@ class ScoreAllThenSample(MutantAdapter):
     defect = "GP-4, GP-10"
     kind = "K3"
     caught_by = ("SO-1", "SC-2", "LF-5")
-    also_fails = ("SC-2", "LF-5")
-    collateral = ("SC-2: the step scores all items; LF-5: cross-entropy over probabilities is doubly normalised "
-                  "(GP-4 and GP-3 share this symptom)")
+    also_fails = ("OP-1",)
+    collateral = ("OP-1: probabilities normalised over the catalogue give tiny gradients, so no first Adagrad step "
+                  "reaches η")
 
     @classmethod
     def gru_overrides(cls):
@@ -41,6 +41,8 @@ class PerRowNegatives(MutantAdapter):
     defect = "RP-7"
     kind = "K3"
     caught_by = ("SO-2",)
+    also_fails = ("SC-2",)
+    collateral = "SC-2: b·S per-row negatives reach more output rows than the B+S shared columns"
 
     @classmethod
     def gru_overrides(cls):
@@ -86,7 +88,6 @@ class SampleAlphaIgnored(MutantAdapter):
     defect = "sample_alpha ignored (RP-7's uniform sampling; N/A in the study's tables)"
     kind = "K3"
     caught_by = ("SO-3", "HP-1")
-    collateral = "HP-1[sample_alpha]: a declared hyperparameter without effect"
 
     @classmethod
     def gru_overrides(cls):

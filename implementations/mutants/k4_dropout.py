@@ -43,7 +43,6 @@ class SharedDropout(MutantAdapter):
     defect = "RP-4"
     kind = "K4"
     caught_by = ("DO-3", "DO-4", "HP-1")
-    collateral = "HP-1[dropout_p_embed]: the ignored rate has no effect"
 
     @classmethod
     def gru_overrides(cls):
@@ -62,20 +61,20 @@ class NoHiddenDropoutSingleLayer(MutantAdapter):
     defect = "GP-7"
     kind = "K4"
     caught_by = ("DO-2", "DO-3", "HP-1")
-    collateral = "HP-1[dropout_p_hidden]: without effect on a 1-layer network"
 
     @classmethod
     def gru_overrides(cls):
         from reference.gru4rec import GRU4RecModel
 
         class Model(GRU4RecModel):
-            def forward_train(self, x, y, H, p_embed, p_hidden, generator, masks=None, capture=False):
+            def forward_train(self, x, y, H, p_embed, p_hidden, generator, masks=None, capture=False, rows=None):
                 if masks is None:
                     b = x.shape[0]
                     width = self.layers[0] if self.mode == "none" else self.n_input
                     masks = {"embed": self.dropout_mask((b, width), p_embed, generator)}
                     for l in range(self.start, len(self.layers) - 1):  # not the last layer
                         masks[f"hidden.{l}"] = self.dropout_mask((b, self.layers[l]), p_hidden, generator)
-                return super().forward_train(x, y, H, p_embed, p_hidden, generator, masks=masks, capture=capture)
+                return super().forward_train(x, y, H, p_embed, p_hidden, generator, masks=masks, capture=capture,
+                                             rows=rows)
 
         return {"model_class": Model}

@@ -62,7 +62,6 @@ class MomentumIgnored(MutantAdapter):
     defect = "GP-9, TG-3"
     kind = "K5"
     caught_by = ("OP-4", "HP-1")
-    collateral = "HP-1[momentum]: a declared hyperparameter without effect"
 
     @classmethod
     def gru_overrides(cls):
@@ -90,6 +89,7 @@ class AdamOptimizer(MutantAdapter):
         import torch
 
         from reference.gru4rec import IndexedAdagradM
+        from reference.gru4rec.optim import RowGrad
 
         class Adam(IndexedAdagradM):
             beta1, beta2, adam_eps = 0.9, 0.999, 1e-8
@@ -107,7 +107,9 @@ class AdamOptimizer(MutantAdapter):
                     if grad is None:
                         continue
                     p, v, m, t = self.params[name], self.acc[name], self.m[name], self.t[name]
-                    if grad.is_sparse:
+                    if isinstance(grad, RowGrad):
+                        idx, val = grad.indices, grad.values
+                    elif grad.is_sparse:
                         grad = grad.coalesce()
                         idx, val = grad._indices()[0], grad._values()
                     else:

@@ -16,6 +16,8 @@ class HiddenSizeHardcoded(MutantAdapter):
     defect = "KG-1"
     kind = "K6"
     caught_by = ("HP-1", "HP-2")
+    also_fails = ("IN-1",)
+    collateral = "IN-1: gate blocks are found from the configured layer size, which the weights do not have"
 
     @classmethod
     def gru_overrides(cls):
@@ -63,7 +65,6 @@ class UndeclaredMomentumAccepted(MutantAdapter):
     defect = "GP-9"
     kind = "K6"
     caught_by = ("HP-4", "OP-4")
-    collateral = "OP-4: momentum is neither honoured nor refused"
 
     def capabilities(self) -> dict[str, Any]:
         caps = super().capabilities()

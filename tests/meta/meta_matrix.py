@@ -119,10 +119,13 @@ def failure_reasons(records: list[dict]) -> dict[str, str]:
 
 def assess(cls: Any, v: dict[str, str], available: set[str] | None = None) -> dict[str, Any]:
     """A mutant's verdict against its declaration: ``missed`` (declared catches that did not fail), ``unexpected``
-    (failures outside caught_by/also_fails), ``caught`` (every declared catch failed). A declared catch that did
-    not run is ignored when it is not in ``available`` (the checks this run could run at all, e.g. not slow)."""
+    (failures outside its own kind, caught_by and also_fails), ``caught`` (every declared catch failed). A
+    declared catch that did not run is ignored when it is not in ``available`` (the checks this run could run at
+    all, e.g. not slow). Any check of the mutant's own kind may fail: the meta-test's rule is "fails the checks
+    of its kind, passes or skips the rest"."""
+    kinds = declared_checks()
     expected = set(cls.caught_by)
-    allowed = expected | set(cls.also_fails)
+    allowed = expected | set(cls.also_fails) | {c for c, k in kinds.items() if k == cls.kind}
     missed = [c for c in cls.caught_by if v.get(c) != "F" and (available is None or c in v or c in available)]
     unexpected = [] if "*" in cls.also_fails else sorted(c for c, x in v.items() if x == "F" and c not in allowed)
     return {"missed": missed, "unexpected": unexpected, "caught": not missed and any(v.get(c) == "F" for c in expected)}
