@@ -429,11 +429,14 @@ class GRU4RecPytorchAdapter(Adapter):
         import torch
 
         R = np.asarray(scores, dtype=np.float32)
-        if R.ndim != 2 or R.shape[0] != R.shape[1]:
-            raise Unsupported("extra_shared_negatives", "the losses use in-batch negatives only (square B x B)")
         if loss not in LOSS_NAMES:
             raise Unsupported(f"loss:{loss}")
-        unknown = set(hparams) - {"final_act", "elu_param"}
+        if loss == "cross-entropy" and (R.ndim != 2 or R.shape[0] != R.shape[1]):
+            # SampledCrossEntropyLoss targets arange(n_columns): defined for in-batch negatives only
+            raise Unsupported("extra_shared_negatives", "the cross-entropy loss takes a square B x B matrix")
+        if float(hparams.get("bpreg", 0.0) or 0.0) != 0.0:
+            raise Unsupported("bpreg", "BPR-max has no score regularisation term (GP-6)")
+        unknown = set(hparams) - {"final_act", "elu_param", "bpreg"}
         if unknown:
             raise Unsupported(sorted(unknown)[0], "not a parameter of the implementation's losses")
         flags = self._flags()
