@@ -106,11 +106,14 @@ class CrossEntropyLoss:
 def softmax_neg(X: torch.Tensor) -> torch.Tensor:
     """Softmax over the negatives of each row: the target entry (i, i) is masked out and gets weight 0.
 
-    As the port: the masked matrix's row max is the shift (harmless), weights are exp(X − max)·mask normalised.
+    Difference from the port: the shift is the row max over the *negatives*. The port shifts by the max of the
+    matrix with the target entry zeroed, which equals 0 whenever every negative is below 0, so exp underflows to
+    0 for all negatives once they are all below about −745 (float64) or −87 (float32) and the weights become
+    0/0 = NaN (check LF-4). The weights are identical otherwise (a softmax is shift-invariant).
     """
-    hm = 1.0 - torch.eye(*X.shape, out=torch.empty_like(X))
-    X = X * hm
-    e_x = torch.exp(X - X.max(dim=1, keepdim=True)[0]) * hm
+    target = torch.eye(*X.shape, dtype=torch.bool, device=X.device)
+    Xn = X.masked_fill(target, float("-inf"))
+    e_x = torch.exp(Xn - Xn.max(dim=1, keepdim=True)[0])
     return e_x / e_x.sum(dim=1, keepdim=True)
 
 
@@ -165,7 +168,10 @@ class TOP1MaxLoss:
 
 
 class BPRLoss:
-    """BPR (Theano): Σ_i Σ_j −log σ(Ô_ii − Ô_ij) (the j = i term, log 2, included; no epsilon, as Theano)."""
+    """BPR (Theano): Σ_i Σ_j −log σ(Ô_ii − Ô_ij) (the j = i term, log 2, included; no epsilon, as Theano).
+
+    Computed as −logsigmoid(·): Theano's graph optimiser rewrites log(sigmoid(x)) to −softplus(−x), so the
+    original is finite for any scores; a literal log(sigmoid(x)) is −inf once σ underflows (check LF-4)."""
 
     def __init__(self, activation: Callable[[torch.Tensor], torch.Tensor]):
         self.activation = activation
@@ -173,7 +179,7 @@ class BPRLoss:
     def __call__(self, R: torch.Tensor, y: torch.Tensor, n_targets: int) -> torch.Tensor:
         O = self.activation(R)
         d = _diag(O).reshape(-1, 1)
-        return torch.sum(-torch.log(torch.sigmoid(d - O)))
+        return torch.sum(-torch.nn.functional.logsigmoid(d - O))
 
 
 def make_loss(loss: str, *, logq: float = 0.0, sample_alpha: float = 0.0, supports: torch.Tensor | None = None,
