@@ -282,14 +282,23 @@ class OfficialPytorchAdapter(Adapter):
         g, _ = self._mods()
         import torch
 
-        unknown = set(hparams) - {"bpreg", "elu_param", "logq", "final_act"}
+        unknown = set(hparams) - {"bpreg", "elu_param", "logq", "final_act", "column_q"}
         if unknown:
             raise Unsupported(sorted(unknown)[0], "not a parameter of the port's losses")
-        if float(hparams.get("logq", 0.0) or 0.0) > 0:
-            raise Unsupported("logq", "the port's logQ needs the training supports P0 of the sampled items")
         if loss not in ("cross-entropy", "bpr-max"):
             raise Unsupported(f"loss:{loss}")
         holder = g.GRU4Rec(loss=loss, device=torch.device("cpu"))
+        n_rows, n_cols = np.asarray(scores).shape
+        Y = None
+        if float(hparams.get("logq", 0.0) or 0.0) > 0:
+            if "column_q" not in hparams:
+                raise ValueError("loss_on_scores: logq needs column_q (the support of each column's item)")
+            # the port's own formula: P0[Y[:B]] for in-batch columns, P0[Y[B:]]**sample_alpha for the samples;
+            # the given q are per column, so P0 = q over columns 0..B+S-1 and sample_alpha = 1
+            holder.logq = float(hparams["logq"])
+            holder.P0 = torch.tensor(np.asarray(hparams["column_q"], dtype=np.float32))
+            holder.sample_alpha = 1.0
+            Y = torch.arange(n_cols)
         if "bpreg" in hparams:
             holder.bpreg = float(hparams["bpreg"])
         fa = hparams.get("final_act")
@@ -299,7 +308,7 @@ class OfficialPytorchAdapter(Adapter):
             holder.elu_param = float(hparams["elu_param"])
         R = torch.tensor(np.asarray(scores, dtype=np.float32), requires_grad=True)
         B = R.shape[0]
-        value = holder.loss_function(R, None, B) / B  # the step loss of fit(): summed over lanes, divided by B
+        value = holder.loss_function(R, Y, B) / B  # the step loss of fit(): summed over lanes, divided by B
         value.backward()
         return float(value.detach()), R.grad.numpy().copy()
 
