@@ -163,6 +163,13 @@ class GRU4RecTensorflowFork(Adapter):
         import tensorflow as tf
 
         fixed = LEVELS[self.level]
+        hparams = {
+            "layers": [100], "loss": "cross-entropy", "final_act": "softmax", "embedding": "layersize",
+            "batch_size": fixed["batch_size"] or 256, "learning_rate": 0.05, "dropout_p_hidden": 0.3,
+            "n_epochs": 5, "optimizer": "adagrad",
+        }
+        if fixed["batch_size"] is not None:
+            del hparams["batch_size"]  # hard-coded at OOB (B=50, as upstream's Args), TF-5
         return {
             "losses": ["cross-entropy", "bpr", "top1"],
             "embedding_modes": ["separate"],
@@ -201,11 +208,7 @@ class GRU4RecTensorflowFork(Adapter):
             ],
             "score_semantics": "post-activation",
             "eval_tie_mode": "standard",
-            "hyperparameters": {
-                "layers": [100], "loss": "cross-entropy", "final_act": "softmax", "embedding": "layersize",
-                "batch_size": fixed["batch_size"] or 256, "learning_rate": 0.05, "dropout_p_hidden": 0.3,
-                "n_epochs": 5, "optimizer": "adagrad",
-            },
+            "hyperparameters": hparams,
         }  # fmt: skip
 
     # -- graph helpers --------------------------------------------------------------------------------
@@ -233,13 +236,14 @@ class GRU4RecTensorflowFork(Adapter):
     def build(self, seed: int, **hparams: Any) -> None:
         hp = self.resolve_hparams(hparams)
         fixed = LEVELS[self.level]
-        if fixed["batch_size"] is not None and int(hp["batch_size"]) != fixed["batch_size"]:
-            raise Unsupported("batch_size", f"fixed to {fixed['batch_size']} at this level (TF-5)")
+        hp.setdefault("batch_size", fixed["batch_size"])
+        if fixed["batch_size"] is not None:  # not declared at OOB (TF-5): resolve_hparams refused other values
+            hp["batch_size"] = fixed["batch_size"]
         layers = layers_list(hp["layers"])
         if len(set(layers)) != 1:
-            raise Unsupported("layers", f"one rnn_size for all layers; got {layers}")
+            raise Unsupported("layers:unequal", f"one rnn_size for all layers; got {layers}")
         if hp["embedding"] != "layersize" and int(hp["embedding"]) != layers[0]:
-            raise Unsupported("embedding", "the embedding size is tied to rnn_size")
+            raise Unsupported("embedding:size", "the embedding size is tied to rnn_size")
         if str(hp["optimizer"]) != "adagrad":
             raise Unsupported(f"optimizer:{hp['optimizer']}")
         loss = str(hp["loss"])

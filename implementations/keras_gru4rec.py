@@ -98,8 +98,9 @@ class KerasGRU4RecAdapter(Adapter):
         locate(self._key)
         tf, tf_keras = _keras2_environment(upstream=not self.fork)
         hp: dict[str, Any] = {"loss": "cross-entropy", "embedding": 0, "final_act": "softmax", "batch_size": 512,
-                              "n_epochs": 10, "layers": [100], "dropout_p_hidden": 0.25, "learning_rate": 0.001,
-                              "optimizer": self.optim}  # fmt: skip
+                              "n_epochs": 10}  # fmt: skip
+        if self.free:  # the fork's flags; upstream hard-codes them in create_model (KG-1)
+            hp.update(layers=[100], dropout_p_hidden=0.25, learning_rate=0.001, optimizer=self.optim)
         shims = [
             "Keras 2 API: TF_USE_LEGACY_KERAS=1 with tf-keras " + tf_keras.__version__
             + (" and `import keras` resolved to tf_keras (requirements.txt pins keras 2.4.3, a redirect to "
@@ -169,18 +170,22 @@ class KerasGRU4RecAdapter(Adapter):
 
     # -- required ----------------------------------------------------------------------------------------
     def build(self, seed: int, **hparams: Any) -> None:
-        hp = self.resolve_hparams(hparams)
-        fixed = {"loss": "cross-entropy", "embedding": 0, "final_act": "softmax", "optimizer": self.optim}
-        if not self.free:
-            fixed.update(layers=[100], dropout_p_hidden=0.25, learning_rate=0.001)
-        for k, v in fixed.items():
-            val = layers_list(hp[k]) if k == "layers" else hp[k]
-            if val != v and not (k == "embedding" and not val):
-                raise Unsupported(f"{k}:{val}" if k in ("loss", "final_act") else k,
-                                  f"{k}={val!r} cannot be expressed (fixed to {v!r} at this level)")
+        hp = self.resolve_hparams(hparams)  # undeclared names (hard-coded ones) raise Unsupported
+        hp.setdefault("layers", [100])
+        hp.setdefault("dropout_p_hidden", 0.25)
+        hp.setdefault("learning_rate", 0.001)
+        hp.setdefault("optimizer", self.optim)
+        if hp["loss"] != "cross-entropy":
+            raise Unsupported(f"loss:{hp['loss']}")
+        if hp["final_act"] != "softmax":
+            raise Unsupported(f"final_act:{hp['final_act']}")
+        if hp["embedding"]:
+            raise Unsupported("embedding:separate", "one-hot input only")
+        if hp["optimizer"] != self.optim:
+            raise Unsupported(f"optimizer:{hp['optimizer']}", f"this level uses --optim {self.optim}")
         layers = layers_list(hp["layers"])
         if len(layers) != 1:
-            raise Unsupported("layers", "one GRU layer only")
+            raise Unsupported("layers:stacked", "one GRU layer only")
         self.seed = int(seed)
         self.hp = hp
         self.args = types.SimpleNamespace(

@@ -187,7 +187,7 @@ class TorchGRU4RecAdapter(Adapter):
         hp = self.resolve_hparams(hparams)
         layers = layers_list(hp["layers"])
         if len(set(layers)) != 1:
-            raise Unsupported("layers", f"nn.GRU stacks layers of one size; got {layers}")
+            raise Unsupported("layers:unequal", f"nn.GRU stacks layers of one size; got {layers}")
         loss = str(hp["loss"])
         if loss not in LOSS_NAMES:
             raise Unsupported(f"loss:{loss}")
