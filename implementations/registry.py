@@ -123,6 +123,11 @@ class Registry:
         self._put(spec)
         return spec
 
+    def clear(self) -> None:
+        """Forget every registration (a plugin that wants only its own adapters, e.g. the harness's tests)."""
+        self._specs.clear()
+        self.problems.clear()
+
     def copy(self) -> "Registry":
         return Registry(self._specs.values(), self.problems)
 

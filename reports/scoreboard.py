@@ -9,6 +9,7 @@ version, run status, outcome counts, a verdict per check kind, and the metric de
 from __future__ import annotations
 
 import collections
+import json
 from pathlib import Path
 from typing import Any
 
@@ -20,11 +21,11 @@ REPORTS_DIR = Path(__file__).resolve().parent
 
 def latest_runs(root: Path) -> list[RunData]:
     """The latest run directory (by timestamp name) of each implementation folder under ``root``."""
-    latest: dict[str, Path] = {}
+    latest: dict[tuple[str, str], Path] = {}
     for run_dir in iter_run_dirs(root):
-        impl = run_dir.parent.name
-        if impl not in latest or run_dir.name > latest[impl].name:
-            latest[impl] = run_dir
+        key = (run_dir.parent.name, _family_of(run_dir))  # two families may share a name ("reference")
+        if key not in latest or run_dir.name > latest[key].name:
+            latest[key] = run_dir
     runs = []
     for path in latest.values():
         try:
@@ -32,6 +33,15 @@ def latest_runs(root: Path) -> list[RunData]:
         except RunDirError:
             continue
     return runs
+
+
+def _family_of(run_dir: Path) -> str:
+    """The family in a run directory's header (first line of results.jsonl), "?" when unreadable."""
+    try:
+        with open(run_dir / "results.jsonl", encoding="utf-8") as fh:
+            return str(json.loads(fh.readline()).get("impl", {}).get("family", "?"))
+    except (OSError, ValueError, AttributeError):
+        return "?"
 
 
 def verdict_runs(root: Path) -> list[RunData]:
@@ -47,7 +57,9 @@ def verdict_runs(root: Path) -> list[RunData]:
             run = load_run(marker.parent)
         except (RunDirError, ValueError):
             continue
-        key = run.impl.get("name", marker.parent.parent.name)
+        if not run.header or not run.impl:
+            continue  # another kind of record kept beside verdicts (e.g. a fine-tuning protocol run)
+        key = (run.impl.get("family", "?"), run.impl.get("name", marker.parent.parent.name))
         if key not in found or str(marker.parent) > str(found[key].directory):
             found[key] = run
     return list(found.values())

@@ -291,8 +291,8 @@ def pytest_configure(config: Any) -> None:
     _prepare_resume(state, config.getoption("conformance_resume"))
     if not is_worker:
         state.recorder = Recorder(
-            writer_for=lambda name: _writer_for(state, name) if state.report_enabled else None,
-            versions=lambda name: _versions(state, name),
+            writer_for=lambda name, family=None: _writer_for(state, name, family) if state.report_enabled else None,
+            versions=lambda name, family=None: _versions(state, name, family),
             impl_of_nodeid=lambda nodeid: impl_from_nodeid(nodeid, [s.name for s in state.specs]),
         )
         config.pluginmanager.register(_Reporter(state), f"conformance-reporter-{id(config)}")
@@ -831,8 +831,14 @@ def record_metric(request: Any) -> Any:
 # ---------------------------------------------------------------------------------------------------------
 # reporting
 # ---------------------------------------------------------------------------------------------------------
-def _versions(state: State, name: str) -> tuple[str, str]:
-    handle = next((h for (f, n), h in state.handles.items() if n == name), None)
+def _handle_of(state: State, name: str, family: str | None) -> ImplHandle | None:
+    """The selected implementation ``name`` of ``family`` (any family when None or not selected)."""
+    handle = state.handles.get((family, name)) if family else None
+    return handle or next((h for (f, n), h in state.handles.items() if n == name), None)
+
+
+def _versions(state: State, name: str, family: str | None = None) -> tuple[str, str]:
+    handle = _handle_of(state, name, family)
     return (handle.version if handle else "unknown", suite_version()["string"])
 
 
@@ -881,15 +887,18 @@ def _run_header(state: State, handle: ImplHandle) -> dict[str, Any]:
     }  # fmt: skip
 
 
-def _writer_for(state: State, name: str) -> Any:
+def _writer_for(state: State, name: str, family: str | None = None) -> Any:
+    """The run writer of one selected implementation, keyed by (family, name): ``--impl reference`` selects
+    the reference of every family, and each gets its own run directory."""
     from reports.writer import RunWriter, utc_now
 
-    if name in state.writers:
-        return state.writers[name]
-    handle = next((h for (f, n), h in state.handles.items() if n == name), None)
+    handle = _handle_of(state, name, family)
     if handle is None:
-        state.writers[name] = None
+        state.writers[(family, name)] = None
         return None
+    key = (handle.family, handle.name)
+    if key in state.writers:
+        return state.writers[key]
     resume = state.resume.get((handle.family, handle.name))
     if resume is not None:
         writer = RunWriter.resume(resume.directory, {"started": utc_now(), "reused": None,
@@ -897,7 +906,7 @@ def _writer_for(state: State, name: str) -> Any:
                                                      "command": ["pytest", *state.config.invocation_params.args]})  # fmt: skip
     else:
         writer = RunWriter.create(state.report_dir, name, _run_header(state, handle))
-    state.writers[name] = writer
+    state.writers[key] = writer
     return writer
 
 
@@ -916,7 +925,7 @@ class _Reporter:
     def pytest_sessionstart(self, session: Any) -> None:
         if self.state.report_enabled:
             for family, name in self.state.resume:
-                _writer_for(self.state, name)  # a resumed run gets its resume record even if nothing runs
+                _writer_for(self.state, name, family)  # a resumed run gets its resume record even if nothing runs
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node: Any, error: Any) -> None:
@@ -946,7 +955,7 @@ def pytest_sessionfinish(session: Any, exitstatus: int) -> None:
     if state.gate and not gate["passed"] and int(exitstatus) == int(pytest.ExitCode.OK):
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
     status = "interrupted" if interrupted else "complete"
-    for name, writer in list(state.writers.items()):
+    for (_family, name), writer in list(state.writers.items()):
         if writer is None:
             continue
         try:
@@ -987,9 +996,11 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: Any)
         return
     tr = terminalreporter
     lines = list(state.notes)
-    for name, writer in state.writers.items():
+    multi = len({n for _f, n in state.writers}) < len(state.writers)
+    for (family, name), writer in state.writers.items():
         if writer is not None:
-            lines.append(f"report of {name}: {writer.directory}/summary.html")
+            label = f"{name} ({family})" if multi else name
+            lines.append(f"report of {label}: {writer.directory}/summary.html")
     if state.gate and state.gate_result is not None:
         g = state.gate_result
         lines.append("GATE PASSED" if g["passed"] else "GATE FAILED: " + "; ".join(g["problems"]))

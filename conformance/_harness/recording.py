@@ -54,14 +54,17 @@ class Recorder:
     """Collects phase reports per node id and writes one record per check.
 
     Args:
-        writer_for: returns the :class:`RunWriter` of an implementation name (created lazily), or None
-            when no report is written (records are then only kept in memory, for ``--gate``).
-        versions: returns ``(impl_version, suite_version)`` of an implementation name.
+        writer_for: returns the :class:`RunWriter` of an implementation ``(name, family)`` (created lazily),
+            or None when no report is written (records are then only kept in memory, for ``--gate``). The
+            family is None when the check's node carries no properties; two families may share a name
+            (``reference``).
+        versions: returns ``(impl_version, suite_version)`` of an implementation ``(name, family)``.
         impl_of_nodeid: fallback that tells the implementation from a node id (xdist crash reports carry
             no properties).
     """
 
-    def __init__(self, writer_for: Callable[[str], RunWriter | None], versions: Callable[[str], tuple[str, str]],
+    def __init__(self, writer_for: Callable[[str, str | None], RunWriter | None],
+                 versions: Callable[[str, str | None], tuple[str, str]],
                  impl_of_nodeid: Callable[[str], str | None]) -> None:  # fmt: skip
         self._writer_for = writer_for
         self._versions = versions
@@ -91,19 +94,20 @@ class Recorder:
         impl = info["impl"] if info else self._impl_of_nodeid(nodeid)
         if impl is None:
             return  # not a conformance check
-        writer = self._writer_for(impl)
+        family = (info or {}).get("family") or family_from_nodeid(nodeid)
+        writer = self._writer_for(impl, family)
         outcome, reason, details = self._classify(phases, props)
         worker_failure = next((v for k, v in props if k == PROP_WORKER), None)
         if worker_failure and outcome in ("failed", "error"):
             reason = f"worker {worker_failure['kind']}: {worker_failure['message']}"
-        impl_version, suite_version = self._versions(impl)
+        impl_version, suite_version = self._versions(impl, family)
         xfail = next((v for k, v in props if k == PROP_XFAIL), None)
         worker = next((v for k, v in props if k == PROP_WORKER), None)
         record = {
             "type": "result",
             "nodeid": nodeid,
             "impl": impl,
-            "family": (info or {}).get("family"),
+            "family": family,
             "impl_version": impl_version,
             "suite_version": suite_version,
             "check": (info or {}).get("check"),
@@ -166,6 +170,16 @@ class Recorder:
         if teardown is not None and teardown.failed and outcome in ("passed", "xfail", "skipped", "skipped-unsupported"):
             outcome, reason = "error", f"teardown failed: {_failure_reason(teardown)}"
         return outcome, reason, details
+
+
+def family_from_nodeid(nodeid: str) -> str | None:
+    """The check family of a node id from its folder, ``conformance/<family>/...`` (None elsewhere)."""
+    parts = nodeid.split("::", 1)[0].split("/")
+    if "conformance" in parts[:-1]:
+        i = parts.index("conformance")
+        if i + 2 < len(parts):
+            return parts[i + 1]
+    return None
 
 
 def impl_from_nodeid(nodeid: str, names: list[str]) -> str | None:

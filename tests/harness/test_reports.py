@@ -94,7 +94,8 @@ def test_scoreboard_and_render_cli(project):
     board = build_scoreboard(out)
     assert [r["name"] for r in board["rows"]] == ["reference", "good"]
     env = {**os.environ, "PYTHONPATH": os.environ["PYTHONPATH"]}
-    done = subprocess.run([sys.executable, "-m", "reports", "scoreboard", "--out", str(out)], capture_output=True,
+    done = subprocess.run([sys.executable, "-m", "reports", "scoreboard", "--out", str(out),
+                           "--verdicts", str(project.path / "reports" / "verdicts")], capture_output=True,
                           text=True, env=env, cwd=project.path, timeout=60)
     assert done.returncode == 0, done.stderr
     md = (out / "scoreboard.md").read_text()
