@@ -370,7 +370,8 @@ def _cases() -> list[Case]:
              lambda c: rd.read_rees46(c.file("2019-Oct.csv", REES_HEADER + REES_ROW.format(k=1) + REES_ROW.format(k=2)
                                              + "2019-10-01 00:00:09 UTC,view,123,20"))),
         Case("R15", RD, "RetailRocket header line repeated at line 3 (two files concatenated)",
-             Raises(rfe, ("events.csv:3: column 'timestamp'", "invalid value 'timestamp'")),
+             # pyarrow converts columns in parallel: which column of line 3 is named first varies
+             Raises(rfe, ("events.csv:3: column '", "line: 'timestamp,visitorid,event,itemid,transactionid'")),
              lambda c: rd.read_retailrocket(c.file("events.csv", RR_HEADER + _rr_rows(1) + RR_HEADER + _rr_rows(2)))),
         Case("R16", RD, "duplicate column name in the header",
              Raises(rfe, ("events.csv:1:", "duplicate column(s) in header: ['itemid']")),
