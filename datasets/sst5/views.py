@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from .. import shared_data_candidate, shared_data_dir
 from .examples import Examples
 from .stsa import file_sha256, read_stsa
 
@@ -60,19 +61,12 @@ def check_counts(splits: dict[str, Examples], view: str) -> None:
                              f"expected {expected[name]}")
 
 
-def shared_data_dir() -> Path | None:
-    """The workplace's shared data folder: env ``GRU4REC_SHARED_DATA``, else ``<repo>/../shared/data``.
-
-    Returns ``None`` when the folder does not exist. (Local copy of the contract of ``datasets.shared_data_dir``
-    so that this subpackage does not depend on the package ``__init__``, which another module owns.)
-    """
-    env = os.environ.get("GRU4REC_SHARED_DATA")
-    path = Path(env) if env else Path(__file__).resolve().parents[2].parent / "shared" / "data"
-    return path if path.is_dir() else None
-
-
 def sst5_dir() -> Path | None:
-    """``<shared data>/sst5`` if it holds the three stsa.fine files, else ``None``."""
+    """``<shared data>/sst5`` if it holds the three stsa.fine files, else ``None``.
+
+    The shared data folder is :func:`datasets.shared_data_dir` (env ``GRU4REC_SHARED_DATA``, else
+    ``<repo>/../shared/data``).
+    """
     base = shared_data_dir()
     if base is None:
         return None
@@ -97,8 +91,8 @@ def load_sst5(data_dir: str | os.PathLike | None = None, *, view: str = "fine",
     if data_dir is None:
         data_dir = sst5_dir()
         if data_dir is None:
-            raise FileNotFoundError("SST-5 files not found: set GRU4REC_SHARED_DATA to the folder holding "
-                                    "sst5/stsa.fine.{train,dev,test}")
+            raise FileNotFoundError(f"SST-5 files not found in {shared_data_candidate() / 'sst5'}: set "
+                                    "GRU4REC_SHARED_DATA to the folder holding sst5/stsa.fine.{train,dev,test}")
     data_dir = Path(data_dir)
     splits = {s: read_stsa(data_dir / f"stsa.fine.{s}", split=s) for s in SPLITS}
     if view == "binary":

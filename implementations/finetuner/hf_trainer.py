@@ -38,22 +38,20 @@ HONOURED = ("learning_rate", "betas", "eps", "weight_decay", "schedule", "warmup
             "data_seed", "optimizer", "restore_best")
 
 
-def _unshadow_datasets() -> None:
-    """Tell ``transformers.trainer`` the truth about Hugging Face ``datasets``.
+def _require_hf_datasets() -> None:
+    """Raise ``ImplementationUnavailable`` unless Hugging Face ``datasets`` is installed.
 
-    transformers decides that ``datasets`` is installed from ``importlib.util.find_spec("datasets")`` alone, which
-    finds this suite's own top-level ``datasets/`` package; the Trainer then calls ``datasets.Dataset`` and fails
-    with AttributeError. Only when no Hugging Face ``datasets`` distribution is installed, the Trainer module's
-    availability test is replaced by the distribution check (an environment shim, declared in capabilities).
+    ``transformers.trainer`` decides that ``datasets`` is available from ``importlib.util.find_spec("datasets")``
+    alone, which finds the suite's own top-level ``datasets/`` package; with Hugging Face's package installed that
+    package overlays it (``datasets.Dataset`` is Hugging Face's, docs/architecture.md "datasets"), without it the
+    Trainer would fail with an ``AttributeError``. ``datasets.require_hf_datasets`` tells the two apart.
     """
-    import importlib.metadata
-
-    import transformers.trainer as trainer_module
+    from datasets import require_hf_datasets
 
     try:
-        importlib.metadata.distribution("datasets")
-    except importlib.metadata.PackageNotFoundError:
-        trainer_module.is_datasets_available = lambda: False
+        require_hf_datasets("hf_trainer (transformers.Trainer)")
+    except ImportError as e:
+        raise ImplementationUnavailable(str(e)) from e
 
 
 class _Data(torch.utils.data.Dataset):
@@ -101,14 +99,13 @@ class HFTrainerAdapter(FinetunerAdapter):
         if importlib.util.find_spec("accelerate") is None:
             raise ImplementationUnavailable("hf_trainer: transformers' Trainer needs accelerate>=1.1.0: "
                                             "pip install accelerate==1.15.0")
+        _require_hf_datasets()
 
         return {
             "models": set(MODEL_FAMILIES), "encode_max_length": True, "early_stopping": True,
             "save_pretrained": True, "lr_trace": True, "manifest": True, "seed": True,
             "configurable_optimizer": True,
             "hyperparameters": {k: v for k, v in FinetuneConfig().to_dict().items() if k in HONOURED},
-            "shims": ["transformers.trainer.is_datasets_available answers from the installed distributions (the "
-                      "suite's own top-level datasets/ package would otherwise pass for Hugging Face datasets)"],
             "framework": {"name": "torch", "version": torch.__version__},
         }
 
@@ -208,7 +205,7 @@ class HFTrainerAdapter(FinetunerAdapter):
             r = classification_report(logits, labels, adapter.num_labels)
             return {"accuracy": r["accuracy"], "macro_f1": r["macro_f1"]}
 
-        _unshadow_datasets()
+        _require_hf_datasets()
         callbacks = [_Trace()]
         if cfg.patience is not None:
             callbacks.append(EarlyStoppingCallback(early_stopping_patience=cfg.patience,
@@ -277,7 +274,7 @@ class HFTrainerAdapter(FinetunerAdapter):
     def _logits(self, dataset) -> np.ndarray:
         from transformers import Trainer, TrainingArguments
 
-        _unshadow_datasets()
+        _require_hf_datasets()
         trainer = self.trainer
         if trainer is None:
             scratch = tempfile.mkdtemp(prefix="hf_trainer_")

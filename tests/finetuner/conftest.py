@@ -24,12 +24,13 @@ torch.set_num_threads(1)
 
 @pytest.fixture(scope="session")
 def sst5_full():
+    from datasets import shared_data_candidate
     from datasets.sst5 import load_sst5, sst5_dir
 
     d = sst5_dir()
     if d is None:
-        pytest.skip("SST-5 not found: set GRU4REC_SHARED_DATA to the folder holding sst5/stsa.fine.* "
-                    f"(default {ROOT.parent / 'shared' / 'data'})")
+        pytest.skip(f"SST-5 not found in {shared_data_candidate() / 'sst5'}: set GRU4REC_SHARED_DATA to the folder "
+                    "holding sst5/stsa.fine.*")
     return load_sst5(d)
 
 

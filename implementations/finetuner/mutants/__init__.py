@@ -1,6 +1,7 @@
 """Mutants: the reference fine-tuner with exactly one defect of finetuner spec §3 switched on, one class per
 defect row, grouped in one module per check kind. The meta-test (tests/finetuner/test_meta_mutants.py) proves
-that the checks of each mutant's kind catch it.
+that a check of each mutant's defect row catches it and passes on the reference (default run, slow checks left
+out), and, in its slow variant, the same over every check of the mutant's kind.
 
 ``MUTANTS`` maps adapter name -> class; every class has ``defect_row`` (spec §3 row) and ``kind``.
 """
