@@ -16,7 +16,7 @@ import math
 import numpy as np
 import pytest
 
-from conformance.gru4rec._common import hparams
+from conformance.gru4rec._common import ADAGRAD, build
 from reference.gru4rec.losses import loss_on_scores as oracle_loss
 
 B, S = 5, 3
@@ -32,7 +32,7 @@ def _column_q(seed: int = 1, k: int = B + S) -> np.ndarray:
 
 
 def _built(impl, loss: str):
-    return impl.build(**hparams(impl, required=dict(loss=loss)))
+    return build(impl, dict(loss=loss))
 
 
 LF1_CASES = [
@@ -184,9 +184,9 @@ def test_lf5_xe_loss_floor(impl, d_lag1, record_metric):
     Cross-entropy training on D-LAG1 (B=32, no extra samples, 20 epochs) ends below log(1 + (B−1)/e) − 0.5
     ≈ 2.0 per example, the floor of a doubly normalised loss (softmax fed into softmax-CE)."""
     B_ = 32
-    model = impl.build(**hparams(impl, required=dict(loss="cross-entropy", batch_size=B_, n_epochs=20),
-                                 optional=dict(layers=[32], n_sample=0, learning_rate=0.1, dropout_p_embed=0.0,
-                                               dropout_p_hidden=0.0, momentum=0.0, logq=0.0)))
+    model = build(impl, dict(loss="cross-entropy", batch_size=B_, n_epochs=20),
+                  dict(layers=[32], n_sample=0, **ADAGRAD, learning_rate=0.1, dropout_p_embed=0.0,
+                       dropout_p_hidden=0.0, momentum=0.0, logq=0.0))
     rep = model.fit(d_lag1.train)
     bound = math.log(1 + (B_ - 1) / math.e) - 0.5
     final = float(rep.epoch_losses[-1])
