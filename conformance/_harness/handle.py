@@ -232,8 +232,10 @@ class Impl:
     """
 
     def __init__(self, handle: ImplHandle, *, kind: str | None = None, timeout: float | None = None,
-                 on_unsupported: Callable[[str], None] | None = None) -> None:  # fmt: skip
+                 on_unsupported: Callable[[str], None] | None = None,
+                 on_note: Callable[[str, dict], None] | None = None) -> None:  # fmt: skip
         self.handle = handle
+        self._on_note = on_note
         self._kind = kind
         self._timeout = timeout
         self._adapters: list[Any] = []
@@ -304,6 +306,12 @@ class Impl:
             if self._on_unsupported is not None:
                 self._on_unsupported(", ".join(missing))
             pytest.skip(f"{UNSUPPORTED_PREFIX}{self.name}: needs {', '.join(missing)} (not declared)")
+
+    def note(self, name: str, **context: Any) -> None:
+        """Record a fact about how the check ran in the check's report entry (e.g. an optional hyperparameter
+        value the implementation refused and the check dropped); shown with the check's metrics, no value."""
+        if self._on_note is not None:
+            self._on_note(str(name), dict(context))
 
     def close(self) -> None:
         """Close every adapter made for this check (errors while closing are ignored)."""

@@ -74,6 +74,10 @@ ENV_ALLOW = frozenset({
     "CUDA_VISIBLE_DEVICES", "CUBLAS_WORKSPACE_CONFIG", "NVIDIA_VISIBLE_DEVICES", "TF_CPP_MIN_LOG_LEVEL",
 })  # fmt: skip
 ENV_ALLOW_PREFIXES = ("LC_", "GRU4REC_")
+#: Thread-count variables of OpenMP / MKL / OpenBLAS set in every worker (:meth:`WorkerProxy._environment`).
+THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
+#: The worker's torch intra-op thread count (read by :mod:`conformance._harness.worker`).
+WORKER_THREADS_ENV = "GRU4REC_WORKER_THREADS"
 STDERR_TAIL_CHARS = 4000
 
 
@@ -145,6 +149,10 @@ class IsolationSettings:
         tmp_root: parent folder of the worker directories (None = system temp).
         keep_dirs: keep worker directories after close (debugging).
         poll_s: watchdog period.
+        threads: thread count of the worker's numeric libraries (``--worker-threads``): sets
+            ``OMP_NUM_THREADS``, ``MKL_NUM_THREADS``, ``OPENBLAS_NUM_THREADS`` and torch's intra-op threads.
+            None = each of those variables as set in this process, else 1 (the check models are tiny; on a
+            2-core machine oversubscribed BLAS/torch threads slow them down many times).
     """
 
     python: str | None = None
@@ -155,6 +163,7 @@ class IsolationSettings:
     tmp_root: str | None = None
     keep_dirs: bool = False
     poll_s: float = 0.05
+    threads: int | None = None
 
     def timeout_for(self, method: str, kind: str | None, override: float | None = None) -> float:
         """Timeout of one call: --call-timeout > the check's own ``timeout`` > light/kind defaults."""
@@ -243,6 +252,15 @@ def _describe_exit(returncode: int) -> str:
         hint = " (killed: out of memory or from outside)" if -returncode == signal.SIGKILL else ""
         return f"was killed by {name}{hint}"
     return f"exited with status {returncode}"
+
+
+def _positive_int(text: str, default: int) -> str:
+    """``text`` if it is a positive integer (OMP_NUM_THREADS may also hold a list such as ``4,2``), else
+    ``default``, as a string."""
+    try:
+        return str(int(text)) if int(text) > 0 else str(default)
+    except ValueError:
+        return str(default)
 
 
 class WorkerProxy:
@@ -391,6 +409,13 @@ class WorkerProxy:
                 "GRU4REC_WORKER": "1",
             }
         )
+        n = self._settings.threads
+        for var in THREAD_VARS:
+            if n is not None:
+                env[var] = str(int(n))
+            elif var not in os.environ:
+                env[var] = "1"
+        env[WORKER_THREADS_ENV] = str(int(n)) if n is not None else _positive_int(env["OMP_NUM_THREADS"], 1)
         return env
 
     def _start(self) -> None:

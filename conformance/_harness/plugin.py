@@ -3,7 +3,7 @@
 Options (``pytest --help``, group "conformance"): ``--impl`` (repeatable, ``all``, ``module:Class``; env
 ``GRU4REC_CONFORMANCE_IMPL``), ``--device``, ``--dataset``, ``--seeds``, ``--gate``, ``--resume RUN_DIR``,
 ``--xfail-mark``, ``--xfails``, ``--report-dir``, ``--no-report``, ``--isolation``, ``--call-timeout``,
-``--worker-memory-mb``, ``--worker-network``, ``--keep-worker-dirs``.
+``--worker-memory-mb``, ``--worker-network``, ``--worker-threads``, ``--keep-worker-dirs``.
 
 What it does, in hook order:
 
@@ -169,6 +169,11 @@ def pytest_addoption(parser: Any) -> None:
                 help="kill a worker whose resident memory exceeds this (default 80%% of RAM; 0 = no limit)")
     g.addoption("--worker-network", dest="conformance_worker_network", choices=("deny", "allow"), default="deny",
                 help="cut workers off the network where the platform allows (default deny)")
+    env_threads = os.environ.get("GRU4REC_WORKER_THREADS", "")
+    g.addoption("--worker-threads", dest="conformance_worker_threads", type=int,
+                default=int(env_threads) if env_threads.isdigit() else None, metavar="N",
+                help="OMP/MKL/OpenBLAS and torch threads of each worker (default: OMP_NUM_THREADS etc. as set "
+                     "here, else 1; env GRU4REC_WORKER_THREADS)")
     g.addoption("--keep-worker-dirs", action="store_true", dest="conformance_keep_worker_dirs",
                 help="keep worker temporary directories (debugging)")  # fmt: skip
 
@@ -234,6 +239,7 @@ def pytest_configure(config: Any) -> None:
         memory_limit_mb=config.getoption("conformance_worker_memory"),
         network=config.getoption("conformance_worker_network"),
         keep_dirs=config.getoption("conformance_keep_worker_dirs"),
+        threads=config.getoption("conformance_worker_threads"),
     )
     state = State(
         config=config,
@@ -306,6 +312,8 @@ def _check_worker_limits(settings: IsolationSettings) -> None:
     if settings.call_timeout is not None and not settings.call_timeout > 0:
         raise pytest.UsageError(f"--call-timeout {settings.call_timeout:g}: the per-call timeout must be a positive "
                                 "number of seconds")  # fmt: skip
+    if settings.threads is not None and not settings.threads >= 1:
+        raise pytest.UsageError(f"--worker-threads {settings.threads}: the thread count must be >= 1")
     if settings.memory_limit_mb is not None and not settings.memory_limit_mb >= 0:
         raise pytest.UsageError(f"--worker-memory-mb {settings.memory_limit_mb:g}: the memory limit must be >= 0 MiB "
                                 "(0 = no limit)")  # fmt: skip
@@ -747,11 +755,21 @@ def conformance_options(pytestconfig: Any) -> ConformanceOptions:
     return ConformanceOptions(s.device, s.dataset, tuple(s.seeds), s.gate, s.isolation)
 
 
+def _note(node: Any, name: str, context: dict[str, Any]) -> None:
+    """A value-less metric entry of the check (``Impl.note``), recorded once."""
+    entry = {"name": name, "value": None, "reference": None, "tolerance": None, "rule": context.pop("rule", None),
+             "context": {str(k): (v if isinstance(v, (int, float, str, bool)) or v is None else str(v))
+                         for k, v in context.items()}, "within": None}  # fmt: skip
+    if (PROP_METRIC, entry) not in node.user_properties:
+        node.user_properties.append((PROP_METRIC, entry))
+
+
 def _impl_view(request: Any, handle: ImplHandle) -> Impl:
     info = _info(request.node) or {}
     check = info.get("check") or {}
     view = Impl(handle, kind=check.get("kind"), timeout=check.get("timeout"),
-                on_unsupported=lambda _: _mark_unsupported(request.node))  # fmt: skip
+                on_unsupported=lambda _: _mark_unsupported(request.node),
+                on_note=lambda name, context: _note(request.node, name, context))  # fmt: skip
     request.addfinalizer(view.close)
     return view
 

@@ -3,7 +3,9 @@
 Runs one adapter instance and answers the parent's requests, one at a time, over two pipes (8-byte
 big-endian length + JSON). Arguments and results cross through :mod:`conformance._harness.codec` (JSON and
 ``.npy`` files, no pickle). The parent (:mod:`conformance._harness.isolation`) owns timeouts, memory limits
-and killing; this side only disables core dumps and reports exceptions with their traceback.
+and killing; this side only disables core dumps, pins torch's intra-op threads to ``GRU4REC_WORKER_THREADS`` (set
+by the parent with ``OMP_NUM_THREADS`` etc.; applied before and after every request once torch is imported,
+without importing it) and reports exceptions with their traceback.
 
 Requests: ``{"op": "init", "ref", "init_kwargs", "device"}`` → ``{"ok": true, "result": {pid, hooks,
 methods, python}}``; ``{"op": "call", "method", "args", "kwargs"}`` → ``{"ok": true, "result"}`` or
@@ -65,6 +67,20 @@ def _error_payload(exc: BaseException) -> dict[str, Any]:
     }
 
 
+def _pin_torch_threads(done: list[bool]) -> None:
+    """torch.set_num_threads(GRU4REC_WORKER_THREADS) once torch has been imported (by the adapter)."""
+    torch = sys.modules.get("torch")
+    if done[0] or torch is None or not hasattr(torch, "set_num_threads"):
+        return
+    done[0] = True
+    try:
+        n = int(os.environ.get("GRU4REC_WORKER_THREADS", ""))
+    except ValueError:
+        return
+    if n > 0:
+        torch.set_num_threads(n)
+
+
 def main(argv: list[str]) -> int:
     fd_in, fd_out, exchange_dir = int(argv[0]), int(argv[1]), argv[2]
     try:
@@ -79,6 +95,7 @@ def main(argv: list[str]) -> int:
 
     codec = Codec(exchange_dir, prefix="c")
     adapter: Any = None
+    pinned = [False]
     while True:
         raw = read_message(fd_in)
         if raw is None:
@@ -86,6 +103,7 @@ def main(argv: list[str]) -> int:
         request = loads(raw)
         op = request.get("op")
         try:
+            _pin_torch_threads(pinned)
             if op == "init":
                 module_name, _, qualname = request["ref"].partition(":")
                 obj: Any = importlib.import_module(module_name)
@@ -121,6 +139,7 @@ def main(argv: list[str]) -> int:
             if isinstance(exc, KeyboardInterrupt):
                 raise
             reply = {"ok": False, "error": _error_payload(exc)}
+        _pin_torch_threads(pinned)
         sys.stdout.flush()
         sys.stderr.flush()
         write_message(fd_out, dumps(reply))

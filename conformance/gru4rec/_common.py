@@ -13,11 +13,13 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from implementations.base import Unsupported
 from reference.gru4rec import evaluation as oracle_eval
 
 #: Small, fast training configuration of the black-box checks on D-LAG1-sized data (CPU, seconds).
-SMALL: dict[str, Any] = dict(layers=[32], batch_size=32, n_sample=16, sample_alpha=0.5, learning_rate=0.1,
-                             momentum=0.0, dropout_p_embed=0.0, dropout_p_hidden=0.0, loss="cross-entropy")
+SMALL: dict[str, Any] = dict(layers=[32], batch_size=32, n_sample=16, sample_alpha=0.5, optimizer="adagrad",
+                             learning_rate=0.1, momentum=0.0, dropout_p_embed=0.0, dropout_p_hidden=0.0,
+                             loss="cross-entropy")
 
 CUTOFFS = (1, 5, 10, 20)
 
@@ -30,15 +32,77 @@ def declared(impl: Any) -> Mapping[str, Any]:
 def hparams(impl: Any, required: Mapping[str, Any] | None = None, optional: Mapping[str, Any] | None = None) -> dict:
     """Hyperparameters for ``impl.build``: every ``required`` one (the adapter raises Unsupported for an undeclared
     name, which the harness turns into a skip with the reason) plus the ``optional`` ones the adapter declares
-    (values the check's verdict does not depend on, e.g. ``n_sample > 0 when supported``)."""
+    (values the check's verdict does not depend on, e.g. ``n_sample > 0 when supported``).
+
+    A declared optional *value* the implementation refuses is only found at ``build``: use :func:`build`, which
+    drops it and runs with the rest."""
     out = dict(required or {})
     names = declared(impl)
     out.update({k: v for k, v in (optional or {}).items() if k in names and k not in out})
     return out
 
 
+#: Optional hyperparameters tuned for another one: dropping the key drops these too. A learning rate (and a
+#: momentum) chosen for Adagrad means nothing for another optimizer, which then runs at its own defaults.
+COUPLED: dict[str, tuple[str, ...]] = {"optimizer": ("learning_rate", "momentum")}
+
+#: The optimizer the spec's learning checks name (conformance_checks.md §B.1 SR-3: "Adagrad lr 0.1"; the
+#: reference's only optimizer). Requested as an optional value coupled with the learning rate (:data:`COUPLED`).
+ADAGRAD: dict[str, Any] = {"optimizer": "adagrad"}
+
+
+def _refused_key(exc: Unsupported, keys: Sequence[str]) -> str | None:
+    """The hyperparameter an Unsupported names (``name`` or ``name:<value>``), if it is one of ``keys``."""
+    head = exc.name.partition(":")[0]
+    return next((k for k in keys if exc.name == k or head == k), None)
+
+
+def build(impl: Any, required: Mapping[str, Any] | None = None, optional: Mapping[str, Any] | None = None,
+          seed: int | None = None) -> Any:
+    """``impl.build(seed, **hparams(impl, required, optional))``, dropping optional values the implementation
+    refuses (conformance_checks.md §B.1 "n_sample > 0 when supported", "or the implementation's minimum").
+
+    When ``build`` raises :class:`~implementations.base.Unsupported` for an optional value (the exception names
+    the hyperparameter, ``name`` or ``name:<value>``, or a feature that only that value needs, e.g. recpack's
+    ``in_batch_negatives`` for ``n_sample=0``), the value is dropped (with its :data:`COUPLED` values) and the
+    build retried, so the implementation's own default applies; every drop is recorded in the check's report
+    (``impl.note``). An Unsupported naming a required key, or a feature the adapter *declares* (a declaration it
+    does not honour, which the harness fails), is raised unchanged, as is one no single optional key explains.
+
+    Returns the built adapter. Raises whatever ``impl.build`` raises otherwise."""
+    req = dict(required or {})
+    opt = {k: v for k, v in hparams(impl, optional=optional).items() if k not in req}
+    features = impl.capabilities.features()
+    while True:
+        try:
+            return impl.build(seed=seed, **req, **opt)
+        except Unsupported as exc:
+            if features.get(exc.name) or _refused_key(exc, list(req)) is not None:
+                raise
+            key = _refused_key(exc, list(opt))
+            if key is None:  # a refusal named after a feature: find the one optional value it is about
+                key = next((k for k in opt if _builds_without(impl, seed, req, opt, k)), None)
+            if key is None:
+                raise
+            dropped = [key] + [c for c in COUPLED.get(key, ()) if c in opt]
+            for k in dropped:
+                impl.note(f"optional hyperparameter dropped: {k}={opt[k]!r}", hyperparameter=k, value=repr(opt[k]),
+                          refused=str(exc), rule="refused by the implementation (Unsupported); the check ran with "
+                          "its default" + (f" (dropped with {key})" if k != key else ""))
+                del opt[k]
+
+
+def _builds_without(impl: Any, seed: int | None, req: dict, opt: dict, key: str) -> bool:
+    try:
+        impl.build(seed=seed, **req, **{k: v for k, v in opt.items() if k != key})
+        return True
+    except Unsupported:
+        return False
+
+
 def small(impl: Any, **overrides: Any) -> dict:
-    """:data:`SMALL` with ``overrides``; keys the adapter does not declare are dropped (they are conveniences)."""
+    """:data:`SMALL` with ``overrides``; keys the adapter does not declare are dropped (they are conveniences).
+    Build it with :func:`build` (``optional=small(...)``) so that refused values are dropped too."""
     cfg = {**SMALL, **overrides}
     return hparams(impl, optional=cfg)
 
@@ -49,7 +113,7 @@ def lag1_model(impl: Any, d_lag1: Any, n_epochs: int = 2) -> Any:
     seed = impl.seeds[0]
 
     def make(i):
-        model = i.build(seed=seed, **small(i, n_epochs=n_epochs))
+        model = build(i, optional=small(i, n_epochs=n_epochs), seed=seed)
         model.fit(d_lag1.train)
         return model
 

@@ -3,7 +3,8 @@
 
 Torch runs with one intra-op thread in this process (env ``GRU4REC_TORCH_THREADS`` overrides): the check models
 are tiny, and on a 2-core machine shared with other work, multi-threaded torch slows them down by up to 20x.
-Worker processes of isolated adapters inherit the usual thread variables (OMP_NUM_THREADS etc.) instead.
+Worker processes of isolated adapters are pinned by the harness instead (``--worker-threads``, default 1:
+conformance/README.md "Reliability").
 """
 
 from __future__ import annotations

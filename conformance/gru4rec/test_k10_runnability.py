@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from conformance.gru4rec._common import hparams, lag1_test_pairs, recall_at
+from conformance.gru4rec._common import ADAGRAD, build, lag1_test_pairs, recall_at
 
 _FINAL_ACT_VALUES = {"linear": "linear", "elu": "elu-1", "tanh": "tanh", "relu": "relu", "leaky": "leaky-0.1",
                      "selu": "selu-1.05-1.67", "softmax": "softmax", "softmax_logit": "softmax_logit"}
@@ -34,8 +34,7 @@ def test_rn1_option_smoke(impl, d_lag1, option, record_metric):
 
     Every declared loss, embedding mode and final activation trains one epoch on D-LAG1 and scores 10
     prefixes without an exception and with finite scores."""
-    model = impl.build(**hparams(impl, required={**option, "n_epochs": 1},
-                                 optional=dict(layers=[16], batch_size=32, n_sample=8, learning_rate=0.05)))
+    model = build(impl, {**option, "n_epochs": 1}, dict(layers=[16], batch_size=32, n_sample=8, learning_rate=0.05))
     rep = model.fit(d_lag1.train)
     prefixes, _ = lag1_test_pairs(d_lag1.test)
     s = np.asarray(model.score_prefixes(prefixes[:10]), dtype=np.float64)
@@ -57,11 +56,10 @@ def test_rn2_device_parity(impl, d_lag1, record_metric):
                           settings=impl.handle.settings), kind="K10")
     try:
         prefixes, targets = lag1_test_pairs(d_lag1.test)
-        cfg = hparams(impl, required=dict(n_epochs=3), optional=dict(layers=[32], batch_size=32, n_sample=16,
-                                                                     learning_rate=0.1))
+        req, opt = dict(n_epochs=3), dict(layers=[32], batch_size=32, n_sample=16, **ADAGRAD, learning_rate=0.1)
         results = {}
         for device, factory in (("cpu", cpu), ("cuda", impl)):
-            model = factory.build(seed=1, **cfg)
+            model = build(factory, req, opt, seed=1)
             model.fit(d_lag1.train)
             results[device] = {k: recall_at(model, prefixes, targets, k) for k in (1, 5)}
             if factory.supports("hook:evaluate"):

@@ -15,7 +15,7 @@ import math
 import numpy as np
 import pytest
 
-from conformance.gru4rec._common import hparams
+from conformance.gru4rec._common import build
 
 LAYER, EMB = 24, 10
 
@@ -41,8 +41,7 @@ def test_in1_glorot_uniform_per_gate(impl, d_lag1, mode, record_metric):
 
     Right after initialisation every weight block has max|w| in [0.9σ, σ], |mean| < σ/10 (symmetric
     U(−σ, σ), σ = √(6/(rows+cols)) per gate block) and every bias is exactly 0."""
-    model = impl.build(**hparams(impl, required={"layers": [LAYER], **MODES[mode]},
-                                 optional=dict(n_sample=0, loss="cross-entropy")))
+    model = build(impl, {"layers": [LAYER], **MODES[mode]}, dict(n_sample=0, loss="cross-entropy"))
     model.fit(d_lag1.train, n_epochs=0)
     problems, n_blocks = [], 0
     for name, value in model.get_params().items():

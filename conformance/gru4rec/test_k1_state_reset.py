@@ -7,8 +7,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from conformance.gru4rec._common import (fresh_scores, hparams, lag1_model, lag1_test_pairs, ranks, recall_at,
-                                         target_columns)
+from conformance.gru4rec._common import (ADAGRAD, build, fresh_scores, lag1_model, lag1_test_pairs, ranks,
+                                         recall_at, target_columns)
 
 
 def _stream_vs_fresh(adapter, test_df: pd.DataFrame, batch_size: int) -> dict:
@@ -87,8 +87,15 @@ def test_sr2_first_event_after_switch(impl, d_lag1):
                         f"fresh-state scoring of [{b_items[0]}] by {rel:.3g} relative: the state was not reset")
 
 
-def _dlong_recall(model, d_long) -> float:
-    return recall_at(model, d_long.meta["prefixes"], d_long.meta["answers"], 1)
+def _dlong_diagnosis(model, d_long) -> dict:
+    """Recall@1 of t_k after [a_k, n1, n2, n3] and what the eight predictions look like."""
+    prefixes, answers = d_long.meta["prefixes"], d_long.meta["answers"]
+    s = fresh_scores(model, prefixes)
+    cols = target_columns(model, answers)
+    r = ranks(s, cols)
+    top = np.asarray(model.item_ids())[np.argmax(s, axis=1)]
+    return {"recall": float(np.mean(r <= 1)), "distinct_top1": len(set(top.tolist())),
+            "top1_is_answer": int(np.isin(top, answers).sum()), "n": len(prefixes)}
 
 
 @pytest.mark.check("SR-3", kind="K1")
@@ -96,27 +103,49 @@ def test_sr3_long_range_dependency(impl, d_long, d_lag1, record_metric):
     """A dependency three steps back is learnt from equal-length sessions (no false resets in training).
 
     A dependency three steps back is learnt from equal-length sessions (D-LONG, B=8, no extra samples,
-    20 epochs): fresh-state Recall@1 of t_k after [a_k, n1, n2, n3] >= 0.9 (a last-item model gets 1/8).
+    20 epochs, Adagrad lr 0.1 where the implementation has Adagrad, else its own optimizer at its defaults):
+    fresh-state Recall@1 of t_k after [a_k, n1, n2, n3] >= 0.9 (a last-item model gets 1/8).
 
     Control (scaled down from the spec's "same settings" to 5 epochs for CPU time): the same settings reach
     Recall@1 >= 0.9 on D-LAG1, else the verdict is "inconclusive" (reported as a failure)."""
-    cfg = hparams(impl, required=dict(layers=[32], batch_size=8, learning_rate=0.1, n_epochs=20),
-                  optional=dict(n_sample=0, dropout_p_embed=0.0, dropout_p_hidden=0.0, momentum=0.0,
-                                loss="cross-entropy"))
-    model = impl.build(**cfg)
+    req = dict(layers=[32], batch_size=8, n_epochs=20)
+    opt = dict(**ADAGRAD, learning_rate=0.1, n_sample=0, dropout_p_embed=0.0, dropout_p_hidden=0.0, momentum=0.0,
+               loss="cross-entropy")
+    model = build(impl, req, opt)
     model.fit(d_long.train)
-    recall = _dlong_recall(model, d_long)
-    record_metric("D-LONG recall@1", recall, reference=1.0, tolerance=0.1, rule="pass if >= 0.9 (chance 0.125)")
-    control = impl.build(**{**cfg, "n_epochs": 5})
+    diag = _dlong_diagnosis(model, d_long)
+    recall = diag["recall"]
+    record_metric("D-LONG recall@1", recall, reference=1.0, tolerance=0.1, rule="pass if >= 0.9 (chance 0.125)",
+                  distinct_top1_predictions=diag["distinct_top1"], keys=diag["n"])
+    control = build(impl, {**req, "n_epochs": 5}, opt)
     control.fit(d_lag1.train)
     p, t = lag1_test_pairs(d_lag1.test)
     control_recall = recall_at(control, p, t, 1)
     record_metric("D-LAG1 control recall@1", control_recall, reference=1.0, tolerance=0.1, rule="control >= 0.9")
     if control_recall < 0.9:
-        pytest.fail(f"inconclusive: the control (same settings on D-LAG1) reaches Recall@1 {control_recall:.3f} < 0.9, "
-                    "so the implementation does not learn even a first-order sequence")
-    assert recall >= 0.9, (f"D-LONG Recall@1 {recall:.3f} < 0.9 (chance 0.125) while the D-LAG1 control reaches "
-                           f"{control_recall:.3f}: the hidden state is reset too often in training (or not carried)")
+        pytest.fail(f"inconclusive: the control (same settings, 5 epochs on D-LAG1) reaches Recall@1 "
+                    f"{control_recall:.3f} < 0.9, so nothing can be concluded about state resets: the implementation "
+                    "does not learn a first-order sequence at these settings (the optimizer and learning rate used "
+                    "are listed in this check's report; see also OP-*, LF-5)")
+    if recall >= 0.9:
+        return
+    measured = (f"D-LONG Recall@1 {recall:.3f} (expected >= 0.9; chance and a last-item model 0.125), with the D-LAG1 "
+                f"control at {control_recall:.3f}; the top-1 items after the {diag['n']} prefixes [a_k, n1, n2, n3] are "
+                f"{diag['distinct_top1']} distinct item(s), {diag['top1_is_answer']} of the {diag['n']} are answer items "
+                "t_j")
+    if diag["distinct_top1"] <= 1:
+        cause = ("the prediction after the fillers does not depend on a_k at all: the state carrying a_k is lost "
+                 "before the prediction, i.e. it is reset in training at every step of equal-length runs (a stale "
+                 "reset mask: SR-4 localises it) or reset/not used in fresh-state scoring (SR-5 tells)")
+    elif diag["top1_is_answer"] == diag["n"]:
+        cause = ("the predictions depend on a_k and are answer items, but often the wrong one: the state carries "
+                 "something of a_k but the dependency is learnt only partly (state reset in part of the training "
+                 "steps, e.g. only in some lanes or runs; SR-4 localises it)")
+    else:
+        cause = ("the predictions depend on a_k but are mostly not answer items: the three-step dependency is not "
+                 "learnt although the first-order control is (state reset in part of the training steps; SR-4 "
+                 "localises it)")
+    pytest.fail(f"{measured}: {cause}")
 
 
 @pytest.mark.check("SR-4", kind="K1")
@@ -125,9 +154,8 @@ def test_sr4_hidden_state_trace(impl, d_long, record_metric):
     """In training the hidden state is zero exactly for lanes at the first event of their session.
 
     Trace of ‖h_in‖ per lane and step over one epoch (D-LONG, B=8, so runs span whole sessions)."""
-    model = impl.build(**hparams(impl, required=dict(layers=[32], batch_size=8, n_epochs=1),
-                                 optional=dict(n_sample=0, learning_rate=0.1, dropout_p_embed=0.0,
-                                               dropout_p_hidden=0.0)))
+    model = build(impl, dict(layers=[32], batch_size=8, n_epochs=1),
+                  dict(n_sample=0, learning_rate=0.1, dropout_p_embed=0.0, dropout_p_hidden=0.0))
     model.trace(True)
     rep = model.fit(d_long.train)
     assert rep.trace, "trace(True) was set but FitReport.trace is empty"
@@ -153,8 +181,7 @@ def test_sr5_state_is_used(impl, d_long, record_metric):
 
     Fresh-state scores after [a_k, n1, n2, n3] differ between the eight keys a_k: the state carries the
     first item through three steps (no reset at every step, also not in inference)."""
-    model = impl.build(**hparams(impl, required=dict(layers=[32], batch_size=8, n_epochs=1),
-                                 optional=dict(n_sample=0, learning_rate=0.1)))
+    model = build(impl, dict(layers=[32], batch_size=8, n_epochs=1), dict(n_sample=0, learning_rate=0.1))
     model.fit(d_long.train)
     s = fresh_scores(model, d_long.meta["prefixes"])
     scale = np.linalg.norm(s, axis=1).max()

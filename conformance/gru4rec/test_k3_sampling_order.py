@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from conformance.gru4rec._common import hparams
+from conformance.gru4rec._common import build
 
 
 def _item_axes(params: dict, n_items: int) -> dict[str, list[int]]:
@@ -24,9 +24,9 @@ def test_so1_non_sampled_item_invariance(impl, d_lag1, loss, record_metric):
 
     The training loss of a fixed batch does not change when the output weights and bias of an item that is
     neither a target nor a sample are shifted by +10 (no transform normalised over the whole catalogue)."""
-    model = impl.build(**hparams(impl, required=dict(loss=loss, batch_size=4),
-                                 optional=dict(layers=[24], n_sample=0, dropout_p_embed=0.0, dropout_p_hidden=0.0,
-                                               learning_rate=0.05, momentum=0.0)))
+    model = build(impl, dict(loss=loss, batch_size=4),
+                  dict(layers=[24], n_sample=0, dropout_p_embed=0.0, dropout_p_hidden=0.0, learning_rate=0.05,
+                       momentum=0.0))
     model.fit(d_lag1.train, n_epochs=0)
     cycle = list(d_lag1.meta["items"])
     inputs, targets = np.array(cycle[0:8:2]), np.array(cycle[1:9:2])
@@ -64,8 +64,8 @@ def test_so2_shared_negatives(impl, d_lag1, record_metric):
     With n_sample=S the training score matrix has B+S columns whose last S item ids are the same for every
     row, and the samples change from step to step (trace)."""
     B_, S_ = 4, 8
-    model = impl.build(**hparams(impl, required=dict(batch_size=B_, n_sample=S_, n_epochs=1),
-                                 optional=dict(layers=[16], learning_rate=0.05, loss="cross-entropy")))
+    model = build(impl, dict(batch_size=B_, n_sample=S_, n_epochs=1),
+                  dict(layers=[16], learning_rate=0.05, loss="cross-entropy"))
     model.fit(d_lag1.train, n_epochs=0)
     cycle = list(d_lag1.meta["items"])
     out = model.train_forward([[cycle[k], cycle[k + 1]] for k in range(0, 2 * B_, 2)], seed=0)
@@ -83,8 +83,8 @@ def test_so2_shared_negatives(impl, d_lag1, record_metric):
             f"the first B columns {cols[:B_].tolist()} are not the lanes' targets")
     if not impl.supports("hook:trace"):
         return
-    model = impl.build(**hparams(impl, required=dict(batch_size=2 * B_, n_sample=S_, n_epochs=1),
-                                 optional=dict(layers=[16], learning_rate=0.05, loss="cross-entropy")))
+    model = build(impl, dict(batch_size=2 * B_, n_sample=S_, n_epochs=1),
+                  dict(layers=[16], learning_rate=0.05, loss="cross-entropy"))
     model.trace(True)
     rep = model.fit(d_lag1.train)
     negs = [np.asarray(t.negative_ids) for t in rep.trace]
@@ -105,8 +105,8 @@ def test_so3_sampling_distribution(impl, zipf, alpha, record_metric):
     The extra samples of 200 training steps (S=512, Zipf-popular items) follow support^sample_alpha /
     Σ support^sample_alpha (chi-square p > 1e-3) for sample_alpha = 0, 0.5, 1."""
     S_ = 512
-    model = impl.build(**hparams(impl, required=dict(n_sample=S_, sample_alpha=alpha, batch_size=48, n_epochs=1),
-                                 optional=dict(layers=[16], learning_rate=0.05, loss="cross-entropy")))
+    model = build(impl, dict(n_sample=S_, sample_alpha=alpha, batch_size=48, n_epochs=1),
+                  dict(layers=[16], learning_rate=0.05, loss="cross-entropy"))
     model.trace(True)
     rep = model.fit(zipf.train)
     steps = rep.trace[:200]

@@ -9,7 +9,8 @@ import math
 import numpy as np
 import pytest
 
-from conformance.gru4rec._common import fresh_scores, hparams, lag1_test_pairs, recall_at, small
+from conformance.gru4rec._common import (ADAGRAD, build, fresh_scores, hparams, lag1_test_pairs, recall_at,
+                                         small)
 
 N_LANES = 256
 
@@ -24,10 +25,9 @@ def _embedding_mode(impl) -> dict:
 
 
 def _forward(impl, d_lag1, p_embed: float, p_hidden: float, layers=(32,)) -> dict:
-    cfg = hparams(impl, required=dict(dropout_p_embed=p_embed, dropout_p_hidden=p_hidden),
-                  optional=dict(layers=list(layers), batch_size=32, n_sample=0, loss="cross-entropy"))
-    cfg.update(_embedding_mode(impl))
-    model = impl.build(seed=7, **cfg)
+    model = build(impl, dict(dropout_p_embed=p_embed, dropout_p_hidden=p_hidden),
+                  dict(layers=list(layers), batch_size=32, n_sample=0, loss="cross-entropy", **_embedding_mode(impl)),
+                  seed=7)
     model.fit(d_lag1.train, n_epochs=0)
     cycle = list(d_lag1.meta["items"])
     batch = [[cycle[k % len(cycle)], cycle[(k + 1) % len(cycle)]] for k in range(N_LANES)]
@@ -144,10 +144,9 @@ def test_do2_dropout_bites(impl, d_lag1, param, mode, record_metric):
     prefixes, targets = lag1_test_pairs(d_lag1.test)
     recalls = {}
     for p in (0.0, 0.95):
-        cfg = hparams(impl, required={param: p, "n_epochs": 3, **mode},
-                      optional=dict(layers=[16], batch_size=32, n_sample=16, learning_rate=0.01, momentum=0.0,
-                                    loss="cross-entropy"))
-        model = impl.build(**cfg)
+        model = build(impl, {param: p, "n_epochs": 3, **mode},
+                      dict(layers=[16], batch_size=32, n_sample=16, **ADAGRAD, learning_rate=0.01, momentum=0.0,
+                           loss="cross-entropy"))
         try:
             model.fit(d_lag1.train)
         except Exception as exc:
@@ -172,7 +171,7 @@ def test_do1_zero_dropout_is_deterministic(impl, d_lag1, record_metric):
     cycle = list(d_lag1.meta["items"])
     scores = []
     for _ in range(2):
-        model = impl.build(seed=5, **cfg)
+        model = build(impl, optional=cfg, seed=5)
         model.fit(d_lag1.train)
         scores.append(fresh_scores(model, [[i] for i in cycle]))
     assert np.isfinite(scores[0]).all(), "non-finite scores after training with dropout 0"

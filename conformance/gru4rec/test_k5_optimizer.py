@@ -8,14 +8,14 @@ import numpy as np
 import pytest
 
 from implementations.base import Unsupported
-from conformance.gru4rec._common import hparams
+from conformance.gru4rec._common import build
 
 WB_HOOKS = ("get_params", "train_step")
 
 
 def _model(impl, d_lag1, learning_rate: float):
     opt = dict(layers=[16], n_sample=0, loss="cross-entropy", dropout_p_embed=0.0, dropout_p_hidden=0.0, momentum=0.0)
-    model = impl.build(**hparams(impl, required=dict(learning_rate=learning_rate, batch_size=8), optional=opt))
+    model = build(impl, dict(learning_rate=learning_rate, batch_size=8), opt)
     model.fit(d_lag1.train, n_epochs=0)
     return model
 
@@ -29,21 +29,46 @@ def _flat(params: dict) -> np.ndarray:
     return np.concatenate([np.asarray(params[k], dtype=np.float64).ravel() for k in sorted(params)])
 
 
-def _steps(model, d_lag1, n: int) -> list[np.ndarray]:
-    """Parameter vectors before and after each of ``n`` updates on the same batch."""
+def _spacing(params: dict) -> np.ndarray:
+    """Per entry, the gap to the next representable value in the parameter's own dtype (float32: ~1.2e-7·|θ|)."""
+    return np.concatenate([np.spacing(np.abs(np.asarray(params[k]))).astype(np.float64).ravel()
+                           if np.issubdtype(np.asarray(params[k]).dtype, np.floating)
+                           else np.zeros(np.asarray(params[k]).size) for k in sorted(params)])
+
+
+def _steps(model, d_lag1, n: int) -> tuple[list[np.ndarray], np.ndarray]:
+    """Parameter vectors before and after each of ``n`` updates on the same batch, and per entry the largest
+    representation gap seen (the resolution of a measured step)."""
     inputs, targets = _batch(d_lag1)
-    snaps = [_flat(model.get_params())]
+    p = model.get_params()
+    snaps, gap = [_flat(p)], _spacing(p)
     for _ in range(n):
         model.train_step(inputs, targets)
-        snaps.append(_flat(model.get_params()))
-    return snaps
+        p = model.get_params()
+        snaps.append(_flat(p))
+        gap = np.maximum(gap, _spacing(p))
+    return snaps, gap
 
 
-def _two_step_ratio(snaps: list[np.ndarray]) -> tuple[float, int]:
-    """Median of Δ2/Δ1 over the entries with the largest first steps (|Δ1| ≥ half the largest)."""
+def _two_step_ratio(snaps: list[np.ndarray], gap: np.ndarray) -> tuple[float, int]:
+    """Median Δ2/Δ1 over the resolved entries with the largest first steps.
+
+    Resolved: the entry's representation gap is ≤ 1e-3·|Δ1|. At η = 1e-6 a step is a few float32 ulps of a
+    parameter of size ~0.1, so those entries' ratios are quantised (a median lands on a ratio of small integers,
+    e.g. 8/11); entries near zero (the zero-initialised biases) resolve the step exactly. Largest: |Δ1| ≥ 0.99 ·
+    the largest resolved step, i.e. for Adagrad the entries whose gradient dwarfs √eps = 1e-3 (|Δ1| ≈ η), where
+    Δ2/Δ1 = 1/√2 exactly. Returns (ratio, entries used); (nan, 0) when no step is resolved."""
     d1, d2 = snaps[1] - snaps[0], snaps[2] - snaps[1]
-    sel = np.abs(d1) >= 0.5 * np.abs(d1).max()
+    resolved = (np.abs(d1) > 0) & (gap <= 1e-3 * np.abs(d1))
+    if not resolved.any():
+        return float("nan"), 0
+    sel = resolved & (np.abs(d1) >= 0.99 * np.abs(d1[resolved]).max())
     return float(np.median(d2[sel] / d1[sel])), int(sel.sum())
+
+
+def _unresolved(ratio: float) -> str:
+    return ("no parameter step is resolvable at η = 1e-6 (every step is below 1000 float ulps of its parameter): "
+            "the steps are not Adagrad-normalised (e.g. SGD, step ∝ |g|) or vanish" if ratio != ratio else "")
 
 
 @pytest.mark.check("OP-1", kind="K5")
@@ -54,7 +79,7 @@ def test_op1_first_step_magnitude(impl, d_lag1, record_metric):
     From the initial state one update with lr η = 0.05 moves no parameter entry by more than η, and the
     entries with large gradients by η (max |Δθ|/η in [0.99, 1.0001]: Adagrad with a zero initial accumulator)."""
     eta = 0.05
-    snaps = _steps(_model(impl, d_lag1, eta), d_lag1, 1)
+    snaps, _ = _steps(_model(impl, d_lag1, eta), d_lag1, 1)
     r = np.abs(snaps[1] - snaps[0]) / eta
     record_metric("max |Δθ|/η after one step", float(r.max()), reference=1.0, tolerance=0.01,
                   rule="pass if in [0.99, 1.0001]")
@@ -70,22 +95,26 @@ def test_op1_first_step_magnitude(impl, d_lag1, record_metric):
 def test_op2_two_step_ratio(impl, d_lag1, record_metric):
     """The optimizer is Adagrad: a second step on the same batch is 1/√2 of the first.
 
-    Two updates on the same batch with a tiny lr (1e-3) have step ratio Δ2/Δ1 ≈ 1/√2 = 0.707 ± 0.01 (Adagrad
-    with momentum 0; Adam gives ≈ 1, SGD 1)."""
-    ratio, n = _two_step_ratio(_steps(_model(impl, d_lag1, 1e-3), d_lag1, 2))
-    record_metric("second/first step ratio", ratio, reference=2 ** -0.5, tolerance=0.01, entries=n)
-    assert abs(ratio - 2 ** -0.5) <= 0.01, (f"second/first step ratio {ratio:.4f}, expected 0.7071 ± 0.01 for "
-                                            "Adagrad: a different optimizer or accumulator")
+    Two updates on the same batch with the spec's tiny lr η = 1e-6 (the gradient barely changes) have step ratio
+    Δ2/Δ1 ≈ 1/√2 = 0.707 ± 0.01 (Adagrad with momentum 0; Adam gives ≈ 1, SGD 1), measured on the entries whose
+    step float precision resolves."""
+    ratio, n = _two_step_ratio(*_steps(_model(impl, d_lag1, 1e-6), d_lag1, 2))
+    record_metric("second/first step ratio", ratio, reference=2 ** -0.5, tolerance=0.01, entries=n,
+                  learning_rate=1e-6)
+    assert n, _unresolved(ratio)
+    assert abs(ratio - 2 ** -0.5) <= 0.01, (
+        f"second/first step ratio {ratio:.4f} (median over {n} entries), expected 0.7071 ± 0.01 for Adagrad: "
+        + ("Adam-like (steps of equal size) or SGD-like (no accumulator)" if abs(ratio - 1) <= 0.05
+           else "a non-zero initial accumulator or another optimizer"))
 
 
 def _constant_lr(impl, d_lag1, n_epochs: int, record_metric) -> None:
     eta = 0.05
-    cfg = hparams(impl, required=dict(learning_rate=eta, batch_size=4, n_epochs=n_epochs),
-                  optional=dict(layers=[8], n_sample=0, loss="cross-entropy", momentum=0.0))
     has_trace, has_info = impl.supports("hook:trace"), impl.supports("hook:optimizer_info")
     if not (has_trace or has_info):
         impl.require("hook:trace")
-    model = impl.build(**cfg)
+    model = build(impl, dict(learning_rate=eta, batch_size=4, n_epochs=n_epochs),
+                  dict(layers=[8], n_sample=0, loss="cross-entropy", momentum=0.0))
     if has_trace:
         model.trace(True)
     rep = model.fit(d_lag1.train)
@@ -142,18 +171,21 @@ def test_op4_momentum_honoured_or_refused(impl, d_lag1, record_metric):
     by +0.5 to 1.207 ± 0.01 (heavy-ball momentum on the Adagrad step)."""
     declared = impl.supports("hparam:momentum") and impl.supports("adagrad_momentum")
     try:
-        model = impl.build(**hparams(impl, required=dict(learning_rate=1e-3, batch_size=8, momentum=0.5),
-                                     optional=dict(layers=[16], n_sample=0, loss="cross-entropy", dropout_p_embed=0.0,
-                                                   dropout_p_hidden=0.0)))
+        model = build(impl, dict(learning_rate=1e-6, batch_size=8, momentum=0.5),
+                      dict(layers=[16], n_sample=0, loss="cross-entropy", dropout_p_embed=0.0, dropout_p_hidden=0.0))
     except Unsupported as exc:
+        if exc.name.partition(":")[0] not in ("momentum", "adagrad_momentum"):
+            raise  # refused for another reason (e.g. learning_rate undeclared): not a verdict on momentum
         assert not declared, f"momentum is declared but build(momentum=0.5) raised Unsupported({exc})"
         record_metric("momentum refused", 1.0, rule="refused loudly: pass")
         return
     impl.require(*(f"hook:{h}" for h in WB_HOOKS))
     model.fit(d_lag1.train, n_epochs=0)
-    ratio, n = _two_step_ratio(_steps(model, d_lag1, 2))
+    ratio, n = _two_step_ratio(*_steps(model, d_lag1, 2))
     want = 2 ** -0.5 + 0.5
-    record_metric("second/first step ratio with momentum 0.5", ratio, reference=want, tolerance=0.01, entries=n)
+    record_metric("second/first step ratio with momentum 0.5", ratio, reference=want, tolerance=0.01, entries=n,
+                  learning_rate=1e-6)
+    assert n, _unresolved(ratio)
     assert abs(ratio - want) <= 0.01, (
         f"build(momentum=0.5) was accepted but the two-step ratio is {ratio:.4f}, expected {want:.4f}: momentum is "
         + ("silently ignored" if abs(ratio - 2 ** -0.5) <= 0.01 else "applied differently"))

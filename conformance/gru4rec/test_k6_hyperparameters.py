@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from implementations.base import GRU4REC_HYPERPARAMETERS, Unsupported
-from conformance.gru4rec._common import epochs_run, fresh_scores, hparams, lag1_test_pairs, rel_frobenius
+from conformance.gru4rec._common import build, epochs_run, fresh_scores, lag1_test_pairs, rel_frobenius
 
 BASE = dict(layers=[16], batch_size=32, n_sample=16, sample_alpha=0.5, learning_rate=0.1, momentum=0.0,
             dropout_p_embed=0.0, dropout_p_hidden=0.0, loss="cross-entropy", n_epochs=1)
@@ -51,8 +51,7 @@ def test_hp1_sensitivity(impl, d_lag1, name, a, b, base, record_metric):
     prefixes = prefixes[:50]
     scores = []
     for value in (a, b):
-        cfg = hparams(impl, required={name: value, **base}, optional=BASE)
-        model = impl.build(seed=3, **cfg)
+        model = build(impl, {name: value, **base}, BASE, seed=3)
         model.fit(d_lag1.train)
         scores.append(fresh_scores(model, prefixes))
     change = rel_frobenius(scores[0], scores[1])
@@ -62,7 +61,7 @@ def test_hp1_sensitivity(impl, d_lag1, name, a, b, base, record_metric):
 
 
 def _shapes(impl, d_lag1, **cfg) -> tuple[dict[str, tuple], int]:
-    model = impl.build(**hparams(impl, required=cfg, optional=dict(n_sample=0, loss="cross-entropy")))
+    model = build(impl, cfg, dict(n_sample=0, loss="cross-entropy"))
     model.fit(d_lag1.train, n_epochs=0)
     return {k: tuple(np.shape(v)) for k, v in model.get_params().items()}, len(np.asarray(model.item_ids()))
 
@@ -116,8 +115,8 @@ def test_hp3_batch_size_echo(impl, d_lag1, record_metric):
     With batch_size=7 one epoch takes between (E − Ns)/7 and (E − Ns)/7 + L_max optimizer steps (D-LAG1,
     L_max = the longest session): the batch size really sets the number of parallel sessions."""
     B_ = 7
-    model = impl.build(**hparams(impl, required=dict(batch_size=B_, n_epochs=1),
-                                 optional=dict(layers=[16], n_sample=16, learning_rate=0.1, loss="cross-entropy")))
+    model = build(impl, dict(batch_size=B_, n_epochs=1),
+                  dict(layers=[16], n_sample=16, learning_rate=0.1, loss="cross-entropy"))
     rep = model.fit(d_lag1.train)
     epochs_run(rep, 1)
     sizes = d_lag1.train.groupby("SessionId").size()

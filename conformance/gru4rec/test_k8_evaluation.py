@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from conformance.gru4rec._common import CUTOFFS, fresh_scores, lag1_model, lag1_pairs, small, suite_metrics
+from conformance.gru4rec._common import CUTOFFS, build, fresh_scores, lag1_model, lag1_pairs, small, suite_metrics
 from conformance.gru4rec._data import sessions_frame
 
 UNKNOWN_BASE = 990_001
@@ -127,7 +127,7 @@ def test_ev3_coverage(impl, d_var, record_metric):
     test sessions (lengths 2 and 40) for evaluation batch sizes 3 and 7."""
     if not (impl.supports("hook:evaluate") or impl.supports("hook:score_stream")):
         impl.require("hook:evaluate")
-    model = impl.build(**small(impl, n_epochs=1, batch_size=8))
+    model = build(impl, optional=small(impl, n_epochs=1, batch_size=8))
     model.fit(d_var.train)
     sizes = d_var.test.groupby("SessionId").size()
     want = int(sizes.sum() - len(sizes))
@@ -150,7 +150,7 @@ def test_ev4_eval_batch_size_invariance(impl, zipf, record_metric):
 
     Recall@N and MRR@N of the own evaluator are identical for evaluation batch sizes 1, 7, 50 and 512 (a model
     trained one epoch on Zipf sessions, evaluated on 80 sessions of varying length: imperfect, varied ranks)."""
-    model = impl.build(**small(impl, n_epochs=1))
+    model = build(impl, optional=small(impl, n_epochs=1))
     model.fit(zipf.train)
     test = zipf.train[zipf.train["SessionId"].isin(sorted(zipf.train["SessionId"].unique())[:80])]
     results = {b: model.evaluate(test, cutoffs=CUTOFFS, batch_size=b) for b in (1, 7, 50, 512)}

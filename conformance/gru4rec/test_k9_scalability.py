@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from conformance.gru4rec._common import hparams
+from conformance.gru4rec._common import build
 from conformance.gru4rec._data import sessions_frame
 
 
@@ -23,7 +23,7 @@ def test_sc2_columns_scored_per_step(impl, zipf, record_metric):
     shared = not impl.supports("embedding:separate")
     mode = dict(constrained_embedding=True) if shared else dict(constrained_embedding=False, embedding=16)
     req = dict(batch_size=B_, n_sample=S_) if impl.supports("extra_shared_negatives") else dict(batch_size=B_)
-    model = impl.build(**hparams(impl, required=req, optional={**opt, **mode}))
+    model = build(impl, req, {**opt, **mode})
     model.fit(zipf.train, n_epochs=0)
     items = list(zipf.meta["items"])
     out = model.train_forward([[items[k], items[k + 1]] for k in range(0, 2 * B_, 2)], seed=0)
@@ -56,9 +56,7 @@ def _catalogue(n_items: int, n_events: int, seed: int = 0) -> pd.DataFrame:
 
 
 def _step_seconds(impl, train: pd.DataFrame, warmup: int = 10, steps: int = 50) -> float:
-    cfg = hparams(impl, required=dict(batch_size=32, layers=[64]),
-                  optional=dict(n_sample=256, loss="cross-entropy", learning_rate=0.05))
-    model = impl.build(**cfg)
+    model = build(impl, dict(batch_size=32, layers=[64]), dict(n_sample=256, loss="cross-entropy", learning_rate=0.05))
     if impl.supports("hook:train_step"):
         import time
 

@@ -165,3 +165,33 @@ def test_timeout_kills_the_whole_process_group(project):
         assert _zombie_or_gone(pid)
     finally:
         proxy.close()
+
+
+@pytest.mark.parametrize("user_env,threads,want_env,want_torch", [
+    ({}, None, {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}, 1),
+    ({"OMP_NUM_THREADS": "2"}, None, {"OMP_NUM_THREADS": "2", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}, 2),
+    ({"OMP_NUM_THREADS": "2"}, 3, {"OMP_NUM_THREADS": "3", "MKL_NUM_THREADS": "3", "OPENBLAS_NUM_THREADS": "3"}, 3),
+], ids=["default-1", "user-env-kept", "option-overrides"])
+def test_worker_pins_thread_counts(monkeypatch, user_env, threads, want_env, want_torch):
+    """Workers get OMP/MKL/OpenBLAS thread counts (default 1, a user's variable kept, --worker-threads wins) and
+    torch's intra-op threads follow once the adapter has imported torch."""
+    pytest.importorskip("torch")
+    from pathlib import Path
+
+    from thread_probe import ThreadProbe
+
+    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "GRU4REC_WORKER_THREADS"):
+        monkeypatch.delenv(var, raising=False)
+    for k, v in user_env.items():
+        monkeypatch.setenv(k, v)
+    proxy = WorkerProxy("thread_probe:ThreadProbe", ThreadProbe.protocol_methods(),
+                        settings=IsolationSettings(threads=threads), capabilities_cls=Capabilities,
+                        pythonpath=(str(Path(__file__).parent),), label="thread-probe")
+    try:
+        proxy.build(seed=1)
+        info = proxy.optimizer_info()
+    finally:
+        proxy.close()
+    assert {k: info["env"][k] for k in want_env} == want_env
+    assert info["env"]["GRU4REC_WORKER_THREADS"] == str(want_torch)
+    assert info["torch_threads"] == want_torch

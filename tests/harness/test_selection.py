@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 BASIC = '''
@@ -107,6 +109,8 @@ def test_x(impl):
 
 def test_report_header_names_impl_version_capabilities_suite_and_env(project, monkeypatch):
     project.checks(BASIC)
+    for var in [v for v in os.environ if v.startswith("GRU4REC_")]:  # e.g. GRU4REC_SHARED_DATA of the caller
+        monkeypatch.delenv(var)
     monkeypatch.setenv("GRU4REC_SOMETHING", "visible")
     monkeypatch.setenv("DUMMY_VERSION", "7.1")
     result = project.run("conformance", "--impl", "good", "--seeds", "1,2", "--dataset", "yoochoose_100k")
