@@ -22,7 +22,9 @@ HP1_CASES = [
     _case("layers", [16], [24]),
     _case("batch_size", 16, 32),
     _case("learning_rate", 0.05, 0.2),
-    _case("momentum", 0.0, 0.5, marks=[pytest.mark.feature("adagrad_momentum")]),
+    # gated on the declared hyperparameter, not on the adagrad_momentum feature: an adapter that accepts
+    # momentum without Adagrad momentum (GP-9, TG-3) must show it changes nothing here
+    _case("momentum", 0.0, 0.5),
     _case("dropout_p_embed", 0.0, 0.3, marks=[pytest.mark.feature("dropout_embed")]),
     _case("dropout_p_hidden", 0.0, 0.3, marks=[pytest.mark.feature("dropout_hidden")]),
     _case("n_sample", 0, 16, marks=[pytest.mark.feature("extra_shared_negatives")]),
