@@ -9,6 +9,8 @@ conformance/README.md "Reliability").
 
 from __future__ import annotations
 
+import contextlib
+
 import os
 from typing import Any
 
@@ -70,8 +72,10 @@ def metric_data(conformance_options: Any, pytestconfig: Any) -> dict:
         raise pytest.UsageError(str(exc)) from None
     if notice:
         tr = pytestconfig.pluginmanager.get_plugin("terminalreporter")
-        if tr is not None:
-            tr.write_line(f"\nNOTICE (metric conformance): {notice}", yellow=True, bold=True)
+        capman = pytestconfig.pluginmanager.get_plugin("capturemanager")
+        if tr is not None:  # written past pytest's output capture, which would otherwise swallow it
+            with capman.global_and_fixture_disabled() if capman is not None else contextlib.nullcontext():
+                tr.write_line(f"\nNOTICE (metric conformance): {notice}", yellow=True, bold=True)
     return {"name": name, "train": train, "test": test, "notice": notice}
 
 
