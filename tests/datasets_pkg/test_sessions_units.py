@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import io
 
 import numpy as np
 import pandas as pd
@@ -144,4 +143,3 @@ def test_crlf_line_ends(tmp_path):
                   b"1433224214164,992329,transaction,248676,77\r\n")
     df = readers.read_retailrocket(p)
     assert df["event"].tolist() == ["view", "transaction"] and df["itemid"].tolist() == [355908, 248676]
-    assert io is not None
