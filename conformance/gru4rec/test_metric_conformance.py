@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from conformance.gru4rec._common import ADAGRAD, CUTOFFS, build, suite_metrics
+from conformance.gru4rec._common import ADAGRAD, COUPLED, CUTOFFS, build, suite_metrics
 
 REF_SEEDS = (1, 2, 3)
 SD_FACTOR, REL_FLOOR, ABS_FLOOR = 4.0, 0.02, 0.002
@@ -87,9 +87,9 @@ def band(values: list[float]) -> tuple[float, float]:
 
 
 #: The official configuration's learning rate and momentum are Adagrad's: they are asked for together with
-#: ``optimizer="adagrad"`` (see ``_common.COUPLED``); an implementation that refuses Adagrad trains with its own
-#: optimizer at its own defaults (the drop is recorded), not with Adagrad's rate on another optimizer.
-OPTIMIZER_KEYS = ("learning_rate", "momentum")
+#: ``optimizer="adagrad"``; an implementation that refuses Adagrad trains with its own optimizer at its own
+#: defaults (the drop is recorded), not with Adagrad's rate on another optimizer.
+OPTIMIZER_KEYS = COUPLED["optimizer"]
 
 
 def _run(factory: Any, label: str, cfg: dict, seed: int, data: dict, cache: dict, own_eval: bool,
