@@ -17,6 +17,7 @@ if str(Path(__file__).parent) not in sys.path:  # for ref_testdata, whatever pyt
     sys.path.insert(0, str(Path(__file__).parent))
 
 from ref_testdata import lag1_sessions  # noqa: E402
+from datasets import shared_data_candidate  # noqa: E402  (our package: REPO is first on sys.path)
 
 
 def pytest_configure(config):
@@ -46,29 +47,15 @@ def _one_torch_thread():
     torch.set_num_threads(before)
 
 
-def shared_data_dir() -> Path | None:
-    """``datasets.shared_data_dir()`` when the datasets package is present, else the same rule: env
-    GRU4REC_SHARED_DATA, else <repo>/../shared/data; None when absent."""
-    if (REPO / "datasets" / "__init__.py").exists():  # our package, never Hugging Face's
-        from datasets import shared_data_dir as sdd
-        p = sdd()
-        return None if p is None else Path(p)
-    env = os.environ.get("GRU4REC_SHARED_DATA")
-    p = Path(env) if env else REPO.parent / "shared" / "data"
-    return p if p.is_dir() else None
-
-
 YOOCHOOSE_100K = "sessions/yoochoose/rsc15_100k_prepared"
 
 
 @pytest.fixture(scope="session")
 def yoochoose_100k():
     """The real Yoochoose 100k slice (train_full, test) or a skip naming the missing path."""
-    base = shared_data_dir()
-    want = (base / YOOCHOOSE_100K) if base is not None else None
-    if want is None or not want.is_dir():
-        where = want if want is not None else (os.environ.get("GRU4REC_SHARED_DATA") or REPO.parent / "shared/data")
-        pytest.skip(f"real data absent: {where} not found (set GRU4REC_SHARED_DATA to the shared data folder)")
+    want = shared_data_candidate() / YOOCHOOSE_100K  # datasets.shared_data_dir()'s rule, one place
+    if not want.is_dir():
+        pytest.skip(f"real data absent: {want} not found (set GRU4REC_SHARED_DATA to the shared data folder)")
     read = lambda name: pd.read_csv(want / f"yoochoose-clicks-100k_{name}.txt", sep="\t")
     return {"train_full": read("train_full"), "test": read("test")}
 
