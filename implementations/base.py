@@ -26,6 +26,7 @@ from typing import Any, ClassVar, Iterable, Iterator, Mapping, Sequence
 __all__ = [
     "Unsupported",
     "ImplementationUnavailable",
+    "require_installed",
     "CapabilityError",
     "BaseCapabilities",
     "Capabilities",
@@ -77,6 +78,33 @@ class ImplementationUnavailable(Exception):
     Raise it from ``capabilities()``, ``version()`` or ``build()``: every check of that implementation is
     then skipped with the message (and ``--gate`` fails, since nothing was checked).
     """
+
+
+def require_installed(module: str, dist: str, how: str) -> None:
+    """Raise :class:`ImplementationUnavailable` when ``module`` cannot be found in this environment.
+
+    For the adapters of installable implementations, called from ``capabilities()`` so that a run in an
+    environment without the package gives an UNAVAILABLE verdict with the way to provide it, instead of every
+    check failing with a ``ModuleNotFoundError`` from deep inside ``fit``. Only the module spec is looked up
+    (the package is not imported here, so a package that is present but broken still fails its checks).
+
+    Args:
+        module: top-level import name, e.g. ``"cornac"``.
+        dist: distribution name on PyPI, e.g. ``"torch-rechub"`` (for the message).
+        how: how to provide it, e.g. ``"tox -e cornac"``.
+
+    Raises:
+        ImplementationUnavailable: ``"<dist> is not installed in this environment (<python>): <how>"``.
+    """
+    import importlib.util
+    import sys
+
+    try:
+        found = importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        found = False
+    if not found:
+        raise ImplementationUnavailable(f"{dist} is not installed in this environment ({sys.executable}): {how}")
 
 
 class CapabilityError(ValueError):

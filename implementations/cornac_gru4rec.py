@@ -29,7 +29,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from implementations.base import Adapter, FitReport, Unsupported
+from implementations.base import Adapter, FitReport, Unsupported, require_installed
 from implementations.registry import register
 
 _LOSSES = ("cross-entropy", "bpr-max", "top1", "bpr")
@@ -100,6 +100,8 @@ class CornacGRU4RecAdapter(Adapter):
         return _version("cornac")
 
     def capabilities(self) -> dict[str, Any]:
+        require_installed("cornac", "cornac",
+                          "run the checks with `tox -e cornac` (installs cornac==3.0.1)")
         return {
             "losses": list(_LOSSES),
             "embedding_modes": ["none", "separate", "shared"],

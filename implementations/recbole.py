@@ -39,7 +39,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from implementations.base import Adapter, FitReport, Unsupported
+from implementations.base import Adapter, FitReport, Unsupported, require_installed
 from implementations.registry import register
 
 _LOSS = {"cross-entropy": "CE", "bpr": "BPR"}
@@ -91,6 +91,8 @@ class RecboleGRU4RecAdapter(Adapter):
         return _version("recbole")
 
     def capabilities(self) -> dict[str, Any]:
+        require_installed("recbole", "recbole",
+                          "run the checks with `tox -e recbole` (installs recbole==1.2.1 with numpy 1.26)")
         return {
             "losses": ["cross-entropy", "bpr"],
             "embedding_modes": ["shared"],

@@ -39,7 +39,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from implementations.base import Adapter, FitReport, StepTrace, Unsupported
+from implementations.base import Adapter, FitReport, StepTrace, Unsupported, require_installed
 from implementations.registry import register
 
 _VARIANTS = {
@@ -105,6 +105,8 @@ class RecpackAdapter(Adapter):
         return hp
 
     def capabilities(self) -> dict[str, Any]:
+        require_installed("recpack", "recpack",
+                          "run the checks with `tox -e recpack` (installs recpack==0.3.6 with numpy 1.26)")
         v = _VARIANTS[self.variant]
         return {
             "losses": list(v["losses"]),

@@ -41,7 +41,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from implementations.base import Adapter, FitReport, Unsupported
+from implementations.base import Adapter, FitReport, Unsupported, require_installed
 from implementations.registry import register
 
 _MAX_LEN = 50
@@ -91,6 +91,8 @@ class TorchRechubGRU4RecAdapter(Adapter):
         return _version("torch-rechub")
 
     def capabilities(self) -> dict[str, Any]:
+        require_installed("torch_rechub", "torch-rechub",
+                          "run the checks with `tox -e torch_rechub` (installs torch-rechub==0.9.0)")
         return {
             "losses": ["cross-entropy"],
             "embedding_modes": ["shared"],

@@ -43,3 +43,39 @@ def test_scoreboard_prints_the_reason():
     board = {"rows": [row], "families": {"gru4rec": ["K1"]}, "outcomes": []}
     md = render_markdown(board)
     assert "| UNAVAILABLE |" in md and f"- ms_recommenders 1.2.1: {REASON}" in md
+
+
+def test_require_installed_names_the_package_and_how_to_provide_it():
+    import pytest
+
+    from implementations.base import ImplementationUnavailable, require_installed
+
+    require_installed("json", "json", "never needed")  # present: nothing raised
+    with pytest.raises(ImplementationUnavailable, match=r"no-such-dist is not installed .*: tox -e no_such"):
+        require_installed("no_such_module_gru4rec_conformance", "no-such-dist", "tox -e no_such")
+
+
+def test_pypi_adapters_without_their_package_are_unavailable_not_failed():
+    """In an environment without the package (the main venv for cornac, recpack, recbole, torch-rechub), the
+    adapter says UNAVAILABLE with the tox environment to use, instead of failing every check in ``fit``."""
+    import importlib.util
+
+    import pytest
+
+    from implementations.base import ImplementationUnavailable
+    from implementations.registry import default_registry
+
+    checked = 0
+    registry = default_registry()
+    for impl, module, env in (("cornac", "cornac", "tox -e cornac"),
+                              ("recpack:cross_entropy", "recpack", "tox -e recpack"),
+                              ("recbole", "recbole", "tox -e recbole"),
+                              ("torch_rechub", "torch_rechub", "tox -e torch_rechub")):
+        if importlib.util.find_spec(module) is not None:
+            continue  # installed here (a tox environment): its checks run for real
+        (spec,) = registry.get(impl, family="gru4rec")
+        with pytest.raises(ImplementationUnavailable, match=env):
+            spec.create().capabilities()
+        checked += 1
+    if not checked:
+        pytest.skip("every PyPI implementation is installed in this environment")
