@@ -130,3 +130,31 @@ class BPRMaxNoLogEpsilon(MutantAdapter):
                                  + self.bpreg * torch.sum((O ** 2) * s, dim=1))
 
         return _loss_classes("bpr-max", Loss)
+
+
+@register
+class BPRValueWithoutDiagonal(MutantAdapter):
+    """BPR's loss value leaves out the gradient-free j = i term (log 2 per row): the gradient is exactly the
+    reference's, only the value differs (as cornac's BPR, whose value lacks that constant). Proves that LF-1's
+    value comparison bites on its own, not only through the gradient."""
+
+    name = "mutant:bpr_value_without_diagonal"
+    defect = "cornac BPR value (LF-1[bpr], design difference)"
+    kind = "K2"
+    caught_by = ("LF-1",)
+
+    @classmethod
+    def gru_overrides(cls):
+        import torch
+
+        from reference.gru4rec.losses import BPRLoss, _diag
+
+        class Loss(BPRLoss):
+            def __call__(self, R, y, n_targets):
+                O = self.activation(R)
+                d = _diag(O).reshape(-1, 1)
+                terms = -torch.nn.functional.logsigmoid(d - O)
+                off_diagonal = ~torch.eye(O.shape[0], O.shape[1], dtype=torch.bool, device=O.device)
+                return torch.sum(terms[off_diagonal])
+
+        return _loss_classes("bpr", Loss)
