@@ -36,3 +36,67 @@ def subprocess_env(bench_cache) -> dict:
     env.update(GRU4REC_BENCH_CACHE=str(bench_cache), PYTHONPATH=str(REPO), OMP_NUM_THREADS="1",
                MKL_NUM_THREADS="1", PYTHONUNBUFFERED="1")
     return env
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def postgres_url():
+    """A PostgreSQL URL for Optuna's RDB storage (tuning across machines, benchmarks/README.md).
+
+    GRU4REC_TEST_POSTGRES_URL when set (an existing server; the test creates its own study name); otherwise a
+    throwaway cluster started with the machine's ``initdb``/``pg_ctl`` on 127.0.0.1 and a free port, trust
+    authentication, removed afterwards. PostgreSQL refuses to run as root, so as root the server runs as the
+    ``postgres`` user (``runuser``). Skipped, with the reason, when psycopg2 or the server binaries are missing.
+    """
+    import shutil
+    import subprocess
+    import tempfile
+
+    url = os.environ.get("GRU4REC_TEST_POSTGRES_URL")
+    if url:
+        yield url
+        return
+    try:
+        import psycopg  # noqa: F401  (SQLAlchemy 2.1 default PostgreSQL driver, in requirements.lock)
+    except ImportError:
+        pytest.skip("psycopg (PostgreSQL driver) is not installed (pip install -r requirements.lock)")
+    missing = [b for b in ("initdb", "pg_ctl") if shutil.which(b) is None]
+    if missing:
+        pytest.skip(f"no PostgreSQL server binaries on PATH ({', '.join(missing)} not found); set "
+                    "GRU4REC_TEST_POSTGRES_URL=postgresql://user:pw@host:port/db to test against a server")
+    prefix: list[str] = []
+    if os.geteuid() == 0:
+        if shutil.which("runuser") is None:
+            pytest.skip("running as root and runuser is absent: PostgreSQL cannot be started as root")
+        prefix = ["runuser", "-u", "postgres", "--"]
+    base = Path(tempfile.mkdtemp(prefix="gru4rec-pg-"))
+    data = base / "data"
+    if prefix:
+        shutil.chown(base, user="postgres")
+    port = _free_port()
+
+    def run(*cmd: str) -> None:
+        res = subprocess.run([*prefix, *cmd], capture_output=True, text=True, timeout=120)
+        if res.returncode != 0:
+            raise RuntimeError(f"{' '.join(cmd)} failed ({res.returncode}): {res.stderr[-2000:]}")
+
+    try:
+        run("initdb", "-D", str(data), "-U", "optuna", "--auth=trust", "-E", "UTF8")
+        run("pg_ctl", "-D", str(data), "-l", str(base / "server.log"), "-w", "-t", "60", "-o",
+            f"-p {port} -k {base} -c listen_addresses=127.0.0.1", "start")
+    except (RuntimeError, subprocess.TimeoutExpired) as exc:
+        shutil.rmtree(base, ignore_errors=True)
+        pytest.skip(f"a throwaway PostgreSQL cluster could not be started here: {exc}")
+    try:
+        yield f"postgresql://optuna@127.0.0.1:{port}/postgres"
+    finally:
+        subprocess.run([*prefix, "pg_ctl", "-D", str(data), "-m", "fast", "-w", "stop"], capture_output=True,
+                       timeout=120)
+        shutil.rmtree(base, ignore_errors=True)

@@ -88,9 +88,9 @@ def test_tuning_on_the_real_diginetica_slice(tmp_path):
     assert res["best_trial"]["params"]["batch_size"] <= 192
 
 
-def _worker(tmp_path, db, extra, env):
+def _worker(tmp_path, db, extra, env, storage=None, study_name="shared"):
     cmd = [sys.executable, "-m", "benchmarks.tune", "--dataset", SYNTH, "--loss", "cross-entropy",
-           "--storage", f"sqlite:///{db}", "--study-name", "shared", "--out", str(tmp_path / "out"),
+           "--storage", storage or f"sqlite:///{db}", "--study-name", study_name, "--out", str(tmp_path / "out"),
            "--no-progress", *extra]
     return subprocess.Popen(cmd, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
@@ -116,6 +116,30 @@ def test_two_workers_share_one_sqlite_study(tmp_path, small_space, subprocess_en
     res = tune.run(args)
     check_result(res, 6)
     assert res["trials"]["complete"] == len(complete)
+
+
+def test_two_workers_share_one_postgresql_study(tmp_path, small_space, subprocess_env, postgres_url):
+    """Tuning across machines: two worker processes share one study through PostgreSQL storage (a throwaway
+    local cluster, or GRU4REC_TEST_POSTGRES_URL), then a last call retrains the best trial."""
+    import uuid
+
+    import optuna
+    tune.load_dataset(SYNTH)
+    name = f"pg-{uuid.uuid4().hex[:8]}"
+    extra = ["--trials", "4", "--n-epochs", "1", "--param-space", str(small_space), "--no-final"]
+    procs = [_worker(tmp_path, None, extra, subprocess_env, storage=postgres_url, study_name=name) for _ in range(2)]
+    outs = [p.communicate(timeout=600)[0] for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], outs
+    study = optuna.load_study(study_name=name, storage=postgres_url)
+    complete = [t for t in study.trials if t.state == optuna.trial.TrialState.COMPLETE]
+    assert 4 <= len(complete) <= 5 and len({t.number for t in study.trials}) == len(study.trials)
+    ap, args = tune.parse_args(["--dataset", SYNTH, "--loss", "cross-entropy", "--storage", postgres_url,
+                                "--study-name", name, "--trials", "4", "--n-epochs", "1", "--param-space",
+                                str(small_space), "--out", str(tmp_path / "out"), "--no-progress"])
+    res = tune.run(args)
+    check_result(res, 4)
+    assert res["trials"]["complete"] == len(complete)
+    optuna.delete_study(study_name=name, storage=postgres_url)
 
 
 def test_an_interrupted_study_resumes(tmp_path, small_space, subprocess_env):
