@@ -157,6 +157,13 @@ def test_do2_dropout_bites(impl, d_lag1, param, mode, record_metric):
         recalls[p] = recall_at(model, prefixes, targets, 1)
     record_metric(f"recall@1 with {param}=0", recalls[0.0])
     record_metric(f"recall@1 with {param}=0.95", recalls[0.95], reference=recalls[0.0], rule="pass if ≤ p=0 value − 0.3")
+    if recalls[0.95] >= recalls[0.0] + 0.3:
+        pytest.fail(f"{param}=0.95 reaches Recall@1 {recalls[0.95]:.3f} vs {recalls[0.0]:.3f} with 0: the parameter "
+                    "behaves like a keep probability")
+    if recalls[0.0] < 0.3:  # a drop of 0.3 cannot be shown below this: say so instead of blaming the dropout
+        pytest.fail(f"inconclusive: with {param}=0 the model reaches only Recall@1 {recalls[0.0]:.3f} on D-LAG1 "
+                    "(hidden 16, lr 0.01, 3 epochs), so a drop of 0.3 caused by dropout cannot be shown; the model "
+                    "does not learn the easy first-order cycle (see SR-1, OP-3)")
     assert recalls[0.95] <= recalls[0.0] - 0.3, (
         f"{param}=0.95 reaches Recall@1 {recalls[0.95]:.3f} vs {recalls[0.0]:.3f} with 0: "
         + ("dropout is not applied" if recalls[0.95] >= recalls[0.0] - 0.05 else "dropout bites too little"))
