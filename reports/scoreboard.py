@@ -44,8 +44,11 @@ def _family_of(run_dir: Path) -> str:
         return "?"
 
 
-def verdict_runs(root: Path) -> list[RunData]:
-    """Committed verdicts: every run directory below ``root`` (any depth), newest per implementation."""
+def verdict_runs(root: Path, unreadable: list[str] | None = None) -> list[RunData]:
+    """Committed verdicts: every run directory below ``root`` (any depth), newest per implementation.
+
+    A directory whose results cannot be read (invalid JSON, e.g. a merge-conflict marker) is left out and, when
+    ``unreadable`` is given, appended to it as ``"<path>: <error>"`` so the scoreboard can say so."""
     root = Path(root)
     if not root.is_dir():
         return []
@@ -55,7 +58,9 @@ def verdict_runs(root: Path) -> list[RunData]:
             continue
         try:
             run = load_run(marker.parent)
-        except (RunDirError, ValueError):
+        except (RunDirError, ValueError) as exc:
+            if unreadable is not None:
+                unreadable.append(f"{marker}: {type(exc).__name__}: {exc}")
             continue
         if not run.header or not run.impl:
             continue  # another kind of record kept beside verdicts (e.g. a fine-tuning protocol run)
@@ -106,8 +111,9 @@ def build_scoreboard(out_root: Path, verdicts_root: Path | None = None) -> dict[
     """Rows for every implementation (latest runs + committed verdicts), reference first."""
     base = Path(out_root).resolve().parent.parent if Path(out_root).name == "out" else Path(out_root).resolve()
     rows = [_row(r, "run", base) for r in latest_runs(out_root)]
+    unreadable: list[str] = []
     if verdicts_root is not None:
-        rows += [_row(r, "committed verdict", base) for r in verdict_runs(verdicts_root)]
+        rows += [_row(r, "committed verdict", base) for r in verdict_runs(verdicts_root, unreadable)]
     rows.sort(key=lambda r: (r["family"], r["role"] != "reference", r["role"] == "mutant", r["name"], r["source"]))
     families: dict[str, list[str]] = {}
     for r in rows:
@@ -115,7 +121,7 @@ def build_scoreboard(out_root: Path, verdicts_root: Path | None = None) -> dict[
         for k in r["kinds_order"]:
             if k not in order:
                 order.append(k)
-    return {"rows": rows, "families": families, "outcomes": list(OUTCOMES)}
+    return {"rows": rows, "families": families, "outcomes": list(OUTCOMES), "unreadable": unreadable}
 
 
 def render_markdown(board: dict[str, Any]) -> str:
@@ -142,6 +148,10 @@ def render_markdown(board: dict[str, Any]) -> str:
     if notes:
         lines += ["Unavailable implementations (every check skipped):", ""]
         lines += [f"- {r['name']} {r['version']}: {r['unavailable']}" for r in notes]
+        lines.append("")
+    if board.get("unreadable"):
+        lines += ["Unreadable committed verdicts (left out of the table):", ""]
+        lines += [f"- {u}" for u in board["unreadable"]]
         lines.append("")
     lines.append("Cells per kind: ✓ all checks passed, ✗ a check failed, xfail only declared failures, n/a the "
                  "capabilities the kind needs are not declared, – no check ran.")  # fmt: skip

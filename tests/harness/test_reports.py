@@ -113,6 +113,14 @@ def test_scoreboard_and_render_cli(project):
     board = build_scoreboard(out, project.path / "reports" / "verdicts")
     assert [(r["name"], r["source"]) for r in board["rows"]] == [
         ("reference", "run"), ("good", "committed verdict"), ("good", "run")]
+    # an unreadable committed verdict (a merge-conflict marker in its JSON) is named, not silently dropped
+    broken = project.path / "reports" / "verdicts" / "good" / "commit-def5678"
+    broken.mkdir(parents=True)
+    (broken / "results.json").write_text('{\n<<<<<<<< HEAD\n "schema": 1\n}\n')
+    board = build_scoreboard(out, project.path / "reports" / "verdicts")
+    assert len(board["unreadable"]) == 1 and "commit-def5678" in board["unreadable"][0]
+    from reports.scoreboard import render_markdown
+    assert "Unreadable committed verdicts" in render_markdown(board)
 
 
 SLOW = '''
