@@ -32,6 +32,9 @@ KINDS = ("tokenization", "padding_masking", "data_integrity", "selection_leakage
          "reporting", "offline")
 
 
+_NOTICE_SHOWN: list[str] = []
+
+
 def _run_suite(pytestconfig, tmp_path_factory, scope: str, *, slow: bool) -> dict:
     """impl name -> list of result records (nodeid, when, outcome, impl, check, kind, real_sst5_only) of one
     conformance run of the reference and every mutant; ``slow=False`` leaves out the checks marked ``slow``.
@@ -41,7 +44,8 @@ def _run_suite(pytestconfig, tmp_path_factory, scope: str, *, slow: bool) -> dic
     from datasets.sst5 import load_sst5_or_standin
 
     notice = load_sst5_or_standin(seed=0).notice  # also writes the stand-in once, before the subprocess reads it
-    if notice:
+    if notice and not _NOTICE_SHOWN:
+        _NOTICE_SHOWN.append(notice)  # one notice per session, not one per conformance run
         tr = pytestconfig.pluginmanager.get_plugin("terminalreporter")
         capman = pytestconfig.pluginmanager.get_plugin("capturemanager")
         if tr is not None:
