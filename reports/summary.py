@@ -94,6 +94,14 @@ def _pct(x: float | None) -> str:
     return "–" if x is None else f"{x * 100:+.2f}%"
 
 
+def _datasets_used(results: list[dict[str, Any]]) -> str:
+    """The header's dataset when ``--dataset`` was not given: the ``dataset`` values the checks recorded in their
+    metric contexts (e.g. ``sst5_standin`` when the fine-tuner checks ran on the synthetic stand-in)."""
+    used = dict.fromkeys(str(m["context"]["dataset"]) for r in results for m in r.get("metrics", [])
+                         if (m.get("context") or {}).get("dataset"))
+    return f"(checks' defaults: {', '.join(used)})" if used else "(checks' defaults)"
+
+
 def build_summary(run: RunData, plots: dict[str, str] | None = None, plot_error: str | None = None) -> dict[str, Any]:
     """Everything the renderers print, as plain data (strings, numbers, lists, dicts)."""
     h = run.header
@@ -113,7 +121,7 @@ def build_summary(run: RunData, plots: dict[str, str] | None = None, plot_error:
         ("Framework", " ".join(str(v) for v in (caps.get("framework") or {}).values()) or "unknown"),
         ("Suite version", suite.get("string", "unknown")),
         ("Device", h.get("device", "cpu")),
-        ("Dataset", h.get("dataset") or "(checks' defaults)"),
+        ("Dataset", h.get("dataset") or _datasets_used(results)),
         ("Seeds", ", ".join(str(s) for s in h.get("seeds", [])) or "–"),
         ("Started", h.get("started", "?")),
         ("Finished", (run.end or {}).get("finished", "– (no end record)")),

@@ -3,6 +3,7 @@ come from the harness plugin loaded by the root conftest.py)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 
@@ -34,16 +35,48 @@ def _no_network():
 
 
 @pytest.fixture(scope="session")
-def sst5_full():
-    """The full fine-grained SST-5 splits (skip when the shared data are absent)."""
-    from datasets import shared_data_candidate
-    from datasets.sst5 import load_sst5, sst5_dir
+def sst5_data(pytestconfig):
+    """The SST-5 data of this run (``datasets.sst5.SST5Data``): the real splits when the shared data hold them,
+    else the seeded synthetic stand-in, announced by one notice written past pytest's output capture (as the
+    GRU4Rec metric checks do for their stand-in)."""
+    from datasets.sst5 import load_sst5_or_standin
 
-    d = sst5_dir()
-    if d is None:
-        pytest.skip(f"SST-5 not found in {shared_data_candidate() / 'sst5'}: set GRU4REC_SHARED_DATA to the folder "
-                    "holding sst5/stsa.fine.*")
-    return load_sst5(d)
+    data = load_sst5_or_standin(seed=0)
+    if data.notice:
+        tr = pytestconfig.pluginmanager.get_plugin("terminalreporter")
+        capman = pytestconfig.pluginmanager.get_plugin("capturemanager")
+        if tr is not None:
+            with capman.global_and_fixture_disabled() if capman is not None else contextlib.nullcontext():
+                tr.write_line(f"\nNOTICE (fine-tuner checks): {data.notice}", yellow=True, bold=True)
+    return data
+
+
+@pytest.fixture(scope="session")
+def sst5_full(sst5_data):
+    """The full fine-grained SST-5 splits (``{'train', 'dev', 'test'}`` -> ``Examples``): real or stand-in."""
+    return sst5_data.splits
+
+
+@pytest.fixture(scope="session")
+def sst5_real(sst5_data):
+    """The full fine-grained splits of the real SST-5, for checks that assert its standard split sizes; skipped
+    with the reason on the synthetic stand-in."""
+    if not sst5_data.real:
+        pytest.skip(f"asserts the real SST-5 split sizes (8544/1101/2210, binary 6920/872/1821); this run uses the "
+                    f"synthetic stand-in ({sst5_data.name}): set GRU4REC_SHARED_DATA to the folder holding "
+                    "sst5/stsa.fine.*")
+    return sst5_data.splits
+
+
+@pytest.fixture(autouse=True)
+def _record_dataset(request):
+    """Checks that use SST-5 record which data they ran on (``dataset=sst5`` or ``sst5_standin``) in their report
+    entry, the way the GRU4Rec metric checks put ``dataset`` in their metric context."""
+    if "sst5_data" in request.fixturenames and "impl" in request.fixturenames:
+        data = request.getfixturevalue("sst5_data")
+        request.getfixturevalue("impl").note("SST-5 data", dataset=data.name,
+                                             source="real" if data.real else "synthetic stand-in, seed 0")
+    yield
 
 
 @pytest.fixture(scope="session")

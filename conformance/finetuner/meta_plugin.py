@@ -1,5 +1,6 @@
 """Options used by the fine-tuner meta-test (tests/finetuner/test_meta_mutants.py): keep, for each mutant,
-only the checks of its kind or of its defect row, and write one JSON line per check result."""
+only the checks of its kind or of its defect row, and write one JSON line per check result (``real_sst5_only``:
+the check asserts real SST-5 facts and skips on the synthetic stand-in)."""
 
 from __future__ import annotations
 
@@ -61,7 +62,8 @@ def pytest_runtest_makereport(item, call):
     report = outcome.get_result()
     mark = item.get_closest_marker("check")
     report.ft_meta = {"impl": _impl_name(item), "check": mark.args[0] if mark else None,
-                      "kind": mark.kwargs.get("kind") if mark else None}
+                      "kind": mark.kwargs.get("kind") if mark else None,
+                      "real_sst5_only": "sst5_real" in getattr(item, "fixturenames", ())}
 
 
 def pytest_sessionstart(session):

@@ -19,10 +19,11 @@ LABEL_NAMES = ("very negative", "negative", "neutral", "positive", "very positiv
 
 @dataclass(frozen=True)
 class Slices:
-    """Small slices of the real SST-5 splits used by the fast checks.
+    """Small slices of the SST-5 splits (real, or the synthetic stand-in) used by the fast checks.
 
     train: 64 train sentences; val: 32 dev sentences; test: 32 test sentences followed by 3 long sentences
-    (three real test sentences joined, > 66 word pieces) so that truncation happens; full: the full splits.
+    (each four consecutive test sentences joined, > 66 word pieces on the real data and on the stand-in of seed 0
+    for at least one) so that truncation happens; full: the full splits.
     """
 
     train: Examples

@@ -16,6 +16,7 @@ import pytest
 from sklearn.metrics import accuracy_score, confusion_matrix, f1_score
 
 from conformance.finetuner.support import fresh
+from datasets.sst5 import EXPECTED_COUNTS
 from reference.finetuner import FinetuneConfig, mean_cross_entropy, model_identity
 
 KIND = "reporting"
@@ -187,23 +188,26 @@ def test_artifacts_per_run_reload_in_fresh_process(impl, tiny_bert, slices, tmp_
 @pytest.mark.check("FT-20", kind=KIND)
 @pytest.mark.feature("hook:run_repeats")
 @pytest.mark.slow
-def test_protocol_on_full_sst5(impl, tiny_bert, sst5_full, record_metric, request):
+def test_protocol_on_full_sst5(impl, tiny_bert, sst5_data, record_metric, request):
     """Three seeded runs on the full SST-5 splits (tiny BERT, 2 epochs): every run evaluates all 2210 test
-    sentences once, and the report gets accuracy and macro-F1 mean ± std, a confusion-matrix plot and the
-    training curves."""
+    sentences once (all test sentences of the synthetic stand-in when the real data are absent), and the report
+    gets accuracy and macro-F1 mean ± std, a confusion-matrix plot and the training curves."""
     from reference.finetuner import plot, summarize
 
+    sst5_full = sst5_data.splits
+    n_test = EXPECTED_COUNTS["fine"]["test"] if sst5_data.real else len(sst5_full["test"])
     a = fresh(impl)
     res = a.run_repeats(sst5_full["train"], sst5_full["dev"], sst5_full["test"],
                         dict(max_epochs=2, batch_size=32, learning_rate=2e-3, warmup_ratio=0.0, patience=1),
                         seeds=[0, 1, 2], model_spec=tiny_bert)
     for r in res["runs"]:
-        assert r["test"]["n"] == 2210 and sum(np.asarray(r["test"]["confusion_matrix"]).ravel()) == 2210
+        assert r["test"]["n"] == n_test and sum(np.asarray(r["test"]["confusion_matrix"]).ravel()) == n_test, \
+            f"test evaluated on {r['test']['n']} examples, expected {n_test}"
     agg = res["aggregate"]
     for key in ("test_accuracy", "test_macro_f1"):
-        record_metric(f"{key} mean", agg[key]["mean"], dataset="sst5", seeds="0,1,2")
-        record_metric(f"{key} std", agg[key]["std"], dataset="sst5", seeds="0,1,2")
-    record_metric("collapsed runs", agg["n_collapsed"], dataset="sst5")
+        record_metric(f"{key} mean", agg[key]["mean"], dataset=sst5_data.name, seeds="0,1,2")
+        record_metric(f"{key} std", agg[key]["std"], dataset=sst5_data.name, seeds="0,1,2")
+    record_metric("collapsed runs", agg["n_collapsed"], dataset=sst5_data.name)
     report_root = Path(request.config.getoption("--report-dir", default=None) or
                        os.environ.get("GRU4REC_REPORT_DIR") or ROOT / "reports" / "out")
     import time

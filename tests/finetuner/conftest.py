@@ -24,13 +24,17 @@ torch.set_num_threads(1)
 
 @pytest.fixture(scope="session")
 def sst5_full():
+    """The real SST-5 splits, for the tests that assert facts of the real files (split and class counts, file
+    hashes, MiniLM's accuracy on the real test split); skipped when they are absent. The conformance checks and
+    the meta-test run on the synthetic stand-in instead (``datasets.sst5.load_sst5_or_standin``)."""
     from datasets import shared_data_candidate
     from datasets.sst5 import load_sst5, sst5_dir
 
     d = sst5_dir()
     if d is None:
-        pytest.skip(f"SST-5 not found in {shared_data_candidate() / 'sst5'}: set GRU4REC_SHARED_DATA to the folder "
-                    "holding sst5/stsa.fine.*")
+        pytest.skip(f"real SST-5 not found in {shared_data_candidate() / 'sst5'} (asserts facts of the real files, "
+                    "which the synthetic stand-in does not have): set GRU4REC_SHARED_DATA to the folder holding "
+                    "sst5/stsa.fine.*")
     return load_sst5(d)
 
 

@@ -6,10 +6,15 @@ mutant, the checks of its own defect row (``--ft-mutant-scope row``) and, for th
 marked ``slow`` are left out (``-m "not slow"``: the only one, FT-20's full-SST-5 protocol run, takes over a
 minute and FT-20's fast check catches its mutant). The slow variant runs every check of the mutant's kind,
 slow ones included (``--ft-mutant-scope kind``).
+
+Without the real SST-5 (a fresh clone has no ../shared) the conformance run uses the seeded synthetic stand-in
+(``datasets.sst5.standin``); the checks that assert the real split sizes then skip on every implementation, and
+every mutant must still be caught by the others.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -27,15 +32,25 @@ KINDS = ("tokenization", "padding_masking", "data_integrity", "selection_leakage
          "reporting", "offline")
 
 
-def _run_suite(tmp_path_factory, scope: str, *, slow: bool) -> dict:
-    """impl name -> list of result records (nodeid, when, outcome, impl, check, kind) of one conformance run of
-    the reference and every mutant; ``slow=False`` leaves out the checks marked ``slow``."""
-    from datasets import shared_data_candidate
-    from datasets.sst5 import sst5_dir
+_NOTICE_SHOWN: list[str] = []
 
-    if sst5_dir() is None:
-        pytest.skip(f"SST-5 not found in {shared_data_candidate() / 'sst5'}: set GRU4REC_SHARED_DATA to the folder "
-                    "holding sst5/stsa.fine.*")
+
+def _run_suite(pytestconfig, tmp_path_factory, scope: str, *, slow: bool) -> dict:
+    """impl name -> list of result records (nodeid, when, outcome, impl, check, kind, real_sst5_only) of one
+    conformance run of the reference and every mutant; ``slow=False`` leaves out the checks marked ``slow``.
+
+    Without the real SST-5 the conformance run uses the synthetic stand-in (conformance/finetuner/conftest.py);
+    a notice says so, written past pytest's output capture."""
+    from datasets.sst5 import load_sst5_or_standin
+
+    notice = load_sst5_or_standin(seed=0).notice  # also writes the stand-in once, before the subprocess reads it
+    if notice and not _NOTICE_SHOWN:
+        _NOTICE_SHOWN.append(notice)  # one notice per session, not one per conformance run
+        tr = pytestconfig.pluginmanager.get_plugin("terminalreporter")
+        capman = pytestconfig.pluginmanager.get_plugin("capturemanager")
+        if tr is not None:
+            with capman.global_and_fixture_disabled() if capman is not None else contextlib.nullcontext():
+                tr.write_line(f"\nNOTICE (fine-tuner meta-test): {notice}", yellow=True, bold=True)
     tmp = tmp_path_factory.mktemp(f"meta_{scope}")
     out = tmp / "results.jsonl"
     # --report-dir: the protocol check writes its plots there, not under the checkout's reports/out.
@@ -59,13 +74,13 @@ def _run_suite(tmp_path_factory, scope: str, *, slow: bool) -> dict:
 
 
 @pytest.fixture(scope="module")
-def row_results(tmp_path_factory):
-    return _run_suite(tmp_path_factory, "row", slow=False)
+def row_results(pytestconfig, tmp_path_factory):
+    return _run_suite(pytestconfig, tmp_path_factory, "row", slow=False)
 
 
 @pytest.fixture(scope="module")
-def kind_results(tmp_path_factory):
-    return _run_suite(tmp_path_factory, "kind", slow=True)
+def kind_results(pytestconfig, tmp_path_factory):
+    return _run_suite(pytestconfig, tmp_path_factory, "kind", slow=True)
 
 
 def _reference_nodeid(nodeid: str, mutant: str) -> str:
@@ -94,10 +109,15 @@ def test_every_defect_row_has_a_mutant():
 
 
 def test_reference_passes_every_check(row_results):
-    """The reference passes every (non-slow) fine-tuner check: none fails, errors or is skipped, and each of the
-    defect rows that have a mutant is among the checks it passed."""
+    """The reference passes every (non-slow) fine-tuner check: none fails, errors or is skipped (except, on the
+    synthetic stand-in, the checks that assert the real SST-5 split sizes), and each of the defect rows that have
+    a mutant is among the checks it passed."""
+    from datasets.sst5 import sst5_dir
+
+    standin = sst5_dir() is None
     recs = row_results.get("reference", [])
-    bad = [f"{r['nodeid']} ({r['when']}: {r['outcome']})" for r in recs if r["outcome"] != "passed"]
+    bad = [f"{r['nodeid']} ({r['when']}: {r['outcome']})" for r in recs if r["outcome"] != "passed"
+           and not (standin and r["outcome"] == "skipped" and r.get("real_sst5_only"))]
     assert not bad, "the reference does not pass:\n" + "\n".join(bad)
     passed_rows = {r["check"] for r in recs if r["when"] == "call" and r["outcome"] == "passed"}
     missing = sorted({f"FT-{c.defect_row}" for c in MUTANTS.values()} - passed_rows)

@@ -266,3 +266,14 @@ def test_study_numbers_are_looked_up_by_dataset_loss_and_declared_row():
     assert study.published("recall@20", "diginetica", "top1", {"implementation": "Recpack", "variant": "OOB"}) is None
     assert study.published("recall@20", "yoochoose", "bpr-max", None) is None
     assert len(study.rows()) == 155 and {r["fix_level"] for r in study.rows()} == {"", "OOB", "INF", "MIN", "MAJ"}
+
+
+def test_summary_dataset_row_names_the_datasets_checks_recorded():
+    """Without --dataset, the summary's Dataset row lists the ``dataset`` contexts the checks recorded (e.g. the
+    fine-tuner's synthetic SST-5 stand-in), in first-seen order."""
+    from reports.summary import _datasets_used
+
+    note = {"name": "SST-5 data", "value": None, "context": {"dataset": "sst5_standin"}}
+    results = [{"metrics": [note]}, {"metrics": []}, {"metrics": [{"name": "x", "context": {"dataset": "d2"}}, note]}]
+    assert _datasets_used(results) == "(checks' defaults: sst5_standin, d2)"
+    assert _datasets_used([{"metrics": [{"name": "x", "context": {}}]}]) == "(checks' defaults)"
