@@ -13,6 +13,11 @@ from conformance.gru4rec._data import sessions_frame
 
 UNKNOWN_BASE = 990_001
 
+#: Largest metric difference counted as equal. Float32 accumulation of reciprocal ranks (the official port,
+#: reference README difference 7) errs by ~1e-8 on these test sets; the smallest real defect, one target moved
+#: across cutoff N = 20, changes MRR@20 by 1/(20·21·n_events) ≥ 1.6e-5 (D-LAG1 test: 149 events).
+METRIC_TOL = 1e-6
+
 
 def _trained(impl, d_lag1, n_epochs: int = 2):
     return lag1_model(impl, d_lag1, n_epochs)
@@ -22,12 +27,18 @@ def _tie_mode(impl) -> str:
     return impl.capabilities.eval_tie_mode or "conservative"
 
 
+def _eval_batch(test: pd.DataFrame, nominal: int = 16) -> int:
+    """Evaluation batch size for EV-1/EV-2: at most the number of test sessions. A batch larger than the test
+    set is EV-4's business (it evaluates 80 sessions at 512); here only the metrics are compared."""
+    return max(1, min(nominal, int(test["SessionId"].nunique())))
+
+
 def _metric_diff(a: dict, b: dict) -> tuple[float, list[str]]:
     keys = [k for k in a if k.startswith(("recall@", "mrr@"))]
     worst, bad = 0.0, []
     for k in keys:
         d = abs(float(a[k]) - float(b.get(k, np.nan)))
-        if not d <= 1e-9:
+        if not d <= METRIC_TOL:
             bad.append(f"{k} {float(a[k]):.6f} vs {float(b.get(k, np.nan)):.6f}")
         worst = max(worst, d) if np.isfinite(d) else float("inf")
     return worst, bad
@@ -58,15 +69,18 @@ def test_ev1_evaluator_matches_suite_metrics(impl, d_lag1, record_metric):
     """The own evaluator reports the suite's Recall@N and MRR@N, counting rank ≤ N.
 
     The implementation's evaluator gives the Recall@N / MRR@N the suite computes from score_prefixes with the
-    declared tie mode, on the test set and on targets placed at rank exactly N and N+1 (rank ≤ N, not < N)."""
+    declared tie mode (within METRIC_TOL), on the test set and on targets placed at rank exactly N and N+1
+    (rank ≤ N, not < N), at an evaluation batch no larger than the test set (larger ones: EV-4)."""
     model = _trained(impl, d_lag1)
     mode = _tie_mode(impl)
     problems = []
-    for name, test in (("D-LAG1 test", d_lag1.test), ("rank-boundary sessions", _rank_boundary_sessions(model, d_lag1))):
-        own = model.evaluate(test, cutoffs=CUTOFFS, batch_size=50)
+    boundary = _rank_boundary_sessions(model, d_lag1)
+    for name, test in (("D-LAG1 test", d_lag1.test), ("rank-boundary sessions", boundary)):
+        own = model.evaluate(test, cutoffs=CUTOFFS, batch_size=_eval_batch(test))
         suite = suite_metrics(model, test, CUTOFFS, mode=mode)
         worst, bad = _metric_diff(suite, own)
-        record_metric(f"max |own − suite| metric difference ({name})", worst, reference=0.0, tolerance=1e-9,
+        record_metric(f"max |own − suite| metric difference ({name})", worst, reference=0.0,
+                      tolerance=METRIC_TOL,
                       tie_mode=mode)
         if bad:
             problems.append(f"{name}: " + ", ".join(bad))
@@ -99,20 +113,20 @@ def _with_unknown_items(test: pd.DataFrame, share: float = 0.05, seed: int = 0) 
 def test_ev2_unknown_items(impl, d_lag1, record_metric):
     """Test events of unknown items are dropped: no crash, metrics as without them.
 
-    A test set with 5% events of items unseen in training evaluates without error and exactly as the same
+    A test set with 5% events of items unseen in training evaluates without error and as the same
     test set with those events removed (the reference drops them before forming sequences)."""
     model = _trained(impl, d_lag1)
     test = _with_unknown_items(d_lag1.test)
     clean = test[test["ItemId"] < UNKNOWN_BASE]
     n_unknown = int((test["ItemId"] >= UNKNOWN_BASE).sum())
     try:
-        with_unknown = model.evaluate(test, cutoffs=CUTOFFS, batch_size=50)
+        with_unknown = model.evaluate(test, cutoffs=CUTOFFS, batch_size=_eval_batch(test))
     except Exception as exc:
         pytest.fail(f"evaluate() raised {type(exc).__name__}: {exc} on a test set with {n_unknown} events of unknown "
                     "items (they must be dropped)")
-    without = model.evaluate(clean, cutoffs=CUTOFFS, batch_size=50)
+    without = model.evaluate(clean, cutoffs=CUTOFFS, batch_size=_eval_batch(test))
     worst, bad = _metric_diff(without, with_unknown)
-    record_metric("max metric difference with/without unknown items", worst, reference=0.0, tolerance=1e-9,
+    record_metric("max metric difference with/without unknown items", worst, reference=0.0, tolerance=METRIC_TOL,
                   unknown_events=n_unknown)
     assert not bad and with_unknown.get("n_events") == without.get("n_events"), (
         "unknown test items change the metrics: " + ", ".join(bad)
@@ -148,16 +162,23 @@ def test_ev3_coverage(impl, d_var, record_metric):
 def test_ev4_eval_batch_size_invariance(impl, zipf, record_metric):
     """Metrics of the own evaluator do not depend on the evaluation batch size.
 
-    Recall@N and MRR@N of the own evaluator are identical for evaluation batch sizes 1, 7, 50 and 512 (a model
-    trained one epoch on Zipf sessions, evaluated on 80 sessions of varying length: imperfect, varied ranks)."""
+    Recall@N and MRR@N of the own evaluator are identical (within METRIC_TOL) for evaluation batch sizes 1, 7,
+    50 and 512 (a model trained one epoch on Zipf sessions, evaluated on 80 sessions of varying length:
+    imperfect, varied ranks)."""
     model = build(impl, optional=small(impl, n_epochs=1))
     model.fit(zipf.train)
     test = zipf.train[zipf.train["SessionId"].isin(sorted(zipf.train["SessionId"].unique())[:80])]
-    results = {b: model.evaluate(test, cutoffs=CUTOFFS, batch_size=b) for b in (1, 7, 50, 512)}
+    base = model.evaluate(test, cutoffs=CUTOFFS, batch_size=1)
     problems = []
-    for b in (7, 50, 512):
-        worst, bad = _metric_diff(results[1], results[b])
-        record_metric(f"max metric difference batch 1 vs {b}", worst, reference=0.0, tolerance=1e-9)
+    for b in (7, 50, 512):  # each size on its own: a crash at 50 must not hide a difference at 7
+        try:
+            other = model.evaluate(test, cutoffs=CUTOFFS, batch_size=b)
+        except Exception as exc:
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+            problems.append(f"batch {b}: evaluate raised {type(exc).__name__}: {first[:300]}")
+            continue
+        worst, bad = _metric_diff(base, other)
+        record_metric(f"max metric difference batch 1 vs {b}", worst, reference=0.0, tolerance=METRIC_TOL)
         if bad:
             problems.append(f"batch {b} vs 1: " + ", ".join(bad))
     assert not problems, "metrics depend on the evaluation batch size: " + "; ".join(problems)
