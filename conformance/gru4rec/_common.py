@@ -42,6 +42,20 @@ def hparams(impl: Any, required: Mapping[str, Any] | None = None, optional: Mapp
     return out
 
 
+def embedding_mode(cfg: Mapping[str, Any]) -> tuple[dict, dict]:
+    """Split an embedding-mode configuration into (required, optional) hyperparameters for :func:`build`.
+
+    ``constrained_embedding=False`` only says "not shared": the embedding size (``embedding`` > 0: separate,
+    0: none) selects the mode. An implementation whose only embedding is a separate one (GRU4REC-pytorch) need
+    not declare the flag, so it is requested as an optional value; ``constrained_embedding=True`` (shared) stays
+    required, since nothing else can select it. Everything else in ``cfg`` stays required."""
+    req = dict(cfg)
+    opt = {}
+    if req.get("constrained_embedding") is False:
+        opt["constrained_embedding"] = req.pop("constrained_embedding")
+    return req, opt
+
+
 #: Optional hyperparameters tuned for another one: dropping the key drops these too. A learning rate (and a
 #: momentum) chosen for Adagrad means nothing for another optimizer, which then runs at its own defaults.
 COUPLED: dict[str, tuple[str, ...]] = {"optimizer": ("learning_rate", "momentum")}

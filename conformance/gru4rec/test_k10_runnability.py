@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from conformance.gru4rec._common import ADAGRAD, build, lag1_test_pairs, recall_at
+from conformance.gru4rec._common import ADAGRAD, build, embedding_mode, lag1_test_pairs, recall_at
 
 _FINAL_ACT_VALUES = {"linear": "linear", "elu": "elu-1", "tanh": "tanh", "relu": "relu", "leaky": "leaky-0.1",
                      "selu": "selu-1.05-1.67", "softmax": "softmax", "softmax_logit": "softmax_logit"}
@@ -34,7 +34,8 @@ def test_rn1_option_smoke(impl, d_lag1, option, record_metric):
 
     Every declared loss, embedding mode and final activation trains one epoch on D-LAG1 and scores 10
     prefixes without an exception and with finite scores."""
-    model = build(impl, {**option, "n_epochs": 1}, dict(layers=[16], batch_size=32, n_sample=8, learning_rate=0.05))
+    req, opt = embedding_mode({**option, "n_epochs": 1})
+    model = build(impl, req, dict(layers=[16], batch_size=32, n_sample=8, learning_rate=0.05, **opt))
     rep = model.fit(d_lag1.train)
     prefixes, _ = lag1_test_pairs(d_lag1.test)
     s = np.asarray(model.score_prefixes(prefixes[:10]), dtype=np.float64)

@@ -9,8 +9,8 @@ import math
 import numpy as np
 import pytest
 
-from conformance.gru4rec._common import (ADAGRAD, build, fresh_scores, hparams, lag1_test_pairs, recall_at,
-                                         small)
+from conformance.gru4rec._common import (ADAGRAD, build, embedding_mode, fresh_scores, hparams, lag1_test_pairs,
+                                         recall_at, small)
 
 N_LANES = 256
 
@@ -144,9 +144,9 @@ def test_do2_dropout_bites(impl, d_lag1, param, mode, record_metric):
     prefixes, targets = lag1_test_pairs(d_lag1.test)
     recalls = {}
     for p in (0.0, 0.95):
-        model = build(impl, {param: p, "n_epochs": 3, **mode},
-                      dict(layers=[16], batch_size=32, n_sample=16, **ADAGRAD, learning_rate=0.01, momentum=0.0,
-                           loss="cross-entropy"))
+        req, opt = embedding_mode({param: p, "n_epochs": 3, **mode})
+        model = build(impl, req, dict(layers=[16], batch_size=32, n_sample=16, **ADAGRAD, learning_rate=0.01,
+                                      momentum=0.0, loss="cross-entropy", **opt))
         try:
             model.fit(d_lag1.train)
         except Exception as exc:

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from implementations.base import GRU4REC_HYPERPARAMETERS, Unsupported
-from conformance.gru4rec._common import build, epochs_run, fresh_scores, lag1_test_pairs, rel_frobenius
+from conformance.gru4rec._common import build, embedding_mode, epochs_run, fresh_scores, lag1_test_pairs, rel_frobenius
 
 BASE = dict(layers=[16], batch_size=32, n_sample=16, sample_alpha=0.5, learning_rate=0.1, momentum=0.0,
             dropout_p_embed=0.0, dropout_p_hidden=0.0, loss="cross-entropy", n_epochs=1)
@@ -53,7 +53,8 @@ def test_hp1_sensitivity(impl, d_lag1, name, a, b, base, record_metric):
     prefixes = prefixes[:50]
     scores = []
     for value in (a, b):
-        model = build(impl, {name: value, **base}, BASE, seed=3)
+        req, opt = embedding_mode({name: value, **base})
+        model = build(impl, req, {**BASE, **opt}, seed=3)
         model.fit(d_lag1.train)
         scores.append(fresh_scores(model, prefixes))
     change = rel_frobenius(scores[0], scores[1])
