@@ -41,6 +41,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .._suite_io import atomic_path
 from .views import EXPECTED_CLASS_COUNTS, SPLITS
 
 #: Version of the generator; part of the cache folder's name, bumped whenever the output changes.
@@ -268,13 +269,10 @@ def write_standin(directory: str | os.PathLike, seed: int = 0) -> Path:
 
 
 def _atomic_write(path: Path, data: bytes) -> None:
-    tmp = path.with_name(f"{path.name}.tmp{os.getpid()}")
     try:
-        with open(tmp, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
+        with atomic_path(path) as tmp:
+            tmp.write_bytes(data)
     except OSError as e:
-        tmp.unlink(missing_ok=True)
         raise OSError(f"{path}: cannot write the SST-5 stand-in ({e})") from None
 
 

@@ -3,8 +3,13 @@
 
 from __future__ import annotations
 
+import importlib.util
 from pathlib import Path
 
+import pytest
+
+from implementations.base import ImplementationUnavailable, require_installed
+from implementations.registry import default_registry
 from reports.results import RunData
 from reports.scoreboard import render_markdown
 from reports.summary import unavailable_reason, verdict
@@ -46,10 +51,6 @@ def test_scoreboard_prints_the_reason():
 
 
 def test_require_installed_names_the_package_and_how_to_provide_it():
-    import pytest
-
-    from implementations.base import ImplementationUnavailable, require_installed
-
     require_installed("json", "json", "never needed")  # present: nothing raised
     with pytest.raises(ImplementationUnavailable, match=r"no-such-dist is not installed .*: tox -e no_such"):
         require_installed("no_such_module_gru4rec_conformance", "no-such-dist", "tox -e no_such")
@@ -58,13 +59,6 @@ def test_require_installed_names_the_package_and_how_to_provide_it():
 def test_pypi_adapters_without_their_package_are_unavailable_not_failed():
     """In an environment without the package (the main venv for cornac, recpack, recbole, torch-rechub), the
     adapter says UNAVAILABLE with the tox environment to use, instead of failing every check in ``fit``."""
-    import importlib.util
-
-    import pytest
-
-    from implementations.base import ImplementationUnavailable
-    from implementations.registry import default_registry
-
     checked = 0
     registry = default_registry()
     for impl, module, env in (("cornac", "cornac", "tox -e cornac"),
