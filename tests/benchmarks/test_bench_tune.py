@@ -150,6 +150,7 @@ def test_an_interrupted_study_resumes(tmp_path, small_space, subprocess_env):
     slow = ["--trials", "3", "--n-epochs", "20", "--param-space", str(small_space), "--heartbeat", "1", "--no-final"]
     p = _worker(tmp_path, db, slow, subprocess_env)
     running = None
+    n_params = len(SMALL_SPACE.splitlines())
     deadline = time.time() + 300
     try:
         while time.time() < deadline and running is None:
@@ -158,8 +159,10 @@ def test_an_interrupted_study_resumes(tmp_path, small_space, subprocess_env):
                 study = optuna.load_study(study_name="shared", storage=url)
             except (KeyError, Exception):  # not created yet
                 continue
-            running = next((t for t in study.trials if t.state == optuna.trial.TrialState.RUNNING), None)
-        assert running is not None, "the worker never started a trial"
+            # a RUNNING trial is stored before its parameters are suggested: wait until all are set (CI saw {})
+            running = next((t for t in study.trials if t.state == optuna.trial.TrialState.RUNNING
+                            and len(t.params) == n_params), None)
+        assert running is not None, "the worker never started a trial with all its parameters"
     finally:
         p.send_signal(signal.SIGKILL)
         p.wait(timeout=60)
@@ -170,7 +173,7 @@ def test_an_interrupted_study_resumes(tmp_path, small_space, subprocess_env):
     res = tune.run(args)
     study = optuna.load_study(study_name="shared", storage=url)
     killed = study.trials[running.number]
-    assert killed.state == optuna.trial.TrialState.FAIL
+    assert killed.state == optuna.trial.TrialState.FAIL and killed.params == running.params
     retry = [t for t in study.trials if t.system_attrs.get("failed_trial") == running.number]
     assert len(retry) == 1 and retry[0].params == running.params and retry[0].state.name == "COMPLETE"
     check_result(res, 3)
