@@ -171,7 +171,11 @@ def build_summary(run: RunData, plots: dict[str, str] | None = None, plot_error:
         check = r.get("check") or {}
         kind = check.get("kind") or NO_KIND
         xf = r.get("xfail")
-        reason = (xf or {}).get("reason") if r["outcome"] in ("xfail", "xpass") and xf else (r.get("reason") or "")
+        reason = r.get("reason") or ""
+        if r["outcome"] in ("xfail", "xpass") and xf:
+            entry = (xf.get("reason") or "").splitlines()[0] if xf.get("reason") else ""
+            measured = reason.splitlines()[0] if reason and r["outcome"] == "xfail" else ""
+            reason = f"{entry} — measured: {measured}" if measured and measured != entry else entry
         groups[kind].append({
             "id": check.get("id") or "–",
             "nodeid": r["nodeid"],

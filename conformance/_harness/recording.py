@@ -163,7 +163,11 @@ class Recorder:
                     outcome, reason = ("error" if registry_error else "failed"), _failure_reason(call)
             elif call.skipped:
                 if hasattr(call, "wasxfail"):
-                    outcome, reason = "xfail", str(call.wasxfail)
+                    # the measured failure, not the entry's reason (that one is in record["xfail"]): a verdict
+                    # must show what was found, e.g. which figure, so a changed deviation is visible in review
+                    measured = _failure_reason(call) if call.longrepr is not None else ""
+                    outcome, reason = "xfail", measured or str(call.wasxfail)
+                    details = (getattr(call, "longreprtext", "") or str(call.longrepr or ""))[-DETAILS_CHARS:]
                 else:
                     outcome = "skipped-unsupported" if unsupported else "skipped"
                     reason = _skip_reason(call.longrepr)

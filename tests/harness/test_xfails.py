@@ -120,6 +120,10 @@ def test_strict_xfail_xpass_and_unmatched_entries(project):
     assert outcomes["entry-4[good]"] == outcomes["entry-5[good]"] == "error"
     results = {r["test"]: r for r in project.results("good")["results"]}
     assert results["test_fails[good]"]["xfail"]["defect"] == "GP-1"
+    # an xfail records the measured failure (the entry's reason stays under "xfail")
+    assert "deviation found" in results["test_fails[good]"]["reason"]
+    assert "deviation found" in results["test_fails[good]"]["details"]
+    assert results["test_fails[good]"]["xfail"]["reason"] == "known deviation"
 
 
 def test_selecting_one_check_does_not_flag_entries_outside_the_selection(project):
