@@ -1014,6 +1014,15 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: Any)
         return
     tr = terminalreporter
     lines = list(state.notes)
+    # an implementation that is not installed/located skips every check: say so here, not only under -rs
+    prefix = "implementation {} is not available here: "
+    records = state.recorder.records if state.recorder is not None else []
+    for name in sorted({r["impl"] for r in records}):
+        mine = [r for r in records if r["impl"] == name]
+        gone = [r for r in mine if str(r.get("reason", "")).startswith(prefix.format(name))]
+        if gone:
+            why = str(gone[0]["reason"])[len(prefix.format(name)):]
+            lines.append(f"UNAVAILABLE {name}: {len(gone)} of {len(mine)} checks skipped: {why}")
     multi = len({n for _f, n in state.writers}) < len(state.writers)
     for (family, name), writer in state.writers.items():
         if writer is not None:

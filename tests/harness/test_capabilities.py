@@ -205,6 +205,8 @@ def test_unavailable_implementation_skips_its_checks_with_how_to_provide_it(proj
         "*NOT AVAILABLE (its checks are skipped): set MISSING_PATH to a checkout of example/missing@abc123",
         "*implementation missing is not available here: set MISSING_PATH to a checkout*",
     ])
+    # and once more at the end of the output, where a user without -rs looks
+    result.stdout.fnmatch_lines(["UNAVAILABLE missing: 1 of 1 checks skipped: set MISSING_PATH to a checkout*"])
     result = project.run("conformance", "--impl", "missing", "--gate")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines(["GATE FAILED: missing: implementation not available (set MISSING_PATH*"])
