@@ -69,7 +69,8 @@ class Checkout:
         """One line: how a user provides this checkout."""
         return (
             f"{self.repo}@{self.short} not found: set {self.env}=<checkout of {self.url} at {self.commit}> or "
-            f"extract that commit into {self.cache_path} (or point GRU4REC_MIRROR_DIR at a git mirror of it)"
+            f"extract that commit into {self.cache_path} (or point GRU4REC_MIRROR_DIR at a git mirror of it, or "
+            f"set GRU4REC_ALLOW_DOWNLOAD=1 to download the pinned archive from GitHub)"
         )
 
 
