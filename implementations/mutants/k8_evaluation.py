@@ -131,3 +131,28 @@ class ItemMapMisaligned(MutantAdapter):
             return np.sort(GRU4Rec.item_ids(self))
 
         return {"item_ids": item_ids}
+
+
+@register
+class EvalOptimisticTies(MutantAdapter):
+    """The evaluator ranks a target by the number of strictly higher scores plus one, whatever tie mode it
+    declares (``conservative``): tied items are counted below the target, so a model that scores many items
+    alike (e.g. a collapsed one) looks good (conformance_checks.md §B.1 EV-1, "all-equal scores"; the official
+    ``batch_eval`` counts ties against the target in its default conservative mode)."""
+
+    name = "mutant:eval_optimistic_ties"
+    defect = "tie policy ignored (optimistic ranking of tied scores, EV-1 all-equal case)"
+    kind = "K8"
+    caught_by = ("EV-1",)
+
+    @classmethod
+    def gru_overrides(cls):
+        from reference.gru4rec import SessionParallelEvaluator
+
+        class Evaluator(SessionParallelEvaluator):
+            def evaluate(self, test_df, cutoffs=(1, 5, 10, 20), batch_size=512, mode="conservative",
+                         item_key="ItemId", session_key="SessionId", time_key="Time"):
+                return super().evaluate(test_df, cutoffs, batch_size, "standard", item_key, session_key,
+                                        time_key)
+
+        return {"evaluator_class": Evaluator}
