@@ -321,7 +321,36 @@ def standin_dir(seed: int = 0, cache_dir: str | os.PathLike | None = None) -> Pa
     finally:
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
+    _prune(base, current=f"sst5-standin-v{STANDIN_VERSION}-{code}-")
     return target
+
+
+#: Age (seconds) after which another generator version's stand-in, or a leftover temp folder, is removed: old
+#: enough that no run of another checkout still reads it.
+PRUNE_AGE_S = 24 * 3600
+
+
+def _prune(base: Path, current: str, now: float | None = None) -> list[Path]:
+    """Remove stand-ins of other generator versions (names not starting with ``current``) and leftover temp
+    folders of interrupted writes under ``base``, once not modified for :data:`PRUNE_AGE_S` (a run of an older
+    checkout may still use a younger one). Called after a stand-in is written, so a cache grows by at most one
+    generation. Returns the removed folders; failures to remove are ignored (another user's folder, a race)."""
+    import time
+
+    now = time.time() if now is None else now
+    removed = []
+    for p in list(base.glob("sst5-standin-v*")) + list(base.glob(".sst5-standin-v*")):
+        if p.name.startswith(current) or not p.is_dir():
+            continue
+        try:
+            if now - p.stat().st_mtime < PRUNE_AGE_S:
+                continue
+        except OSError:
+            continue
+        shutil.rmtree(p, ignore_errors=True)
+        if not p.exists():
+            removed.append(p)
+    return removed
 
 
 @dataclass(frozen=True)

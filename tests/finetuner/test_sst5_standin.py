@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import collections
 import os
+import time
 
 import numpy as np
 import pytest
@@ -142,6 +143,24 @@ def test_cache_folder_written_once_and_repaired(tmp_path):
     assert load_sst5(d, check=False)["dev"].texts == tuple(t for _, t in generate_standin(0)["dev"])
     assert [p.name for p in tmp_path.iterdir()] == [d.name], "temporary folders left behind"
     assert standin_dir(1, tmp_path) != d
+
+
+def test_old_generations_and_leftovers_are_pruned_when_a_stand_in_is_written(tmp_path):
+    old_gen = tmp_path / "sst5-standin-v0-000000000000-seed0"
+    leftover = tmp_path / ".sst5-standin-v0-000000000000-seed0.abcd"
+    young = tmp_path / "sst5-standin-v0-111111111111-seed0"  # another checkout may still be reading it
+    for p in (old_gen, leftover, young):
+        p.mkdir()
+        (p / "stsa.fine.dev").write_text("2 x .\n", encoding="utf-8")
+    two_days_ago = time.time() - 2 * 24 * 3600
+    for p in (old_gen, leftover):
+        os.utime(p, (two_days_ago, two_days_ago))
+    d = standin_dir(0, tmp_path)
+    old_same_version = standin_dir(1, tmp_path)
+    os.utime(old_same_version, (two_days_ago, two_days_ago))
+    standin_dir(2, tmp_path)  # a write prunes: the current generation's seeds stay, whatever their age
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([d.name, old_same_version.name, young.name,
+                                                                  d.name.replace("seed0", "seed2")])
 
 
 def test_fallback_to_the_standin(tmp_path, monkeypatch):
