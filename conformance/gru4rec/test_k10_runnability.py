@@ -41,7 +41,8 @@ def test_rn1_option_smoke(impl, d_lag1, option, record_metric):
     s = np.asarray(model.score_prefixes(prefixes[:10]), dtype=np.float64)
     record_metric("final epoch loss", float(rep.epoch_losses[-1]) if rep.epoch_losses else None)
     assert s.shape[0] == 10 and np.isfinite(s).all(), f"option {option}: non-finite or missing scores"
-    assert rep.epoch_losses and np.isfinite(rep.epoch_losses).all(), f"option {option}: non-finite training loss"
+    assert rep.epoch_losses, f"option {option}: fit reported no training epoch (1 was asked for; EB-3 checks the count)"
+    assert np.isfinite(rep.epoch_losses).all(), f"option {option}: non-finite training loss {rep.epoch_losses}"
 
 
 @pytest.mark.check("RN-2", kind="K10")
