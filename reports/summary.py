@@ -66,7 +66,14 @@ def verdict(run: RunData) -> str:
     return "FAIL" if any(counts[o] for o in BAD_OUTCOMES) else "PASS"
 
 
-_UNAVAILABLE = " is not available here: "
+#: The phrase of the skip reason of every check of an unavailable implementation (the harness writes
+#: ``implementation <name> is not available here: <how to provide it>``).
+UNAVAILABLE_MARKER = " is not available here: "
+
+
+def unavailable_why(reason: str) -> str | None:
+    """The part after :data:`UNAVAILABLE_MARKER` of a check's skip reason, or None for any other reason."""
+    return reason.split(UNAVAILABLE_MARKER, 1)[1] if UNAVAILABLE_MARKER in reason else None
 
 
 def unavailable_reason(run: RunData) -> str | None:
@@ -75,8 +82,7 @@ def unavailable_reason(run: RunData) -> str | None:
     reasons = {str(r.get("reason") or "") for r in run.results}
     if run.results and all(r["outcome"] == "skipped" for r in run.results) and len(reasons) == 1:
         (reason,) = reasons
-        if _UNAVAILABLE in reason:
-            return reason.split(_UNAVAILABLE, 1)[1]
+        return unavailable_why(reason)
     return None
 
 

@@ -49,6 +49,7 @@ from conformance._harness.xfails import (
     XfailRegistryError, default_xfail_path, files_matching, load_xfail_file, pattern_file_part, pattern_matches,
     strip_impl_param, when_context,
 )  # fmt: skip
+from reports.summary import UNAVAILABLE_MARKER, unavailable_why
 from implementations.base import KNOWN_FAMILY_NAMES, Unsupported, get_family
 from implementations.registry import AdapterSpec, Registry, RegistryError, default_registry
 
@@ -699,7 +700,7 @@ def pytest_runtest_setup(item: Any) -> None:
         raise HarnessError(f"{item.nodeid}: " + "; ".join(info["problems"]))
     d = handle.describe()
     if d.unavailable:
-        _skip(f"implementation {handle.name} is not available here: {d.unavailable}")
+        _skip(f"implementation {handle.name}{UNAVAILABLE_MARKER}{d.unavailable}")
     if d.error:
         raise HarnessError(f"{handle.name}: the adapter cannot be described: {d.error}")
     state = _state(item.config)
@@ -1015,14 +1016,12 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: Any)
     tr = terminalreporter
     lines = list(state.notes)
     # an implementation that is not installed/located skips every check: say so here, not only under -rs
-    prefix = "implementation {} is not available here: "
     records = state.recorder.records if state.recorder is not None else []
     for name in sorted({r["impl"] for r in records}):
         mine = [r for r in records if r["impl"] == name]
-        gone = [r for r in mine if str(r.get("reason", "")).startswith(prefix.format(name))]
-        if gone:
-            why = str(gone[0]["reason"])[len(prefix.format(name)):]
-            lines.append(f"UNAVAILABLE {name}: {len(gone)} of {len(mine)} checks skipped: {why}")
+        whys = [w for r in mine if r["outcome"] == "skipped" and (w := unavailable_why(str(r.get("reason") or "")))]
+        if whys:
+            lines.append(f"UNAVAILABLE {name}: {len(whys)} of {len(mine)} checks skipped: {whys[0]}")
     multi = len({n for _f, n in state.writers}) < len(state.writers)
     for (family, name), writer in state.writers.items():
         if writer is not None:
