@@ -115,8 +115,8 @@ def test_ev1_tie_policy(impl, d_lag1, record_metric):
     mode = _tie_mode(impl)
     model, n_zeroed = _tied_scores_model(impl, d_lag1)
     prefixes = [[int(i)] for i in d_lag1.test.sort_values("Time")["ItemId"].unique()[:8]]
-    spread = fresh_scores(model, prefixes)
-    spread = float(np.max(spread.max(axis=1) - spread.min(axis=1)))
+    scores = fresh_scores(model, prefixes)
+    spread = float(np.max(scores.max(axis=1) - scores.min(axis=1)))
     if n_zeroed == 0 or not spread == 0.0:
         pytest.skip(f"inconclusive: zeroing {n_zeroed} item-indexed parameter array(s) through set_params left "
                     f"score spread {spread:.3g} (the tie case cannot be built for this implementation)")

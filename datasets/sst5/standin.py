@@ -36,6 +36,7 @@ import json
 import os
 import shutil
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -335,8 +336,6 @@ def _prune(base: Path, current: str, now: float | None = None) -> list[Path]:
     folders of interrupted writes under ``base``, once not modified for :data:`PRUNE_AGE_S` (a run of an older
     checkout may still use a younger one). Called after a stand-in is written, so a cache grows by at most one
     generation. Returns the removed folders; failures to remove are ignored (another user's folder, a race)."""
-    import time
-
     now = time.time() if now is None else now
     removed = []
     for p in list(base.glob("sst5-standin-v*")) + list(base.glob(".sst5-standin-v*")):
