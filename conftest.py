@@ -1,8 +1,17 @@
-"""Root pytest plugin of the conformance suite: kept thin, the logic lives in conformance/_harness/.
+"""Root conftest of a checkout: loads the suite's pytest plugin when it is not installed.
 
-Loading it from the root conftest puts the repository root on sys.path (pytest's rootdir conftest rule),
-so the suite runs from its checkout without being installed. ``pytester`` is loaded for the suite's own
-tests of the plugin (tests/harness, tests/meta).
+Installed (``pip install -e .`` or the wheel), the plugin comes in through its ``pytest11`` entry point, whose
+name is the module's, so the line below is then a no-op. From a plain checkout, pyproject.toml's ``pythonpath``
+puts ``src/`` on ``sys.path`` (the ``gru4rec_conformance`` namespace) and this line registers the plugin.
+``pytester`` is for the suite's own tests of the plugin (tests/harness, tests/meta).
 """
 
-pytest_plugins = ["conformance._harness.plugin", "pytester"]
+pytest_plugins = ["gru4rec_conformance.conformance._harness.plugin", "pytester"]
+
+import sys
+from pathlib import Path
+
+# `python -m pytest` from the root puts the root on sys.path, where `datasets/` would shadow Hugging Face's
+# `datasets` (transformers probes it with find_spec): take it off; the suite imports through src/ only.
+_ROOT = Path(__file__).resolve().parent
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _ROOT]

@@ -38,11 +38,9 @@ import pytest
 import torch
 
 ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
 
-from benchmarks import runners as R  # noqa: E402
-from benchmarks.workload import LOSSES, DATASETS  # noqa: E402
+from gru4rec_conformance.benchmarks import runners as R  # noqa: E402
+from gru4rec_conformance.benchmarks.workload import LOSSES, DATASETS  # noqa: E402
 
 _RESULTS: dict = {}  # (group, case) -> {impl: summary dict}; insertion order = run order
 _RUNNERS_KEY = pytest.StashKey[list]()
@@ -106,7 +104,7 @@ def _runners(config) -> list:
     if official:
         out.append(R.OfficialRunner(official, device))
     try:
-        from conformance._harness.plugin import STATE_KEY
+        from gru4rec_conformance.conformance._harness.plugin import STATE_KEY
         state = config.stash.get(STATE_KEY, None)
     except ImportError:  # the conformance plugin is not loaded (benchmarks run on their own)
         state = None
@@ -163,7 +161,7 @@ def bench_impl(request) -> R.Runner:
 
 
 def _warm_up(runner: R.Runner) -> None:
-    from benchmarks.workload import best_params, sweep_frame
+    from gru4rec_conformance.benchmarks.workload import best_params, sweep_frame
     df = sweep_frame(400, 2_000, seed=0)
     for loss in LOSSES:
         try:
@@ -186,7 +184,7 @@ def bench_config(pytestconfig) -> BenchConfig:
 @pytest.fixture(scope="session")
 def epoch_datasets(bench_config):
     """Synthetic prepared data per dataset shape at the session's scale, generated (and cached on disk) once."""
-    from benchmarks.workload import epoch_data, parse_scale
+    from gru4rec_conformance.benchmarks.workload import epoch_data, parse_scale
     made: dict = {}
 
     def get(name: str):
@@ -218,7 +216,7 @@ def _rates(res: R.EpochResult) -> dict:
 
 def _unsupported(exc: BaseException) -> bool:
     try:
-        from implementations.base import Unsupported
+        from gru4rec_conformance.implementations.base import Unsupported
     except ImportError:
         return False
     return isinstance(exc, Unsupported)
@@ -338,7 +336,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
                           f"{_fmt(s.get('cpu_seconds_over_reference'), 9, 2)}")
     path = config.getoption("benchmark_json", None)
     if path and Path(path).is_file() and not os.environ.get("GRU4REC_BENCH_NO_REPORT"):
-        from benchmarks.report import write_report
+        from gru4rec_conformance.benchmarks.report import write_report
         out_root = Path(os.environ.get("GRU4REC_BENCH_REPORT_DIR", str(ROOT / "reports" / "out" / "benchmarks")))
         with contextlib.suppress(FileNotFoundError):
             folder = write_report(Path(path), out_root)

@@ -1,6 +1,6 @@
 """Benchmark report: pytest-benchmark JSON → Markdown tables + PNG plots, beside the study's published epoch times.
 
-    python -m benchmarks.report BENCH_JSON [--out-root reports/out/benchmarks] [--title TITLE]
+    python -m gru4rec_conformance.benchmarks.report BENCH_JSON [--out-root reports/out/benchmarks] [--title TITLE]
 
 writes ``<out-root>/<UTC timestamp>/`` (a new folder; an earlier report is never overwritten) with ``report.md``,
 ``benchmark.json`` (a copy of the input) and ``plots/*.png``; every file is written atomically.
@@ -84,7 +84,7 @@ def _study(dataset: str | None, loss: str | None) -> dict:
     """The study's official best-params row and the per-implementation rows of (dataset, loss), or {}."""
     if not dataset or not loss:
         return {}
-    from benchmarks.workload import study_epoch_rows
+    from gru4rec_conformance.benchmarks.workload import study_epoch_rows
     try:
         rows = study_epoch_rows(dataset, loss)
     except (ValueError, OSError):
@@ -392,7 +392,7 @@ def write_report(json_path: Path, out_root: Path = DEFAULT_OUT, title: str = "GR
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m benchmarks.report", description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m gru4rec_conformance.benchmarks.report", description=__doc__.split("\n\n")[0])
     ap.add_argument("json", type=Path, help="pytest-benchmark JSON (pytest benchmarks/ --benchmark-json=PATH)")
     ap.add_argument("--out-root", type=Path, default=DEFAULT_OUT, help="parent folder of the report folder")
     ap.add_argument("--title", default="GRU4Rec benchmarks")

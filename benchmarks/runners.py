@@ -217,7 +217,7 @@ class ReferenceRunner(Runner):
         return {**super().describe(), "step_impl": self.step_impl}
 
     def prepare(self, train, hp, seed):
-        from reference.gru4rec import GRU4Rec
+        from gru4rec_conformance.reference.gru4rec import GRU4Rec
         return {"model": GRU4Rec(**hp, n_epochs=1, seed=seed, device=self.device, step_impl=self.step_impl),
                 "train": train, "cache": cache_size(hp, len(train))}
 
@@ -229,7 +229,7 @@ class ReferenceRunner(Runner):
                            m.base, m.cuda_peak, info=dict(g.step_info))
 
     def prepare_eval(self, train, test, hp, seed):
-        from reference.gru4rec import GRU4Rec
+        from gru4rec_conformance.reference.gru4rec import GRU4Rec
         g = GRU4Rec(**hp, seed=seed, device=self.device, step_impl=self.step_impl)
         g.fit(train, n_epochs=0, sample_cache_max_size=1)
         return {"model": g, "test": test}
@@ -242,7 +242,7 @@ class ReferenceRunner(Runner):
 
 def _suite_version() -> str:
     try:
-        from conformance._harness.runinfo import suite_version
+        from gru4rec_conformance.conformance._harness.runinfo import suite_version
         return suite_version()["string"]
     except Exception:  # the harness is optional for the benchmarks
         return "unknown"
@@ -403,7 +403,7 @@ class AdapterRunner(Runner):
             if "evaluate" in self.handle.hooks:
                 res = adapter.evaluate(test, cutoffs=CUTOFFS, batch_size=eval_batch(test))
             else:
-                from reference.gru4rec.evaluation import evaluate_prefix_scorer
+                from gru4rec_conformance.reference.gru4rec.evaluation import evaluate_prefix_scorer
                 res = evaluate_prefix_scorer(adapter.score_prefixes, adapter.item_ids(), test, CUTOFFS,
                                              "conservative", eval_batch(test))
         return EvalResult(m.wall, int(res["n_events"]), m.cpu, dict(res))

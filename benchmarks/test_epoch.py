@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import pytest
 
-from benchmarks.conftest import time_epochs, time_eval
-from benchmarks.workload import best_params
+from gru4rec_conformance.benchmarks.conftest import time_epochs, time_eval
+from gru4rec_conformance.benchmarks.workload import best_params
 
 
 @pytest.mark.benchmark

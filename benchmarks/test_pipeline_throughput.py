@@ -28,8 +28,8 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # the root conftest.py does this for the whole tree; keep the file runnable alone
     sys.path.insert(0, str(ROOT))
 
-from datasets.sessions.pipeline import prepare  # noqa: E402
-from datasets.sessions.synthetic import PROFILES, generate_raw  # noqa: E402
+from gru4rec_conformance.datasets.sessions.pipeline import prepare  # noqa: E402
+from gru4rec_conformance.datasets.sessions.synthetic import PROFILES, generate_raw  # noqa: E402
 
 ROWS = int(os.environ.get("GRU4REC_BENCH_ROWS", "5000000"))
 CACHE = Path(os.environ.get("GRU4REC_BENCH_CACHE", str(ROOT / ".cache" / "benchmarks")))
@@ -72,7 +72,7 @@ def test_pipeline_peak_memory(yoochoose_raw, tmp_path, record_property):
     code = textwrap.dedent(f"""
         import json, re, resource, sys, time
         sys.path.insert(0, {str(ROOT)!r})
-        from datasets.sessions.pipeline import prepare
+        from gru4rec_conformance.datasets.sessions.pipeline import prepare
 
         def peak_kb():
             # VmHWM belongs to this process image; ru_maxrss on Linux can carry the forking parent's peak

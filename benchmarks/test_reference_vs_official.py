@@ -34,11 +34,9 @@ import pytest
 import torch
 
 REPO = Path(__file__).resolve().parents[1]
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
 
-from benchmarks.workload import parse_scale  # noqa: E402
-from reference.gru4rec import GRU4Rec  # noqa: E402
+from gru4rec_conformance.benchmarks.workload import parse_scale  # noqa: E402
+from gru4rec_conformance.reference.gru4rec import GRU4Rec  # noqa: E402
 
 OFFICIAL = os.environ.get("GRU4REC_OFFICIAL_PATH")
 # GRU4REC_BENCH_SCALE as in benchmarks/conftest.py: 'ci', 'ci*F' or a fraction of the full size (here of Coveo's

@@ -1,6 +1,6 @@
 """Scalability sweeps: one training epoch while one quantity grows — batch size, n_sample, hidden size, catalogue
 size, number of sessions — for the reference and every other selected implementation (group ``sweep/<name>``,
-one point per value; ``python -m benchmarks.report`` plots time against the value, one line per implementation).
+one point per value; ``python -m gru4rec_conformance.benchmarks.report`` plots time against the value, one line per implementation).
 
 The base configuration is the study's best Diginetica cross-entropy parameters (gru4rec_reference.md §9.1: layers
 192, batch 128, n_sample 2048, logQ, dropout 0.45/0.15, learning rate 0.1) on ``benchmarks.workload.sweep_frame``
@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import pytest
 
-from benchmarks.conftest import BenchConfig, time_epochs
-from benchmarks.workload import best_params, sweep_frame, trained_events
+from gru4rec_conformance.benchmarks.conftest import BenchConfig, time_epochs
+from gru4rec_conformance.benchmarks.workload import best_params, sweep_frame, trained_events
 
 GRIDS = {
     "ci": {"batch_size": [32, 256], "n_sample": [0, 512], "hidden": [32, 128], "n_items": [2_000, 20_000],

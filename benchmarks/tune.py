@@ -1,6 +1,6 @@
 """Hyperparameter optimisation of a GRU4Rec implementation with Optuna, as in the study (gru4rec_reference.md §9.2).
 
-    python -m benchmarks.tune --impl reference --dataset diginetica --loss bpr-max --trials 200 \\
+    python -m gru4rec_conformance.benchmarks.tune --impl reference --dataset diginetica --loss bpr-max --trials 200 \\
         --storage sqlite:///tuning.db [--study-name NAME] [--n-epochs E] [--device cuda] [--no-final]
 
 - search space: the study's (``benchmarks/data/parspace_<loss>.jsonl``, the official ``paropt.py`` format; another
@@ -49,8 +49,6 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
 
 DATA = Path(__file__).resolve().parent / "data"
 DEFAULT_OUT = REPO / "reports" / "out" / "tuning"
@@ -164,9 +162,9 @@ def load_dataset(name: str, fallback: bool = True) -> dict:
 
     Raises ValueError for an unknown name; FileNotFoundError (naming the path) for the real Diginetica slice when
     the shared data are absent and ``fallback`` is false."""
-    from benchmarks.workload import CACHE, DATASETS, epoch_data, parse_scale
+    from gru4rec_conformance.benchmarks.workload import CACHE, DATASETS, epoch_data, parse_scale
     if name == "yoochoose_100k":
-        from datasets.sessions import real
+        from gru4rec_conformance.datasets.sessions import real
         try:
             frames = real.yoochoose_100k(fallback=False)
             source = f"real Yoochoose 100k slice ({real.slice_path('yoochoose_100k')})"
@@ -179,8 +177,8 @@ def load_dataset(name: str, fallback: bool = True) -> dict:
             source = "synthetic stand-in of the Yoochoose 100k slice (datasets.sessions.real.yoochoose_100k_standin)"
         return {**frames, "source": source, "name": name}
     if name == "diginetica":
-        from datasets.sessions import real
-        from datasets.sessions.pipeline import prepare
+        from gru4rec_conformance.datasets.sessions import real
+        from gru4rec_conformance.datasets.sessions.pipeline import prepare
         try:
             raw_file = real.slice_path("diginetica_sample")
         except real.SharedDataMissing as exc:
@@ -207,7 +205,7 @@ def load_dataset(name: str, fallback: bool = True) -> dict:
             raise ValueError(f"--dataset {name!r}: unknown dataset {ds!r}; one of {', '.join(DATASETS)}")
         scale = parse_scale(scale_txt or "ci", ds)
         data = epoch_data(ds, scale)
-        from datasets.sessions.pipeline import load_prepared
+        from gru4rec_conformance.datasets.sessions.pipeline import load_prepared
         prep = load_prepared(data.folder / "prepared")
         return {**{p: prep.load(p) for p in ("train_tr", "train_valid", "train_full", "test")},
                 "source": f"synthetic stand-in of {ds} at scale {scale:g} (datasets.sessions.synthetic, the study's "
@@ -234,8 +232,8 @@ class Trainer:
         self.device = device
         self.handle = None
         if impl != "reference":
-            from conformance._harness.handle import ImplHandle
-            from implementations.registry import RegistryError, default_registry
+            from gru4rec_conformance.conformance._harness.handle import ImplHandle
+            from gru4rec_conformance.implementations.registry import RegistryError, default_registry
             try:
                 specs = [s for s in default_registry().resolve([impl]) if s.family == "gru4rec"]
             except RegistryError as exc:
@@ -248,13 +246,13 @@ class Trainer:
     def version(self) -> str:
         if self.handle is not None:
             return str(self.handle.version)
-        from benchmarks.runners import _suite_version
+        from gru4rec_conformance.benchmarks.runners import _suite_version
         return _suite_version()
 
     def train_eval(self, train, test, hp: dict, seed: int, cutoffs=CUTOFFS) -> dict:
-        from benchmarks.runners import eval_batch
+        from gru4rec_conformance.benchmarks.runners import eval_batch
         if self.handle is None:
-            from reference.gru4rec import GRU4Rec
+            from gru4rec_conformance.reference.gru4rec import GRU4Rec
             g = GRU4Rec(**hp, seed=seed, device=self.device)
             g.fit(train)
             return g.evaluate(test, cutoffs=cutoffs, batch_size=eval_batch(test), mode="conservative")
@@ -264,7 +262,7 @@ class Trainer:
             adapter.fit(train)
             if "evaluate" in self.handle.hooks:
                 return dict(adapter.evaluate(test, cutoffs=cutoffs, batch_size=eval_batch(test)))
-            from reference.gru4rec.evaluation import evaluate_prefix_scorer
+            from gru4rec_conformance.reference.gru4rec.evaluation import evaluate_prefix_scorer
             return evaluate_prefix_scorer(adapter.score_prefixes, adapter.item_ids(), test, cutoffs, "conservative",
                                           eval_batch(test))
         finally:
@@ -483,7 +481,7 @@ def run(args) -> dict:
 
 
 def parse_args(argv=None):
-    ap = argparse.ArgumentParser(prog="python -m benchmarks.tune",
+    ap = argparse.ArgumentParser(prog="python -m gru4rec_conformance.benchmarks.tune",
                                  description="Optuna hyperparameter search of a GRU4Rec implementation over the "
                                              "study's search space (see the module docstring).")
     ap.add_argument("--impl", default="reference", help="reference, or a registered adapter name / module:Class")

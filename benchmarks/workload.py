@@ -49,7 +49,7 @@ def _check_dataset(name: str) -> None:
 
 
 def _study_rows() -> tuple:
-    from reports.study import rows
+    from gru4rec_conformance.reports.study import rows
     return rows()
 
 
@@ -106,7 +106,7 @@ def study_epoch_rows(name: str, loss: str) -> list[dict]:
 
 def ci_scale(name: str) -> float:
     """``datasets.sessions.synthetic.CI_SCALE[name]``: about 3-4 x 10^4 raw rows."""
-    from datasets.sessions.synthetic import CI_SCALE
+    from gru4rec_conformance.datasets.sessions.synthetic import CI_SCALE
     return CI_SCALE[name]
 
 
@@ -163,8 +163,8 @@ def epoch_data(name: str, scale: float, seed: int = 0, cache: Path | None = None
     or a scale outside (0, 4].
     """
     _check_dataset(name)
-    from datasets.sessions.pipeline import prepare
-    from datasets.sessions.synthetic import generate_raw
+    from gru4rec_conformance.datasets.sessions.pipeline import prepare
+    from gru4rec_conformance.datasets.sessions.synthetic import generate_raw
     folder = (cache or CACHE) / "synth" / f"{name}-scale{scale:.6g}-seed{seed}"
     raw = folder / "raw"
     marker = raw / "COMPLETE"

@@ -1,4 +1,4 @@
-"""Command line: ``python -m datasets prepare|info|synth`` (see ``--help``). With Hugging Face ``datasets`` installed
+"""Command line: ``python -m gru4rec_conformance.datasets prepare|info|synth`` (see ``--help``). With Hugging Face ``datasets`` installed
 this is still our CLI: our folder comes first on the overlaid package's ``__path__`` (HF 5.2.0 has no ``__main__``)."""
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ def _info(name: str) -> int:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m datasets",
+    ap = argparse.ArgumentParser(prog="python -m gru4rec_conformance.datasets",
                                  description="The study's session datasets: prepare raw files, show expected "
                                              "statistics, write synthetic raw files.")
     sub = ap.add_subparsers(dest="cmd", required=True)

@@ -8,6 +8,6 @@
 See implementations/README.md.
 """
 
-from implementations.base import Adapter, Capabilities, FitReport, StepTrace, Unsupported
+from gru4rec_conformance.implementations.base import Adapter, Capabilities, FitReport, StepTrace, Unsupported
 
 __all__ = ["Adapter", "Capabilities", "FitReport", "StepTrace", "Unsupported"]

@@ -30,7 +30,7 @@ import tarfile
 import tempfile
 from pathlib import Path
 
-from implementations.base import ImplementationUnavailable, cache_dir
+from gru4rec_conformance.implementations.base import ImplementationUnavailable, cache_dir
 
 __all__ = ["Checkout", "CHECKOUTS", "locate", "import_path"]
 

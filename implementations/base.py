@@ -718,6 +718,10 @@ class FamilySpec:
         marker_prefixes: marker name → feature prefix, e.g. ``{"loss": "loss"}`` makes
             ``@pytest.mark.loss("bpr-max")`` mean ``feature("loss:bpr-max")``.
         description: one line for reports.
+        requires: top-level modules the family's check modules import (their presence is probed with
+            ``importlib.util.find_spec`` before collection, never imported for the probe).
+        extra: the pip extra of ``gru4rec-conformance`` that installs ``requires`` (named in the error when a
+            selected implementation's family lacks them).
     """
 
     name: str
@@ -726,6 +730,14 @@ class FamilySpec:
     kinds: Mapping[str, str]
     marker_prefixes: Mapping[str, str] = dataclasses.field(default_factory=dict)
     description: str = ""
+    requires: tuple[str, ...] = ()
+    extra: str | None = None
+
+    def missing_modules(self) -> list[str]:
+        """The modules of :attr:`requires` that are not installed here (empty when all are)."""
+        import importlib.util
+
+        return [m for m in self.requires if importlib.util.find_spec(m) is None]
 
 
 _FAMILIES: dict[str, FamilySpec] = {}

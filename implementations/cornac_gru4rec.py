@@ -29,8 +29,8 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from implementations.base import Adapter, FitReport, Unsupported, require_installed
-from implementations.registry import register
+from gru4rec_conformance.implementations.base import Adapter, FitReport, Unsupported, require_installed
+from gru4rec_conformance.implementations.registry import register
 
 _LOSSES = ("cross-entropy", "bpr-max", "top1", "bpr")
 _LOSS_KWARGS = ("bpreg", "elu_param", "logq", "column_q", "batch_size", "n_targets", "final_act")

@@ -25,8 +25,8 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from implementations._checkout import CHECKOUTS, import_path, locate
-from implementations._thirdparty import (
+from gru4rec_conformance.implementations._checkout import CHECKOUTS, import_path, locate
+from gru4rec_conformance.implementations._thirdparty import (
     TempDir,
     check_session_frame,
     layers_list,
@@ -35,8 +35,8 @@ from implementations._thirdparty import (
     spy_generator,
     write_sessions,
 )
-from implementations.base import Adapter, FitReport, StepTrace, Unsupported
-from implementations.registry import register
+from gru4rec_conformance.implementations.base import Adapter, FitReport, StepTrace, Unsupported
+from gru4rec_conformance.implementations.registry import register
 
 # Flags of czappi44/GRU4REC-pytorch main.py per fix level (example_gru4rec_pytorch.ipynb).
 LEVEL_FLAGS = {

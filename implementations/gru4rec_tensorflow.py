@@ -29,10 +29,10 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from implementations._checkout import CHECKOUTS, locate
-from implementations._thirdparty import TempDir, check_session_frame, layers_list, patched, seed_everything
-from implementations.base import Adapter, FitReport, ImplementationUnavailable, Unsupported
-from implementations.registry import register
+from gru4rec_conformance.implementations._checkout import CHECKOUTS, locate
+from gru4rec_conformance.implementations._thirdparty import TempDir, check_session_frame, layers_list, patched, seed_everything
+from gru4rec_conformance.implementations.base import Adapter, FitReport, ImplementationUnavailable, Unsupported
+from gru4rec_conformance.implementations.registry import register
 
 LEVELS = {"oob": dict(decay=0.96, initial_accumulator_value=0.1, batch_size=50),
           "minor_fix": dict(decay=1.0, initial_accumulator_value=1e-12, batch_size=None)}  # fmt: skip

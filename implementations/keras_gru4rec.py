@@ -32,10 +32,10 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from implementations._checkout import CHECKOUTS, locate
-from implementations._thirdparty import check_session_frame, layers_list, patched, seed_everything, spy_generator
-from implementations.base import Adapter, FitReport, Unsupported
-from implementations.registry import register
+from gru4rec_conformance.implementations._checkout import CHECKOUTS, locate
+from gru4rec_conformance.implementations._thirdparty import check_session_frame, layers_list, patched, seed_everything, spy_generator
+from gru4rec_conformance.implementations.base import Adapter, FitReport, Unsupported
+from gru4rec_conformance.implementations.registry import register
 
 LEVELS = {
     # level: (fork?, optimizer, use_correct_mask_reset, hyperparameters settable)

@@ -27,8 +27,8 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from implementations.base import Adapter, FitReport, ImplementationUnavailable
-from implementations.registry import register
+from gru4rec_conformance.implementations.base import Adapter, FitReport, ImplementationUnavailable
+from gru4rec_conformance.implementations.registry import register
 
 _GRU_MODULE = "recommenders.models.deeprec.models.sequential.gru"
 _PROVIDE = "install it with `tox -e ms_recommenders` (recommenders==1.2.1, tensorflow-cpu==2.15.1)"

@@ -20,10 +20,10 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from implementations._checkout import CHECKOUTS, import_path, locate
-from implementations._thirdparty import check_session_frame, layers_list, patched, seed_everything, spy_generator
-from implementations.base import Adapter, FitReport, Unsupported
-from implementations.registry import register
+from gru4rec_conformance.implementations._checkout import CHECKOUTS, import_path, locate
+from gru4rec_conformance.implementations._thirdparty import check_session_frame, layers_list, patched, seed_everything, spy_generator
+from gru4rec_conformance.implementations.base import Adapter, FitReport, Unsupported
+from gru4rec_conformance.implementations.registry import register
 
 _MODULES = ("gru4rec_pytorch", "evaluation")
 

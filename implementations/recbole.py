@@ -39,8 +39,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from implementations.base import Adapter, FitReport, Unsupported, require_installed
-from implementations.registry import register
+from gru4rec_conformance.implementations.base import Adapter, FitReport, Unsupported, require_installed
+from gru4rec_conformance.implementations.registry import register
 
 _LOSS = {"cross-entropy": "CE", "bpr": "BPR"}
 _LEARNERS = ("adam", "adagrad", "sgd", "rmsprop", "sparse_adam")

@@ -39,8 +39,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from implementations.base import Adapter, FitReport, StepTrace, Unsupported, require_installed
-from implementations.registry import register
+from gru4rec_conformance.implementations.base import Adapter, FitReport, StepTrace, Unsupported, require_installed
+from gru4rec_conformance.implementations.registry import register
 
 _VARIANTS = {
     "cross_entropy": {"cls": "GRU4RecCrossEntropy", "losses": ("cross-entropy",), "loss": "cross-entropy"},

@@ -25,8 +25,8 @@ from typing import Any, Iterator, Mapping, Sequence
 
 import numpy as np
 
-from implementations.base import Adapter, FitReport, StepTrace, Unsupported
-from implementations.registry import register
+from gru4rec_conformance.implementations.base import Adapter, FitReport, StepTrace, Unsupported
+from gru4rec_conformance.implementations.registry import register
 
 # Final activations of the reference (gru4rec_reference.md §2.4; Theano names) by feature name.
 _FINAL_ACTS = ("linear", "elu", "tanh", "relu", "leaky", "selu", "softmax")
@@ -35,7 +35,7 @@ _LOSS_KWARGS = ("bpreg", "elu_param", "final_act", "logq", "column_q")
 
 
 def _gru4rec_class():
-    from reference.gru4rec import GRU4Rec
+    from gru4rec_conformance.reference.gru4rec import GRU4Rec
 
     return GRU4Rec
 
@@ -76,7 +76,7 @@ class ReferenceAdapter(Adapter):
 
     # -- declarations ------------------------------------------------------------------------------------
     def version(self) -> str:
-        from conformance._harness.runinfo import suite_version
+        from gru4rec_conformance.conformance._harness.runinfo import suite_version
 
         return f"suite {suite_version()['string']}"
 
@@ -85,7 +85,7 @@ class ReferenceAdapter(Adapter):
 
     def declared_hyperparameters(self) -> dict[str, Any]:
         """Official names with the PyTorch port's defaults (gru4rec_reference.md §6.1), plus ``optimizer``."""
-        from reference.gru4rec.params import DEFAULTS
+        from gru4rec_conformance.reference.gru4rec.params import DEFAULTS
 
         hp = {k: (list(v) if isinstance(v, list) else v) for k, v in DEFAULTS.items() if k not in ("seed", "device")}
         hp["optimizer"] = "adagrad"
@@ -179,7 +179,7 @@ class ReferenceAdapter(Adapter):
 
     # -- white-box ---------------------------------------------------------------------------------------
     def loss_on_scores(self, scores: Any, loss: str, **hparams: Any) -> tuple[float, Any]:
-        from reference.gru4rec.losses import loss_on_scores
+        from gru4rec_conformance.reference.gru4rec.losses import loss_on_scores
 
         if loss not in self._declared_capabilities().losses:
             raise Unsupported(f"loss:{loss}", "not a declared loss")
@@ -199,7 +199,7 @@ class ReferenceAdapter(Adapter):
         """
         import torch
 
-        from reference.gru4rec.core import _rows_touched
+        from gru4rec_conformance.reference.gru4rec.core import _rows_touched
 
         gru = self._require_gru()
         model = gru.model

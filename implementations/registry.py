@@ -21,12 +21,12 @@ import re
 import traceback
 from typing import Any, Callable, Iterable, Mapping
 
-from implementations.base import KNOWN_FAMILY_NAMES, ROLES, AdapterBase, families
+from gru4rec_conformance.implementations.base import KNOWN_FAMILY_NAMES, ROLES, AdapterBase, families
 
 __all__ = ["AdapterSpec", "Registry", "RegistryError", "register", "discover", "default_registry"]
 
 _NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_.:@-]*$")
-_SKIP_MODULES = {"implementations.base", "implementations.registry", "implementations.template"}
+_SKIP_MODULES = {"gru4rec_conformance.implementations.base", "gru4rec_conformance.implementations.registry", "gru4rec_conformance.implementations.template"}
 
 
 class RegistryError(ValueError):
@@ -239,7 +239,7 @@ def register(cls: type | None = None, *, name: str | None = None, **init_kwargs:
     return deco(cls) if cls is not None else deco
 
 
-def discover(package: str = "implementations") -> list[str]:
+def discover(package: str = "gru4rec_conformance.implementations") -> list[str]:
     """Import every adapter module under ``package`` once; returns the import problems (one line each).
 
     Skips ``implementations.base``, ``.registry``, ``.template`` and private (``_``) modules. A module that fails to import

@@ -28,7 +28,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from implementations.base import Adapter, FitReport
+from gru4rec_conformance.implementations.base import Adapter, FitReport
 
 
 class TemplateAdapter(Adapter):

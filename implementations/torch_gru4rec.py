@@ -22,8 +22,8 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from implementations._checkout import CHECKOUTS, import_path, locate
-from implementations._thirdparty import (
+from gru4rec_conformance.implementations._checkout import CHECKOUTS, import_path, locate
+from gru4rec_conformance.implementations._thirdparty import (
     TempDir,
     check_session_frame,
     layers_list,
@@ -32,8 +32,8 @@ from implementations._thirdparty import (
     spy_generator,
     write_sessions,
 )
-from implementations.base import Adapter, FitReport, StepTrace, Unsupported
-from implementations.registry import register
+from gru4rec_conformance.implementations.base import Adapter, FitReport, StepTrace, Unsupported
+from gru4rec_conformance.implementations.registry import register
 
 LOSS_NAMES = {"cross-entropy": "nll", "bpr-max": "bpr-max", "top1": "top1", "top1-max": "top1-max", "bpr": "bpr"}
 _PACKAGES = ("Modules",)

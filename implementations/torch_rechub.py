@@ -41,8 +41,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from implementations.base import Adapter, FitReport, Unsupported, require_installed
-from implementations.registry import register
+from gru4rec_conformance.implementations.base import Adapter, FitReport, Unsupported, require_installed
+from gru4rec_conformance.implementations.registry import register
 
 _MAX_LEN = 50
 _WIDTH = 64  # embedding = GRU width (torch-rechub ties them); not settable through GRU4Rec's ``layers``

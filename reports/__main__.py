@@ -1,4 +1,4 @@
-"""``python -m reports scoreboard`` and ``python -m reports render RUN_DIR``.
+"""``python -m gru4rec_conformance.reports scoreboard`` and ``python -m gru4rec_conformance.reports render RUN_DIR``.
 
 - ``scoreboard [--out reports/out] [--verdicts reports/verdicts]``: cross-implementation scoreboard from the
   latest run of every implementation (and committed verdicts), written to ``<out>/scoreboard.md`` + ``.html``;
@@ -12,13 +12,13 @@ import argparse
 import sys
 from pathlib import Path
 
-from reports.results import RunDirError
-from reports.scoreboard import REPORTS_DIR, write_scoreboard
-from reports.writer import finalize
+from gru4rec_conformance.reports.results import RunDirError
+from gru4rec_conformance.reports.scoreboard import REPORTS_DIR, write_scoreboard
+from gru4rec_conformance.reports.writer import finalize
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m reports", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m gru4rec_conformance.reports", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
     sb = sub.add_parser("scoreboard", help="build the cross-implementation scoreboard")
     sb.add_argument("--out", type=Path, default=REPORTS_DIR / "out", help="run output folder (default: reports/out)")

@@ -12,7 +12,7 @@ import io
 from pathlib import Path
 from typing import Any
 
-from reports.results import OUTCOMES, RunData, atomic_write_bytes
+from gru4rec_conformance.reports.results import OUTCOMES, RunData, atomic_write_bytes
 
 COLORS = {
     "passed": "#1a7f37",

@@ -1,4 +1,4 @@
-"""Cross-implementation scoreboard: ``python -m reports scoreboard``.
+"""Cross-implementation scoreboard: ``python -m gru4rec_conformance.reports scoreboard``.
 
 Reads the latest run of every implementation under ``reports/out/<impl>/`` and every committed verdict
 under ``reports/verdicts/<impl>/<...>/`` (results.json or results.jsonl), and writes
@@ -13,8 +13,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from reports.results import OUTCOMES, RunData, RunDirError, atomic_write_text, iter_run_dirs, load_run
-from reports.summary import cell_symbol, unavailable_reason, verdict
+from gru4rec_conformance.reports.results import OUTCOMES, RunData, RunDirError, atomic_write_text, iter_run_dirs, load_run
+from gru4rec_conformance.reports.summary import cell_symbol, unavailable_reason, verdict
 
 REPORTS_DIR = Path(__file__).resolve().parent
 
@@ -159,7 +159,7 @@ def render_markdown(board: dict[str, Any]) -> str:
 
 
 def render_html(board: dict[str, Any]) -> str:
-    from reports.render import render_html as _render
+    from gru4rec_conformance.reports.render import render_html as _render
 
     return _render(board, template="scoreboard.html.j2")
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 import collections
 from typing import Any
 
-from reports import study
-from reports.results import BAD_OUTCOMES, OUTCOMES, RunData
+from gru4rec_conformance.reports import study
+from gru4rec_conformance.reports.results import BAD_OUTCOMES, OUTCOMES, RunData
 
 SYMBOLS = {
     "passed": "✓",

@@ -4,7 +4,7 @@
 reuse a folder, so an earlier run is never overwritten); ``RunWriter.resume`` continues an existing one
 (``--resume``). Every record is one JSON line, flushed and fsynced before the next check starts.
 :func:`finalize` (re)writes ``results.json``, ``summary.md``, ``summary.html`` and ``plots/*.png``
-atomically from ``results.jsonl``; ``python -m reports render RUN_DIR`` calls it for a killed run.
+atomically from ``results.jsonl``; ``python -m gru4rec_conformance.reports render RUN_DIR`` calls it for a killed run.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from reports.results import SCHEMA, RunData, atomic_write_text, load_run
+from gru4rec_conformance.reports.results import SCHEMA, RunData, atomic_write_text, load_run
 
 __all__ = ["RunWriter", "finalize", "utc_now", "safe_name"]
 
@@ -95,8 +95,8 @@ def finalize(directory: Path | str, plots: bool = True) -> RunData:
     Works on partial runs too (status ``incomplete``). A plotting failure is recorded in the summaries
     instead of aborting them.
     """
-    from reports.render import render_html, render_markdown
-    from reports.summary import build_summary
+    from gru4rec_conformance.reports.render import render_html, render_markdown
+    from gru4rec_conformance.reports.summary import build_summary
 
     run = load_run(directory)
     directory = Path(directory)
@@ -104,7 +104,7 @@ def finalize(directory: Path | str, plots: bool = True) -> RunData:
     plot_error = None if plots else "disabled (--no-report-plots)"
     if plots:
         try:
-            from reports.plots import write_plots
+            from gru4rec_conformance.reports.plots import write_plots
 
             written = write_plots(run, directory / "plots")
         except Exception as exc:  # plots are a convenience; the tables must still be written

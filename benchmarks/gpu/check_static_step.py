@@ -28,11 +28,11 @@ import pandas as pd
 import torch
 
 REPO = Path(__file__).resolve().parents[2]
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
+if str(REPO / "src") not in sys.path:  # the gru4rec_conformance namespace (never the root itself)
+    sys.path.insert(0, str(REPO / "src"))
 
-from benchmarks.workload import best_params, sweep_frame  # noqa: E402
-from reference.gru4rec import GRU4Rec  # noqa: E402
+from gru4rec_conformance.benchmarks.workload import best_params, sweep_frame  # noqa: E402
+from gru4rec_conformance.reference.gru4rec import GRU4Rec  # noqa: E402
 
 TOL = 1e-4  # relative to each array's largest entry, after 2 epochs
 

@@ -32,7 +32,7 @@ __all__ = ["Codec", "ExchangeError", "dumps", "loads"]
 
 _SAFE_KINDS = set("biufcUS")
 _INLINE_MAX = 256
-_ALLOWED_MODULE_PREFIXES = ("implementations", "conformance")
+_ALLOWED_MODULE_PREFIXES = ("gru4rec_conformance.implementations.", "gru4rec_conformance.conformance.")
 
 
 class ExchangeError(TypeError):
@@ -266,5 +266,5 @@ def _pandas_if_loaded() -> Any:
 def _capabilities_base() -> Any:
     import sys
 
-    base = sys.modules.get("implementations.base")
+    base = sys.modules.get("gru4rec_conformance.implementations.base")
     return getattr(base, "BaseCapabilities", None)

@@ -14,10 +14,11 @@ import sys
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from conformance._harness.isolation import IsolationSettings, WorkerError, WorkerProxy
-from conformance._harness.validation import checked
-from implementations.base import BaseCapabilities, CapabilityError, ImplementationUnavailable, get_family
-from implementations.registry import AdapterSpec
+from gru4rec_conformance import import_root
+from gru4rec_conformance.conformance._harness.isolation import IsolationSettings, WorkerError, WorkerProxy
+from gru4rec_conformance.conformance._harness.validation import checked
+from gru4rec_conformance.implementations.base import BaseCapabilities, CapabilityError, ImplementationUnavailable, get_family
+from gru4rec_conformance.implementations.registry import AdapterSpec
 
 UNSUPPORTED_PREFIX = "unsupported by "
 
@@ -204,6 +205,8 @@ class ImplHandle:
 
 def _module_root(cls: type) -> tuple[str, ...]:
     """The ``sys.path`` entry from which ``cls``'s module was imported (for the worker's PYTHONPATH)."""
+    if cls.__module__.split(".", 1)[0] == "gru4rec_conformance":
+        return (str(import_root()),)
     module = sys.modules.get(cls.__module__)
     path = getattr(module, "__file__", None)
     if not path:

@@ -37,9 +37,10 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from conformance._harness.codec import Codec, dumps, loads
-from conformance._harness.worker import _HEADER
-from implementations.base import ImplementationUnavailable, Unsupported
+from gru4rec_conformance import child_pythonpath, import_root
+from gru4rec_conformance.conformance._harness.codec import Codec, dumps, loads
+from gru4rec_conformance.conformance._harness.worker import _HEADER
+from gru4rec_conformance.implementations.base import ImplementationUnavailable, Unsupported
 
 __all__ = [
     "IsolationSettings",
@@ -54,7 +55,6 @@ __all__ = [
     "DEFAULT_TIMEOUTS_S",
 ]
 
-SUITE_ROOT = Path(__file__).resolve().parents[2]
 
 # Per-call timeouts in seconds. "light" calls only move data; the others by the kind of the running check.
 DEFAULT_TIMEOUTS_S: dict[str, float] = {
@@ -390,9 +390,11 @@ class WorkerProxy:
     def _environment(self, workdir: Path) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items() if k in ENV_ALLOW or k.startswith(ENV_ALLOW_PREFIXES)}
         env.update({k: os.environ[k] for k in self._extra_env if k in os.environ})
-        path_entries = [str(SUITE_ROOT), *self._pythonpath]
-        path_entries += [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
-        from implementations.base import cache_dir
+        # The suite's import root (src/ of a checkout) first; never the checkout itself (its folders would
+        # become top-level names, `datasets/` shadowing Hugging Face's).
+        path_entries = [str(import_root()), *self._pythonpath]
+        path_entries += child_pythonpath(os.environ.get("PYTHONPATH")).split(os.pathsep)[1:]
+        from gru4rec_conformance.implementations.base import cache_dir
 
         env.update(
             {
@@ -433,7 +435,7 @@ class WorkerProxy:
             prefix, self.isolation_info = network_isolation()
         else:
             self.isolation_info = "not isolated: network allowed" + (" (adapter needs it)" if self._needs_network else "")
-        cmd = prefix + [self._python, "-m", "conformance._harness.worker", str(to_child_r), str(from_child_w),
+        cmd = prefix + [self._python, "-m", "gru4rec_conformance.conformance._harness.worker", str(to_child_r), str(from_child_w),
                         str(self._dir / "xchg")]  # fmt: skip
         self._stdout = open(self._dir / "stdout.log", "wb")
         self._stderr = open(self._dir / "stderr.log", "wb")

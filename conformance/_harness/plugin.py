@@ -38,20 +38,20 @@ from typing import Any
 
 import pytest
 
-from conformance._harness import hookspecs
-from conformance._harness.handle import UNSUPPORTED_PREFIX, HarnessError, Impl, ImplHandle
-from conformance._harness.isolation import DEFAULT_TIMEOUTS_S, IsolationSettings, WorkerError, network_isolation
-from conformance._harness.recording import (
+from gru4rec_conformance.conformance._harness import hookspecs
+from gru4rec_conformance.conformance._harness.handle import UNSUPPORTED_PREFIX, HarnessError, Impl, ImplHandle
+from gru4rec_conformance.conformance._harness.isolation import DEFAULT_TIMEOUTS_S, IsolationSettings, WorkerError, network_isolation
+from gru4rec_conformance.conformance._harness.recording import (
     PROP_DECLARED, PROP_INFO, PROP_METRIC, PROP_SKIP, PROP_WORKER, PROP_XFAIL, Recorder, impl_from_nodeid,
 )  # fmt: skip
-from conformance._harness.runinfo import framework_versions, gru4rec_env, platform_info, suite_version
-from conformance._harness.xfails import (
+from gru4rec_conformance.conformance._harness.runinfo import framework_versions, gru4rec_env, platform_info, suite_version
+from gru4rec_conformance.conformance._harness.xfails import (
     XfailRegistryError, default_xfail_path, files_matching, load_xfail_file, pattern_file_part, pattern_matches,
     strip_impl_param, when_context,
 )  # fmt: skip
-from reports.summary import UNAVAILABLE_MARKER, unavailable_why
-from implementations.base import KNOWN_FAMILY_NAMES, Unsupported, get_family
-from implementations.registry import AdapterSpec, Registry, RegistryError, default_registry
+from gru4rec_conformance.reports.summary import UNAVAILABLE_MARKER, unavailable_why
+from gru4rec_conformance.implementations.base import KNOWN_FAMILY_NAMES, Unsupported, get_family
+from gru4rec_conformance.implementations.registry import AdapterSpec, Registry, RegistryError, default_registry
 
 ENV_IMPL = "GRU4REC_CONFORMANCE_IMPL"
 DEFAULT_SEEDS = (42,)
@@ -110,6 +110,7 @@ class State:
     resume: dict[tuple[str, str], ResumeInfo] = dataclasses.field(default_factory=dict)
     extra_xfail_files: dict[str, Path] = dataclasses.field(default_factory=dict)
     notes: list[str] = dataclasses.field(default_factory=list)
+    ignored_families: list[str] = dataclasses.field(default_factory=list)
     writers: dict[str, Any] = dataclasses.field(default_factory=dict)
     recorder: Recorder | None = None
     old_sigterm: Any = None
@@ -281,6 +282,7 @@ def pytest_configure(config: Any) -> None:
         _check_cuda()
     if not state.specs:
         raise pytest.UsageError(_usage(registry, f"--impl {','.join(state.selection)} selects no implementation."))
+    _check_family_extras(state)
     for spec in state.specs:
         state.handles[(spec.family, spec.name)] = ImplHandle(
             spec, device=state.device, seeds=state.seeds, dataset=state.dataset, isolation=state.isolation,
@@ -356,7 +358,7 @@ def pytest_unconfigure(config: Any) -> None:
 
 
 def _prepare_resume(state: State, run_dirs: list[str]) -> None:
-    from reports.results import RunDirError, load_run
+    from gru4rec_conformance.reports.results import RunDirError, load_run
 
     for raw in run_dirs:
         path = Path(raw).resolve()
@@ -404,6 +406,39 @@ def pytest_report_header(config: Any) -> list[str] | None:
     env = gru4rec_env()
     lines.append("GRU4REC_* variables: " + (", ".join(f"{k}={v}" for k, v in env.items()) or "none"))
     return lines
+
+
+def _check_family_extras(state: State) -> None:
+    """Raise ``UsageError`` naming the pip extra when a selected implementation's family lacks its modules."""
+    for family in sorted({s.family for s in state.specs}):
+        fam = get_family(family)
+        missing = fam.missing_modules() if fam is not None else []
+        if missing:
+            names = ", ".join(s.name for s in state.specs if s.family == family)
+            extra = f"pip install 'gru4rec-conformance[{fam.extra}]'" if fam and fam.extra else "install them"
+            raise pytest.UsageError(f"--impl {names}: the {family} checks need {', '.join(missing)}, which "
+                                    f"{'is' if len(missing) == 1 else 'are'} not installed here: {extra}")
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """Do not collect (or import) ``conformance/<family>/`` when no selected implementation is of that family.
+
+    A family's check modules may import heavy optional packages (the fine-tuner's import transformers), so
+    ``--impl torch_gru4rec`` must not even import them. A note in the terminal summary says what was left out.
+    """
+    state = config.stash.get(STATE_KEY, None)
+    if state is None or not state.specs or collection_path.parent.name != "conformance":
+        return None
+    known = set(KNOWN_FAMILY_NAMES) | (set(state.registry.families()) if state.registry else set())
+    family = collection_path.name
+    if family in known and collection_path.is_dir() and family not in {s.family for s in state.specs}:
+        if family not in state.ignored_families:
+            state.ignored_families.append(family)
+            selected = ", ".join(s.label for s in state.specs)
+            state.notes.append(f"{family} checks not collected: no selected implementation of family {family} "
+                               f"(selected: {selected})")
+        return True
+    return None
 
 
 def _family_of(node: Any, state: State) -> str | None:
@@ -862,7 +897,7 @@ def _versions(state: State, name: str, family: str | None = None) -> tuple[str, 
 
 
 def _run_header(state: State, handle: ImplHandle) -> dict[str, Any]:
-    from reports.writer import utc_now
+    from gru4rec_conformance.reports.writer import utc_now
 
     d = handle.describe()
     spec = handle.spec
@@ -909,7 +944,7 @@ def _run_header(state: State, handle: ImplHandle) -> dict[str, Any]:
 def _writer_for(state: State, name: str, family: str | None = None) -> Any:
     """The run writer of one selected implementation, keyed by (family, name): ``--impl reference`` selects
     the reference of every family, and each gets its own run directory."""
-    from reports.writer import RunWriter, utc_now
+    from gru4rec_conformance.reports.writer import RunWriter, utc_now
 
     handle = _handle_of(state, name, family)
     if handle is None:
@@ -985,7 +1020,7 @@ def pytest_sessionfinish(session: Any, exitstatus: int) -> None:
                           plots=not state.config.getoption("conformance_no_plots"))
         except Exception as exc:  # the run's verdicts are in results.jsonl; say why the summary is missing
             state.notes.append(f"report of {name}: summaries not written ({type(exc).__name__}: {exc}); "
-                               f"run: python -m reports render {writer.directory}")  # fmt: skip
+                               f"run: python -m gru4rec_conformance.reports render {writer.directory}")  # fmt: skip
 
 
 def _gate(state: State, records: list[dict[str, Any]], exitstatus: int, interrupted: bool) -> dict[str, Any]:

@@ -11,14 +11,14 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Callable
 
-from reports.writer import RunWriter, utc_now
+from gru4rec_conformance.reports.writer import RunWriter, utc_now
 
 PROP_INFO = "conformance"
-PROP_METRIC = "conformance.metric"
-PROP_XFAIL = "conformance.xfail"
-PROP_SKIP = "conformance.skip"
-PROP_WORKER = "conformance.worker"
-PROP_DECLARED = "conformance.declared_unsupported"
+PROP_METRIC = "gru4rec_conformance.conformance.metric"
+PROP_XFAIL = "gru4rec_conformance.conformance.xfail"
+PROP_SKIP = "gru4rec_conformance.conformance.skip"
+PROP_WORKER = "gru4rec_conformance.conformance.worker"
+PROP_DECLARED = "gru4rec_conformance.conformance.declared_unsupported"
 DETAILS_CHARS = 6000
 
 

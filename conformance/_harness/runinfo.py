@@ -15,7 +15,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
-SUITE_ROOT = Path(__file__).resolve().parents[2]
+from gru4rec_conformance import CHECKOUT_ROOT
+from gru4rec_conformance import __version__ as _INSTALLED_VERSION
+
+#: The suite's checkout, or None for an installed wheel (then the version is the distribution's, the SHA unknown).
+SUITE_ROOT: Path | None = CHECKOUT_ROOT
 FRAMEWORK_DISTRIBUTIONS = ("numpy", "pandas", "torch", "tensorflow", "tensorflow-cpu", "keras", "transformers",
                            "pytest", "pytest-xdist")  # fmt: skip
 
@@ -35,7 +39,10 @@ def suite_version(root: str | None = None) -> dict[str, Any]:
     ``string`` is ``<pyproject version>+g<sha7>`` (``.dirty`` appended for uncommitted changes); it is what
     ``--resume`` compares. Outside a git checkout the SHA is ``unknown``.
     """
+    if root is None and SUITE_ROOT is None:  # installed: no checkout to ask git about
+        return {"version": _INSTALLED_VERSION, "git_sha": "unknown", "dirty": False, "string": _INSTALLED_VERSION}
     base = Path(root) if root else SUITE_ROOT
+    assert base is not None
     version = "unknown"
     pyproject = base / "pyproject.toml"
     if pyproject.is_file():

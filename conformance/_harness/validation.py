@@ -27,7 +27,7 @@ from typing import Any, Callable, Iterable, Iterator
 
 import numpy as np
 
-from implementations.base import FitReport
+from gru4rec_conformance.implementations.base import FitReport
 
 __all__ = ["AdapterOutputError", "CheckedAdapter", "checked"]
 

@@ -1,4 +1,4 @@
-"""Child side of an isolated adapter: ``python -m conformance._harness.worker FD_IN FD_OUT EXCHANGE_DIR``.
+"""Child side of an isolated adapter: ``python -m gru4rec_conformance.conformance._harness.worker FD_IN FD_OUT EXCHANGE_DIR``.
 
 Runs one adapter instance and answers the parent's requests, one at a time, over two pipes (8-byte
 big-endian length + JSON). Arguments and results cross through :mod:`conformance._harness.codec` (JSON and
@@ -91,7 +91,7 @@ def main(argv: list[str]) -> int:
         pass  # not available on this platform; core dumps then follow the system default
     faulthandler.enable(file=sys.stderr, all_threads=True)
 
-    from conformance._harness.codec import Codec, dumps, loads
+    from gru4rec_conformance.conformance._harness.codec import Codec, dumps, loads
 
     codec = Codec(exchange_dir, prefix="c")
     adapter: Any = None

@@ -21,14 +21,14 @@ import torch  # noqa: E402
 # Tiny models gain nothing from intra-op threads; one thread avoids oversubscribing a 2-core CI machine.
 torch.set_num_threads(1)
 
-from conformance.finetuner.support import make_slices  # noqa: E402
-from conformance.finetuner.tiny_models import FAMILIES, make_tiny_model  # noqa: E402
+from gru4rec_conformance.conformance.finetuner.support import make_slices  # noqa: E402
+from gru4rec_conformance.conformance.finetuner.tiny_models import FAMILIES, make_tiny_model  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
 def _no_network():
     """Every check runs with outgoing connections refused (they are recorded; FT-23 asserts on its own)."""
-    from conformance.finetuner.support import network_guard
+    from gru4rec_conformance.conformance.finetuner.support import network_guard
 
     with network_guard() as attempts:
         yield attempts
@@ -39,7 +39,7 @@ def sst5_data(pytestconfig):
     """The SST-5 data of this run (``datasets.sst5.SST5Data``): the real splits when the shared data hold them,
     else the seeded synthetic stand-in, announced by one notice written past pytest's output capture (as the
     GRU4Rec metric checks do for their stand-in)."""
-    from datasets.sst5 import load_sst5_or_standin
+    from gru4rec_conformance.datasets.sst5 import load_sst5_or_standin
 
     data = load_sst5_or_standin(seed=0)
     if data.notice:
@@ -88,7 +88,7 @@ def slices(sst5_full):
 def tiny_models(tmp_path_factory, sst5_full, slices):
     """family -> ModelSpec of a tiny random model whose vocabulary covers every SST-5 word (so sentences
     tokenize to about as many ids as with a real uncased BERT vocabulary)."""
-    from reference.finetuner import ModelSpec
+    from gru4rec_conformance.reference.finetuner import ModelSpec
 
     texts = [t for split in ("train", "dev", "test") for t in sst5_full[split].texts]
     base = tmp_path_factory.mktemp("tiny_models")

@@ -73,6 +73,6 @@ def pytest_sessionstart(session):
 def _mutant_class(name: str):
     if not name.startswith("mutant_ft"):
         return None
-    from implementations.finetuner.mutants import MUTANTS
+    from gru4rec_conformance.implementations.finetuner.mutants import MUTANTS
 
     return MUTANTS.get(name)

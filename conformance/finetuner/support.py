@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Iterator
 
 
-from datasets.sst5 import Examples
+from gru4rec_conformance.datasets.sst5 import Examples
 
 #: Labels of the fine-grained view (for plots and messages).
 LABEL_NAMES = ("very negative", "negative", "neutral", "positive", "very positive")

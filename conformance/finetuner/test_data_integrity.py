@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 from transformers import AutoTokenizer
 
-from conformance.finetuner.support import fresh
-from datasets.sst5 import EXPECTED_COUNTS, Examples
+from gru4rec_conformance.conformance.finetuner.support import fresh
+from gru4rec_conformance.datasets.sst5 import EXPECTED_COUNTS, Examples
 
 KIND = "data_integrity"
 

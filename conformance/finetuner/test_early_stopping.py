@@ -6,8 +6,8 @@ import math
 
 import pytest
 
-from conformance.finetuner.support import fresh
-from reference.finetuner import simulate
+from gru4rec_conformance.conformance.finetuner.support import fresh
+from gru4rec_conformance.reference.finetuner import simulate
 
 KIND = "early_stopping"
 

@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from conformance.finetuner.support import fresh, network_guard
+from gru4rec_conformance.conformance.finetuner.support import fresh, network_guard
 
 KIND = "offline"
 CFG = dict(max_epochs=1, batch_size=8)

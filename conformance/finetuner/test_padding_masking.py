@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from conformance.finetuner.support import fresh, unpadded_length
+from gru4rec_conformance.conformance.finetuner.support import fresh, unpadded_length
 
 KIND = "padding_masking"
 ATOL = 1e-5

@@ -15,9 +15,9 @@ import numpy as np
 import pytest
 from sklearn.metrics import accuracy_score, confusion_matrix, f1_score
 
-from conformance.finetuner.support import fresh
-from datasets.sst5 import EXPECTED_COUNTS
-from reference.finetuner import FinetuneConfig, mean_cross_entropy, model_identity
+from gru4rec_conformance.conformance.finetuner.support import fresh
+from gru4rec_conformance.datasets.sst5 import EXPECTED_COUNTS
+from gru4rec_conformance.reference.finetuner import FinetuneConfig, mean_cross_entropy, model_identity
 
 KIND = "reporting"
 ROOT = Path(__file__).resolve().parents[2]
@@ -192,7 +192,7 @@ def test_protocol_on_full_sst5(impl, tiny_bert, sst5_data, record_metric, reques
     """Three seeded runs on the full SST-5 splits (tiny BERT, 2 epochs): every run evaluates all 2210 test
     sentences once (all test sentences of the synthetic stand-in when the real data are absent), and the report
     gets accuracy and macro-F1 mean ± std, a confusion-matrix plot and the training curves."""
-    from reference.finetuner import plot, summarize
+    from gru4rec_conformance.reference.finetuner import plot, summarize
 
     sst5_full = sst5_data.splits
     n_test = EXPECTED_COUNTS["fine"]["test"] if sst5_data.real else len(sst5_full["test"])

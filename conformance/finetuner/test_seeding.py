@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from conformance.finetuner.support import fresh
+from gru4rec_conformance.conformance.finetuner.support import fresh
 
 KIND = "seeding"
 CFG = dict(max_epochs=1, batch_size=8, learning_rate=1e-3, warmup_ratio=0.0, patience=None)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from conformance.finetuner.support import fresh, stable_json_hash
+from gru4rec_conformance.conformance.finetuner.support import fresh, stable_json_hash
 
 KIND = "selection_leakage"
 CFG = dict(max_epochs=5, batch_size=8, learning_rate=2e-3, warmup_ratio=0.0, patience=None)

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 from transformers import AutoTokenizer
 
-from conformance.finetuner.support import fresh, unpadded_length
-from conformance.finetuner.tiny_models import FAMILIES
+from gru4rec_conformance.conformance.finetuner.support import fresh, unpadded_length
+from gru4rec_conformance.conformance.finetuner.tiny_models import FAMILIES
 
 KIND = "tokenization"
 

@@ -13,8 +13,8 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from implementations.base import Unsupported
-from reference.gru4rec import evaluation as oracle_eval
+from gru4rec_conformance.implementations.base import Unsupported
+from gru4rec_conformance.reference.gru4rec import evaluation as oracle_eval
 
 #: Small, fast training configuration of the black-box checks on D-LAG1-sized data (CPU, seconds).
 SMALL: dict[str, Any] = dict(layers=[32], batch_size=32, n_sample=16, sample_alpha=0.5, optimizer="adagrad",

@@ -3,7 +3,7 @@ one-line change here).
 
 Check datasets (conformance_checks.md §B.1): D-LAG1, D-LONG, D-TAIL, D-VAR and Zipf sessions; metric-conformance
 datasets (``--dataset``): the real Yoochoose 100k slice and its synthetic stand-in, or a folder prepared by
-``python -m datasets prepare``.
+``python -m gru4rec_conformance.datasets prepare``.
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from datasets.sessions import checks as _checks
-from datasets.sessions import real as _real
+from gru4rec_conformance.datasets.sessions import checks as _checks
+from gru4rec_conformance.datasets.sessions import real as _real
 
 CheckDataset = _checks.CheckDataset
 d_lag1 = _checks.d_lag1
@@ -33,7 +33,7 @@ def metric_dataset(name: str | None) -> tuple[str, pd.DataFrame, pd.DataFrame, s
 
     ``name``: ``yoochoose_100k`` (default; the real slice in ``<shared>/sessions``, or the synthetic stand-in of
     the same shape with a notice when the shared data are absent), ``yoochoose_100k_standin`` (always synthetic),
-    or a folder holding ``train_full.parquet`` and ``test.parquet`` written by ``python -m datasets prepare``.
+    or a folder holding ``train_full.parquet`` and ``test.parquet`` written by ``python -m gru4rec_conformance.datasets prepare``.
     ``notice`` is empty unless a fallback was used.
 
     Raises:
@@ -56,7 +56,7 @@ def metric_dataset(name: str | None) -> tuple[str, pd.DataFrame, pd.DataFrame, s
     if folder.is_dir():
         missing = [p for p in ("train_full.parquet", "test.parquet") if not (folder / p).is_file()]
         if missing:
-            raise ValueError(f"--dataset {name}: folder lacks {missing} (prepare it with python -m datasets "
+            raise ValueError(f"--dataset {name}: folder lacks {missing} (prepare it with python -m gru4rec_conformance.datasets "
                              "prepare)")
         cols = ["SessionId", "ItemId", "Time"]
         return (folder.name, pd.read_parquet(folder / "train_full.parquet")[cols],

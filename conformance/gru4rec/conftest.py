@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from conformance.gru4rec import _data
+from gru4rec_conformance.conformance.gru4rec import _data
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from conformance.gru4rec._common import ADAGRAD, build, embedding_mode, lag1_test_pairs, recall_at
+from gru4rec_conformance.conformance.gru4rec._common import ADAGRAD, build, embedding_mode, lag1_test_pairs, recall_at
 
 _FINAL_ACT_VALUES = {"linear": "linear", "elu": "elu-1", "tanh": "tanh", "relu": "relu", "leaky": "leaky-0.1",
                      "selu": "selu-1.05-1.67", "softmax": "softmax", "softmax_logit": "softmax_logit"}
@@ -52,7 +52,7 @@ def test_rn2_device_parity(impl, d_lag1, record_metric):
     """CPU and GPU runs both complete and agree on Recall@1 and Recall@5 within 2% relative.
 
     Training, scoring and the own evaluator run on both devices (D-LAG1, 3 epochs)."""
-    from conformance._harness.handle import Impl, ImplHandle
+    from gru4rec_conformance.conformance._harness.handle import Impl, ImplHandle
 
     cpu = Impl(ImplHandle(impl.spec, device="cpu", seeds=impl.seeds, isolation=impl.handle.isolation,
                           settings=impl.handle.settings), kind="K10")

@@ -15,7 +15,7 @@ import math
 import numpy as np
 import pytest
 
-from conformance.gru4rec._common import build
+from gru4rec_conformance.conformance.gru4rec._common import build
 
 LAYER, EMB = 24, 10
 

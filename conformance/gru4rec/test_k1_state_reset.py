@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from conformance.gru4rec._common import (ADAGRAD, build, fresh_scores, lag1_model, lag1_test_pairs, ranks,
+from gru4rec_conformance.conformance.gru4rec._common import (ADAGRAD, build, fresh_scores, lag1_model, lag1_test_pairs, ranks,
                                          recall_at, target_columns)
 
 

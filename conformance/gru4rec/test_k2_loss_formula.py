@@ -16,8 +16,8 @@ import math
 import numpy as np
 import pytest
 
-from conformance.gru4rec._common import ADAGRAD, build
-from reference.gru4rec.losses import loss_on_scores as oracle_loss
+from gru4rec_conformance.conformance.gru4rec._common import ADAGRAD, build
+from gru4rec_conformance.reference.gru4rec.losses import loss_on_scores as oracle_loss
 
 B, S = 5, 3
 REL_TOL = 1e-5

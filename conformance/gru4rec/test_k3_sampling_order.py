@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from conformance.gru4rec._common import build
+from gru4rec_conformance.conformance.gru4rec._common import build
 
 
 def _item_axes(params: dict, n_items: int) -> dict[str, list[int]]:

@@ -7,8 +7,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from conformance.gru4rec._common import build
-from conformance.gru4rec._data import sessions_frame
+from gru4rec_conformance.conformance.gru4rec._common import build
+from gru4rec_conformance.conformance.gru4rec._data import sessions_frame
 
 
 @pytest.mark.check("SC-2", kind="K9")

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from conformance.gru4rec._common import ADAGRAD, COUPLED, CUTOFFS, build, suite_metrics
+from gru4rec_conformance.conformance.gru4rec._common import ADAGRAD, COUPLED, CUTOFFS, build, suite_metrics
 
 REF_SEEDS = (1, 2, 3)
 SD_FACTOR, REL_FLOOR, ABS_FLOOR = 4.0, 0.02, 0.002

@@ -259,7 +259,7 @@ def write_standin(directory: str | os.PathLike, seed: int = 0) -> Path:
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     splits = generate_standin(seed)
-    manifest = {"generator": "datasets.sst5.standin", "version": STANDIN_VERSION, "seed": seed,
+    manifest = {"generator": "gru4rec_conformance.datasets.sst5.standin", "version": STANDIN_VERSION, "seed": seed,
                 "class_counts": STANDIN_CLASS_COUNTS, "files": {}}
     for split in SPLITS:
         data = "".join(f"{y} {t}\n" for y, t in splits[split]).encode("utf-8")

@@ -1,6 +1,6 @@
 """Worker that runs a studied SST-5 code base as it is, in its own process and interpreter.
 
-    python -m implementations.finetuner._worker_3p JOB.json
+    python -m gru4rec_conformance.implementations.finetuner._worker_3p JOB.json
 
 The job names the code base, its checkout, the local model directory, the training arguments the code's own
 ``train`` function takes, and texts to predict. Data are already written (by the adapter) as PTB trees in

@@ -17,7 +17,7 @@ from typing import Any, ClassVar, Mapping, Sequence
 
 import numpy as np
 
-from implementations.base import (AdapterBase, BaseCapabilities, FamilySpec, ImplementationUnavailable, Unsupported,
+from gru4rec_conformance.implementations.base import (AdapterBase, BaseCapabilities, FamilySpec, ImplementationUnavailable, Unsupported,
                                   flag_field, register_family, set_field)
 
 #: Model families the suite's tiny models come in (capability set ``models``, features ``model:<family>``).
@@ -153,7 +153,8 @@ class FinetunerAdapter(AdapterBase):
 
 register_family(FamilySpec(name="finetuner", adapter_base=FinetunerAdapter, capabilities_cls=FinetunerCapabilities,
                            kinds=FINETUNER_KINDS, marker_prefixes={"model": "model"},
-                           description="SST-5 fine-tuning of BERT-family models (finetuner.md)"))
+                           description="SST-5 fine-tuning of BERT-family models (finetuner.md)",
+                           requires=("transformers", "sklearn"), extra="finetuner"))
 
 __all__ = ["FINETUNER_KINDS", "MODEL_FAMILIES", "FinetunerAdapter", "FinetunerCapabilities",
            "ImplementationUnavailable", "Unsupported"]

@@ -25,10 +25,10 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 import torch
 
-from reference.finetuner import FinetuneConfig, aggregate_runs, classification_report, model_identity
-from reference.finetuner.trainer import resolve_max_length, special_ids
+from gru4rec_conformance.reference.finetuner import FinetuneConfig, aggregate_runs, classification_report, model_identity
+from gru4rec_conformance.reference.finetuner.trainer import resolve_max_length, special_ids
 
-from implementations.registry import register
+from gru4rec_conformance.implementations.registry import register
 
 from .base import MODEL_FAMILIES, FinetunerAdapter, ImplementationUnavailable, Unsupported
 
@@ -36,22 +36,6 @@ from .base import MODEL_FAMILIES, FinetunerAdapter, ImplementationUnavailable, U
 HONOURED = ("learning_rate", "betas", "eps", "weight_decay", "schedule", "warmup_ratio", "clip_norm",
             "batch_size", "eval_batch_size", "max_epochs", "patience", "min_delta", "monitor", "seed", "max_length",
             "data_seed", "optimizer", "restore_best")
-
-
-def _require_hf_datasets() -> None:
-    """Raise ``ImplementationUnavailable`` unless Hugging Face ``datasets`` is installed.
-
-    ``transformers.trainer`` decides that ``datasets`` is available from ``importlib.util.find_spec("datasets")``
-    alone, which finds the suite's own top-level ``datasets/`` package; with Hugging Face's package installed that
-    package overlays it (``datasets.Dataset`` is Hugging Face's, docs/architecture.md "datasets"), without it the
-    Trainer would fail with an ``AttributeError``. ``datasets.require_hf_datasets`` tells the two apart.
-    """
-    from datasets import require_hf_datasets
-
-    try:
-        require_hf_datasets("hf_trainer (transformers.Trainer)")
-    except ImportError as e:
-        raise ImplementationUnavailable(str(e)) from e
 
 
 class _Data(torch.utils.data.Dataset):
@@ -99,7 +83,6 @@ class HFTrainerAdapter(FinetunerAdapter):
         if importlib.util.find_spec("accelerate") is None:
             raise ImplementationUnavailable("hf_trainer: transformers' Trainer needs accelerate>=1.1.0: "
                                             "pip install accelerate==1.15.0")
-        _require_hf_datasets()
 
         return {
             "models": set(MODEL_FAMILIES), "encode_max_length": True, "early_stopping": True,
@@ -205,7 +188,6 @@ class HFTrainerAdapter(FinetunerAdapter):
             r = classification_report(logits, labels, adapter.num_labels)
             return {"accuracy": r["accuracy"], "macro_f1": r["macro_f1"]}
 
-        _require_hf_datasets()
         callbacks = [_Trace()]
         if cfg.patience is not None:
             callbacks.append(EarlyStoppingCallback(early_stopping_patience=cfg.patience,
@@ -241,7 +223,7 @@ class HFTrainerAdapter(FinetunerAdapter):
             step = int(re.search(r"checkpoint-(\d+)", best_ckpt).group(1))
             selected = next(e["epoch"] for e in epochs if e["cumulative_steps"] == step)
         rec_val = self.evaluate(val, log=False)
-        from reference.finetuner import collapse_reasons
+        from gru4rec_conformance.reference.finetuner import collapse_reasons
 
         reasons = collapse_reasons(rec_val["predictions"], val.labels, rec_val["mean_ce"], self.num_labels)
         import platform
@@ -274,7 +256,6 @@ class HFTrainerAdapter(FinetunerAdapter):
     def _logits(self, dataset) -> np.ndarray:
         from transformers import Trainer, TrainingArguments
 
-        _require_hf_datasets()
         trainer = self.trainer
         if trainer is None:
             scratch = tempfile.mkdtemp(prefix="hf_trainer_")
@@ -286,7 +267,7 @@ class HFTrainerAdapter(FinetunerAdapter):
 
     def predict(self, texts: Sequence[str]) -> np.ndarray:
         self._require()
-        from datasets.sst5 import Examples
+        from gru4rec_conformance.datasets.sst5 import Examples
 
         ex = Examples.from_lists(list(texts), [0] * len(texts), split="predict", num_labels=self.num_labels)
         return self._logits(self._dataset(ex, with_labels=False))

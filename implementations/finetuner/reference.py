@@ -6,10 +6,10 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from reference.finetuner import FinetuneConfig, ReferenceFineTuner, aggregate_runs, run_once
-from reference.finetuner import simulate as _simulate
+from gru4rec_conformance.reference.finetuner import FinetuneConfig, ReferenceFineTuner, aggregate_runs, run_once
+from gru4rec_conformance.reference.finetuner import simulate as _simulate
 
-from implementations.registry import register
+from gru4rec_conformance.implementations.registry import register
 
 from .base import MODEL_FAMILIES, FinetunerAdapter, Unsupported
 
@@ -120,7 +120,7 @@ class ReferenceAdapter(FinetunerAdapter):
         return self._tuner().model.eval()
 
     def binary_view(self, examples):
-        from datasets.sst5 import binary
+        from gru4rec_conformance.datasets.sst5 import binary
 
         return binary(examples)
 

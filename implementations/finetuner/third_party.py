@@ -34,14 +34,14 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from datasets.sst5 import Examples, write_root_trees
+from gru4rec_conformance.datasets.sst5 import Examples, write_root_trees
 
-from implementations.base import ImplementationUnavailable, cache_dir
-from implementations.registry import register
+from gru4rec_conformance.implementations.base import ImplementationUnavailable, cache_dir
+from gru4rec_conformance.implementations.registry import register
 
 from .base import FinetunerAdapter, Unsupported
 
-ROOT = Path(__file__).resolve().parents[2]
+from gru4rec_conformance import child_pythonpath  # noqa: E402
 
 #: What the studied code does regardless of any configuration (finetuner spec §2): values a check may ask for.
 FIXED = {"optimizer": "adam", "learning_rate": 1e-5, "weight_decay": 0.0, "warmup_ratio": 0.0,
@@ -170,10 +170,10 @@ class _ThirdParty(FinetunerAdapter):
             job.update(predict_trees=str(work / "predict.txt"), evaluate=True)
         (work / "job.json").write_text(json.dumps(job), encoding="utf-8")
         env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON",))}
-        env.update(HOME=str(home), PYTHONPATH=str(ROOT), HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1",
+        env.update(HOME=str(home), PYTHONPATH=child_pythonpath(), HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1",
                    OMP_NUM_THREADS="1")
-        proc = subprocess.run([self.python(), "-m", "implementations.finetuner._worker_3p", str(work / "job.json")],
-                              cwd=str(ROOT), env=env, capture_output=True, text=True, timeout=3600)
+        proc = subprocess.run([self.python(), "-m", "gru4rec_conformance.implementations.finetuner._worker_3p", str(work / "job.json")],
+                              cwd=str(work), env=env, capture_output=True, text=True, timeout=3600)
         res_path = work / "result.json"
         if not res_path.exists():
             raise RuntimeError(f"{self.name}: worker died (exit {proc.returncode}):\n{proc.stderr[-3000:]}")

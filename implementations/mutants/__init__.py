@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from implementations.reference import ReferenceAdapter
+from gru4rec_conformance.implementations.reference import ReferenceAdapter
 
 __all__ = ["MutantAdapter", "mutant_classes"]
 
@@ -51,7 +51,7 @@ class MutantAdapter(ReferenceAdapter):
         """The ``GRU4Rec`` subclass with the defect (built on first use; cached per mutant class)."""
         cached = cls.__dict__.get("_gru_cls_cache")
         if cached is None:
-            from reference.gru4rec import GRU4Rec
+            from gru4rec_conformance.reference.gru4rec import GRU4Rec
 
             attrs = cls.gru_overrides()
             cached = type(f"{cls.__name__}GRU4Rec", (GRU4Rec,), {"__module__": cls.__module__, **attrs})
@@ -70,7 +70,7 @@ def mutant_classes() -> list[type[MutantAdapter]]:
     The reliability mutants (``kind = "reliability"``: ``mutant:crash``, ``mutant:hang``, ``mutant:leak`` in
     ``reliability.py``) are left out: they test the harness's worker isolation (tests/reliability), not the checks.
     """
-    from implementations.registry import default_registry
+    from gru4rec_conformance.implementations.registry import default_registry
 
     specs = [s for s in default_registry().specs("gru4rec")
              if s.role == "mutant" and getattr(s.cls, "kind", "") != "reliability"]

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from implementations.mutants import MutantAdapter
-from implementations.registry import register
+from gru4rec_conformance.implementations.mutants import MutantAdapter
+from gru4rec_conformance.implementations.registry import register
 
 
 @register
@@ -20,7 +20,7 @@ class DeclaredLossCrashes(MutantAdapter):
 
     @classmethod
     def gru_overrides(cls):
-        from reference.gru4rec.losses import LOSS_CLASSES, TOP1Loss
+        from gru4rec_conformance.reference.gru4rec.losses import LOSS_CLASSES, TOP1Loss
 
         class Loss(TOP1Loss):
             def __call__(self, R, y, n_targets):
@@ -41,8 +41,8 @@ class CudaEvalCrash(MutantAdapter):
 
     @classmethod
     def gru_overrides(cls):
-        from reference.gru4rec import SessionParallelEvaluator
-        from reference.gru4rec.evaluation import check_cutoffs, check_mode, metrics_from_ranks
+        from gru4rec_conformance.reference.gru4rec import SessionParallelEvaluator
+        from gru4rec_conformance.reference.gru4rec.evaluation import check_cutoffs, check_mode, metrics_from_ranks
 
         class Evaluator(SessionParallelEvaluator):
             def evaluate(self, test_df, cutoffs=(1, 5, 10, 20), batch_size=512, mode="conservative",

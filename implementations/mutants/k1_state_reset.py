@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from implementations.mutants import MutantAdapter
-from implementations.registry import register
+from gru4rec_conformance.implementations.mutants import MutantAdapter
+from gru4rec_conformance.implementations.registry import register
 
 
 @register
@@ -17,7 +17,7 @@ class NoEvalReset(MutantAdapter):
 
     @classmethod
     def gru_overrides(cls):
-        from reference.gru4rec import SessionParallelEvaluator
+        from gru4rec_conformance.reference.gru4rec import SessionParallelEvaluator
 
         class Evaluator(SessionParallelEvaluator):
             def reset_lanes(self, H, mask):
@@ -38,7 +38,7 @@ class StaleTrainMask(MutantAdapter):
 
     @classmethod
     def gru_overrides(cls):
-        from reference.gru4rec import SessionParallelIterator
+        from gru4rec_conformance.reference.gru4rec import SessionParallelIterator
 
         class Iterator(SessionParallelIterator):
             def reset_mask(self, run, step):
@@ -59,7 +59,7 @@ class ResetEveryStep(MutantAdapter):
 
     @classmethod
     def gru_overrides(cls):
-        from reference.gru4rec import GRU4RecModel
+        from gru4rec_conformance.reference.gru4rec import GRU4RecModel
 
         class Model(GRU4RecModel):
             def forward_eval(self, x, H):

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from implementations.mutants import MutantAdapter
-from implementations.registry import register
+from gru4rec_conformance.implementations.mutants import MutantAdapter
+from gru4rec_conformance.implementations.registry import register
 
 
 def _loss_classes(name: str, cls) -> dict:
-    from reference.gru4rec.losses import LOSS_CLASSES
+    from gru4rec_conformance.reference.gru4rec.losses import LOSS_CLASSES
 
     return {"loss_classes": {**LOSS_CLASSES, name: cls}}
 
@@ -27,7 +27,7 @@ class XEDoubleSoftmax(MutantAdapter):
 
     @classmethod
     def gru_overrides(cls):
-        from reference.gru4rec.losses import CrossEntropyLoss
+        from gru4rec_conformance.reference.gru4rec.losses import CrossEntropyLoss
 
         class Loss(CrossEntropyLoss):
             def softmax(self, R):
@@ -50,7 +50,7 @@ class BPRMaxMatrixMean(MutantAdapter):
     def gru_overrides(cls):
         import torch
 
-        from reference.gru4rec.losses import EPS_LOG, BPRMaxLoss, _diag
+        from gru4rec_conformance.reference.gru4rec.losses import EPS_LOG, BPRMaxLoss, _diag
 
         class Loss(BPRMaxLoss):
             def __call__(self, R, y, n_targets):
@@ -77,7 +77,7 @@ class BPRMaxSoftmaxWithTarget(MutantAdapter):
     def gru_overrides(cls):
         import torch
 
-        from reference.gru4rec.losses import BPRMaxLoss
+        from gru4rec_conformance.reference.gru4rec.losses import BPRMaxLoss
 
         class Loss(BPRMaxLoss):
             def softmax_neg(self, X):
@@ -97,7 +97,7 @@ class BPRegIgnored(MutantAdapter):
 
     @classmethod
     def gru_overrides(cls):
-        from reference.gru4rec.losses import BPRMaxLoss
+        from gru4rec_conformance.reference.gru4rec.losses import BPRMaxLoss
 
         class Loss(BPRMaxLoss):
             def __init__(self, bpreg, activation):
@@ -119,7 +119,7 @@ class BPRMaxNoLogEpsilon(MutantAdapter):
     def gru_overrides(cls):
         import torch
 
-        from reference.gru4rec.losses import BPRMaxLoss, _diag
+        from gru4rec_conformance.reference.gru4rec.losses import BPRMaxLoss, _diag
 
         class Loss(BPRMaxLoss):
             def __call__(self, R, y, n_targets):
@@ -147,7 +147,7 @@ class BPRValueWithoutDiagonal(MutantAdapter):
     def gru_overrides(cls):
         import torch
 
-        from reference.gru4rec.losses import BPRLoss, _diag
+        from gru4rec_conformance.reference.gru4rec.losses import BPRLoss, _diag
 
         class Loss(BPRLoss):
             def __call__(self, R, y, n_targets):

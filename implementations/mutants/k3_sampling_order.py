@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from implementations.mutants import MutantAdapter
-from implementations.registry import register
+from gru4rec_conformance.implementations.mutants import MutantAdapter
+from gru4rec_conformance.implementations.registry import register
 
 
 @register
@@ -23,7 +23,7 @@ class ScoreAllThenSample(MutantAdapter):
     def gru_overrides(cls):
         import torch
 
-        from reference.gru4rec import GRU4RecModel
+        from gru4rec_conformance.reference.gru4rec import GRU4RecModel
 
         class Model(GRU4RecModel):
             def score_train(self, h, y, O, Bo):
@@ -59,7 +59,7 @@ class PerRowNegatives(MutantAdapter):
             b = targets.shape[0]
             return torch.cat([targets[None, :].expand(b, b), samples[:b]], dim=1)
 
-        from reference.gru4rec import GRU4RecModel
+        from gru4rec_conformance.reference.gru4rec import GRU4RecModel
 
         class Model(GRU4RecModel):
             def score_train(self, h, y, O, Bo):
@@ -67,7 +67,7 @@ class PerRowNegatives(MutantAdapter):
                     return super().score_train(h, y, O, Bo)
                 return torch.einsum("bd,bkd->bk", h, O) + Bo[..., 0]
 
-        from reference.gru4rec.losses import LOSS_CLASSES, CrossEntropyLoss
+        from gru4rec_conformance.reference.gru4rec.losses import LOSS_CLASSES, CrossEntropyLoss
 
         class XELoss(CrossEntropyLoss):
             def column_q(self, y, n_targets):
@@ -93,7 +93,7 @@ class SampleAlphaIgnored(MutantAdapter):
     def gru_overrides(cls):
         import numpy as np
 
-        from reference.gru4rec import SampleCache
+        from gru4rec_conformance.reference.gru4rec import SampleCache
 
         class Cache(SampleCache):
             @staticmethod

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from implementations.mutants import MutantAdapter
-from implementations.registry import register
+from gru4rec_conformance.implementations.mutants import MutantAdapter
+from gru4rec_conformance.implementations.registry import register
 
 
 @register
@@ -23,7 +23,7 @@ class DropoutKeepProb(MutantAdapter):
     def gru_overrides(cls):
         import torch
 
-        from reference.gru4rec import GRU4RecModel
+        from gru4rec_conformance.reference.gru4rec import GRU4RecModel
 
         class Model(GRU4RecModel):
             def dropout_mask(self, shape, p, generator):
@@ -64,7 +64,7 @@ class NoHiddenDropoutSingleLayer(MutantAdapter):
 
     @classmethod
     def gru_overrides(cls):
-        from reference.gru4rec import GRU4RecModel
+        from gru4rec_conformance.reference.gru4rec import GRU4RecModel
 
         class Model(GRU4RecModel):
             def forward_train(self, x, y, H, p_embed, p_hidden, generator, masks=None, capture=False, rows=None):

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from implementations.mutants import MutantAdapter
-from implementations.registry import register
+from gru4rec_conformance.implementations.mutants import MutantAdapter
+from gru4rec_conformance.implementations.registry import register
 
 
 @register
@@ -18,7 +18,7 @@ class AdagradInitialAccumulator(MutantAdapter):
 
     @classmethod
     def gru_overrides(cls):
-        from reference.gru4rec import IndexedAdagradM
+        from gru4rec_conformance.reference.gru4rec import IndexedAdagradM
 
         class Optimizer(IndexedAdagradM):
             initial_accumulator_value = 0.1
@@ -39,7 +39,7 @@ class LearningRateDecay(MutantAdapter):
 
     @classmethod
     def gru_overrides(cls):
-        from reference.gru4rec import IndexedAdagradM
+        from gru4rec_conformance.reference.gru4rec import IndexedAdagradM
 
         decay_steps = cls.decay_steps
 
@@ -65,7 +65,7 @@ class MomentumIgnored(MutantAdapter):
 
     @classmethod
     def gru_overrides(cls):
-        from reference.gru4rec import IndexedAdagradM
+        from gru4rec_conformance.reference.gru4rec import IndexedAdagradM
 
         class Optimizer(IndexedAdagradM):
             def __init__(self, params, learning_rate, momentum=0.0):
@@ -88,8 +88,8 @@ class AdamOptimizer(MutantAdapter):
     def gru_overrides(cls):
         import torch
 
-        from reference.gru4rec import IndexedAdagradM
-        from reference.gru4rec.optim import RowGrad
+        from gru4rec_conformance.reference.gru4rec import IndexedAdagradM
+        from gru4rec_conformance.reference.gru4rec.optim import RowGrad
 
         class Adam(IndexedAdagradM):
             beta1, beta2, adam_eps = 0.9, 0.999, 1e-8

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from implementations.mutants import MutantAdapter
-from implementations.registry import register
+from gru4rec_conformance.implementations.mutants import MutantAdapter
+from gru4rec_conformance.implementations.registry import register
 
 
 @register
@@ -21,7 +21,7 @@ class HiddenSizeHardcoded(MutantAdapter):
 
     @classmethod
     def gru_overrides(cls):
-        from reference.gru4rec import GRU4RecModel
+        from gru4rec_conformance.reference.gru4rec import GRU4RecModel
 
         class Model(GRU4RecModel):
             def __init__(self, n_items, layers, embedding, constrained_embedding, generator, device="cpu"):
@@ -45,7 +45,7 @@ class BatchSizeHardcoded(MutantAdapter):
 
     @classmethod
     def gru_overrides(cls):
-        from reference.gru4rec import SessionParallelIterator
+        from gru4rec_conformance.reference.gru4rec import SessionParallelIterator
 
         lanes = cls.lanes
 

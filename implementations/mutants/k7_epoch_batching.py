@@ -3,8 +3,8 @@ off-by-one, §A.4)."""
 
 from __future__ import annotations
 
-from implementations.mutants import MutantAdapter
-from implementations.registry import register
+from gru4rec_conformance.implementations.mutants import MutantAdapter
+from gru4rec_conformance.implementations.registry import register
 
 
 @register
@@ -19,7 +19,7 @@ class EpochEndsEarly(MutantAdapter):
 
     @classmethod
     def gru_overrides(cls):
-        from reference.gru4rec import SessionParallelIterator
+        from gru4rec_conformance.reference.gru4rec import SessionParallelIterator
 
         class Iterator(SessionParallelIterator):
             def should_stop(self, n_valid, n_lanes_before):
@@ -42,7 +42,7 @@ class PaddedBatches(MutantAdapter):
     def gru_overrides(cls):
         import numpy as np
 
-        from reference.gru4rec import Run, SessionParallelIterator
+        from gru4rec_conformance.reference.gru4rec import Run, SessionParallelIterator
 
         class Iterator(SessionParallelIterator):
             def __iter__(self):
@@ -82,7 +82,7 @@ class EpochsOffByOne(MutantAdapter):
 
     @classmethod
     def gru_overrides(cls):
-        from reference.gru4rec import GRU4Rec
+        from gru4rec_conformance.reference.gru4rec import GRU4Rec
 
         def fit(self, data, sample_cache_max_size=10_000_000, item_key="ItemId", session_key="SessionId",
                 time_key="Time", n_epochs=None, trace=None):

@@ -3,8 +3,8 @@ the TensorFlow fork (§E.2), evaluation-batch dependence, id mapping)."""
 
 from __future__ import annotations
 
-from implementations.mutants import MutantAdapter
-from implementations.registry import register
+from gru4rec_conformance.implementations.mutants import MutantAdapter
+from gru4rec_conformance.implementations.registry import register
 
 
 @register
@@ -19,7 +19,7 @@ class UnknownItemCrash(MutantAdapter):
 
     @classmethod
     def gru_overrides(cls):
-        from reference.gru4rec import SessionParallelEvaluator
+        from gru4rec_conformance.reference.gru4rec import SessionParallelEvaluator
 
         class Evaluator(SessionParallelEvaluator):
             def prepare(self, test_df, item_key, session_key, time_key):
@@ -43,7 +43,7 @@ class RecallCutoffOffByOne(MutantAdapter):
 
     @classmethod
     def gru_overrides(cls):
-        from reference.gru4rec import SessionParallelEvaluator
+        from gru4rec_conformance.reference.gru4rec import SessionParallelEvaluator
 
         class Evaluator(SessionParallelEvaluator):
             def hits(self, ranks, cutoff):
@@ -66,8 +66,8 @@ class EvalBatchDependent(MutantAdapter):
     def gru_overrides(cls):
         import numpy as np
 
-        from reference.gru4rec import SessionParallelEvaluator
-        from reference.gru4rec.evaluation import check_cutoffs, check_mode, metrics_from_ranks, rank
+        from gru4rec_conformance.reference.gru4rec import SessionParallelEvaluator
+        from gru4rec_conformance.reference.gru4rec.evaluation import check_cutoffs, check_mode, metrics_from_ranks, rank
 
         class Evaluator(SessionParallelEvaluator):
             def evaluate(self, test_df, cutoffs=(1, 5, 10, 20), batch_size=512, mode="conservative",
@@ -96,7 +96,7 @@ class EvalDropsTail(MutantAdapter):
 
     @classmethod
     def gru_overrides(cls):
-        from reference.gru4rec import SessionParallelEvaluator, SessionParallelIterator
+        from gru4rec_conformance.reference.gru4rec import SessionParallelEvaluator, SessionParallelIterator
 
         class Iterator(SessionParallelIterator):
             def should_stop(self, n_valid, n_lanes_before):
@@ -125,7 +125,7 @@ class ItemMapMisaligned(MutantAdapter):
     def gru_overrides(cls):
         import numpy as np
 
-        from reference.gru4rec import GRU4Rec
+        from gru4rec_conformance.reference.gru4rec import GRU4Rec
 
         def item_ids(self):
             return np.sort(GRU4Rec.item_ids(self))
@@ -147,7 +147,7 @@ class EvalOptimisticTies(MutantAdapter):
 
     @classmethod
     def gru_overrides(cls):
-        from reference.gru4rec import SessionParallelEvaluator
+        from gru4rec_conformance.reference.gru4rec import SessionParallelEvaluator
 
         class Evaluator(SessionParallelEvaluator):
             def evaluate(self, test_df, cutoffs=(1, 5, 10, 20), batch_size=512, mode="conservative",

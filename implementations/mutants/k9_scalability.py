@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from implementations.mutants import MutantAdapter
-from implementations.registry import register
+from gru4rec_conformance.implementations.mutants import MutantAdapter
+from gru4rec_conformance.implementations.registry import register
 
 
 @register
@@ -18,7 +18,7 @@ class FullCatalogueScoring(MutantAdapter):
 
     @classmethod
     def gru_overrides(cls):
-        from reference.gru4rec import GRU4RecModel
+        from gru4rec_conformance.reference.gru4rec import GRU4RecModel
 
         class Model(GRU4RecModel):
             def score_train(self, h, y, O, Bo):

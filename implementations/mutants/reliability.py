@@ -27,8 +27,8 @@ import os
 import sys
 from typing import Any, ClassVar
 
-from implementations.mutants import MutantAdapter
-from implementations.registry import register
+from gru4rec_conformance.implementations.mutants import MutantAdapter
+from gru4rec_conformance.implementations.registry import register
 
 #: Memory kept alive per training step by ``mutant:leak`` (MiB).
 LEAK_MIB_PER_STEP = 64
@@ -98,7 +98,7 @@ class LeakInFit(ReliabilityMutant):
 
     @classmethod
     def gru_overrides(cls) -> dict[str, Any]:
-        from reference.gru4rec import GRU4Rec
+        from gru4rec_conformance.reference.gru4rec import GRU4Rec
 
         def _step(self, *args: Any, **kwargs: Any) -> Any:
             _require_worker(cls.name, "leak memory")

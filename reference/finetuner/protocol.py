@@ -11,7 +11,7 @@ from typing import Sequence
 
 import numpy as np
 
-from datasets.sst5 import Examples
+from gru4rec_conformance.datasets.sst5 import Examples
 
 from .config import FinetuneConfig
 from .metrics import aggregate_runs, collapse_reasons

@@ -20,7 +20,7 @@ from typing import Any, Sequence
 import numpy as np
 import torch
 
-from datasets.sst5 import Examples
+from gru4rec_conformance.datasets.sst5 import Examples
 
 from .config import MONITORS, FinetuneConfig
 from .early_stopping import EarlyStopping

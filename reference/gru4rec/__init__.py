@@ -6,7 +6,7 @@ Deliberate differences and extension points: reference/gru4rec/README.md.
 
 Public API::
 
-    from reference.gru4rec import GRU4Rec
+    from gru4rec_conformance.reference.gru4rec import GRU4Rec
     gru = GRU4Rec(layers=[100], loss='cross-entropy', batch_size=32, n_sample=2048, logq=1.0, seed=7)
     report = gru.fit(train_df)                      # FitReport
     scores = gru.score_prefixes([[1, 2], [3]])      # (2, n_items) float32, columns = gru.item_ids()

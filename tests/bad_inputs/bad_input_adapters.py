@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from implementations.base import Adapter
-from implementations.reference import ReferenceAdapter
+from gru4rec_conformance.implementations.base import Adapter
+from gru4rec_conformance.implementations.reference import ReferenceAdapter
 
 
 class _Broken(ReferenceAdapter):

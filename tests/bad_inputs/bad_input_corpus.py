@@ -150,19 +150,19 @@ def _rr_rows(n: int = 6, item: str | None = None) -> str:
 
 
 def _readers():
-    from datasets.sessions import readers
+    from gru4rec_conformance.datasets.sessions import readers
 
     return readers
 
 
 def _raw_error():
-    from datasets._suite_io import RawFormatError
+    from gru4rec_conformance.datasets._suite_io import RawFormatError
 
     return RawFormatError
 
 
 def _truncated_warning():
-    from datasets._suite_io import TruncatedLastLineWarning
+    from gru4rec_conformance.datasets._suite_io import TruncatedLastLineWarning
 
     return TruncatedLastLineWarning
 
@@ -182,7 +182,7 @@ TRAIN = _frame([[1, 2, 3, 4], [2, 3, 4, 5], [3, 4, 5, 1], [4, 5, 1, 2], [5, 1, 2
 
 
 def _gru(**hparams: Any):
-    from reference.gru4rec import GRU4Rec
+    from gru4rec_conformance.reference.gru4rec import GRU4Rec
 
     base = dict(layers=[4], batch_size=2, n_epochs=1, n_sample=0, learning_rate=0.05, seed=1)
     return GRU4Rec(**{**base, **hparams})
@@ -195,7 +195,7 @@ def _fitted(**hparams: Any):
 
 
 def _process(frame_or_obj: Any):
-    from datasets.sessions.pipeline import process
+    from gru4rec_conformance.datasets.sessions.pipeline import process
 
     return process("retailrocket", {"events.csv": frame_or_obj})
 
@@ -219,7 +219,7 @@ def _zip_two_members(ctx: Ctx) -> Path:
 
 # -- handled rows (each asserts the documented behaviour and returns a one-line description) ------------------
 def _handled_unsorted_raw(ctx: Ctx) -> str:
-    from datasets.sessions.pipeline import process
+    from gru4rec_conformance.datasets.sessions.pipeline import process
 
     rows = [f"{1433221332117 + 60_000 * k},{s},view,{item},\n" for s in range(8) for k, item in
             enumerate([10 + (s + j) % 6 for j in range(5)])]  # fmt: skip
@@ -288,7 +288,7 @@ def _xfails_file(body: str, *args: str) -> Callable[[Ctx], tuple[int, str]]:
 
 
 def _resume_other_impl(ctx: Ctx) -> tuple[int, str]:
-    from reports.writer import RunWriter
+    from gru4rec_conformance.reports.writer import RunWriter
 
     writer = RunWriter.create(ctx.tmp / "out", "mutant:adam", {"impl": {"name": "mutant:adam", "family": "gru4rec"}})
     writer.close()
@@ -412,10 +412,10 @@ def _cases() -> list[Case]:
              lambda c: _process([1, 2, 3])),
         Case("P06", PL, "prepare() of an unknown dataset 'rsc15'",
              Raises(_V, ("name: unknown dataset 'rsc15'",)),
-             lambda c: __import__("datasets.sessions.pipeline", fromlist=["prepare"]).prepare("rsc15", c.tmp, c.tmp / "o")),
+             lambda c: __import__("gru4rec_conformance.datasets.sessions.pipeline", fromlist=["prepare"]).prepare("rsc15", c.tmp, c.tmp / "o")),
         Case("P07", PL, "prepare() with the raw file missing",
              Raises(FileNotFoundError, ("events.csv",)),
-             lambda c: __import__("datasets.sessions.pipeline", fromlist=["prepare"]).prepare("retailrocket", c.tmp,
+             lambda c: __import__("gru4rec_conformance.datasets.sessions.pipeline", fromlist=["prepare"]).prepare("retailrocket", c.tmp,
                                                                                              c.tmp / "o")),
         Case("P08", PL, "raw data whose sessions all have length 1",
              Handled("every session filtered out"), _handled_len1_pipeline),
@@ -461,7 +461,7 @@ def _cases() -> list[Case]:
              lambda c: _gru().score_prefixes([[1]])),
         Case("F14", RF, "GRU4Rec.load() of a folder that is not a saved model",
              Raises(_V, ("not a saved GRU4Rec model",)),
-             lambda c: (c.file("model/notes.txt", "x"), __import__("reference.gru4rec", fromlist=["GRU4Rec"])
+             lambda c: (c.file("model/notes.txt", "x"), __import__("gru4rec_conformance.reference.gru4rec", fromlist=["GRU4Rec"])
                         .GRU4Rec.load(c.tmp / "model"))),
         Case("F15", RF, "negative item and session ids", Handled("opaque keys"), _handled_negative_ids),
         Case("F16", RF, "training rows in random order (non-monotonic Time)", Handled("sorted"), _handled_unsorted_fit),
@@ -607,7 +607,7 @@ def inner_env() -> dict[str, str]:
     env = {k: v for k, v in os.environ.items()
            if k not in ("GRU4REC_CONFORMANCE_IMPL", "GRU4REC_REPORT_DIR", "GRU4REC_ISOLATION", "GRU4REC_XFAIL_MARK",
                         "PYTEST_ADDOPTS")}
-    env.update({"PYTHONPATH": os.pathsep.join([str(REPO), str(HERE)]), "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"})
+    env.update({"PYTHONPATH": os.pathsep.join([str(REPO / "src"), str(HERE)]), "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"})
     return env
 
 

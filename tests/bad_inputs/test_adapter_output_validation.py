@@ -9,8 +9,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from conformance._harness.validation import AdapterOutputError, CheckedAdapter, checked
-from implementations.base import FitReport, Unsupported
+from gru4rec_conformance.conformance._harness.validation import AdapterOutputError, CheckedAdapter, checked
+from gru4rec_conformance.implementations.base import FitReport, Unsupported
 
 
 class Counting:

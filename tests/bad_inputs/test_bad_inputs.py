@@ -8,7 +8,7 @@ import collections
 
 import pytest
 
-from implementations.registry import discover
+from gru4rec_conformance.implementations.registry import discover
 
 discover()  # the registry's modules and the broken adapters are imported before pytester snapshots sys.modules,
 import bad_input_adapters  # noqa: E402,F401  so that in-process inner runs never register an adapter twice

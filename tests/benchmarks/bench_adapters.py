@@ -3,7 +3,7 @@ the official GRU4Rec hyperparameters so that the benchmarks can build it with th
 "example": never selected by ``--impl all``; not an implementation of GRU4Rec."""
 from __future__ import annotations
 
-from implementations.template import TemplateAdapter
+from gru4rec_conformance.implementations.template import TemplateAdapter
 
 OFFICIAL = {"layers": [100], "loss": "cross-entropy", "batch_size": 64, "dropout_p_embed": 0.0,
             "dropout_p_hidden": 0.0, "learning_rate": 0.05, "momentum": 0.0, "sample_alpha": 0.5, "n_sample": 2048,

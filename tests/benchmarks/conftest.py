@@ -9,8 +9,8 @@ import pytest
 import torch
 
 REPO = Path(__file__).resolve().parents[2]
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
+if str(REPO / "src") not in sys.path:  # the gru4rec_conformance namespace (never the root itself)
+    sys.path.insert(0, str(REPO / "src"))
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -33,7 +33,7 @@ def bench_cache(tmp_path_factory) -> Path:
 @pytest.fixture()
 def subprocess_env(bench_cache) -> dict:
     env = dict(os.environ)
-    env.update(GRU4REC_BENCH_CACHE=str(bench_cache), PYTHONPATH=str(REPO), OMP_NUM_THREADS="1",
+    env.update(GRU4REC_BENCH_CACHE=str(bench_cache), PYTHONPATH=str(REPO / "src"), OMP_NUM_THREADS="1",
                MKL_NUM_THREADS="1", PYTHONUNBUFFERED="1")
     return env
 

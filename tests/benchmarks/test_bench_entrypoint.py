@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from conftest import REPO
+REPO = Path(__file__).resolve().parents[2]
 
 HERE = Path(__file__).resolve().parent
 
@@ -16,9 +16,9 @@ def test_benchmarks_with_an_impl_selected(subprocess_env):
     env = {**subprocess_env, "GRU4REC_BENCH_SCALE": "ci*0.3", "GRU4REC_BENCH_DATASETS": "diginetica",
            "GRU4REC_BENCH_LOSSES": "cross-entropy"}
     env.pop("GRU4REC_OFFICIAL_PATH", None)
-    env["PYTHONPATH"] = os.pathsep.join([str(REPO), str(HERE)])
+    env["PYTHONPATH"] = os.pathsep.join([str(REPO / "src"), str(HERE)])
     cmd = [sys.executable, "-m", "pytest", "benchmarks/test_epoch.py", "--impl", "bench_adapters:LenientMarkov,"
-           "implementations.template:TemplateAdapter", "--benchmark-disable", "-p", "no:cacheprovider", "-rs",
+           "gru4rec_conformance.implementations.template:TemplateAdapter", "--benchmark-disable", "-p", "no:cacheprovider", "-rs",
            "--no-report", "-q"]
     r = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
     out = r.stdout + r.stderr

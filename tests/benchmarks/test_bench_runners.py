@@ -4,12 +4,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from benchmarks import runners as R
-from benchmarks.conftest import BenchConfig, time_epochs, time_eval
-from benchmarks.workload import sweep_frame, trained_events
-from conformance._harness.handle import ImplHandle
-from implementations.registry import AdapterSpec
-from implementations.template import TemplateAdapter
+from gru4rec_conformance.benchmarks import runners as R
+from gru4rec_conformance.benchmarks.conftest import BenchConfig, time_epochs, time_eval
+from gru4rec_conformance.benchmarks.workload import sweep_frame, trained_events
+from gru4rec_conformance.conformance._harness.handle import ImplHandle
+from gru4rec_conformance.implementations.registry import AdapterSpec
+from gru4rec_conformance.implementations.template import TemplateAdapter
 
 HP = dict(loss="cross-entropy", layers=[16], batch_size=8, n_sample=16, logq=1.0, sample_alpha=0.5,
           learning_rate=0.05, constrained_embedding=True, embedding=0)

@@ -3,6 +3,7 @@ train_full evaluated on test; SQLite storage shared by two worker processes; an 
 killed worker's trial is failed by its missing heartbeat and retried with the same parameters)."""
 from __future__ import annotations
 
+from pathlib import Path
 import json
 import signal
 import subprocess
@@ -11,9 +12,9 @@ import time
 
 import pytest
 
-import benchmarks.workload as workload
-from benchmarks import tune
-from conftest import REPO
+import gru4rec_conformance.benchmarks.workload as workload
+from gru4rec_conformance.benchmarks import tune
+REPO = Path(__file__).resolve().parents[2]
 
 SYNTH = "synth:diginetica@ci*0.3"
 #: a small paropt-format space (the tests' models stay tiny); the study's own space is used in the first test
@@ -72,7 +73,7 @@ def test_tuning_end_to_end_on_a_synthetic_stand_in(tmp_path):
 def test_tuning_on_the_real_diginetica_slice(tmp_path):
     """CI check of the issue: 5 trials on the real Diginetica slice through the study's preprocessing (tiny
     epochs); skipped, with the path, where the shared data are absent."""
-    from datasets import shared_data_candidate, shared_data_dir
+    from gru4rec_conformance.datasets import shared_data_candidate, shared_data_dir
     root = shared_data_dir()
     if root is None or not (root / "sessions" / "diginetica" / "sample_train-item-views.csv").is_file():
         pytest.skip(f"real Diginetica slice absent: {shared_data_candidate() / 'sessions' / 'diginetica'} not found "
@@ -89,7 +90,7 @@ def test_tuning_on_the_real_diginetica_slice(tmp_path):
 
 
 def _worker(tmp_path, db, extra, env, storage=None, study_name="shared"):
-    cmd = [sys.executable, "-m", "benchmarks.tune", "--dataset", SYNTH, "--loss", "cross-entropy",
+    cmd = [sys.executable, "-m", "gru4rec_conformance.benchmarks.tune", "--dataset", SYNTH, "--loss", "cross-entropy",
            "--storage", storage or f"sqlite:///{db}", "--study-name", study_name, "--out", str(tmp_path / "out"),
            "--no-progress", *extra]
     return subprocess.Popen(cmd, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -229,7 +230,7 @@ def test_storage_url_password_is_masked():
 
 def test_yoochoose_100k_by_name():
     """The real Yoochoose 100k slice (or, without the shared data, its stand-in with a notice)."""
-    from datasets.sessions.real import YOOCHOOSE_100K_SHAPE
+    from gru4rec_conformance.datasets.sessions.real import YOOCHOOSE_100K_SHAPE
     d = tune.load_dataset("yoochoose_100k")
     for part in ("train_tr", "train_valid", "train_full", "test"):
         events, sessions, _ = YOOCHOOSE_100K_SHAPE[part]

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from benchmarks.workload import (best_params, parse_scale, published_shape, study_epoch_rows, sweep_frame,
+from gru4rec_conformance.benchmarks.workload import (best_params, parse_scale, published_shape, study_epoch_rows, sweep_frame,
                                  trained_events)
 
 # gru4rec_reference.md §9.1, typed in from the spec table (independent of reports/data/study_results.csv)
@@ -45,7 +45,7 @@ def test_published_shape():
 
 
 def test_parse_scale():
-    from datasets.sessions.synthetic import CI_SCALE
+    from gru4rec_conformance.datasets.sessions.synthetic import CI_SCALE
     assert parse_scale(None, "coveo") == CI_SCALE["coveo"]
     assert parse_scale("ci*0.5", "rees46") == CI_SCALE["rees46"] * 0.5
     assert parse_scale("1", "rees46") == 1.0

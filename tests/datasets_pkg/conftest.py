@@ -1,25 +1,16 @@
-"""Fixtures of the tests of the top-level ``datasets`` package. The repository root is put on sys.path here (the
-suite runs from its checkout; the root conftest.py, owned elsewhere, does the same for the whole tree).
+"""Fixtures of the tests of ``gru4rec_conformance.datasets`` (the folder ``datasets/``).
 
 The folder is ``tests/datasets_pkg``, not ``tests/datasets``: pytest puts test folders without ``__init__.py`` on
-sys.path, and a folder named ``datasets`` there would be a namespace portion of that name. Our regular package in
-the repository root would still win (test_hf_datasets_overlay.py verifies that rule), but nothing should depend
-on it. test_hf_datasets_overlay.py also covers the overlay on Hugging Face ``datasets``; its HF-present tests run
-in an interpreter that has HF datasets: this one, or the one named by ``GRU4REC_HF_DATASETS_PYTHON``.
+sys.path, and a folder named ``datasets`` there would shadow Hugging Face's ``datasets``.
 """
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-
-from datasets import shared_data_candidate, shared_data_dir  # noqa: E402
+from gru4rec_conformance.datasets import shared_data_candidate, shared_data_dir
 
 
 @pytest.fixture(scope="session")
@@ -35,7 +26,7 @@ def shared_sessions() -> Path:
 @pytest.fixture(scope="session")
 def synthetic_raw(tmp_path_factory):
     """Callable name -> folder with the CI-size synthetic raw files of that dataset (generated once, seed 1)."""
-    from datasets.sessions.synthetic import CI_SCALE, generate_raw
+    from gru4rec_conformance.datasets.sessions.synthetic import CI_SCALE, generate_raw
 
     cache = {}
 

@@ -8,9 +8,9 @@ import warnings
 
 import pytest
 
-from datasets._suite_io import RawFormatError, TruncatedLastLineWarning
-from datasets.sessions import readers
-from datasets.sessions.pipeline import prepare
+from gru4rec_conformance.datasets._suite_io import RawFormatError, TruncatedLastLineWarning
+from gru4rec_conformance.datasets.sessions import readers
+from gru4rec_conformance.datasets.sessions.pipeline import prepare
 
 REES_HEADER = "event_time,event_type,product_id,category_id,category_code,brand,price,user_id,user_session\n"
 REES_ROW = "2019-10-01 00:00:0{k} UTC,view,4460006{k},1,,b,1.0,54131214{k},u{k}\n"
@@ -134,7 +134,7 @@ def test_prepare_leaves_nothing_behind_on_bad_input(tmp_path):
 
 
 def test_prepare_failure_keeps_an_earlier_complete_run(tmp_path):
-    from datasets.sessions.synthetic import generate_raw
+    from gru4rec_conformance.datasets.sessions.synthetic import generate_raw
 
     raw = tmp_path / "raw"
     generate_raw("retailrocket", raw, 2e-3, seed=3)

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from datasets.sessions import checks, real
+from gru4rec_conformance.datasets.sessions import checks, real
 
 COLS = ["SessionId", "ItemId", "Time"]
 

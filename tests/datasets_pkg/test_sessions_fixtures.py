@@ -24,8 +24,8 @@ import warnings
 import pandas as pd
 import pytest
 
-from datasets.sessions.pipeline import prepare, process
-from datasets.sessions.readers import read_raw
+from gru4rec_conformance.datasets.sessions.pipeline import prepare, process
+from gru4rec_conformance.datasets.sessions.readers import read_raw
 
 
 def s(text: str) -> int:

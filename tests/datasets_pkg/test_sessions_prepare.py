@@ -18,15 +18,15 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
-from datasets.sessions import pipeline
-from datasets.sessions.pipeline import PARTS, load_prepared, prepare
+from gru4rec_conformance.datasets.sessions import pipeline
+from gru4rec_conformance.datasets.sessions.pipeline import PARTS, load_prepared, prepare
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
 def rr_raw(tmp_path_factory):
-    from datasets.sessions.synthetic import generate_raw
+    from gru4rec_conformance.datasets.sessions.synthetic import generate_raw
 
     d = tmp_path_factory.mktemp("rr")
     generate_raw("retailrocket", d, 3e-3, seed=5)
@@ -138,7 +138,7 @@ def test_interrupted_write_leaves_no_temporaries_and_no_manifest(rr_raw, tmp_pat
 
 def _cli(*args, env_extra=None):
     env = {**os.environ, **(env_extra or {})}
-    return subprocess.run([sys.executable, "-m", "datasets", *args], cwd=ROOT, env=env, capture_output=True,
+    return subprocess.run([sys.executable, "-m", "gru4rec_conformance.datasets", *args], cwd=ROOT, env=env, capture_output=True,
                           text=True, timeout=120)
 
 

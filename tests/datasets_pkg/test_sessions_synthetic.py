@@ -9,10 +9,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from datasets._suite_io import open_raw
-from datasets.sessions import synthetic
-from datasets.sessions.pipeline import DATASETS, process
-from datasets.sessions.readers import RAW_FILES, read_raw
+from gru4rec_conformance.datasets._suite_io import open_raw
+from gru4rec_conformance.datasets.sessions import synthetic
+from gru4rec_conformance.datasets.sessions.pipeline import DATASETS, process
+from gru4rec_conformance.datasets.sessions.readers import RAW_FILES, read_raw
 
 FIRST_LINE = {
     "yoochoose": r"^\d+,\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z,\d+,(0|S|\d{1,2}|\d{10})$",

@@ -6,8 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from datasets.sessions import readers
-from datasets.sessions.pipeline import (_first_appearance_codes, dedup_consecutive, stable_lexsort,
+from gru4rec_conformance.datasets.sessions import readers
+from gru4rec_conformance.datasets.sessions.pipeline import (_first_appearance_codes, dedup_consecutive, stable_lexsort,
                                               stats_table, support_filter, time_split)
 
 
@@ -117,7 +117,7 @@ def test_readers_transparent_compression(tmp_path):
 
 def test_small_blocks_give_the_same_result(tmp_path, monkeypatch):
     """Block boundaries (chunked reading) must not change the rows."""
-    from datasets import _suite_io
+    from gru4rec_conformance.datasets import _suite_io
 
     lines = "".join(f"{k},2014-04-07T10:{k % 60:02d}:09.{k % 1000:03d}Z,{214536502 + k % 7},0\n" for k in range(3000))
     p = tmp_path / "y.dat"

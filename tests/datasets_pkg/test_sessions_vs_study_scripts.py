@@ -21,8 +21,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from datasets.sessions.pipeline import DATASETS, SPLITS, STUDY_PREFIX, prepare
-from datasets.sessions.readers import RAW_FILES
+from gru4rec_conformance.datasets.sessions.pipeline import DATASETS, SPLITS, STUDY_PREFIX, prepare
+from gru4rec_conformance.datasets.sessions.readers import RAW_FILES
 
 REPO = os.environ.get("GRU4REC_STUDY_REPO", "")
 PY = os.environ.get("GRU4REC_STUDY_PYTHON", "")

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+if str(ROOT / "src") not in sys.path:  # the gru4rec_conformance namespace (never the root itself)
+    sys.path.insert(0, str(ROOT / "src"))
 
 for _k, _v in {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TRANSFORMERS_VERBOSITY": "error",
                "HF_HUB_DISABLE_PROGRESS_BARS": "1", "TOKENIZERS_PARALLELISM": "false"}.items():
@@ -27,8 +27,8 @@ def sst5_full():
     """The real SST-5 splits, for the tests that assert facts of the real files (split and class counts, file
     hashes, MiniLM's accuracy on the real test split); skipped when they are absent. The conformance checks and
     the meta-test run on the synthetic stand-in instead (``datasets.sst5.load_sst5_or_standin``)."""
-    from datasets import shared_data_candidate
-    from datasets.sst5 import load_sst5, sst5_dir
+    from gru4rec_conformance.datasets import shared_data_candidate
+    from gru4rec_conformance.datasets.sst5 import load_sst5, sst5_dir
 
     d = sst5_dir()
     if d is None:
@@ -41,7 +41,7 @@ def sst5_full():
 @pytest.fixture(scope="session")
 def tiny_bert_dir(tmp_path_factory):
     """A tiny random BERT whose vocabulary covers a few hand-written sentences (no shared data needed)."""
-    from conformance.finetuner.tiny_models import make_tiny_model
+    from gru4rec_conformance.conformance.finetuner.tiny_models import make_tiny_model
 
     texts = ["a stirring , funny and finally transporting movie", "it 's not a bad film at all",
              "the plot is dull and the acting is worse", "one of the best movies of the year",

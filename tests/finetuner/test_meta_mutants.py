@@ -26,7 +26,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 
-from implementations.finetuner.mutants import MUTANTS  # noqa: E402
+from gru4rec_conformance.implementations.finetuner.mutants import MUTANTS  # noqa: E402
 
 KINDS = ("tokenization", "padding_masking", "data_integrity", "selection_leakage", "early_stopping", "seeding",
          "reporting", "offline")
@@ -41,7 +41,7 @@ def _run_suite(pytestconfig, tmp_path_factory, scope: str, *, slow: bool) -> dic
 
     Without the real SST-5 the conformance run uses the synthetic stand-in (conformance/finetuner/conftest.py);
     a notice says so, written past pytest's output capture."""
-    from datasets.sst5 import load_sst5_or_standin
+    from gru4rec_conformance.datasets.sst5 import load_sst5_or_standin
 
     notice = load_sst5_or_standin(seed=0).notice  # also writes the stand-in once, before the subprocess reads it
     if notice and not _NOTICE_SHOWN:
@@ -55,7 +55,7 @@ def _run_suite(pytestconfig, tmp_path_factory, scope: str, *, slow: bool) -> dic
     out = tmp / "results.jsonl"
     # --report-dir: the protocol check writes its plots there, not under the checkout's reports/out.
     args = [sys.executable, "-m", "pytest", "conformance/finetuner", "-q", "-p", "no:cacheprovider",
-            "-p", "conformance.finetuner.meta_plugin", "--no-report", "--report-dir", str(tmp / "reports"),
+            "-p", "gru4rec_conformance.conformance.finetuner.meta_plugin", "--no-report", "--report-dir", str(tmp / "reports"),
             "--ft-results", str(out), "--ft-mutant-scope", scope, "--impl", "reference"]
     if not slow:
         args += ["-m", "not slow"]
@@ -112,7 +112,7 @@ def test_reference_passes_every_check(row_results):
     """The reference passes every (non-slow) fine-tuner check: none fails, errors or is skipped (except, on the
     synthetic stand-in, the checks that assert the real SST-5 split sizes), and each of the defect rows that have
     a mutant is among the checks it passed."""
-    from datasets.sst5 import sst5_dir
+    from gru4rec_conformance.datasets.sst5 import sst5_dir
 
     standin = sst5_dir() is None
     recs = row_results.get("reference", [])

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from reference.finetuner import FinetuneConfig, ModelSpec, minilm_dir, run_once
+from gru4rec_conformance.reference.finetuner import FinetuneConfig, ModelSpec, minilm_dir, run_once
 
 
 @pytest.mark.slow

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 import torch
 
-from datasets.sst5 import Examples
-from reference.finetuner import (EarlyStopping, FinetuneConfig, ModelSpec, ReferenceFineTuner, aggregate_runs,
+from gru4rec_conformance.datasets.sst5 import Examples
+from gru4rec_conformance.reference.finetuner import (EarlyStopping, FinetuneConfig, ModelSpec, ReferenceFineTuner, aggregate_runs,
                                  collapse_reasons, describe, encode, expected_max, load_saved, mean_cross_entropy,
                                  minilm_dir, model_identity, run_repeats, simulate)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from datasets.sst5 import (BINARY_MAP, EXPECTED_CLASS_COUNTS, EXPECTED_COUNTS, Examples, binary, check_counts,
+from gru4rec_conformance.datasets.sst5 import (BINARY_MAP, EXPECTED_CLASS_COUNTS, EXPECTED_COUNTS, Examples, binary, check_counts,
                            format_right_branching, load_sst, load_sst5, parse_tree, read_stsa, read_trees,
                            trees_to_examples, write_root_trees)
 
@@ -130,7 +130,7 @@ def test_real_sst5_counts(sst5_full):
 
 
 def test_real_sst5_hashes_match_readme(sst5_full):
-    from datasets.sst5 import data_hashes, sst5_dir
+    from gru4rec_conformance.datasets.sst5 import data_hashes, sst5_dir
 
     h = data_hashes(sst5_dir())
     assert h["stsa.fine.test"] == "0e2ebb450c231f7b3d67fc932066e7bb26ae7bad8c88488f45ed44ef02eb3c73"

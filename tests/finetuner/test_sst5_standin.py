@@ -10,7 +10,7 @@ import time
 import numpy as np
 import pytest
 
-from datasets.sst5 import (EXPECTED_CLASS_COUNTS, SPLITS, STANDIN_CLASS_COUNTS, STANDIN_NAME, binary,
+from gru4rec_conformance.datasets.sst5 import (EXPECTED_CLASS_COUNTS, SPLITS, STANDIN_CLASS_COUNTS, STANDIN_NAME, binary,
                            generate_standin, load_sst5, load_sst5_or_standin, read_stsa, standin_dir, write_standin)
 
 
@@ -79,7 +79,7 @@ def test_class_counts_and_balance(standin):
 def test_lengths_spread_like_the_real_data(standin):
     """Tokens per sentence close to the real 5/50/95th percentiles (6/18/35, max 56), and the joined test
     sentences of the fast checks' slices are longer than 66 tokens (so truncation happens)."""
-    from conformance.finetuner.support import make_slices
+    from gru4rec_conformance.conformance.finetuner.support import make_slices
 
     lens = np.array([len(t.split()) for split in SPLITS for _, t in standin[split]])
     p5, p50, p95 = np.percentile(lens, [5, 50, 95])
@@ -92,7 +92,7 @@ def test_lengths_spread_like_the_real_data(standin):
 
 
 def load_like(standin):
-    from datasets.sst5 import Examples
+    from gru4rec_conformance.datasets.sst5 import Examples
 
     return {s: Examples.from_lists([t for _, t in standin[s]], [y for y, _ in standin[s]], split=s) for s in SPLITS}
 
@@ -176,7 +176,7 @@ def test_fallback_to_the_standin(tmp_path, monkeypatch):
 
 
 def test_real_data_preferred_when_present(monkeypatch):
-    from datasets import shared_data_dir
+    from gru4rec_conformance.datasets import shared_data_dir
 
     base = shared_data_dir()
     if base is None or not all((base / "sst5" / f"stsa.fine.{s}").is_file() for s in SPLITS):

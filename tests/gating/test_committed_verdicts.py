@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from reports.scoreboard import verdict_runs
+from gru4rec_conformance.reports.scoreboard import verdict_runs
 
 VERDICTS = Path(__file__).resolve().parents[2] / "reports" / "verdicts"
 CONFLICT = re.compile(r"^(<{7,8}|>{7,8}) \S", re.MULTILINE)

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-OUTSIDE = "implementations.mutants.k1_state_reset:NoEvalReset"
+OUTSIDE = "gru4rec_conformance.implementations.mutants.k1_state_reset:NoEvalReset"
 SELECT = "test_sr2_first_event_after_switch or test_sr5_state_is_used"
 
 

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from implementations.base import ImplementationUnavailable, require_installed
-from implementations.registry import default_registry
-from reports.results import RunData
-from reports.scoreboard import render_markdown
-from reports.summary import unavailable_reason, verdict
+from gru4rec_conformance.implementations.base import ImplementationUnavailable, require_installed
+from gru4rec_conformance.implementations.registry import default_registry
+from gru4rec_conformance.reports.results import RunData
+from gru4rec_conformance.reports.scoreboard import render_markdown
+from gru4rec_conformance.reports.summary import unavailable_reason, verdict
 
 REASON = "recommenders 1.2.1 cannot run on Python 3.11: importing GRUModel fails"
 
@@ -41,7 +41,7 @@ def test_other_skips_and_failures_keep_their_verdicts():
 
 
 def test_scoreboard_prints_the_reason():
-    from reports.scoreboard import _row
+    from gru4rec_conformance.reports.scoreboard import _row
 
     why = f"implementation ms_recommenders is not available here: {REASON}"
     row = _row(_run([("skipped", why)]), "committed verdict", Path("/nowhere"))

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from implementations.registry import discover
+from gru4rec_conformance.implementations.registry import discover
 
 REPO = Path(__file__).resolve().parents[2]
 discover()
@@ -40,7 +40,7 @@ import time
 
 import numpy as np
 
-from implementations.base import Adapter, AdapterBase, BaseCapabilities, FitReport, ImplementationUnavailable, Unsupported
+from gru4rec_conformance.implementations.base import Adapter, AdapterBase, BaseCapabilities, FitReport, ImplementationUnavailable, Unsupported
 
 CAPS = {
     "losses": ["cross-entropy"],
@@ -220,10 +220,10 @@ class ToyReference(ToyAdapter):
 '''
 
 CONFTEST = '''
-pytest_plugins = ["conformance._harness.plugin"]
+pytest_plugins = ["gru4rec_conformance.conformance._harness.plugin"]
 
 import dummies
-from implementations.base import FamilySpec, get_family, register_family
+from gru4rec_conformance.implementations.base import FamilySpec, get_family, register_family
 
 if get_family("toyfam") is None:
     register_family(FamilySpec(name="toyfam", adapter_base=dummies.ToyAdapter, capabilities_cls=dummies.ToyCapabilities,
@@ -290,7 +290,7 @@ def project(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> Proje
     pytester.makeini("[pytest]\n")  # like the suite's pyproject.toml: fixes rootdir whatever paths options name
     pytester.makeconftest(CONFTEST)
     pytester.makepyfile(dummies=DUMMIES)
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(REPO), str(pytester.path)]))
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(REPO / "src"), str(pytester.path)]))
     for var in ("GRU4REC_CONFORMANCE_IMPL", "GRU4REC_REPORT_DIR", "GRU4REC_ISOLATION", "GRU4REC_XFAIL_MARK"):
         monkeypatch.delenv(var, raising=False)
     return Project(pytester)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from implementations.base import Adapter, CapabilityError, Capabilities, FitReport, Unsupported
-from implementations.registry import Registry, RegistryError, load_import_path
-from implementations.template import TemplateAdapter
+from gru4rec_conformance.implementations.base import Adapter, CapabilityError, Capabilities, FitReport, Unsupported
+from gru4rec_conformance.implementations.registry import Registry, RegistryError, load_import_path
+from gru4rec_conformance.implementations.template import TemplateAdapter
 
 
 def test_capabilities_validate_the_closed_vocabulary():
@@ -80,13 +80,13 @@ def test_registry_rejects_bad_registrations_and_resolves_variants():
     specs = reg.resolve(["tmpl:inference_fix"])  # a registered name with a colon wins over an import path
     assert [s.name for s in specs] == ["tmpl:inference_fix"] and specs[0].create().level == "inference_fix"
     assert [s.name for s in reg.resolve(["all"])] == ["tmpl", "tmpl:inference_fix"]
-    assert load_import_path("implementations.template:TemplateAdapter").source == "import path"
+    assert load_import_path("gru4rec_conformance.implementations.template:TemplateAdapter").source == "import path"
     with pytest.raises(RegistryError, match="not a registered implementation"):
         reg.resolve(["nope"])
 
 
 CHECKS = '''
-from implementations.base import Unsupported
+from gru4rec_conformance.implementations.base import Unsupported
 
 @pytest.mark.check("C-1", kind="K2")
 @pytest.mark.loss("top1")

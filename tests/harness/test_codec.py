@@ -6,8 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from conformance._harness.codec import Codec, ExchangeError, dumps, loads
-from implementations.base import Capabilities, FitReport, StepTrace
+from gru4rec_conformance.conformance._harness.codec import Codec, ExchangeError, dumps, loads
+from gru4rec_conformance.implementations.base import Capabilities, FitReport, StepTrace
 
 
 def _roundtrip(value, tmp_path):
@@ -59,7 +59,7 @@ def test_unsafe_values_and_names_are_refused(tmp_path):
     with pytest.raises(ExchangeError, match="refusing to rebuild 'os:system'"):
         codec.decode({"__dataclass__": "os:system", "fields": {}})
     with pytest.raises(ExchangeError, match="is not an exchange dataclass"):
-        codec.decode({"__dataclass__": "implementations.base:FamilySpec", "fields": {}})
+        codec.decode({"__dataclass__": "gru4rec_conformance.implementations.base:FamilySpec", "fields": {}})
     pickled = tmp_path / "p0.npy"
     np.save(pickled, np.array([{"a": 1}], dtype=object), allow_pickle=True)
     with pytest.raises(ValueError, match="allow_pickle=False"):

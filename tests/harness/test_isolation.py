@@ -7,11 +7,11 @@ import os
 
 import pytest
 
-from conformance._harness.isolation import (
+from gru4rec_conformance.conformance._harness.isolation import (
     IsolationSettings, WorkerCallError, WorkerCrashed, WorkerProxy, WorkerStateLost, WorkerTimeout, network_isolation,
 )  # fmt: skip
-from implementations.base import Capabilities, Unsupported
-from implementations.template import TemplateAdapter
+from gru4rec_conformance.implementations.base import Capabilities, Unsupported
+from gru4rec_conformance.implementations.template import TemplateAdapter
 
 FIT_THEN_SCORE = '''
 @pytest.mark.check("I-1", kind="K10")
@@ -93,7 +93,7 @@ def test_worker_least_privilege(project, monkeypatch):
 
 
 def _proxy(**settings) -> WorkerProxy:
-    return WorkerProxy("implementations.template:TemplateAdapter", TemplateAdapter.protocol_methods(),
+    return WorkerProxy("gru4rec_conformance.implementations.template:TemplateAdapter", TemplateAdapter.protocol_methods(),
                        settings=IsolationSettings(**settings), capabilities_cls=Capabilities, label="template")
 
 
@@ -146,7 +146,7 @@ def test_state_is_lost_after_a_crash_and_build_starts_a_fresh_worker():
 
 
 def test_worker_start_failure_is_reported():
-    proxy = WorkerProxy("implementations.template:NoSuchAdapter", ("version", "capabilities"), label="broken")
+    proxy = WorkerProxy("gru4rec_conformance.implementations.template:NoSuchAdapter", ("version", "capabilities"), label="broken")
     with pytest.raises(WorkerCallError, match="could not create the adapter: AttributeError"):
         proxy.capabilities()
     proxy.close()

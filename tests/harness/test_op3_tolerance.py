@@ -10,8 +10,8 @@ import types
 import numpy as np
 import pytest
 
-from conformance.gru4rec.test_k5_optimizer import LR_REL_TOL, _constant_lr, lr_deviation
-from implementations.base import FitReport
+from gru4rec_conformance.conformance.gru4rec.test_k5_optimizer import LR_REL_TOL, _constant_lr, lr_deviation
+from gru4rec_conformance.implementations.base import FitReport
 
 
 class _Caps:

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from conformance.gru4rec._common import ADAGRAD, build
-from implementations.base import Unsupported
+from gru4rec_conformance.conformance.gru4rec._common import ADAGRAD, build
+from gru4rec_conformance.implementations.base import Unsupported
 
 
 class _Caps:
@@ -88,7 +88,7 @@ def test_unexplained_refusal_is_raised():
 def test_dropped_values_reach_the_check_record(project):
     """Through the plugin: the note is a value-less metric entry of the check's record (results.json)."""
     project.checks('''
-    from conformance.gru4rec._common import build
+    from gru4rec_conformance.conformance.gru4rec._common import build
 
     @pytest.mark.check("I-9", kind="K10")
     def test_drop(impl):
@@ -98,7 +98,7 @@ def test_dropped_values_reach_the_check_record(project):
     ''')
     project.pytester.makepyfile(refusing='''
         from dummies import Good
-        from implementations.base import Unsupported
+        from gru4rec_conformance.implementations.base import Unsupported
 
         class Refusing(Good):
             name = "refusing"

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from reports.results import load_run
-from reports.scoreboard import build_scoreboard
+from gru4rec_conformance.reports.results import load_run
+from gru4rec_conformance.reports.scoreboard import build_scoreboard
 
 MIXED = '''
 @pytest.mark.check("R-1", kind="K1")
@@ -94,7 +94,7 @@ def test_scoreboard_and_render_cli(project):
     board = build_scoreboard(out)
     assert [r["name"] for r in board["rows"]] == ["reference", "good"]
     env = {**os.environ, "PYTHONPATH": os.environ["PYTHONPATH"]}
-    done = subprocess.run([sys.executable, "-m", "reports", "scoreboard", "--out", str(out),
+    done = subprocess.run([sys.executable, "-m", "gru4rec_conformance.reports", "scoreboard", "--out", str(out),
                            "--verdicts", str(project.path / "reports" / "verdicts")], capture_output=True,
                           text=True, env=env, cwd=project.path, timeout=60)
     assert done.returncode == 0, done.stderr
@@ -102,7 +102,7 @@ def test_scoreboard_and_render_cli(project):
     assert "| reference (reference) | 1.0 | FAIL | complete | 1 | 1 | 1 | 0 | 0 | 1 | 1 | ✓ | ✗ | n/a |" in md
     assert "| good | 1.0 | FAIL |" in md and "recall@20 -1.6%" in md
     assert (out / "scoreboard.html").read_text().count("<tr class=") == 2
-    done = subprocess.run([sys.executable, "-m", "reports", "render", str(out / "nope")], capture_output=True,
+    done = subprocess.run([sys.executable, "-m", "gru4rec_conformance.reports", "render", str(out / "nope")], capture_output=True,
                           text=True, env=env, timeout=60)
     assert done.returncode == 2 and "not a run directory" in done.stderr
     # a committed verdict keeps only results.json, stamped by the folder name
@@ -119,7 +119,7 @@ def test_scoreboard_and_render_cli(project):
     (broken / "results.json").write_text('{\n<<<<<<<< HEAD\n "schema": 1\n}\n')
     board = build_scoreboard(out, project.path / "reports" / "verdicts")
     assert len(board["unreadable"]) == 1 and "commit-def5678" in board["unreadable"][0]
-    from reports.scoreboard import render_markdown
+    from gru4rec_conformance.reports.scoreboard import render_markdown
     assert "Unreadable committed verdicts" in render_markdown(board)
 
 
@@ -174,7 +174,7 @@ def test_sigkill_leaves_a_readable_partial_report_that_resume_completes(project)
     assert not (run_dir / "results.json").exists()
     partial = load_run(run_dir)
     assert partial.status == "incomplete" and sorted(r["test"] for r in partial.results) == ["test_a[good]", "test_b[good]"]
-    done = subprocess.run([sys.executable, "-m", "reports", "render", str(run_dir)], capture_output=True, text=True,
+    done = subprocess.run([sys.executable, "-m", "gru4rec_conformance.reports", "render", str(run_dir)], capture_output=True, text=True,
                           timeout=60)
     assert done.returncode == 0 and "incomplete, 2 checks" in done.stdout
     assert "This report is INCOMPLETE" in (run_dir / "summary.md").read_text()
@@ -258,7 +258,7 @@ def test_gate_exit_status(project, tmp_path):
 
 
 def test_study_numbers_are_looked_up_by_dataset_loss_and_declared_row():
-    from reports import study
+    from gru4rec_conformance.reports import study
 
     pub = study.published("recall@20", "yoochoose_100k", "bpr-max", {"implementation": "Recpack", "variant": "OOB"})
     assert pub["value"] == 0.643 and pub["official_best"] == 0.6799
@@ -271,7 +271,7 @@ def test_study_numbers_are_looked_up_by_dataset_loss_and_declared_row():
 def test_summary_dataset_row_names_the_datasets_checks_recorded():
     """Without --dataset, the summary's Dataset row lists the ``dataset`` contexts the checks recorded (e.g. the
     fine-tuner's synthetic SST-5 stand-in), in first-seen order."""
-    from reports.summary import _datasets_used
+    from gru4rec_conformance.reports.summary import _datasets_used
 
     note = {"name": "SST-5 data", "value": None, "context": {"dataset": "sst5_standin"}}
     results = [{"metrics": [note]}, {"metrics": []}, {"metrics": [{"name": "x", "context": {"dataset": "d2"}}, note]}]

@@ -11,8 +11,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from conformance.gru4rec.test_k10_runnability import test_rn1_option_smoke as rn1
-from implementations.base import FitReport
+from gru4rec_conformance.conformance.gru4rec.test_k10_runnability import test_rn1_option_smoke as rn1
+from gru4rec_conformance.implementations.base import FitReport
 
 
 class _Caps:

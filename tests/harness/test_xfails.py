@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from conformance._harness.xfails import (
+from gru4rec_conformance.conformance._harness.xfails import (
     XfailRegistryError, load_xfail_file, pattern_matches, strip_impl_param,
 )  # fmt: skip
 

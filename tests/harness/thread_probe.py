@@ -7,8 +7,8 @@ from __future__ import annotations
 import os
 import sys
 
-from conformance._harness.isolation import THREAD_VARS, WORKER_THREADS_ENV
-from implementations.template import TemplateAdapter
+from gru4rec_conformance.conformance._harness.isolation import THREAD_VARS, WORKER_THREADS_ENV
+from gru4rec_conformance.implementations.template import TemplateAdapter
 
 
 class ThreadProbe(TemplateAdapter):

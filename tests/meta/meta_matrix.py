@@ -70,7 +70,7 @@ def run_suite(selection: dict[str, dict], markexpr: str, workdir: Path, workers:
     if workers > 1:
         cmd += ["-n", str(workers)]
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(Path(__file__).parent), str(REPO)] +
+    env["PYTHONPATH"] = os.pathsep.join([str(Path(__file__).parent), str(REPO / "src")] +
                                         ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
     env["GRU4REC_META_SELECTION"] = str(sel_path)
     env.pop("GRU4REC_CONFORMANCE_IMPL", None)
@@ -158,7 +158,7 @@ SYMBOL = {"F": "✗", "P": "✓", "S": "s", "X": "x"}
 
 def write_matrix(mode: str, markexpr: str, run: InnerRun, mutants: list[Any], reference: str = "reference") -> Path:
     """Write mutant_matrix.md / .json (atomically) into a new ``reports/out/meta/<timestamp>/``; returns the folder."""
-    from reports.results import atomic_write_text
+    from gru4rec_conformance.reports.results import atomic_write_text
 
     kinds = declared_checks()
     rows = []

@@ -12,8 +12,8 @@ from __future__ import annotations
 import pytest
 
 import meta_matrix
-from implementations.base import GRU4REC_KINDS
-from implementations.mutants import mutant_classes
+from gru4rec_conformance.implementations.base import GRU4REC_KINDS
+from gru4rec_conformance.implementations.mutants import mutant_classes
 
 MUTANTS = mutant_classes()
 CPU_MUTANTS = [m for m in MUTANTS if m.needs_device in (None, "cpu")]

@@ -11,13 +11,13 @@ import torch
 
 FIXTURES = Path(__file__).parent / "fixtures"
 REPO = Path(__file__).resolve().parents[2]
-if str(REPO) not in sys.path:  # the root conftest does this too; kept so this folder also runs on its own
-    sys.path.insert(0, str(REPO))
+if str(REPO / "src") not in sys.path:  # the gru4rec_conformance namespace (never the root itself)
+    sys.path.insert(0, str(REPO / "src"))
 if str(Path(__file__).parent) not in sys.path:  # for ref_testdata, whatever pytest's import mode
     sys.path.insert(0, str(Path(__file__).parent))
 
 from ref_testdata import lag1_sessions  # noqa: E402
-from datasets import shared_data_candidate  # noqa: E402  (our package: REPO is first on sys.path)
+from gru4rec_conformance.datasets import shared_data_candidate  # noqa: E402  (our package: REPO is first on sys.path)
 
 
 def pytest_configure(config):

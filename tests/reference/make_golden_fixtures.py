@@ -43,7 +43,7 @@ import torch
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 FIXTURES = HERE / "fixtures"
-sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "src"))
 sys.path.insert(0, str(HERE))
 
 from ref_golden_cases import (E2E_PARAMS, EVAL_CASE, ITERATOR_CASES, STEP_CASES, eval_data,  # noqa: E402
@@ -292,7 +292,7 @@ def make_eval(gp, ev) -> dict:
 def make_e2e(gp, ev, shared: Path, seeds: list[int], previous: dict | None = None) -> dict:
     """Train and evaluate both sides; with ``previous`` (an earlier result) and ``gp`` None, only the reference
     side is re-run and the recorded official side is kept."""
-    from reference.gru4rec import GRU4Rec
+    from gru4rec_conformance.reference.gru4rec import GRU4Rec
 
     base = shared / "sessions/yoochoose/rsc15_100k_prepared"
     train = pd.read_csv(base / "yoochoose-clicks-100k_train_full.txt", sep="\t")

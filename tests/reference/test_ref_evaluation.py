@@ -3,8 +3,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from reference.gru4rec import GRU4Rec, evaluate_prefix_scorer, evaluate_scores, metrics_from_ranks, rank
-from reference.gru4rec.evaluation import prediction_points
+from gru4rec_conformance.reference.gru4rec import GRU4Rec, evaluate_prefix_scorer, evaluate_scores, metrics_from_ranks, rank
+from gru4rec_conformance.reference.gru4rec.evaluation import prediction_points
 
 from ref_testdata import lag1_sessions
 

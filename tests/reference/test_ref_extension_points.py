@@ -11,10 +11,10 @@ import pandas as pd
 import pytest
 import torch
 
-from reference.gru4rec import (GRU4Rec, GRU4RecModel, IndexedAdagradM, SampleCache, SessionParallelEvaluator,
+from gru4rec_conformance.reference.gru4rec import (GRU4Rec, GRU4RecModel, IndexedAdagradM, SampleCache, SessionParallelEvaluator,
                                SessionParallelIterator)
-from reference.gru4rec.evaluation import hits
-from reference.gru4rec.losses import LOSS_CLASSES, CrossEntropyLoss, loss_on_scores
+from gru4rec_conformance.reference.gru4rec.evaluation import hits
+from gru4rec_conformance.reference.gru4rec.losses import LOSS_CLASSES, CrossEntropyLoss, loss_on_scores
 
 from ref_testdata import lag1_sessions
 

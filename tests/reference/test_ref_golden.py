@@ -10,8 +10,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from reference.gru4rec import GRU4Rec, SessionParallelIterator, evaluate_prefix_scorer, rank
-from reference.gru4rec.data import build_training_data
+from gru4rec_conformance.reference.gru4rec import GRU4Rec, SessionParallelIterator, evaluate_prefix_scorer, rank
+from gru4rec_conformance.reference.gru4rec.data import build_training_data
 
 from ref_golden_cases import ITERATOR_CASES, STEP_CASES as _STEP_DEFS
 

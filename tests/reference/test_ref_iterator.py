@@ -5,8 +5,8 @@ import pytest
 import torch
 from scipy import stats
 
-from reference.gru4rec import SampleCache, SessionParallelIterator
-from reference.gru4rec.data import build_training_data
+from gru4rec_conformance.reference.gru4rec import SampleCache, SessionParallelIterator
+from gru4rec_conformance.reference.gru4rec.data import build_training_data
 
 KEYS = ("ItemId", "SessionId", "Time")
 

@@ -3,8 +3,8 @@ import numpy as np
 import pytest
 import torch
 
-from reference.gru4rec import losses
-from reference.gru4rec.losses import loss_on_scores
+from gru4rec_conformance.reference.gru4rec import losses
+from gru4rec_conformance.reference.gru4rec.losses import loss_on_scores
 
 
 def _sig(x):

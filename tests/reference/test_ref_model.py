@@ -5,7 +5,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from reference.gru4rec import GRU4Rec
+from gru4rec_conformance.reference.gru4rec import GRU4Rec
 
 from ref_testdata import lag1_sessions
 

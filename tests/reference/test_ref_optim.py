@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 import torch
 
-from reference.gru4rec import IndexedAdagradM
+from gru4rec_conformance.reference.gru4rec import IndexedAdagradM
 
 
 def _sparse(idx, rows, n):

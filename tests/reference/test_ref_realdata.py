@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from reference.gru4rec import GRU4Rec
+from gru4rec_conformance.reference.gru4rec import GRU4Rec
 
 E2E_PATH = Path(__file__).parent / "fixtures" / "e2e_yoochoose_100k.json"
 E2E = json.loads(E2E_PATH.read_text())

@@ -5,7 +5,7 @@ import os
 import numpy as np
 import pytest
 
-from reference.gru4rec import GRU4Rec
+from gru4rec_conformance.reference.gru4rec import GRU4Rec
 
 from ref_testdata import lag1_sessions
 

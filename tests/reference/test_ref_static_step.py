@@ -15,9 +15,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from reference.gru4rec import GRU4Rec, TrainingDivergedError
-from reference.gru4rec.model import GRU4RecModel
-from reference.gru4rec.static_step import StaticStepTrainer, unsupported_reason
+from gru4rec_conformance.reference.gru4rec import GRU4Rec, TrainingDivergedError
+from gru4rec_conformance.reference.gru4rec.model import GRU4RecModel
+from gru4rec_conformance.reference.gru4rec.static_step import StaticStepTrainer, unsupported_reason
 
 from ref_testdata import lag1_sessions
 

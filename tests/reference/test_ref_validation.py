@@ -4,7 +4,7 @@ import pandas as pd
 import pytest
 import torch
 
-from reference.gru4rec import GRU4Rec
+from gru4rec_conformance.reference.gru4rec import GRU4Rec
 
 from ref_testdata import lag1_sessions
 

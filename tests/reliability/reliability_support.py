@@ -27,7 +27,7 @@ def suite_env(**extra: str) -> dict[str, str]:
            if k not in ("GRU4REC_CONFORMANCE_IMPL", "GRU4REC_REPORT_DIR", "GRU4REC_ISOLATION", "GRU4REC_XFAIL_MARK",
                         "PYTEST_ADDOPTS", "PYTEST_PLUGINS")}
     env.update({"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1",
-                "PYTHONPATH": os.pathsep.join([str(REPO), str(HERE)])})
+                "PYTHONPATH": os.pathsep.join([str(REPO / "src"), str(HERE)])})
     env.update(extra)
     return env
 

@@ -77,8 +77,8 @@ def test_sigkill_half_way_leaves_a_partial_report_that_resume_completes(tmp_path
     assert [r["type"] for r in records] == ["run"] + ["result"] * PAUSE_AFTER, [r["type"] for r in records]
     assert all(r["outcome"] == "passed" for r in records[1:])
     assert not (run_dir / "results.json").exists() and not (run_dir / "summary.md").exists()
-    # python -m reports render turns it into a report marked incomplete
-    render = subprocess.run([sys.executable, "-m", "reports", "render", str(run_dir)], cwd=REPO, env=suite_env(),
+    # python -m gru4rec_conformance.reports render turns it into a report marked incomplete
+    render = subprocess.run([sys.executable, "-m", "gru4rec_conformance.reports", "render", str(run_dir)], cwd=REPO, env=suite_env(),
                             capture_output=True, text=True, timeout=120)
     assert render.returncode == 0, describe(render)
     assert f"{run_dir}: incomplete, {PAUSE_AFTER} checks" in render.stdout

@@ -78,7 +78,7 @@ def test_mutant_is_reported_as_a_failure_with_the_worker_stderr(mutant_run, impl
 @pytest.mark.parametrize("impl", MUTANTS)
 def test_the_defect_is_refused_in_process(impl):
     """Outside a worker (``--isolation never``) the mutants raise instead of taking the suite's process down."""
-    from implementations.registry import default_registry
+    from gru4rec_conformance.implementations.registry import default_registry
 
     spec = next(s for s in default_registry().specs("gru4rec") if s.name == impl)
     adapter = spec.create("cpu")

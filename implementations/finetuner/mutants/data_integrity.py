@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from datasets.sst5 import Examples
-from reference.finetuner import ReferenceFineTuner
-from reference.finetuner.trainer import resolve_max_length
+from gru4rec_conformance.datasets.sst5 import Examples
+from gru4rec_conformance.reference.finetuner import ReferenceFineTuner
+from gru4rec_conformance.reference.finetuner.trainer import resolve_max_length
 
-from implementations.registry import register
+from gru4rec_conformance.implementations.registry import register
 from ._common import MutantAdapter
 
 
@@ -21,7 +21,7 @@ class _DropBadLengths(ReferenceFineTuner):
         return examples.subset(data)
 
     def fit(self, train, val, config=None):
-        from reference.finetuner import FinetuneConfig
+        from gru4rec_conformance.reference.finetuner import FinetuneConfig
 
         self.config = config if isinstance(config, FinetuneConfig) else FinetuneConfig.from_mapping(config or {})
         return super().fit(self._drop_bad(train), self._drop_bad(val), self.config)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from reference.finetuner import ReferenceFineTuner
+from gru4rec_conformance.reference.finetuner import ReferenceFineTuner
 
-from implementations.registry import register
+from gru4rec_conformance.implementations.registry import register
 from ._common import MutantAdapter
 
 

@@ -1,0 +1,413 @@
+"""Benchmark report: pytest-benchmark JSON → Markdown tables + PNG plots, beside the study's published epoch times.
+
+    python -m gru4rec_conformance.benchmarks.report BENCH_JSON [--out-root reports/out/benchmarks] [--title TITLE]
+
+writes ``<out-root>/<UTC timestamp>/`` (a new folder; an earlier report is never overwritten) with ``report.md``,
+``benchmark.json`` (a copy of the input) and ``plots/*.png``; every file is written atomically.
+
+Input: the JSON that ``pytest benchmarks/ --benchmark-json=PATH`` writes (see benchmarks/conftest.py). Every
+benchmark's ``extra_info`` carries the implementation, device, data shape, hyperparameters and the measured epoch
+(or evaluation) time, rates, CPU time, peak memory and ratio to the reference; pytest-benchmark's own ``stats`` (wall
+time of the whole timed ``fit`` call) are shown beside them when present.
+
+Sections: one epoch per dataset shape and loss (with the study's official best-params epoch time, events/s and
+minibatches/s, gru4rec_reference.md §9.5, and the study's "× best" ratio of the implementation's study row when it
+declares one), the study's published ratios of the third-party implementations, the scalability sweeps (a table
+each and a PNG of epoch time against the swept quantity, one line per implementation) and the evaluation throughput.
+Raises ValueError naming the file when the JSON is not a pytest-benchmark report.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import tempfile
+from collections import OrderedDict
+from datetime import datetime, timezone
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+DEFAULT_OUT = REPO / "reports" / "out" / "benchmarks"
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# loading
+
+def load(path: Path) -> dict:
+    """The pytest-benchmark JSON at ``path``; ValueError naming the file when it is not one."""
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{path}: not JSON ({exc})") from None
+    if not isinstance(data, dict) or not isinstance(data.get("benchmarks"), list):
+        raise ValueError(f"{path}: not a pytest-benchmark JSON report (no 'benchmarks' list)")
+    for i, b in enumerate(data["benchmarks"]):
+        if not isinstance(b, dict) or "extra_info" not in b or "group" not in b:
+            raise ValueError(f"{path}: benchmarks[{i}] lacks 'group' or 'extra_info'")
+    return data
+
+
+def _rows(data: dict, prefix: str) -> list[dict]:
+    """Benchmarks of groups starting with ``prefix``, as their extra_info (+ group, stats), ordered by case (in
+    order of first appearance) with the reference first within a case."""
+    out = []
+    for b in data["benchmarks"]:
+        group = b.get("group") or ""
+        if group.startswith(prefix) and b["extra_info"].get("impl"):
+            out.append({**b["extra_info"], "group": group, "stats": b.get("stats") or {}})
+    first: dict = {}
+    for r in out:
+        first.setdefault((r["group"], str(r.get("case"))), len(first))
+    return sorted(out, key=lambda r: (first[(r["group"], str(r.get("case")))], r["impl"] != "reference", r["impl"]))
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# formatting
+
+def _f(v, spec: str = ".2f") -> str:
+    if v is None or v == "":
+        return "–"
+    if isinstance(v, (int, float)):
+        return format(v, spec)
+    return str(v)
+
+
+def _table(header: list[str], rows: list[list]) -> list[str]:
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    lines += ["| " + " | ".join(str(c) for c in r) + " |" for r in rows]
+    return lines
+
+
+def _study(dataset: str | None, loss: str | None) -> dict:
+    """The study's official best-params row and the per-implementation rows of (dataset, loss), or {}."""
+    if not dataset or not loss:
+        return {}
+    from gru4rec_conformance.benchmarks.workload import study_epoch_rows
+    try:
+        rows = study_epoch_rows(dataset, loss)
+    except (ValueError, OSError):
+        return {}
+    best = next((r for r in rows if r["implementation"] == "GRU4Rec Official" and r["variant"] == "Best params"),
+                None)
+    return {"best": best, "rows": rows}
+
+
+def _study_ratio(study_decl: dict | None, st: dict) -> str:
+    if not study_decl or not st:
+        return "–"
+    for r in st["rows"]:
+        if (r["implementation"].lower() == str(study_decl.get("implementation", "")).lower()
+                and r["variant"].lower() == str(study_decl.get("variant", "")).lower()):
+            return _f(r["x_best"])
+    return "–"
+
+
+def _mem(r: dict) -> str:
+    """CUDA max allocated MB, or the process's peak RSS during the fit with its growth over the RSS at the start."""
+    if r.get("cuda_max_allocated_mb") is not None:
+        return f"{r['cuda_max_allocated_mb']:.0f} (CUDA)"
+    peak, base = r.get("peak_rss_mb"), r.get("base_rss_mb")
+    if peak is not None and base is not None:
+        return f"{peak:.0f} (+{max(0.0, peak - base):.0f})"
+    return _f(peak, ".0f")
+
+
+def _header(data: dict, title: str) -> list[str]:
+    info = data.get("gru4rec_bench") or {}
+    mi = data.get("machine_info") or {}
+    ci = data.get("commit_info") or {}
+    first = next((b["extra_info"] for b in data["benchmarks"] if b.get("extra_info")), {})
+    vers = first.get("versions") or info.get("versions") or {}  # measured during the runs (threads as set there)
+    settings = first.get("settings") or {}
+    device = info.get("device") or first.get("device") or "?"
+    lines = [f"# {title}", "",
+             f"- run: {data.get('datetime', '?')} (pytest-benchmark {data.get('version', '?')}); commit "
+             f"{ci.get('id', '?')[:12]}{' (dirty)' if ci.get('dirty') else ''} on branch {ci.get('branch', '?')}",
+             f"- device: **{device}**" + (f", GPU {vers['gpu']} (CUDA {vers.get('cuda')})" if vers.get("gpu") else "")
+             + f"; CPU {vers.get('cpu', mi.get('cpu', {}).get('brand_raw', '?'))}, {vers.get('cpus', '?')} cores; "
+             f"torch {vers.get('torch', '?')} with {vers.get('torch_threads', '?')} thread(s), numpy "
+             f"{vers.get('numpy', '?')}, pandas {vers.get('pandas', '?')}, Python {vers.get('python', '?')}",
+             f"- settings: data scale `{settings.get('scale', '?')}` (fraction of the full §1.6a raw size, or `ci` = "
+             f"a few 10^4 raw rows per dataset), {settings.get('rounds', '?')} timed round(s) after "
+             f"{settings.get('warmup', '?')} warm-up round(s) per epoch benchmark (best round shown), sweep grid "
+             f"`{settings.get('sweeps', '?')}`"]
+    impls = info.get("implementations") or []
+    if impls:
+        lines.append("- implementations: " + "; ".join(
+            f"**{d.get('impl')}** ({d.get('kind')}, {d.get('impl_version')}"
+            + (f", step_impl={d['step_impl']}" if d.get("step_impl") else "")
+            + (f", shims: {', '.join(d['shims'])}" if d.get("shims") else "") + ")" for d in impls))
+    env = info.get("env") or {}
+    if env:
+        lines.append("- environment: " + ", ".join(f"`{k}={v}`" for k, v in sorted(env.items())))
+    lines += ["",
+              "Epoch time is each implementation's own epoch timer (the official port's printed epoch time, the "
+              "reference's `FitReport.epoch_seconds`); mb/s and ev/s divide the minibatches and trained events of the "
+              "epoch by it. *CPU* columns divide by the process CPU time of the whole `fit` instead (data preparation "
+              "included): on a shared, loaded machine wall-clock rates vary with other load, CPU-time rates much "
+              "less. Ratios are this implementation's time over the reference's in the same run (> 1: slower than the "
+              "reference). The study's numbers were measured on the full datasets on the study's GPU: compare rates "
+              "and ratios, not absolute times.", ""]
+    return lines
+
+
+def _epoch_section(data: dict) -> list[str]:
+    rows = _rows(data, "epoch/")
+    if not rows:
+        return []
+    lines = ["## One epoch at the study's best parameters", ""]
+    body = []
+    for r in rows:
+        st = _study(r.get("dataset"), r.get("loss"))
+        best = st.get("best") or {}
+        shape = r.get("shape") or {}
+        body.append([r.get("dataset"), r.get("loss"), f"**{r['impl']}**", _f(shape.get("train_events"), "d"),
+                     _f(r.get("minibatches"), "d"), _f(r.get("epoch_seconds")), _f(r.get("minibatches_per_s"), ".1f"),
+                     _f(r.get("events_per_s"), ".0f"), _f(r.get("minibatches_per_cpu_s"), ".1f"),
+                     _f(r.get("events_per_cpu_s"), ".0f"), _mem(r), _f(r.get("epoch_seconds_over_reference")),
+                     _f(r.get("cpu_seconds_over_reference")), _f(best.get("epoch_seconds")),
+                     _f(best.get("minibatches_per_second"), ".0f"), _f(best.get("events_per_second"), ".0f"),
+                     _study_ratio(r.get("study"), st)])
+    lines += _table(["dataset", "loss", "impl", "train events", "mb", "epoch s", "mb/s", "ev/s", "mb/CPU s",
+                     "ev/CPU s", "peak MB", "× ref", "× ref CPU", "study: official epoch s", "study mb/s",
+                     "study ev/s", "study × best"], body)
+    lines += ["", "*peak MB*: the process's peak resident memory during the fit (its growth during the fit in "
+              "brackets; CUDA: peak allocated device memory). *study*: the official implementation with the best "
+              "parameters on the full dataset (§9.5); *study × best*: the study's epoch-time ratio of the "
+              "implementation's declared study row to that run.", ""]
+    return lines
+
+
+def _study_section(data: dict) -> list[str]:
+    pairs = OrderedDict()
+    for r in _rows(data, "epoch/"):
+        if r.get("dataset") and r.get("loss"):
+            pairs[(r["dataset"], r["loss"])] = True
+    if not pairs:
+        return []
+    lines = ["## The study's published epoch times (gru4rec_reference.md §9.5)", "",
+             "Out-of-the-box third-party implementations against the official implementation with the best "
+             "parameters, same dataset and loss (source: reports/data/study_results.csv).", ""]
+    body = []
+    for dataset, loss in pairs:
+        st = _study(dataset, loss)
+        best = st.get("best")
+        if not best:
+            continue
+        oob = [f"{r['implementation']} {_f(r['x_best'])}×" for r in st["rows"] if r["variant"].startswith("OOB =")
+               or r["variant"] == "OOB"]
+        body.append([dataset, loss, _f(best["epoch_seconds"]), _f(best["events_per_second"], ".0f"),
+                     _f(best["minibatches_per_second"], ".0f"), "; ".join(oob) or "–"])
+    lines += _table(["dataset", "loss", "official epoch s", "ev/s", "mb/s", "out of the box: epoch time × best"], body)
+    return lines + [""]
+
+
+def _sweep_section(data: dict, plots: dict) -> list[str]:
+    rows = _rows(data, "sweep/")
+    if not rows:
+        return []
+    lines = ["## Scalability sweeps", "",
+             "Base: the study's best Diginetica cross-entropy parameters on Zipf session data; one quantity varied. "
+             "Epoch time should grow with batch size × (batch size + n_sample), hidden size and sessions, and stay flat "
+             "over the catalogue size for an implementation that scores only the sampled columns.", ""]
+    by = OrderedDict()
+    for r in rows:
+        by.setdefault(r.get("sweep") or r["group"].split("/", 1)[1], []).append(r)
+    for name, rs in by.items():
+        lines += [f"### {name}", ""]
+        if name in plots:
+            lines += [f"![{name}]({plots[name]})", ""]
+        body = [[_f(r.get("value"), "d") if isinstance(r.get("value"), int) else r.get("value"), f"**{r['impl']}**",
+                 _f((r.get("shape") or {}).get("n_items"), "d"), _f(r.get("minibatches"), "d"),
+                 _f(r.get("epoch_seconds")), _f(r.get("events_per_s"), ".0f"), _f(r.get("events_per_cpu_s"), ".0f"),
+                 _mem(r), _f(r.get("epoch_seconds_over_reference"))]
+                for r in sorted(rs, key=lambda r: (r.get("value") or 0, r["impl"] != "reference", r["impl"]))]
+        lines += _table([name, "impl", "items", "mb", "epoch s", "ev/s", "ev/CPU s", "peak MB", "× ref"], body) + [""]
+    return lines
+
+
+def _eval_section(data: dict, plots: dict) -> list[str]:
+    rows = _rows(data, "eval/")
+    if not rows:
+        return []
+    lines = ["## Evaluation throughput (full-catalogue ranking, conservative ties, cutoffs 1/5/10/20)", ""]
+    if "eval" in plots:
+        lines += [f"![evaluation]({plots['eval']})", ""]
+    body = [[r.get("dataset"), f"**{r['impl']}**", _f((r.get("shape") or {}).get("n_items"), "d"),
+             _f(r.get("eval_events"), "d"), _f(r.get("eval_seconds"), ".3f"), _f(r.get("eval_events_per_s"), ".0f"),
+             _f(r.get("eval_events_per_cpu_s"), ".0f"), _f(r.get("eval_seconds_over_reference"))] for r in rows]
+    lines += _table(["dataset", "impl", "items", "test events", "seconds", "events/s", "events/CPU s", "× ref"], body)
+    return lines + ["", "(Untrained models: ranking costs the same; the metrics are not meaningful here.)", ""]
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# plots
+
+def _plots(data: dict, folder: Path) -> dict:
+    """PNG plots into ``folder``: one per sweep (epoch seconds against the value, log-log, one line per
+    implementation), one of the epoch rates and one of the evaluation rates. Returns {name: relative path}."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import matplotlib.ticker
+
+    folder.mkdir(parents=True, exist_ok=True)
+    out: dict = {}
+
+    def save(fig, name):
+        fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".png", dir=folder)
+        os.close(fd)
+        try:
+            fig.savefig(tmp, dpi=110, bbox_inches="tight")
+            os.chmod(tmp, 0o644)  # mkstemp creates 0600
+            os.replace(tmp, folder / f"{name}.png")
+        finally:
+            plt.close(fig)
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+        return f"plots/{name}.png"
+
+    sweeps = OrderedDict()
+    for r in _rows(data, "sweep/"):
+        sweeps.setdefault(r.get("sweep"), {}).setdefault(r["impl"], []).append(r)
+    for name, per in sweeps.items():
+        fig, ax = plt.subplots(figsize=(5.5, 3.6))
+        for impl, rs in per.items():
+            rs = sorted((r for r in rs if isinstance(r.get("value"), (int, float))), key=lambda r: r["value"])
+            xs = [max(r["value"], 1e-9) if name != "n_sample" else r["value"] + 1 for r in rs]
+            ax.plot(xs, [r["epoch_seconds"] for r in rs], marker="o", label=impl)
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        fmt = matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}")
+        ax.yaxis.set_major_formatter(fmt)
+        ax.yaxis.set_minor_formatter(fmt)
+        ax.tick_params(axis="y", which="minor", labelsize=7)
+        ax.set_xlabel(name + (" + 1" if name == "n_sample" else ""))
+        ax.set_ylabel("epoch seconds")
+        ax.set_title(f"one epoch against {name}")
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend()
+        out[name] = save(fig, f"sweep_{name}")
+
+    epochs = _rows(data, "epoch/")
+    if epochs:
+        cases = list(OrderedDict.fromkeys(f"{r.get('dataset')}\n{r.get('loss')}" for r in epochs))
+        impls = list(OrderedDict.fromkeys(r["impl"] for r in epochs))
+        fig, ax = plt.subplots(figsize=(max(6, 1.1 * len(cases)), 3.8))
+        w = 0.8 / max(1, len(impls))
+        for k, impl in enumerate(impls):
+            vals = {f"{r.get('dataset')}\n{r.get('loss')}": r.get("minibatches_per_s") for r in epochs
+                    if r["impl"] == impl}
+            ax.bar([i + k * w for i in range(len(cases))], [vals.get(c) or 0 for c in cases], width=w, label=impl)
+        ax.set_xticks([i + w * (len(impls) - 1) / 2 for i in range(len(cases))])
+        ax.set_xticklabels(cases, fontsize=7)
+        ax.set_ylabel("minibatches / s")
+        ax.set_title("one epoch at the study's best parameters")
+        ax.legend()
+        out["epoch"] = save(fig, "epoch_minibatches_per_s")
+
+    evals = _rows(data, "eval/")
+    if evals:
+        cases = list(OrderedDict.fromkeys(r.get("dataset") for r in evals))
+        impls = list(OrderedDict.fromkeys(r["impl"] for r in evals))
+        fig, ax = plt.subplots(figsize=(6, 3.6))
+        w = 0.8 / max(1, len(impls))
+        for k, impl in enumerate(impls):
+            vals = {r.get("dataset"): r.get("eval_events_per_s") for r in evals if r["impl"] == impl}
+            ax.bar([i + k * w for i in range(len(cases))], [vals.get(c) or 0 for c in cases], width=w, label=impl)
+        ax.set_xticks([i + w * (len(impls) - 1) / 2 for i in range(len(cases))])
+        ax.set_xticklabels(cases, fontsize=8)
+        ax.set_ylabel("test events / s")
+        ax.set_title("full-catalogue evaluation")
+        ax.legend()
+        out["eval"] = save(fig, "eval_events_per_s")
+    return out
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# the report
+
+def build_markdown(data: dict, plots: dict | None = None, title: str = "GRU4Rec benchmarks") -> str:
+    """The Markdown report of a loaded pytest-benchmark JSON (``plots``: {name: relative PNG path})."""
+    plots = plots or {}
+    lines = _header(data, title)
+    lines += _epoch_section(data)
+    if "epoch" in plots:
+        lines += [f"![epoch rates]({plots['epoch']})", ""]
+    lines += _study_section(data)
+    lines += _sweep_section(data, plots)
+    lines += _eval_section(data, plots)
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def _atomic_text(path: Path, text: str) -> None:
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def _new_folder(root: Path) -> Path:
+    root.mkdir(parents=True, exist_ok=True)
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    for k in range(1000):
+        folder = root / (stamp if k == 0 else f"{stamp}-{k}")
+        try:
+            folder.mkdir()
+            return folder
+        except FileExistsError:
+            continue
+    raise FileExistsError(f"{root}: cannot create a new report folder for {stamp}")
+
+
+def write_report(json_path: Path, out_root: Path = DEFAULT_OUT, title: str = "GRU4Rec benchmarks",
+                 plots: bool = True, compact: bool = False) -> Path:
+    """Write ``report.md``, ``benchmark.json`` and ``plots/*.png`` into a new ``<out_root>/<UTC timestamp>/``
+    folder and return it. ``compact``: the copied JSON without pytest-benchmark's per-round timing arrays
+    (``stats.data``), for committing. Raises ValueError (naming the file) for a JSON that is not a pytest-benchmark
+    report."""
+    data = load(json_path)
+    folder = _new_folder(Path(out_root))
+    made = _plots(data, folder / "plots") if plots else {}
+    if compact:
+        for b in data["benchmarks"]:
+            (b.get("stats") or {}).pop("data", None)
+        _atomic_text(folder / "benchmark.json", json.dumps(data, indent=1) + "\n")
+    else:
+        fd, tmp = tempfile.mkstemp(prefix=".benchmark.json.", dir=folder)
+        os.close(fd)
+        shutil.copyfile(json_path, tmp)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, folder / "benchmark.json")
+    _atomic_text(folder / "report.md", build_markdown(data, made, title))
+    return folder
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m gru4rec_conformance.benchmarks.report", description=__doc__.split("\n\n")[0])
+    ap.add_argument("json", type=Path, help="pytest-benchmark JSON (pytest benchmarks/ --benchmark-json=PATH)")
+    ap.add_argument("--out-root", type=Path, default=DEFAULT_OUT, help="parent folder of the report folder")
+    ap.add_argument("--title", default="GRU4Rec benchmarks")
+    ap.add_argument("--no-plots", action="store_true")
+    ap.add_argument("--compact", action="store_true", help="copy the JSON without the per-round timing arrays")
+    args = ap.parse_args(argv)
+    if not args.json.is_file():
+        ap.error(f"{args.json}: no such file")
+    try:
+        folder = write_report(args.json, args.out_root, args.title, plots=not args.no_plots, compact=args.compact)
+    except ValueError as exc:
+        ap.error(str(exc))
+    print(folder / "report.md")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

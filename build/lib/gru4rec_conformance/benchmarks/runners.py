@@ -1,0 +1,409 @@
+"""The implementations a benchmark times, behind one interface (:class:`Runner`).
+
+- :class:`ReferenceRunner` — ``reference.gru4rec.GRU4Rec`` in this process (``step_impl`` from
+  ``GRU4REC_BENCH_STEP_IMPL``, default ``auto``: the static, CUDA-graph step on CUDA, the standard step on CPU);
+- :class:`OfficialRunner` — the official PyTorch port (hidasib/GRU4Rec_PyTorch_Official) imported from a checkout
+  (``GRU4REC_OFFICIAL_PATH``), in this process; one declared shim: ``torch.tensor(pandas.Series)`` (its logQ
+  supports) converts the Series to NumPy first (pandas 3 refuses the implicit conversion). Its epoch time, minibatch
+  and event counts are read from its own epoch line (its e/s counts B per minibatch also in the shrinking tail,
+  so the trained events are counted from the data instead);
+- :class:`AdapterRunner` — any adapter selected with ``--impl`` (conformance plugin registry), in this process or
+  in its worker process; its epoch time is the one its ``FitReport`` reports.
+
+Each ``prepare`` builds a fresh, untrained model (not timed); ``run`` trains one epoch (timed by pytest-benchmark:
+the whole ``fit`` call, data preparation included) and returns an :class:`EpochResult` with the implementation's own
+epoch time, the process CPU time of the fit (in-process runners; steadier than wall time on a shared machine), the
+peak resident memory during the fit (Linux VmHWM, reset before the fit; in-process runners only) and, on CUDA, the
+peak allocated device memory. ``evaluate_*`` time full-catalogue evaluation.
+"""
+from __future__ import annotations
+
+import contextlib
+import importlib
+import io
+import os
+import platform
+import re
+import sys
+import time
+import types
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import torch
+
+CUTOFFS = (1, 5, 10, 20)
+EVAL_BATCH = 512
+
+
+@dataclass
+class EpochResult:
+    """One timed epoch. ``epoch_seconds``: the implementation's own epoch timer; ``fit_seconds``: wall time of
+    the whole ``fit`` call; ``cpu_seconds``: process CPU time of the fit (None when the fit ran in another
+    process); ``peak_rss_mb``: peak resident memory of this process during the fit, ``base_rss_mb`` before it
+    (None out of process or off Linux); ``cuda_max_allocated_mb``: peak allocated CUDA memory (None off CUDA)."""
+
+    epoch_seconds: float
+    fit_seconds: float
+    n_steps: int
+    n_events: int
+    cpu_seconds: float | None = None
+    peak_rss_mb: float | None = None
+    base_rss_mb: float | None = None
+    cuda_max_allocated_mb: float | None = None
+    info: dict = field(default_factory=dict)
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass
+class EvalResult:
+    """Full-catalogue evaluation: ``seconds`` wall time, ``n_events`` evaluated test events, ``cpu_seconds`` (None
+    out of process), the metrics returned."""
+
+    seconds: float
+    n_events: int
+    cpu_seconds: float | None
+    metrics: dict
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# measurement helpers
+
+def _status_mb(key: str) -> float | None:
+    try:
+        with open("/proc/self/status", encoding="ascii") as f:
+            m = re.search(rf"^{key}:\s+(\d+) kB", f.read(), re.M)
+        return int(m.group(1)) / 1024 if m else None
+    except OSError:
+        return None
+
+
+def reset_peak_rss() -> bool:
+    """Reset this process's peak resident set size (Linux: writing 5 to /proc/self/clear_refs resets VmHWM)."""
+    try:
+        with open("/proc/self/clear_refs", "w", encoding="ascii") as f:
+            f.write("5")
+        return True
+    except OSError:
+        return False
+
+
+class _Meter:
+    """Wall, CPU, peak RSS and CUDA peak memory around a block (synchronising CUDA at both ends)."""
+
+    def __init__(self, device: str, in_process: bool = True):
+        self.cuda = str(device).startswith("cuda") and torch.cuda.is_available()
+        self.in_process = in_process
+
+    def __enter__(self):
+        if self.cuda:
+            torch.cuda.synchronize()
+            torch.cuda.reset_peak_memory_stats()
+        self.rss_ok = self.in_process and reset_peak_rss()
+        self.base = _status_mb("VmRSS") if self.rss_ok else None
+        self.c0, self.t0 = time.process_time(), time.perf_counter()
+        return self
+
+    def __exit__(self, *exc):
+        if self.cuda:
+            torch.cuda.synchronize()
+        self.wall = time.perf_counter() - self.t0
+        self.cpu = time.process_time() - self.c0 if self.in_process else None
+        self.peak = _status_mb("VmHWM") if self.rss_ok else None
+        self.cuda_peak = torch.cuda.max_memory_allocated() / 2**20 if self.cuda else None
+        return False
+
+
+def versions(device: str) -> dict:
+    """Library versions, interpreter, CPU and (on CUDA) GPU and CUDA versions, for ``extra_info``."""
+    out = {"python": platform.python_version(), "torch": torch.__version__, "numpy": np.__version__,
+           "pandas": pd.__version__, "torch_threads": torch.get_num_threads(), "machine": platform.machine(),
+           "cpu": _cpu_model(), "cpus": os.cpu_count()}
+    if str(device).startswith("cuda") and torch.cuda.is_available():
+        out.update(cuda=torch.version.cuda, gpu=torch.cuda.get_device_name(), cudnn=torch.backends.cudnn.version())
+    return out
+
+
+def _cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def cache_size(hp: dict, n_events: int) -> int:
+    """Sample cache sized to one epoch (n_sample ids per minibatch, plus a batch of slack), for every side alike,
+    so neither pre-draws 10^7 ids it will not use."""
+    return max(1, int(hp.get("n_sample", 0)) * (n_events // int(hp["batch_size"]) + int(hp["batch_size"])))
+
+
+def eval_batch(test: pd.DataFrame) -> int:
+    """Evaluation batch size: 512 lanes, or one per test session when there are fewer (the official port fails
+    with an IndexError when a test set has fewer sessions than its evaluation batch size)."""
+    return max(1, min(EVAL_BATCH, int(test["SessionId"].nunique())))
+
+
+def eval_events(test: pd.DataFrame, item_ids) -> int:
+    """Prediction points of the official protocol: per test session (unknown items dropped), its length − 1."""
+    known = test[test["ItemId"].isin(pd.Index(item_ids))]
+    sizes = known.groupby("SessionId").size()
+    return int((sizes - 1).clip(lower=0).sum())
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# runners
+
+class Runner:
+    """Common interface. ``name`` (report label), ``kind`` ('reference' | 'official' | 'adapter'), ``device``,
+    ``version``, ``in_process``, ``study`` (the study row the implementation corresponds to, if any)."""
+
+    name = "?"
+    kind = "?"
+    in_process = True
+    study: dict | None = None
+
+    def __init__(self, device: str = "cpu"):
+        self.device = str(device)
+
+    @property
+    def version(self) -> str:
+        return "unknown"
+
+    def prepare(self, train: pd.DataFrame, hp: dict, seed: int) -> Any:  # pragma: no cover - interface
+        raise NotImplementedError
+
+    def run(self, state: Any) -> EpochResult:  # pragma: no cover - interface
+        raise NotImplementedError
+
+    def prepare_eval(self, train: pd.DataFrame, test: pd.DataFrame, hp: dict, seed: int) -> Any:  # pragma: no cover
+        """A model built on ``train`` (initialised, not trained: evaluation costs the same) and the test frame."""
+        raise NotImplementedError
+
+    def run_eval(self, state: Any) -> EvalResult:  # pragma: no cover - interface
+        raise NotImplementedError
+
+    def close(self, state: Any) -> None:
+        """Release what ``prepare`` made."""
+
+    def describe(self) -> dict:
+        return {"impl": self.name, "kind": self.kind, "impl_version": self.version, "device": self.device,
+                "in_process": self.in_process}
+
+
+class ReferenceRunner(Runner):
+    """The reference GRU4Rec (this repository)."""
+
+    name = "reference"
+    kind = "reference"
+
+    def __init__(self, device: str = "cpu", step_impl: str | None = None):
+        super().__init__(device)
+        self.step_impl = step_impl or os.environ.get("GRU4REC_BENCH_STEP_IMPL", "auto")
+
+    @property
+    def version(self) -> str:
+        return _suite_version()
+
+    def describe(self) -> dict:
+        return {**super().describe(), "step_impl": self.step_impl}
+
+    def prepare(self, train, hp, seed):
+        from gru4rec_conformance.reference.gru4rec import GRU4Rec
+        return {"model": GRU4Rec(**hp, n_epochs=1, seed=seed, device=self.device, step_impl=self.step_impl),
+                "train": train, "cache": cache_size(hp, len(train))}
+
+    def run(self, state) -> EpochResult:
+        g = state["model"]
+        with _Meter(self.device) as m:
+            rep = g.fit(state["train"], sample_cache_max_size=state["cache"])
+        return EpochResult(rep.epoch_seconds[0], m.wall, rep.n_steps[0], rep.n_events_trained[0], m.cpu, m.peak,
+                           m.base, m.cuda_peak, info=dict(g.step_info))
+
+    def prepare_eval(self, train, test, hp, seed):
+        from gru4rec_conformance.reference.gru4rec import GRU4Rec
+        g = GRU4Rec(**hp, seed=seed, device=self.device, step_impl=self.step_impl)
+        g.fit(train, n_epochs=0, sample_cache_max_size=1)
+        return {"model": g, "test": test}
+
+    def run_eval(self, state) -> EvalResult:
+        with _Meter(self.device) as m:
+            res = state["model"].evaluate(state["test"], cutoffs=CUTOFFS, batch_size=eval_batch(state["test"]))
+        return EvalResult(m.wall, int(res["n_events"]), m.cpu, res)
+
+
+def _suite_version() -> str:
+    try:
+        from gru4rec_conformance.conformance._harness.runinfo import suite_version
+        return suite_version()["string"]
+    except Exception:  # the harness is optional for the benchmarks
+        return "unknown"
+
+
+_EPOCH_LINE = re.compile(r"Epoch1 --> loss: \S+ \t\(([0-9.]+)s\) \t\[([0-9.]+) mb/s \| ([0-9.]+) e/s\]")
+
+
+class OfficialRunner(Runner):
+    """The official PyTorch port from a checkout (``GRU4REC_OFFICIAL_PATH``), in this process.
+
+    Raises FileNotFoundError naming GRU4REC_OFFICIAL_PATH when the checkout has no gru4rec_pytorch.py."""
+
+    name = "official"
+    kind = "official"
+    study = {"implementation": "GRU4Rec Official", "variant": "Best params"}
+
+    def __init__(self, path: str | os.PathLike, device: str = "cpu"):
+        super().__init__(device)
+        self.path = Path(path)
+        if not (self.path / "gru4rec_pytorch.py").is_file():
+            raise FileNotFoundError(f"GRU4REC_OFFICIAL_PATH={self.path}: gru4rec_pytorch.py is missing (expected a "
+                                    "checkout of hidasib/GRU4Rec_PyTorch_Official)")
+        self._mod = None
+        self._eval = None
+
+    @property
+    def version(self) -> str:
+        head = self.path / ".git" / "HEAD"
+        try:
+            ref = head.read_text().strip()
+            if ref.startswith("ref: "):
+                ref = (self.path / ".git" / ref[5:]).read_text().strip()
+            return f"checkout {ref[:10]}"
+        except OSError:
+            return f"checkout {self.path.name}"
+
+    def describe(self) -> dict:
+        return {**super().describe(), "shims": ["torch.tensor(pandas.Series) converts to NumPy first"]}
+
+    def module(self):
+        if self._mod is None:
+            if str(self.path) not in sys.path:
+                sys.path.insert(0, str(self.path))
+            gp = importlib.import_module("gru4rec_pytorch")
+
+            class _TorchShim(types.ModuleType):
+                def __getattr__(self, k):
+                    return getattr(torch, k)
+
+                @staticmethod
+                def tensor(x, *a, **k):
+                    if isinstance(x, (pd.Series, pd.Index)):
+                        x = x.to_numpy()
+                    return torch.tensor(x, *a, **k)
+
+            gp.torch = _TorchShim("torch")
+            self._mod = gp
+            self._eval = importlib.import_module("evaluation")
+        return self._mod
+
+    def _build(self, hp, seed, n_epochs):
+        gp = self.module()
+        torch.manual_seed(seed)
+        with contextlib.redirect_stdout(io.StringIO()):
+            return gp.GRU4Rec(**hp, n_epochs=n_epochs, device=torch.device(self.device))
+
+    def prepare(self, train, hp, seed):
+        return {"model": self._build(hp, seed, 1), "train": train.copy(), "cache": cache_size(hp, len(train)),
+                "events": int(len(train) - train["SessionId"].nunique())}
+
+    def run(self, state) -> EpochResult:
+        g = state["model"]
+        out = io.StringIO()
+        with _Meter(self.device) as m, contextlib.redirect_stdout(out):
+            g.fit(state["train"], sample_cache_max_size=state["cache"], compatibility_mode=False)
+        if getattr(g, "error_during_train", False):
+            raise RuntimeError("the official port reported a NaN loss (error_during_train)")
+        hit = _EPOCH_LINE.search(out.getvalue())
+        if not hit:
+            raise RuntimeError(f"no epoch line in the official port's output: {out.getvalue()[-300:]!r}")
+        sec, mbs, _ = (float(v) for v in hit.groups())
+        return EpochResult(sec, m.wall, int(round(mbs * sec)), state["events"], m.cpu, m.peak, m.base, m.cuda_peak)
+
+    def prepare_eval(self, train, test, hp, seed):
+        g = self._build(hp, seed, 0)
+        with contextlib.redirect_stdout(io.StringIO()):
+            g.fit(train.copy(), sample_cache_max_size=max(1, int(hp.get("n_sample", 0))), compatibility_mode=False)
+        return {"model": g, "test": test.copy()}
+
+    def run_eval(self, state) -> EvalResult:
+        g, test = state["model"], state["test"]
+        n = eval_events(test, g.data_iterator.itemidmap.index)
+        with _Meter(self.device) as m, contextlib.redirect_stdout(io.StringIO()):
+            recall, mrr = self._eval.batch_eval(g, test, cutoff=list(CUTOFFS), batch_size=eval_batch(test),
+                                                mode="conservative")
+        metrics = {**{f"recall@{c}": float(v) for c, v in recall.items()},
+                   **{f"mrr@{c}": float(v) for c, v in mrr.items()}, "n_events": n}
+        return EvalResult(m.wall, n, m.cpu, metrics)
+
+
+class AdapterRunner(Runner):
+    """An adapter selected with ``--impl`` (an ``ImplHandle`` of the conformance plugin). Raises nothing itself;
+    an ``Unsupported`` from ``build``/``fit`` reaches the test, which skips with the reason."""
+
+    kind = "adapter"
+
+    def __init__(self, handle):
+        super().__init__(handle.device)
+        self.handle = handle
+        self.name = handle.name
+        self.in_process = not handle.uses_worker
+        self.study = getattr(handle.spec.cls, "study", None) or None
+
+    @property
+    def version(self) -> str:
+        return str(self.handle.version)
+
+    def describe(self) -> dict:
+        d = self.handle.describe()
+        shims = list(getattr(d.capabilities, "shims", ()) or ()) if d.capabilities is not None else []
+        return {**super().describe(), "isolation": d.isolation, "shims": shims}
+
+    def prepare(self, train, hp, seed):
+        adapter = self.handle.new_adapter()
+        try:
+            adapter.build(seed=seed, **hp)
+        except BaseException:
+            adapter.close()
+            raise
+        return {"adapter": adapter, "train": train}
+
+    def run(self, state) -> EpochResult:
+        with _Meter(self.device, self.in_process) as m:
+            rep = state["adapter"].fit(state["train"], n_epochs=1)
+        epoch = rep.epoch_seconds[0] if rep.epoch_seconds else m.wall
+        return EpochResult(float(epoch), m.wall, int(rep.n_steps[0]), int(rep.n_events_trained[0]), m.cpu, m.peak,
+                           m.base, m.cuda_peak)
+
+    def close(self, state) -> None:
+        adapter = state.get("adapter") if isinstance(state, dict) else state
+        if adapter is not None:
+            with contextlib.suppress(Exception):
+                adapter.close()
+
+    def prepare_eval(self, train, test, hp, seed):
+        state = self.prepare(train, hp, seed)
+        try:
+            state["adapter"].fit(train, n_epochs=0)
+        except BaseException:
+            self.close(state)
+            raise
+        return {**state, "test": test}
+
+    def run_eval(self, state) -> EvalResult:
+        adapter, test = state["adapter"], state["test"]
+        with _Meter(self.device, self.in_process) as m:
+            if "evaluate" in self.handle.hooks:
+                res = adapter.evaluate(test, cutoffs=CUTOFFS, batch_size=eval_batch(test))
+            else:
+                from gru4rec_conformance.reference.gru4rec.evaluation import evaluate_prefix_scorer
+                res = evaluate_prefix_scorer(adapter.score_prefixes, adapter.item_ids(), test, CUTOFFS,
+                                             "conservative", eval_batch(test))
+        return EvalResult(m.wall, int(res["n_events"]), m.cpu, dict(res))

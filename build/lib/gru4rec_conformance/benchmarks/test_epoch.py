@@ -1,0 +1,43 @@
+"""One training epoch per dataset shape and loss at the study's best parameters (gru4rec_reference.md §9.1), for
+the reference and every other selected implementation; full-catalogue evaluation throughput per dataset shape.
+
+Data: synthetic stand-ins of the five datasets in their raw formats, run through the study's preprocessing
+(``benchmarks.workload.epoch_data``) at ``GRU4REC_BENCH_SCALE`` (``ci`` on CPU, the full §1.6a shape on CUDA).
+Groups ``epoch/<dataset>/<loss>`` and ``eval/<dataset>``; ``extra_info`` holds the implementation, device, data
+shape, hyperparameters, library versions, the epoch time, minibatches/s, events/s, the CPU-time rates, peak memory
+and the ratio to the reference measured in the same run. Speed is reported, never asserted.
+"""
+from __future__ import annotations
+
+import pytest
+
+from gru4rec_conformance.benchmarks.conftest import time_epochs, time_eval
+from gru4rec_conformance.benchmarks.workload import best_params
+
+
+@pytest.mark.benchmark
+def test_epoch(benchmark, bench_impl, bench_config, epoch_datasets, bench_dataset, bench_loss):
+    data = epoch_datasets(bench_dataset)
+    hp = best_params(bench_dataset, bench_loss)
+    if data.shape()["train_sessions"] < hp["batch_size"]:
+        pytest.skip(f"{bench_dataset} at scale {data.scale:g} has {data.shape()['train_sessions']} sessions, fewer "
+                    f"than batch_size={hp['batch_size']}: raise GRU4REC_BENCH_SCALE")
+    s = time_epochs(benchmark, bench_impl, bench_config, group=f"epoch/{bench_dataset}/{bench_loss}",
+                    case=f"{bench_dataset}/{bench_loss}", train=data.train, hp=hp,
+                    extra={"dataset": bench_dataset, "loss": bench_loss, "shape": data.shape()},
+                    rounds=bench_config.rounds, warmup=bench_config.warmup)
+    if bench_impl.kind == "reference":
+        # every transition of every session is trained once (n_sample = 2048 > 0: the epoch runs to the last lane)
+        assert s["events"] == len(data.train) - data.train["SessionId"].nunique()
+
+
+@pytest.mark.benchmark
+def test_evaluation(benchmark, bench_impl, bench_config, epoch_datasets, bench_dataset):
+    data = epoch_datasets(bench_dataset)
+    hp = best_params(bench_dataset, "cross-entropy")
+    s = time_eval(benchmark, bench_impl, bench_config, group=f"eval/{bench_dataset}", case=bench_dataset,
+                  train=data.train, test=data.test, hp=hp,
+                  extra={"dataset": bench_dataset, "shape": data.shape(), "cutoffs": [1, 5, 10, 20],
+                         "mode": "conservative"},
+                  rounds=bench_config.rounds, warmup=bench_config.warmup)
+    assert s["eval_events"] > 0

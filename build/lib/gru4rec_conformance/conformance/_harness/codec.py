@@ -1,0 +1,270 @@
+"""Safe exchange of values between the suite and an adapter worker process.
+
+Only JSON and ``.npy`` files (written and read with ``allow_pickle=False``) cross the boundary; nothing
+coming from an implementation is ever unpickled in the suite's process (issue 8). Supported values:
+
+- ``None``, bool, int, float (NaN/inf allowed), str; numpy scalars (converted to Python scalars);
+- numeric, boolean and fixed-width string numpy arrays (object arrays are refused);
+- pandas DataFrame / Series (column by column; the index is not transferred);
+- list, tuple, set/frozenset, dict (any keys of the supported scalar types);
+- dataclasses marked ``__exchange__ = True`` defined in ``implementations.*`` or ``conformance.*``
+  (e.g. ``FitReport``, ``StepTrace``), rebuilt field by field;
+- capability objects (:class:`implementations.base.BaseCapabilities`), rebuilt through ``from_mapping``;
+- iterators/generators are materialised into lists (``score_stream``).
+
+Lists of equal-shaped tuples and lists of integer lists are packed column-wise into few ``.npy`` files.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import itertools
+import json
+import os
+import types
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+__all__ = ["Codec", "ExchangeError", "dumps", "loads"]
+
+_SAFE_KINDS = set("biufcUS")
+_INLINE_MAX = 256
+_ALLOWED_MODULE_PREFIXES = ("gru4rec_conformance.implementations.", "gru4rec_conformance.conformance.")
+
+
+class ExchangeError(TypeError):
+    """A value cannot cross the worker boundary safely (names the type and where it was found)."""
+
+
+def dumps(obj: Any) -> bytes:
+    return json.dumps(obj, allow_nan=True, separators=(",", ":")).encode("utf-8")
+
+
+def loads(data: bytes) -> Any:
+    return json.loads(data.decode("utf-8"))
+
+
+def _is_scalar(x: Any) -> bool:
+    return isinstance(x, (bool, int, float, np.generic)) and not isinstance(x, np.void)
+
+
+def _class_ref(cls: type) -> str:
+    return f"{cls.__module__}:{cls.__qualname__}"
+
+
+def _import_ref(ref: str) -> type:
+    module_name, _, qualname = ref.partition(":")
+    if not module_name.startswith(_ALLOWED_MODULE_PREFIXES):
+        raise ExchangeError(f"refusing to rebuild {ref!r}: only classes of {_ALLOWED_MODULE_PREFIXES} may cross")
+    obj: Any = importlib.import_module(module_name)
+    for part in qualname.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+class Codec:
+    """Encoder/decoder bound to an exchange directory.
+
+    Args:
+        directory: folder shared by the two processes for ``.npy`` files.
+        prefix: file-name prefix of this side (``"p"`` parent, ``"c"`` child), so the sides never clash.
+    """
+
+    def __init__(self, directory: Path | str, prefix: str) -> None:
+        self.directory = Path(directory)
+        self.prefix = prefix
+        self._counter = itertools.count()
+
+    # -- encoding ----------------------------------------------------------------------------------------
+    def encode(self, value: Any, where: str = "value") -> Any:
+        if value is None or isinstance(value, (bool, str)):
+            return value
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+        if isinstance(value, float):
+            return value
+        if isinstance(value, np.generic):
+            if isinstance(value, (np.bool_, np.integer, np.floating)):
+                return value.item()
+            raise ExchangeError(f"{where}: numpy scalar of dtype {value.dtype} cannot be exchanged")
+        if isinstance(value, np.ndarray):
+            return self._encode_array(value, where)
+        if isinstance(value, (list, types.GeneratorType)) or _is_iterator(value):
+            items = list(value)
+            packed = self._try_rows(items, where) or self._try_ragged(items, where)
+            if packed is not None:
+                return packed
+            return [self.encode(v, f"{where}[{i}]") for i, v in enumerate(items)]
+        if isinstance(value, tuple):
+            return {"__tuple__": [self.encode(v, f"{where}[{i}]") for i, v in enumerate(value)]}
+        if isinstance(value, (set, frozenset)):
+            return {"__set__": [self.encode(v, f"{where}{{}}") for v in sorted(value, key=repr)]}
+        if isinstance(value, dict):
+            return {"__dict__": [[self.encode(k, f"{where} key"), self.encode(v, f"{where}[{k!r}]")] for k, v in value.items()]}
+        caps = _capabilities_base()
+        if caps is not None and isinstance(value, caps):
+            return {"__capabilities__": _class_ref(type(value)), "data": value.to_dict()}
+        if dataclasses.is_dataclass(value) and getattr(value, "__exchange__", False):
+            fields = {f.name: self.encode(getattr(value, f.name), f"{where}.{f.name}") for f in dataclasses.fields(value)}
+            return {"__dataclass__": _class_ref(type(value)), "fields": fields}
+        pd = _pandas_if_loaded()
+        if pd is not None and isinstance(value, pd.DataFrame):
+            names = [str(c) for c in value.columns]
+            if len(set(names)) != len(names):
+                raise ExchangeError(f"{where}: DataFrame column names must be unique strings, got {list(value.columns)}")
+            cols = [self._encode_array(_column_array(value[c], f"{where}[{c!r}]"), f"{where}[{c!r}]") for c in value.columns]
+            return {"__dataframe__": {"columns": names, "data": cols}}
+        if pd is not None and isinstance(value, pd.Series):
+            return {"__series__": {"name": None if value.name is None else str(value.name),
+                                   "data": self._encode_array(_column_array(value, where), where)}}
+        raise ExchangeError(f"{where}: values of type {type(value).__module__}.{type(value).__qualname__} cannot be exchanged")
+
+    def _encode_array(self, arr: np.ndarray, where: str) -> Any:
+        if arr.dtype.kind not in _SAFE_KINDS:
+            raise ExchangeError(f"{where}: arrays of dtype {arr.dtype} (kind {arr.dtype.kind!r}) cannot be exchanged")
+        if arr.size <= _INLINE_MAX and arr.dtype.kind in "biuf":
+            return {"__array__": {"dtype": arr.dtype.str, "shape": list(arr.shape), "data": arr.ravel().tolist()}}
+        name = f"{self.prefix}{next(self._counter)}.npy"
+        tmp = self.directory / f".{name}.tmp"
+        with open(tmp, "wb") as fh:
+            np.save(fh, np.ascontiguousarray(arr), allow_pickle=False)
+        os.replace(tmp, self.directory / name)
+        return {"__ndarray__": name}
+
+    def _try_rows(self, items: list, where: str) -> Any:
+        """Column-pack a list of equal-length tuples of scalars / same-shaped numeric arrays."""
+        if len(items) < 2 or not all(isinstance(t, tuple) for t in items):
+            return None
+        width = len(items[0])
+        if width == 0 or any(len(t) != width for t in items):
+            return None
+        columns, kinds = [], []
+        for j in range(width):
+            col = [t[j] for t in items]
+            if all(_is_scalar(v) for v in col):
+                arr = np.asarray(col)
+                if arr.dtype.kind not in "biuf":
+                    return None
+                kinds.append("scalar")
+            elif all(isinstance(v, np.ndarray) and v.dtype.kind in "biuf" for v in col) and len({v.shape for v in col}) == 1:
+                arr = np.stack(col)
+                kinds.append("array")
+            else:
+                return None
+            columns.append(self._encode_array(arr, f"{where} column {j}"))
+        return {"__rows__": {"kinds": kinds, "columns": columns}}
+
+    def _try_ragged(self, items: list, where: str) -> Any:
+        """Pack a list of integer lists (prefixes) as flat values + offsets."""
+        if len(items) < 16 or not all(isinstance(s, (list, tuple)) for s in items):
+            return None
+        if not all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for s in items for v in s):
+            return None
+        lengths = np.fromiter((len(s) for s in items), dtype=np.int64, count=len(items))
+        flat = np.fromiter((int(v) for s in items for v in s), dtype=np.int64, count=int(lengths.sum()))
+        return {"__ragged__": {"values": self._encode_array(flat, where), "lengths": self._encode_array(lengths, where),
+                               "tuples": isinstance(items[0], tuple)}}
+
+    # -- decoding ----------------------------------------------------------------------------------------
+    def decode(self, obj: Any) -> Any:
+        if isinstance(obj, list):
+            return [self.decode(v) for v in obj]
+        if not isinstance(obj, dict):
+            return obj
+        if len(obj) != 1 and "__capabilities__" not in obj and "__dataclass__" not in obj:
+            raise ExchangeError(f"malformed exchange object with keys {sorted(obj)}")
+        if "__array__" in obj:
+            a = obj["__array__"]
+            return np.asarray(a["data"], dtype=np.dtype(a["dtype"])).reshape(a["shape"])
+        if "__ndarray__" in obj:
+            return self._load(obj["__ndarray__"])
+        if "__tuple__" in obj:
+            return tuple(self.decode(v) for v in obj["__tuple__"])
+        if "__set__" in obj:
+            return set(self.decode(v) for v in obj["__set__"])
+        if "__dict__" in obj:
+            return {_hashable(self.decode(k)): self.decode(v) for k, v in obj["__dict__"]}
+        if "__rows__" in obj:
+            r = obj["__rows__"]
+            cols = [self.decode(c) for c in r["columns"]]
+            out_cols = [c.tolist() if k == "scalar" else list(c) for c, k in zip(cols, r["kinds"])]
+            return [tuple(row) for row in zip(*out_cols)]
+        if "__ragged__" in obj:
+            r = obj["__ragged__"]
+            values, lengths = self.decode(r["values"]), self.decode(r["lengths"])
+            bounds = np.concatenate([[0], np.cumsum(lengths)])
+            conv = tuple if r.get("tuples") else list
+            return [conv(values[bounds[i]:bounds[i + 1]].tolist()) for i in range(len(lengths))]
+        if "__dataframe__" in obj:
+            import pandas as pd
+
+            d = obj["__dataframe__"]
+            return pd.DataFrame({name: self.decode(col) for name, col in zip(d["columns"], d["data"])})
+        if "__series__" in obj:
+            import pandas as pd
+
+            d = obj["__series__"]
+            return pd.Series(self.decode(d["data"]), name=d["name"])
+        if "__capabilities__" in obj:
+            cls = _import_ref(obj["__capabilities__"])
+            caps = _capabilities_base()
+            if caps is None or not (isinstance(cls, type) and issubclass(cls, caps)):
+                raise ExchangeError(f"{obj['__capabilities__']!r} is not a capabilities class")
+            return cls.from_mapping(obj["data"], source=f"worker capabilities ({obj['__capabilities__']})")
+        if "__dataclass__" in obj:
+            cls = _import_ref(obj["__dataclass__"])
+            if not (dataclasses.is_dataclass(cls) and getattr(cls, "__exchange__", False)):
+                raise ExchangeError(f"{obj['__dataclass__']!r} is not an exchange dataclass")
+            return cls(**{k: self.decode(v) for k, v in obj["fields"].items()})
+        raise ExchangeError(f"unknown exchange tag {next(iter(obj))!r}")
+
+    def _load(self, name: str) -> np.ndarray:
+        if not isinstance(name, str) or "/" in name or "\\" in name or name.startswith(".") or not name.endswith(".npy"):
+            raise ExchangeError(f"refusing exchange file name {name!r}")
+        return np.load(self.directory / name, allow_pickle=False)
+
+    def clear(self) -> None:
+        """Remove every exchange file of both sides (called by the parent after each completed call)."""
+        for entry in os.scandir(self.directory):
+            if entry.is_file():
+                os.unlink(entry.path)
+
+
+def _is_iterator(value: Any) -> bool:
+    return hasattr(value, "__next__") and hasattr(value, "__iter__") and not isinstance(value, (str, bytes, dict))
+
+
+def _hashable(x: Any) -> Any:
+    return tuple(x) if isinstance(x, list) else x
+
+
+def _column_array(series: Any, where: str) -> np.ndarray:
+    arr = series.to_numpy()
+    if arr.dtype.kind == "O":
+        values = arr.tolist()
+        if all(isinstance(v, str) for v in values):
+            return np.asarray(values, dtype=str)
+        raise ExchangeError(f"{where}: object column with non-string values cannot be exchanged")
+    if arr.dtype.kind not in _SAFE_KINDS:
+        # pandas extension dtypes (nullable ints, Arrow strings) are converted to plain numpy first
+        try:
+            arr = np.asarray(series.to_numpy(dtype=series.dtype.numpy_dtype))
+        except (AttributeError, TypeError, ValueError):
+            raise ExchangeError(f"{where}: column dtype {series.dtype} cannot be exchanged") from None
+    return arr
+
+
+def _pandas_if_loaded() -> Any:
+    import sys
+
+    return sys.modules.get("pandas")
+
+
+def _capabilities_base() -> Any:
+    import sys
+
+    base = sys.modules.get("gru4rec_conformance.implementations.base")
+    return getattr(base, "BaseCapabilities", None)

@@ -1,0 +1,329 @@
+"""The implementation under test as checks see it: the ``impl`` fixture's value.
+
+:class:`ImplHandle` (one per selected implementation and session) knows the adapter spec, the device and
+seeds, and the *declaration* (capabilities, version, implemented hooks), asked once. :class:`Impl` is the
+per-check view: a factory of fresh adapters (``impl.build(seed=..., **hparams)``), in this process or in a
+worker process, closed automatically when the check ends.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import sys
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from gru4rec_conformance import import_root
+from gru4rec_conformance.conformance._harness.isolation import IsolationSettings, WorkerError, WorkerProxy
+from gru4rec_conformance.conformance._harness.validation import checked
+from gru4rec_conformance.implementations.base import BaseCapabilities, CapabilityError, ImplementationUnavailable, get_family
+from gru4rec_conformance.implementations.registry import AdapterSpec
+
+UNSUPPORTED_PREFIX = "unsupported by "
+
+
+class HarnessError(Exception):
+    """The harness cannot run a check (adapter cannot be described, bad check declaration)."""
+
+
+@dataclasses.dataclass
+class Description:
+    capabilities: BaseCapabilities | None
+    version: str
+    hooks: frozenset[str]
+    isolation: str
+    error: str | None = None
+    unavailable: str | None = None
+
+
+class ImplHandle:
+    """One selected implementation for the whole session.
+
+    Args:
+        spec: the registry entry.
+        device: ``--device``.
+        seeds: ``--seeds``.
+        dataset: ``--dataset`` (None = each check's default).
+        isolation: ``auto`` (the adapter's ``isolated`` flag decides), ``always`` or ``never``.
+        settings: worker settings (timeouts, memory, network).
+    """
+
+    def __init__(
+        self,
+        spec: AdapterSpec,
+        *,
+        device: str = "cpu",
+        seeds: Sequence[int] = (42,),
+        dataset: str | None = None,
+        isolation: str = "auto",
+        settings: IsolationSettings | None = None,
+    ) -> None:
+        self.spec = spec
+        self.device = device
+        self.seeds = list(seeds)
+        self.dataset = dataset
+        self.isolation = isolation
+        self.settings = settings or IsolationSettings()
+        self._description: Description | None = None
+        self._shared: dict[Any, tuple[bool, Any]] = {}
+        self._session_adapters: list[Any] = []
+
+    # -- identity --------------------------------------------------------------------------------------
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    @property
+    def family(self) -> str:
+        return self.spec.family
+
+    @property
+    def uses_worker(self) -> bool:
+        return self.isolation == "always" or (self.isolation == "auto" and self.spec.isolated)
+
+    @property
+    def capabilities_cls(self) -> type:
+        fam = get_family(self.family)
+        return fam.capabilities_cls if fam is not None else BaseCapabilities
+
+    # -- adapters --------------------------------------------------------------------------------------
+    def new_adapter(self, timeout_kind: Callable[[], tuple[str | None, float | None]] | None = None) -> Any:
+        """A fresh, unbuilt adapter: in this process, or a :class:`WorkerProxy` when isolated."""
+        if not self.uses_worker:
+            return self.spec.create(self.device)
+        cls = self.spec.cls
+        return WorkerProxy(
+            self.spec.ref,
+            cls.protocol_methods(),
+            init_kwargs=self.spec.init_kwargs,
+            device=self.device,
+            settings=self.settings,
+            extra_env=tuple(cls.worker_env),
+            python=os.environ.get("GRU4REC_WORKER_PYTHON") or cls.worker_python,
+            pythonpath=_module_root(cls),
+            needs_network=bool(getattr(cls, "worker_network", False)),
+            timeout_kind=timeout_kind,
+            label=self.name,
+            capabilities_cls=self.capabilities_cls,
+        )
+
+    def describe(self) -> Description:
+        """Capabilities, version and hooks, asked once (in a worker for isolated adapters).
+
+        A failure is kept as ``error`` (every check of this implementation then errors with it) instead of
+        being raised here, so one broken adapter does not stop a run over several implementations.
+        """
+        if self._description is not None:
+            return self._description
+        adapter = None
+        try:
+            adapter = self.new_adapter()
+            raw = adapter.capabilities()
+            caps = self.capabilities_cls.from_mapping(raw, source=f"{self.spec.ref}.capabilities()")
+            version = str(adapter.version())
+            if isinstance(adapter, WorkerProxy):
+                hooks = adapter.implemented_hooks()
+                isolation = f"worker process ({adapter.isolation_info}; python {adapter.hello.get('python', '?')})"
+            else:
+                hooks = self.spec.cls.implemented_hooks()
+                isolation = "in-process"
+            self._description = Description(caps, version, frozenset(hooks), isolation)
+        except ImplementationUnavailable as exc:
+            version = "unknown"
+            try:  # stamp the report with the installed version when the adapter can tell it
+                version = str(adapter.version()) if adapter is not None else "unknown"
+            except Exception:
+                pass
+            self._description = Description(None, version, frozenset(), "?", unavailable=str(exc))
+        except (CapabilityError, WorkerError) as exc:
+            self._description = Description(None, "unknown", frozenset(), "?", f"{type(exc).__name__}: {exc}")
+        except Exception as exc:  # the adapter's own code failed while describing itself
+            self._description = Description(None, "unknown", frozenset(), "?", f"{type(exc).__name__}: {exc}")
+        finally:
+            if adapter is not None:
+                try:
+                    adapter.close()
+                except Exception:
+                    pass
+        return self._description
+
+    @property
+    def capabilities(self) -> BaseCapabilities:
+        d = self.describe()
+        if d.capabilities is None:
+            raise HarnessError(f"implementation {self.name!r} cannot be described: {d.error or d.unavailable}")
+        return d.capabilities
+
+    @property
+    def version(self) -> str:
+        return self.describe().version
+
+    @property
+    def hooks(self) -> frozenset[str]:
+        return self.describe().hooks
+
+    # -- declarations ----------------------------------------------------------------------------------
+    def check_feature_name(self, feature: str) -> None:
+        """Raise :class:`HarnessError` for a feature name outside the family's vocabulary (typo guard)."""
+        prefix, _, rest = feature.partition(":")
+        if prefix == "hook" and rest:
+            if rest not in self.spec.cls.HOOKS:
+                raise HarnessError(f"unknown hook {rest!r}; hooks of family {self.family}: {list(self.spec.cls.HOOKS)}")
+            return
+        if not self.capabilities.is_known_feature(feature):
+            vocab = self.capabilities_cls.feature_vocabulary()
+            raise HarnessError(f"unknown feature {feature!r} for family {self.family}; vocabulary: {vocab} "
+                               "plus hook:<name> and hparam:<name>")  # fmt: skip
+
+    def declares(self, feature: str) -> bool:
+        """Whether the adapter declares ``feature`` (also bare hook and hyperparameter names)."""
+        prefix, _, rest = feature.partition(":")
+        if prefix == "hook" and rest:
+            return rest in self.hooks
+        if feature in self.hooks:
+            return True
+        caps = self.describe().capabilities
+        return caps is not None and caps.declares(feature)
+
+    def unmet(self, requirements: Sequence[str]) -> list[str]:
+        """The requirements (feature names) the adapter does not declare; validates the names."""
+        for f in requirements:
+            self.check_feature_name(f)
+        return [f for f in requirements if not self.declares(f)]
+
+    def close(self) -> None:
+        """Close the adapters made for :meth:`Impl.shared` values (called at the end of the session)."""
+        self._shared.clear()
+        while self._session_adapters:
+            adapter = self._session_adapters.pop()
+            try:
+                adapter.close()
+            except Exception:
+                pass
+
+
+def _module_root(cls: type) -> tuple[str, ...]:
+    """The ``sys.path`` entry from which ``cls``'s module was imported (for the worker's PYTHONPATH)."""
+    if cls.__module__.split(".", 1)[0] == "gru4rec_conformance":
+        return (str(import_root()),)
+    module = sys.modules.get(cls.__module__)
+    path = getattr(module, "__file__", None)
+    if not path:
+        return ()
+    root = Path(path).resolve().parent
+    depth = cls.__module__.count(".")
+    if Path(path).name == "__init__.py":
+        depth += 1
+    for _ in range(depth):
+        root = root.parent
+    return (str(root),)
+
+
+class Impl:
+    """What a check receives as ``impl``: the implementation under test, as a factory of fresh models.
+
+    Attributes:
+        name, family, role, device, seeds, dataset: of the run.
+        capabilities: the validated declaration (family capability class).
+        version: the implementation's version.
+        hooks: implemented optional methods.
+        spec: the registry entry.
+
+    Every adapter made through :meth:`new` or :meth:`build` is closed when the check ends (worker processes
+    are shut down).
+    """
+
+    def __init__(self, handle: ImplHandle, *, kind: str | None = None, timeout: float | None = None,
+                 on_unsupported: Callable[[str], None] | None = None,
+                 on_note: Callable[[str, dict], None] | None = None) -> None:  # fmt: skip
+        self.handle = handle
+        self._on_note = on_note
+        self._kind = kind
+        self._timeout = timeout
+        self._adapters: list[Any] = []
+        self._on_unsupported = on_unsupported
+        self._making_shared = False
+
+    name = property(lambda self: self.handle.name)
+    family = property(lambda self: self.handle.family)
+    role = property(lambda self: self.handle.spec.role)
+    device = property(lambda self: self.handle.device)
+    seeds = property(lambda self: list(self.handle.seeds))
+    dataset = property(lambda self: self.handle.dataset)
+    capabilities = property(lambda self: self.handle.capabilities)
+    version = property(lambda self: self.handle.version)
+    hooks = property(lambda self: self.handle.hooks)
+    spec = property(lambda self: self.handle.spec)
+    isolated = property(lambda self: self.handle.uses_worker)
+
+    def new(self) -> Any:
+        """A fresh, unbuilt adapter (call ``build`` yourself, e.g. inside ``pytest.raises(Unsupported)``).
+
+        Its results are validated against the protocol (:mod:`conformance._harness.validation`): a malformed
+        result fails the check with a message naming the adapter and the method."""
+        adapter = checked(self.handle.new_adapter(timeout_kind=lambda: (self._kind, self._timeout)), self.name,
+                          self.family)
+        (self.handle._session_adapters if self._making_shared else self._adapters).append(adapter)
+        return adapter
+
+    def build(self, seed: int | None = None, **hparams: Any) -> Any:
+        """A fresh adapter with ``build(seed, **hparams)`` called; ``seed`` defaults to the first ``--seeds``."""
+        adapter = self.new()
+        adapter.build(seed=self.seeds[0] if seed is None else int(seed), **hparams)
+        return adapter
+
+    def shared(self, key: Any, make: Callable[["Impl"], Any]) -> Any:
+        """A value made once per implementation and session, e.g. a model fitted on D-LAG1 that several
+        checks score: ``model = impl.shared(("d_lag1", 2), lambda i: fitted(i.build(seed=1), d_lag1))``.
+
+        ``key`` must identify everything ``make`` depends on (data, hyperparameters, seed). Adapters built
+        inside ``make`` live until the end of the session. If ``make`` raised, later checks asking for the
+        same key get the same exception (a failed 10-minute fit is not repeated). With pytest-xdist each
+        worker process has its own cache. Checks must not modify a shared model.
+        """
+        cache = self.handle._shared
+        if key not in cache:
+            self._making_shared = True
+            try:
+                cache[key] = (True, make(self))
+            except Exception as exc:
+                cache[key] = (False, exc)
+            finally:
+                self._making_shared = False
+        ok, value = cache[key]
+        if not ok:
+            raise value
+        return value
+
+    def supports(self, *features: str) -> bool:
+        """Whether every feature (``logq``, ``loss:bpr-max``, ``hook:trace``, ``hparam:momentum``) is declared."""
+        return not self.handle.unmet(features)
+
+    def require(self, *features: str) -> None:
+        """Skip the check (as unsupported, with the reason) unless every feature is declared."""
+        import pytest
+
+        missing = self.handle.unmet(features)
+        if missing:
+            if self._on_unsupported is not None:
+                self._on_unsupported(", ".join(missing))
+            pytest.skip(f"{UNSUPPORTED_PREFIX}{self.name}: needs {', '.join(missing)} (not declared)")
+
+    def note(self, name: str, **context: Any) -> None:
+        """Record a fact about how the check ran in the check's report entry (e.g. an optional hyperparameter
+        value the implementation refused and the check dropped); shown with the check's metrics, no value."""
+        if self._on_note is not None:
+            self._on_note(str(name), dict(context))
+
+    def close(self) -> None:
+        """Close every adapter made for this check (errors while closing are ignored)."""
+        while self._adapters:
+            adapter = self._adapters.pop()
+            try:
+                adapter.close()
+            except Exception:
+                pass
+
+    def __repr__(self) -> str:
+        return f"<Impl {self.name} [{self.family}] device={self.device}>"

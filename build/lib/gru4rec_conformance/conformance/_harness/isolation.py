@@ -1,0 +1,614 @@
+"""Run an adapter in a worker subprocess: the parent-side proxy (issue 8).
+
+:class:`WorkerProxy` looks like an adapter: every protocol method (``version``, the family's ``REQUIRED``
+and ``HOOKS``) is forwarded to a child process (:mod:`conformance._harness.worker`) that runs the real
+adapter, with the same or another interpreter. Only JSON and ``.npy`` files cross (see
+:mod:`conformance._harness.codec`); nothing from the implementation is unpickled here.
+
+Failure containment, per call:
+
+- an exception in the adapter becomes :class:`WorkerCallError` (type, message, remote traceback, stderr
+  tail), or :class:`~implementations.base.Unsupported` again when the adapter raised that;
+- a crash (segfault, ``os._exit``, a kill from outside) becomes :class:`WorkerCrashed` (exit code or signal);
+- a call running past its timeout becomes :class:`WorkerTimeout` (the worker's process group is killed);
+- a worker whose resident memory (with its children) passes the limit becomes :class:`WorkerMemoryExceeded`.
+
+After any of the last three the model state is gone; the next call starts a fresh worker (``build``,
+``capabilities`` and ``version`` work on it; anything else raises :class:`WorkerStateLost`).
+
+Least privilege: the worker runs in a private temporary directory (cwd, ``HOME``, ``TMPDIR``), sees only
+an allow-list of environment variables (plus the adapter's ``worker_env``), runs offline for Hugging Face
+libraries, has core dumps disabled, and has no network when ``unshare -n`` (or ``unshare -r -n`` without
+root) works on this machine (Linux with namespaces); elsewhere the network stays on and the report says so.
+It can still write wherever its user can: that is not enforced.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import select
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+from gru4rec_conformance import child_pythonpath, import_root
+from gru4rec_conformance.conformance._harness.codec import Codec, dumps, loads
+from gru4rec_conformance.conformance._harness.worker import _HEADER
+from gru4rec_conformance.implementations.base import ImplementationUnavailable, Unsupported
+
+__all__ = [
+    "IsolationSettings",
+    "WorkerProxy",
+    "WorkerError",
+    "WorkerCallError",
+    "WorkerCrashed",
+    "WorkerTimeout",
+    "WorkerMemoryExceeded",
+    "WorkerStateLost",
+    "network_isolation",
+    "DEFAULT_TIMEOUTS_S",
+]
+
+
+# Per-call timeouts in seconds. "light" calls only move data; the others by the kind of the running check.
+DEFAULT_TIMEOUTS_S: dict[str, float] = {
+    "startup": 180.0,
+    "light": 180.0,
+    "default": 900.0,
+    "K9": 3600.0,
+    "K10": 1800.0,
+    "metric": 7200.0,
+}
+LIGHT_METHODS = frozenset({"version", "capabilities", "item_ids", "get_params", "set_params", "optimizer_info",
+                           "trace", "loss_on_scores", "close"})  # fmt: skip
+
+ENV_ALLOW = frozenset({
+    "PATH", "LANG", "LANGUAGE", "TZ", "TERM", "LD_LIBRARY_PATH", "PYTHONHASHSEED", "SOURCE_DATE_EPOCH",
+    "OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUMEXPR_NUM_THREADS",
+    "CUDA_VISIBLE_DEVICES", "CUBLAS_WORKSPACE_CONFIG", "NVIDIA_VISIBLE_DEVICES", "TF_CPP_MIN_LOG_LEVEL",
+})  # fmt: skip
+ENV_ALLOW_PREFIXES = ("LC_", "GRU4REC_")
+#: Thread-count variables of OpenMP / MKL / OpenBLAS set in every worker (:meth:`WorkerProxy._environment`).
+THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
+#: The worker's torch intra-op thread count (read by :mod:`conformance._harness.worker`).
+WORKER_THREADS_ENV = "GRU4REC_WORKER_THREADS"
+STDERR_TAIL_CHARS = 4000
+
+
+class WorkerError(Exception):
+    """Base of worker failures; ``stderr_tail`` holds the end of the worker's stderr, ``kind`` a short tag."""
+
+    kind = "worker-error"
+
+    def __init__(self, message: str, *, stderr_tail: str = "", details: Mapping[str, Any] | None = None) -> None:
+        super().__init__(message)
+        self.stderr_tail = stderr_tail
+        self.details = dict(details or {})
+
+    def __str__(self) -> str:
+        text = super().__str__()
+        if self.stderr_tail.strip():
+            text += "\n--- worker stderr (tail) ---\n" + self.stderr_tail.rstrip()
+        return text
+
+
+class WorkerCallError(WorkerError):
+    """The adapter raised inside the worker; ``remote_type`` and ``remote_traceback`` describe it."""
+
+    kind = "exception"
+
+    def __init__(self, message: str, *, remote_type: str, remote_traceback: str, stderr_tail: str = "") -> None:
+        super().__init__(message, stderr_tail=stderr_tail, details={"remote_type": remote_type})
+        self.remote_type = remote_type
+        self.remote_traceback = remote_traceback
+
+    def __str__(self) -> str:
+        return super().__str__() + ("\n--- remote traceback ---\n" + self.remote_traceback.rstrip() if self.remote_traceback else "")
+
+
+class WorkerCrashed(WorkerError):
+    """The worker process died (signal or exit) during a call."""
+
+    kind = "crash"
+
+
+class WorkerTimeout(WorkerError):
+    """A call ran past its timeout; the worker was killed."""
+
+    kind = "timeout"
+
+
+class WorkerMemoryExceeded(WorkerError):
+    """The worker's resident memory passed the limit; the worker was killed."""
+
+    kind = "memory"
+
+
+class WorkerStateLost(WorkerError):
+    """The previous worker died, so the model it held is gone; call ``build`` again."""
+
+    kind = "state-lost"
+
+
+@dataclasses.dataclass
+class IsolationSettings:
+    """How workers are started. Built by the plugin from the command line (``--worker-*`` options).
+
+    Attributes:
+        python: interpreter of the worker; None = this interpreter (or the adapter's ``worker_python``).
+        timeouts: per-kind defaults (see :data:`DEFAULT_TIMEOUTS_S`).
+        call_timeout: if set, overrides every per-call timeout (``--call-timeout``).
+        memory_limit_mb: kill a worker whose RSS (with children) exceeds this; None = 80% of physical memory.
+        network: "deny" (``unshare -n`` where it works) or "allow".
+        tmp_root: parent folder of the worker directories (None = system temp).
+        keep_dirs: keep worker directories after close (debugging).
+        poll_s: watchdog period.
+        threads: thread count of the worker's numeric libraries (``--worker-threads``): sets
+            ``OMP_NUM_THREADS``, ``MKL_NUM_THREADS``, ``OPENBLAS_NUM_THREADS`` and torch's intra-op threads.
+            None = each of those variables as set in this process, else 1 (the check models are tiny; on a
+            2-core machine oversubscribed BLAS/torch threads slow them down many times).
+    """
+
+    python: str | None = None
+    timeouts: dict[str, float] = dataclasses.field(default_factory=lambda: dict(DEFAULT_TIMEOUTS_S))
+    call_timeout: float | None = None
+    memory_limit_mb: float | None = None
+    network: str = "deny"
+    tmp_root: str | None = None
+    keep_dirs: bool = False
+    poll_s: float = 0.05
+    threads: int | None = None
+
+    def timeout_for(self, method: str, kind: str | None, override: float | None = None) -> float:
+        """Timeout of one call: --call-timeout > the check's own ``timeout`` > light/kind defaults."""
+        if self.call_timeout is not None:
+            return float(self.call_timeout)
+        if override is not None:
+            return float(override)
+        if method in LIGHT_METHODS:
+            return self.timeouts.get("light", DEFAULT_TIMEOUTS_S["light"])
+        return self.timeouts.get(kind or "default", self.timeouts.get("default", DEFAULT_TIMEOUTS_S["default"]))
+
+    def effective_memory_limit_mb(self) -> float | None:
+        if self.memory_limit_mb is not None:
+            return self.memory_limit_mb if self.memory_limit_mb > 0 else None
+        total = _physical_memory_mb()
+        return 0.8 * total if total else None
+
+
+def _physical_memory_mb() -> float | None:
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**20
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+_NETWORK_CACHE: tuple[list[str], str] | None = None
+
+
+def network_isolation() -> tuple[list[str], str]:
+    """(command prefix, description) that cuts the worker off the network, probed once per process.
+
+    Tries ``unshare --net`` (root) then ``unshare --user --map-root-user --net`` (unprivileged user
+    namespaces). Returns ``([], reason)`` when neither works (no util-linux, containers without
+    namespaces, non-Linux), in which case workers keep the network.
+    """
+    global _NETWORK_CACHE
+    if _NETWORK_CACHE is not None:
+        return _NETWORK_CACHE
+    exe = shutil.which("unshare")
+    if exe is None or not sys.platform.startswith("linux"):
+        _NETWORK_CACHE = ([], "not isolated: 'unshare' is not available on this platform")
+        return _NETWORK_CACHE
+    reasons = []
+    for prefix in ([exe, "--net"], [exe, "--user", "--map-root-user", "--net"]):
+        try:
+            probe = subprocess.run(prefix + ["--", "true"], capture_output=True, timeout=10)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            reasons.append(str(exc))
+            continue
+        if probe.returncode == 0:
+            _NETWORK_CACHE = (prefix + ["--"], "isolated: " + " ".join(["unshare"] + prefix[1:]))
+            return _NETWORK_CACHE
+        reasons.append(probe.stderr.decode(errors="replace").strip() or f"exit {probe.returncode}")
+    _NETWORK_CACHE = ([], "not isolated: unshare failed (" + "; ".join(reasons) + ")")
+    return _NETWORK_CACHE
+
+
+def _tree_rss_mb(pid: int) -> float:
+    """Resident memory of ``pid`` and its descendants, in MiB (Linux /proc; 0 elsewhere)."""
+    total_kb, stack, seen = 0, [pid], set()
+    while stack:
+        p = stack.pop()
+        if p in seen:
+            continue
+        seen.add(p)
+        try:
+            with open(f"/proc/{p}/status", "rb") as fh:
+                for line in fh:
+                    if line.startswith(b"VmRSS:"):
+                        total_kb += int(line.split()[1])
+                        break
+            for tid in os.listdir(f"/proc/{p}/task"):
+                with open(f"/proc/{p}/task/{tid}/children", "rb") as fh:
+                    stack.extend(int(c) for c in fh.read().split())
+        except (OSError, ValueError):
+            continue
+    return total_kb / 1024.0
+
+
+def _describe_exit(returncode: int) -> str:
+    if returncode < 0:
+        try:
+            name = signal.Signals(-returncode).name
+        except ValueError:
+            name = f"signal {-returncode}"
+        hint = " (killed: out of memory or from outside)" if -returncode == signal.SIGKILL else ""
+        return f"was killed by {name}{hint}"
+    return f"exited with status {returncode}"
+
+
+def _positive_int(text: str, default: int) -> str:
+    """``text`` if it is a positive integer (OMP_NUM_THREADS may also hold a list such as ``4,2``), else
+    ``default``, as a string."""
+    try:
+        return str(int(text)) if int(text) > 0 else str(default)
+    except ValueError:
+        return str(default)
+
+
+class WorkerProxy:
+    """An adapter living in a worker process; forwards protocol calls and contains failures.
+
+    Args:
+        ref: ``module:QualName`` of the adapter class (importable in the worker's interpreter).
+        methods: the protocol methods to forward (``cls.protocol_methods()``).
+        init_kwargs: JSON-able keyword arguments of the registry entry.
+        device: passed to the adapter's constructor.
+        settings: :class:`IsolationSettings`.
+        extra_env: names of environment variables the adapter may additionally see.
+        python: interpreter for this adapter (overrides ``settings.python``).
+        pythonpath: extra ``sys.path`` entries for the worker (the adapter module's root).
+        needs_network: the adapter declared that it needs the network (then it is not cut).
+        timeout_kind: callable returning ``(kind, override)`` of the running check, for the timeout.
+        label: name used in messages.
+        capabilities_cls: the family's capability class, to rebuild ``capabilities()`` results.
+    """
+
+    def __init__(
+        self,
+        ref: str,
+        methods: tuple[str, ...],
+        *,
+        init_kwargs: Mapping[str, Any] | None = None,
+        device: str = "cpu",
+        settings: IsolationSettings | None = None,
+        extra_env: tuple[str, ...] = (),
+        python: str | None = None,
+        pythonpath: tuple[str, ...] = (),
+        needs_network: bool = False,
+        timeout_kind: Callable[[], tuple[str | None, float | None]] | None = None,
+        label: str = "",
+        capabilities_cls: type | None = None,
+    ) -> None:
+        self._ref = ref
+        self._methods = tuple(methods)
+        self._init_kwargs = dict(init_kwargs or {})
+        self.device = device
+        self._settings = settings or IsolationSettings()
+        self._extra_env = tuple(extra_env)
+        self._python = python or self._settings.python or sys.executable
+        self._pythonpath = tuple(pythonpath)
+        self._needs_network = needs_network
+        self._timeout_kind = timeout_kind or (lambda: (None, None))
+        self._label = label or ref
+        self._capabilities_cls = capabilities_cls
+        self._proc: subprocess.Popen | None = None
+        self._dir: Path | None = None
+        self._codec: Codec | None = None
+        self._to_child = self._from_child = -1
+        self._lost = False
+        self._closed = False
+        self.hello: dict[str, Any] = {}
+        self.starts = 0
+        self.isolation_info = ""
+
+    # -- public ----------------------------------------------------------------------------------------
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_") or name not in self.__dict__.get("_methods", ()):
+            raise AttributeError(f"{type(self).__name__} for {self.__dict__.get('_label', '?')!r} has no attribute {name!r}")
+        return lambda *args, **kwargs: self.call(name, *args, **kwargs)
+
+    def capabilities(self) -> Any:
+        value = self.call("capabilities")
+        if self._capabilities_cls is not None and not isinstance(value, self._capabilities_cls):
+            value = self._capabilities_cls.from_mapping(value, source=f"{self._label}.capabilities() (worker)")
+        return value
+
+    def implemented_hooks(self) -> frozenset[str]:
+        if not self.hello:
+            self._start()
+        return frozenset(self.hello.get("hooks", ()))
+
+    @property
+    def worker_pid(self) -> int | None:
+        return self._proc.pid if self._proc is not None else None
+
+    def call(self, method: str, *args: Any, **kwargs: Any) -> Any:
+        """Forward ``method(*args, **kwargs)``; see the module docstring for the failures raised."""
+        if self._closed:
+            raise WorkerError(f"{self._label}: worker proxy is closed")
+        if method not in self._methods:
+            raise AttributeError(f"{method!r} is not a protocol method of {self._label}")
+        if self._proc is None:
+            if self._lost and method not in ("build", "capabilities", "version"):
+                raise WorkerStateLost(
+                    f"{self._label}.{method}(): the previous worker died and its model state is lost; call build() again"
+                )
+            self._start()
+        kind, override = self._timeout_kind()
+        timeout = self._settings.timeout_for(method, kind, override)
+        assert self._codec is not None
+        request = {
+            "op": "call",
+            "method": method,
+            "args": self._codec.encode(list(args), where=f"{method}() arguments"),
+            "kwargs": self._codec.encode(dict(kwargs), where=f"{method}() keyword arguments"),
+        }
+        reply = self._roundtrip(request, timeout, f"{self._label}.{method}()")
+        try:
+            if not reply.get("ok"):
+                self._raise_remote(reply["error"], method)
+            value = self._codec.decode(reply.get("result"))
+        finally:
+            self._codec.clear()
+        if method == "build":
+            self._lost = False
+        return value
+
+    def close(self) -> None:
+        """Shut the worker down (politely, then by force) and remove its directory."""
+        if self._closed:
+            return
+        self._closed = True
+        self._stop(polite=True)
+
+    def __del__(self) -> None:  # last resort; the harness closes proxies explicitly at teardown
+        try:
+            if not self._closed and self._proc is not None:
+                self._kill()
+        except Exception:
+            pass
+
+    # -- process management ----------------------------------------------------------------------------
+    def _environment(self, workdir: Path) -> dict[str, str]:
+        env = {k: v for k, v in os.environ.items() if k in ENV_ALLOW or k.startswith(ENV_ALLOW_PREFIXES)}
+        env.update({k: os.environ[k] for k in self._extra_env if k in os.environ})
+        # The suite's import root (src/ of a checkout) first; never the checkout itself (its folders would
+        # become top-level names, `datasets/` shadowing Hugging Face's).
+        path_entries = [str(import_root()), *self._pythonpath]
+        path_entries += child_pythonpath(os.environ.get("PYTHONPATH")).split(os.pathsep)[1:]
+        from gru4rec_conformance.implementations.base import cache_dir
+
+        env.update(
+            {
+                "PYTHONPATH": os.pathsep.join(dict.fromkeys(path_entries)),
+                "HOME": str(workdir / "home"),
+                "TMPDIR": str(workdir / "tmp"),
+                "MPLCONFIGDIR": str(workdir / "tmp"),
+                "GRU4REC_CACHE_DIR": str(cache_dir()),
+                "HF_HUB_OFFLINE": "1",
+                "TRANSFORMERS_OFFLINE": "1",
+                "HF_DATASETS_OFFLINE": "1",
+                "PYTHONUNBUFFERED": "1",
+                "PYTHONDONTWRITEBYTECODE": "1",
+                "GRU4REC_WORKER": "1",
+            }
+        )
+        n = self._settings.threads
+        for var in THREAD_VARS:
+            if n is not None:
+                env[var] = str(int(n))
+            elif var not in os.environ:
+                env[var] = "1"
+        env[WORKER_THREADS_ENV] = str(int(n)) if n is not None else _positive_int(env["OMP_NUM_THREADS"], 1)
+        return env
+
+    def _start(self) -> None:
+        base = self._settings.tmp_root
+        if base:
+            os.makedirs(base, exist_ok=True)
+        self._dir = Path(tempfile.mkdtemp(prefix="gru4rec-worker-", dir=base))
+        for sub in ("home", "tmp", "xchg"):
+            (self._dir / sub).mkdir()
+        self._codec = Codec(self._dir / "xchg", prefix="p")
+        to_child_r, to_child_w = os.pipe()
+        from_child_r, from_child_w = os.pipe()
+        prefix: list[str] = []
+        if self._settings.network == "deny" and not self._needs_network:
+            prefix, self.isolation_info = network_isolation()
+        else:
+            self.isolation_info = "not isolated: network allowed" + (" (adapter needs it)" if self._needs_network else "")
+        cmd = prefix + [self._python, "-m", "gru4rec_conformance.conformance._harness.worker", str(to_child_r), str(from_child_w),
+                        str(self._dir / "xchg")]  # fmt: skip
+        self._stdout = open(self._dir / "stdout.log", "wb")
+        self._stderr = open(self._dir / "stderr.log", "wb")
+        try:
+            self._proc = subprocess.Popen(
+                cmd,
+                stdin=subprocess.DEVNULL,
+                stdout=self._stdout,
+                stderr=self._stderr,
+                cwd=self._dir,
+                env=self._environment(self._dir),
+                pass_fds=(to_child_r, from_child_w),
+                start_new_session=True,
+            )
+        except OSError as exc:
+            for fd in (to_child_r, to_child_w, from_child_r, from_child_w):
+                os.close(fd)
+            self._cleanup_dir()
+            raise WorkerCrashed(f"{self._label}: cannot start worker {cmd!r}: {exc}") from exc
+        finally:
+            self._stdout.close()
+            self._stderr.close()
+        os.close(to_child_r)
+        os.close(from_child_w)
+        self._to_child, self._from_child = to_child_w, from_child_r
+        os.set_blocking(self._to_child, False)  # a hung worker must never block a write past the deadline
+        self.starts += 1
+        request = {"op": "init", "ref": self._ref, "init_kwargs": self._init_kwargs, "device": self.device}
+        reply = self._roundtrip(request, self._settings.timeouts.get("startup", DEFAULT_TIMEOUTS_S["startup"]),
+                                f"{self._label} worker start")  # fmt: skip
+        if not reply.get("ok"):
+            tail = self._stderr_tail()
+            err = reply["error"]
+            self._kill()
+            self._cleanup_dir()
+            self._proc = None
+            if err.get("type") == "ImplementationUnavailable":
+                raise ImplementationUnavailable(str(err.get("message", "")))
+            raise WorkerCallError(
+                f"{self._label}: the worker could not create the adapter: {err['type']}: {err['message']}",
+                remote_type=err["type"], remote_traceback=err.get("traceback", ""), stderr_tail=tail,
+            )  # fmt: skip
+        self.hello = reply["result"]
+
+    def _roundtrip(self, request: dict, timeout: float, what: str) -> dict:
+        deadline = time.monotonic() + timeout
+        body = dumps(request)
+        try:
+            self._send(_HEADER.pack(len(body)) + body, deadline, what, timeout)
+            header = self._recv(_HEADER.size, deadline, what, timeout)
+            (length,) = _HEADER.unpack(header)
+            return loads(self._recv(length, deadline, what, timeout))
+        except WorkerError:
+            raise
+        except OSError as exc:  # broken pipe: the worker died while we were writing
+            self._fail(WorkerCrashed, f"{what}: the worker {self._exit_text()} ({exc})")
+            raise AssertionError("unreachable")  # _fail raises
+
+    def _send(self, data: bytes, deadline: float, what: str, timeout: float) -> None:
+        view = memoryview(data)
+        while view:
+            self._watchdog(deadline, what, timeout)
+            _, writable, _ = select.select([], [self._to_child], [], self._settings.poll_s)
+            if writable:
+                try:
+                    n = os.write(self._to_child, view[: 1 << 16])
+                except BlockingIOError:
+                    continue
+                view = view[n:]
+
+    def _recv(self, n: int, deadline: float, what: str, timeout: float) -> bytes:
+        chunks, got = [], 0
+        while got < n:
+            readable, _, _ = select.select([self._from_child], [], [], self._settings.poll_s)
+            if readable:
+                chunk = os.read(self._from_child, min(n - got, 1 << 20))
+                if not chunk:
+                    self._fail(WorkerCrashed, f"{what}: the worker {self._exit_text(wait=True)}")
+                chunks.append(chunk)
+                got += len(chunk)
+            else:
+                self._watchdog(deadline, what, timeout)
+        return b"".join(chunks)
+
+    def _watchdog(self, deadline: float, what: str, timeout: float) -> None:
+        assert self._proc is not None
+        if self._proc.poll() is not None:
+            self._fail(WorkerCrashed, f"{what}: the worker {_describe_exit(self._proc.returncode)}")
+        limit = self._settings.effective_memory_limit_mb()
+        if limit is not None:
+            rss = _tree_rss_mb(self._proc.pid)
+            if rss > limit:
+                self._fail(WorkerMemoryExceeded, f"{what}: worker memory {rss:.0f} MiB exceeded the limit of {limit:.0f} MiB")
+        if time.monotonic() > deadline:
+            self._fail(WorkerTimeout, f"{what}: no answer within the timeout of {timeout:g} s")
+
+    def _exit_text(self, wait: bool = False) -> str:
+        if self._proc is None:
+            return "is gone"
+        if wait:
+            try:
+                self._proc.wait(timeout=2)
+            except subprocess.TimeoutExpired:
+                pass
+        rc = self._proc.poll()
+        return "closed its pipe" if rc is None else _describe_exit(rc)
+
+    def _fail(self, cls: type, message: str) -> None:
+        self._kill()
+        tail = self._stderr_tail()
+        self._cleanup_dir()
+        self._proc = None
+        self._lost = True
+        raise cls(message, stderr_tail=tail, details={"starts": self.starts})
+
+    def _raise_remote(self, err: Mapping[str, Any], method: str) -> None:
+        if err.get("type") == "Unsupported":
+            raise Unsupported(err.get("name") or method, err.get("detail") or "")
+        if err.get("type") == "ImplementationUnavailable":
+            raise ImplementationUnavailable(str(err.get("message", "")))
+        raise WorkerCallError(
+            f"{self._label}.{method}() raised {err.get('type')}: {err.get('message')}",
+            remote_type=str(err.get("type")),
+            remote_traceback=str(err.get("traceback", "")),
+            stderr_tail=self._stderr_tail(),
+        )
+
+    def _stderr_tail(self) -> str:
+        if self._dir is None:
+            return ""
+        try:
+            with open(self._dir / "stderr.log", "rb") as fh:
+                fh.seek(0, os.SEEK_END)
+                size = fh.tell()
+                fh.seek(max(0, size - STDERR_TAIL_CHARS))
+                return fh.read().decode("utf-8", errors="replace")
+        except OSError:
+            return ""
+
+    def _kill(self) -> None:
+        if self._proc is not None and self._proc.poll() is None:
+            try:
+                os.killpg(self._proc.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                self._proc.kill()
+            try:
+                self._proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                pass
+        self._close_pipes()
+
+    def _close_pipes(self) -> None:
+        for fd in (self._to_child, self._from_child):
+            if fd >= 0:
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+        self._to_child = self._from_child = -1
+
+    def _stop(self, polite: bool) -> None:
+        if self._proc is not None and self._proc.poll() is None and polite:
+            try:
+                self._roundtrip({"op": "shutdown"}, 10.0, f"{self._label} shutdown")
+                self._proc.wait(timeout=5)
+            except (WorkerError, subprocess.TimeoutExpired, OSError):
+                pass
+        self._kill()
+        self._cleanup_dir()
+        self._proc = None
+
+    def _cleanup_dir(self) -> None:
+        if self._dir is not None and not self._settings.keep_dirs:
+            shutil.rmtree(self._dir, ignore_errors=True)
+        if not self._settings.keep_dirs:
+            self._dir = None

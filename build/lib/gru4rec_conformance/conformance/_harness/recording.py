@@ -1,0 +1,196 @@
+"""Turning pytest's per-phase reports into one result record per check, in the controller process.
+
+Works the same with and without pytest-xdist: everything a record needs travels in the reports'
+``user_properties`` (check id and kind, features, xfail entry, metrics, worker failures), which xdist
+serialises from its workers to the controller. Records are appended to the run's results.jsonl as soon
+as a check's teardown report (or an xdist crash report) arrives.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Callable
+
+from gru4rec_conformance.reports.writer import RunWriter, utc_now
+
+PROP_INFO = "conformance"
+PROP_METRIC = "gru4rec_conformance.conformance.metric"
+PROP_XFAIL = "gru4rec_conformance.conformance.xfail"
+PROP_SKIP = "gru4rec_conformance.conformance.skip"
+PROP_WORKER = "gru4rec_conformance.conformance.worker"
+PROP_DECLARED = "gru4rec_conformance.conformance.declared_unsupported"
+DETAILS_CHARS = 6000
+
+
+def _props(report: Any, key: str) -> list[Any]:
+    return [v for k, v in getattr(report, "user_properties", ()) if k == key]
+
+
+def _skip_reason(longrepr: Any) -> str:
+    if isinstance(longrepr, tuple) and len(longrepr) == 3:
+        text = str(longrepr[2])
+    else:
+        text = str(longrepr or "")
+    return text[len("Skipped: "):] if text.startswith("Skipped: ") else text
+
+
+def _failure_reason(report: Any) -> str:
+    """First line of the exception message (the full text goes to ``details``)."""
+    crash = getattr(getattr(report, "longrepr", None), "reprcrash", None)
+    if crash is not None and getattr(crash, "message", None):
+        return str(crash.message).strip().splitlines()[0][:1000]
+    text = str(getattr(report, "longreprtext", "") or report.longrepr or "")
+    lines = [ln for ln in text.splitlines() if ln.startswith("E ")]
+    return (lines[0][1:].strip() if lines else text.strip().splitlines()[-1] if text.strip() else "")[:1000]
+
+
+@dataclasses.dataclass
+class _Pending:
+    phases: dict[str, Any] = dataclasses.field(default_factory=dict)
+    duration: float = 0.0
+
+
+class Recorder:
+    """Collects phase reports per node id and writes one record per check.
+
+    Args:
+        writer_for: returns the :class:`RunWriter` of an implementation ``(name, family)`` (created lazily),
+            or None when no report is written (records are then only kept in memory, for ``--gate``). The
+            family is None when the check's node carries no properties; two families may share a name
+            (``reference``).
+        versions: returns ``(impl_version, suite_version)`` of an implementation ``(name, family)``.
+        impl_of_nodeid: fallback that tells the implementation from a node id (xdist crash reports carry
+            no properties).
+    """
+
+    def __init__(self, writer_for: Callable[[str, str | None], RunWriter | None],
+                 versions: Callable[[str, str | None], tuple[str, str]],
+                 impl_of_nodeid: Callable[[str], str | None]) -> None:  # fmt: skip
+        self._writer_for = writer_for
+        self._versions = versions
+        self._impl_of_nodeid = impl_of_nodeid
+        self._pending: dict[str, _Pending] = {}
+        self.records: list[dict[str, Any]] = []
+
+    def on_report(self, report: Any) -> None:
+        nodeid = report.nodeid
+        when = getattr(report, "when", None)
+        pending = self._pending.setdefault(nodeid, _Pending())
+        pending.phases[when] = report
+        pending.duration += float(getattr(report, "duration", 0.0) or 0.0)
+        if when == "teardown" or when not in ("setup", "call"):
+            self._pending.pop(nodeid, None)
+            self._finish(nodeid, pending)
+
+    def _finish(self, nodeid: str, pending: _Pending) -> None:
+        phases = pending.phases
+        last = phases.get("teardown") or phases.get("call") or phases.get("setup") or next(iter(phases.values()))
+        props: list[tuple[str, Any]] = []
+        for r in phases.values():
+            for kv in getattr(r, "user_properties", ()):
+                if kv not in props:
+                    props.append(kv)
+        info = next((v for k, v in props if k == PROP_INFO), None)
+        impl = info["impl"] if info else self._impl_of_nodeid(nodeid)
+        if impl is None:
+            return  # not a conformance check
+        family = (info or {}).get("family") or family_from_nodeid(nodeid)
+        writer = self._writer_for(impl, family)
+        outcome, reason, details = self._classify(phases, props)
+        worker_failure = next((v for k, v in props if k == PROP_WORKER), None)
+        if worker_failure and outcome in ("failed", "error"):
+            reason = f"worker {worker_failure['kind']}: {worker_failure['message']}"
+        impl_version, suite_version = self._versions(impl, family)
+        xfail = next((v for k, v in props if k == PROP_XFAIL), None)
+        worker = next((v for k, v in props if k == PROP_WORKER), None)
+        record = {
+            "type": "result",
+            "nodeid": nodeid,
+            "impl": impl,
+            "family": family,
+            "impl_version": impl_version,
+            "suite_version": suite_version,
+            "check": (info or {}).get("check"),
+            "test": nodeid.split("::", 1)[-1],
+            "module": nodeid.split("::", 1)[0],
+            "features": (info or {}).get("features", []),
+            "markers": (info or {}).get("markers", []),
+            "outcome": outcome,
+            "reason": reason,
+            "details": details,
+            "xfail": xfail,
+            "metrics": [v for k, v in props if k == PROP_METRIC],
+            "duration": round(pending.duration, 4),
+            "worker": worker,
+            "node": getattr(getattr(getattr(last, "node", None), "gateway", None), "id", None),
+            "finished": utc_now(),
+        }
+        self.records.append(record)
+        if writer is not None:
+            writer.append(record)
+
+    @staticmethod
+    def _classify(phases: dict[str, Any], props: list[tuple[str, Any]]) -> tuple[str, str, str]:
+        """(outcome, one-line reason, details) of a check from its phase reports."""
+        unsupported = any(k == PROP_SKIP and v == "unsupported" for k, v in props)
+        registry_error = any(k == PROP_INFO and v.get("registry_error") for k, v in props)
+        odd = [r for w, r in phases.items() if w not in ("setup", "call", "teardown")]
+        if odd:  # an xdist worker crashed while running this check
+            r = odd[0]
+            text = str(r.longrepr)
+            return "error", text.splitlines()[0] if text else "worker crashed", text[-DETAILS_CHARS:]
+        setup, call, teardown = phases.get("setup"), phases.get("call"), phases.get("teardown")
+        details = ""
+        for r in (setup, call, teardown):
+            if r is not None and r.failed:
+                details = (getattr(r, "longreprtext", "") or str(r.longrepr))[-DETAILS_CHARS:]
+                break
+        if setup is not None and setup.failed:
+            return "error", _failure_reason(setup), details
+        if setup is not None and setup.skipped:
+            if hasattr(setup, "wasxfail"):
+                return "xfail", str(setup.wasxfail), ""
+            return ("skipped-unsupported" if unsupported else "skipped"), _skip_reason(setup.longrepr), ""
+        outcome, reason = "error", "no result (the check did not run to completion)"
+        if call is not None:
+            if call.passed:
+                outcome, reason = ("xpass", str(call.wasxfail)) if hasattr(call, "wasxfail") else ("passed", "")
+            elif call.failed:
+                text = str(call.longrepr)
+                if text.startswith("[XPASS(strict)]"):
+                    outcome, reason = "xpass", text
+                else:
+                    outcome, reason = ("error" if registry_error else "failed"), _failure_reason(call)
+            elif call.skipped:
+                if hasattr(call, "wasxfail"):
+                    # the measured failure, not the entry's reason (that one is in record["xfail"]): a verdict
+                    # must show what was found, e.g. which figure, so a changed deviation is visible in review
+                    measured = _failure_reason(call) if call.longrepr is not None else ""
+                    outcome, reason = "xfail", measured or str(call.wasxfail)
+                    details = (getattr(call, "longreprtext", "") or str(call.longrepr or ""))[-DETAILS_CHARS:]
+                else:
+                    outcome = "skipped-unsupported" if unsupported else "skipped"
+                    reason = _skip_reason(call.longrepr)
+        if teardown is not None and teardown.failed and outcome in ("passed", "xfail", "skipped", "skipped-unsupported"):
+            outcome, reason = "error", f"teardown failed: {_failure_reason(teardown)}"
+        return outcome, reason, details
+
+
+def family_from_nodeid(nodeid: str) -> str | None:
+    """The check family of a node id from its folder, ``conformance/<family>/...`` (None elsewhere)."""
+    parts = nodeid.split("::", 1)[0].split("/")
+    if "conformance" in parts[:-1]:
+        i = parts.index("conformance")
+        if i + 2 < len(parts):
+            return parts[i + 1]
+    return None
+
+
+def impl_from_nodeid(nodeid: str, names: list[str]) -> str | None:
+    """The implementation whose parametrization id appears in ``nodeid`` (longest name wins)."""
+    if "[" not in nodeid:
+        return None
+    params = "-" + nodeid.split("[", 1)[1].rstrip("]") + "-"
+    hits = [n for n in names if f"-{n}-" in params]
+    return max(hits, key=len) if hits else None
+

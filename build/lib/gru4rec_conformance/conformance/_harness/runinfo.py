@@ -1,0 +1,85 @@
+"""Run metadata: suite version (pyproject version + git SHA), framework versions, GRU4REC_* variables.
+
+Everything here is read without importing the heavy frameworks (``importlib.metadata`` only), so the
+report header costs nothing when torch or TensorFlow are not needed by the run.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.metadata
+import os
+import platform
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from gru4rec_conformance import CHECKOUT_ROOT
+from gru4rec_conformance import __version__ as _INSTALLED_VERSION
+
+#: The suite's checkout, or None for an installed wheel (then the version is the distribution's, the SHA unknown).
+SUITE_ROOT: Path | None = CHECKOUT_ROOT
+FRAMEWORK_DISTRIBUTIONS = ("numpy", "pandas", "torch", "tensorflow", "tensorflow-cpu", "keras", "transformers",
+                           "pytest", "pytest-xdist")  # fmt: skip
+
+
+def _toml_loads(text: str) -> dict[str, Any]:
+    try:
+        import tomllib  # Python >= 3.11
+    except ModuleNotFoundError:  # Python 3.10
+        import tomli as tomllib  # type: ignore[no-redef]
+    return tomllib.loads(text)
+
+
+@functools.lru_cache(maxsize=None)
+def suite_version(root: str | None = None) -> dict[str, Any]:
+    """``{"version", "git_sha", "dirty", "string"}`` of the suite checkout at ``root`` (default: this one).
+
+    ``string`` is ``<pyproject version>+g<sha7>`` (``.dirty`` appended for uncommitted changes); it is what
+    ``--resume`` compares. Outside a git checkout the SHA is ``unknown``.
+    """
+    if root is None and SUITE_ROOT is None:  # installed: no checkout to ask git about
+        return {"version": _INSTALLED_VERSION, "git_sha": "unknown", "dirty": False, "string": _INSTALLED_VERSION}
+    base = Path(root) if root else SUITE_ROOT
+    assert base is not None
+    version = "unknown"
+    pyproject = base / "pyproject.toml"
+    if pyproject.is_file():
+        version = str(_toml_loads(pyproject.read_text(encoding="utf-8")).get("project", {}).get("version", "unknown"))
+    sha, dirty = "unknown", False
+    try:
+        sha = subprocess.run(["git", "-C", str(base), "rev-parse", "HEAD"], capture_output=True, text=True,
+                             timeout=10, check=True).stdout.strip() or "unknown"  # fmt: skip
+        status = subprocess.run(["git", "-C", str(base), "status", "--porcelain", "--untracked-files=no"],
+                                capture_output=True, text=True, timeout=10, check=True).stdout  # fmt: skip
+        dirty = bool(status.strip())
+    except (OSError, subprocess.SubprocessError):
+        pass
+    string = version if sha == "unknown" else f"{version}+g{sha[:7]}{'.dirty' if dirty else ''}"
+    return {"version": version, "git_sha": sha, "dirty": dirty, "string": string}
+
+
+def framework_versions() -> dict[str, str]:
+    """Installed versions of the frameworks that matter to verdicts (absent ones omitted), plus Python."""
+    out = {"python": platform.python_version()}
+    for dist in FRAMEWORK_DISTRIBUTIONS:
+        try:
+            out[dist] = importlib.metadata.version(dist)
+        except importlib.metadata.PackageNotFoundError:
+            continue
+    return out
+
+
+def gru4rec_env() -> dict[str, str]:
+    """Every ``GRU4REC_*`` environment variable (printed so that typos in names are visible)."""
+    return {k: v for k, v in sorted(os.environ.items()) if k.startswith("GRU4REC_")}
+
+
+def platform_info() -> dict[str, str]:
+    return {
+        "platform": platform.platform(),
+        "machine": platform.machine(),
+        "processor_count": str(os.cpu_count()),
+        "executable": sys.executable,
+    }

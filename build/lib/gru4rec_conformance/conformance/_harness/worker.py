@@ -1,0 +1,150 @@
+"""Child side of an isolated adapter: ``python -m gru4rec_conformance.conformance._harness.worker FD_IN FD_OUT EXCHANGE_DIR``.
+
+Runs one adapter instance and answers the parent's requests, one at a time, over two pipes (8-byte
+big-endian length + JSON). Arguments and results cross through :mod:`conformance._harness.codec` (JSON and
+``.npy`` files, no pickle). The parent (:mod:`conformance._harness.isolation`) owns timeouts, memory limits
+and killing; this side only disables core dumps, pins torch's intra-op threads to ``GRU4REC_WORKER_THREADS`` (set
+by the parent with ``OMP_NUM_THREADS`` etc.; applied before and after every request once torch is imported,
+without importing it) and reports exceptions with their traceback.
+
+Requests: ``{"op": "init", "ref", "init_kwargs", "device"}`` → ``{"ok": true, "result": {pid, hooks,
+methods, python}}``; ``{"op": "call", "method", "args", "kwargs"}`` → ``{"ok": true, "result"}`` or
+``{"ok": false, "error": {type, module, message, traceback, name, detail}}``; ``{"op": "shutdown"}``.
+"""
+
+from __future__ import annotations
+
+import faulthandler
+import importlib
+import os
+import struct
+import sys
+import traceback
+from typing import Any
+
+_HEADER = struct.Struct(">Q")
+
+
+def read_message(fd: int) -> bytes | None:
+    """Read one framed message; None on EOF."""
+    header = _read_exact(fd, _HEADER.size)
+    if header is None:
+        return None
+    (length,) = _HEADER.unpack(header)
+    body = _read_exact(fd, length)
+    if body is None:
+        raise EOFError("pipe closed in the middle of a message")
+    return body
+
+
+def _read_exact(fd: int, n: int) -> bytes | None:
+    chunks, got = [], 0
+    while got < n:
+        chunk = os.read(fd, n - got)
+        if not chunk:
+            return None if got == 0 else b"".join(chunks)
+        chunks.append(chunk)
+        got += len(chunk)
+    return b"".join(chunks)
+
+
+def write_message(fd: int, body: bytes) -> None:
+    data = _HEADER.pack(len(body)) + body
+    view = memoryview(data)
+    while view:
+        n = os.write(fd, view)
+        view = view[n:]
+
+
+def _error_payload(exc: BaseException) -> dict[str, Any]:
+    return {
+        "type": type(exc).__name__,
+        "module": type(exc).__module__,
+        "message": str(exc),
+        "traceback": "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))[-8000:],
+        "name": getattr(exc, "name", None) if type(exc).__name__ == "Unsupported" else None,
+        "detail": getattr(exc, "detail", None) if type(exc).__name__ == "Unsupported" else None,
+    }
+
+
+def _pin_torch_threads(done: list[bool]) -> None:
+    """torch.set_num_threads(GRU4REC_WORKER_THREADS) once torch has been imported (by the adapter)."""
+    torch = sys.modules.get("torch")
+    if done[0] or torch is None or not hasattr(torch, "set_num_threads"):
+        return
+    done[0] = True
+    try:
+        n = int(os.environ.get("GRU4REC_WORKER_THREADS", ""))
+    except ValueError:
+        return
+    if n > 0:
+        torch.set_num_threads(n)
+
+
+def main(argv: list[str]) -> int:
+    fd_in, fd_out, exchange_dir = int(argv[0]), int(argv[1]), argv[2]
+    try:
+        import resource
+
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    except (ImportError, ValueError, OSError):
+        pass  # not available on this platform; core dumps then follow the system default
+    faulthandler.enable(file=sys.stderr, all_threads=True)
+
+    from gru4rec_conformance.conformance._harness.codec import Codec, dumps, loads
+
+    codec = Codec(exchange_dir, prefix="c")
+    adapter: Any = None
+    pinned = [False]
+    while True:
+        raw = read_message(fd_in)
+        if raw is None:
+            break
+        request = loads(raw)
+        op = request.get("op")
+        try:
+            _pin_torch_threads(pinned)
+            if op == "init":
+                module_name, _, qualname = request["ref"].partition(":")
+                obj: Any = importlib.import_module(module_name)
+                for part in qualname.split("."):
+                    obj = getattr(obj, part)
+                adapter = obj(device=request.get("device", "cpu"), **request.get("init_kwargs", {}))
+                result: Any = {
+                    "pid": os.getpid(),
+                    "python": sys.version.split()[0],
+                    "executable": sys.executable,
+                    "hooks": sorted(obj.implemented_hooks()),
+                    "methods": list(obj.protocol_methods()),
+                }
+                reply = {"ok": True, "result": result}
+            elif op == "call":
+                if adapter is None:
+                    raise RuntimeError("worker received a call before init")
+                method = request["method"]
+                if method not in type(adapter).protocol_methods() and method != "close":
+                    raise AttributeError(f"{method!r} is not a protocol method of {type(adapter).__qualname__}")
+                args = codec.decode(request.get("args", []))
+                kwargs = codec.decode(request.get("kwargs", {"__dict__": []}))
+                value = getattr(adapter, method)(*args, **kwargs)
+                reply = {"ok": True, "result": codec.encode(value, where=f"{method}() result")}
+            elif op == "shutdown":
+                if adapter is not None:
+                    adapter.close()
+                write_message(fd_out, dumps({"ok": True, "result": None}))
+                break
+            else:
+                raise ValueError(f"unknown worker op {op!r}")
+        except BaseException as exc:  # every failure inside the adapter goes back to the parent
+            if isinstance(exc, KeyboardInterrupt):
+                raise
+            reply = {"ok": False, "error": _error_payload(exc)}
+        _pin_torch_threads(pinned)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        write_message(fd_out, dumps(reply))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

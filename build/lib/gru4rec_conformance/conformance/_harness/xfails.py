@@ -1,0 +1,244 @@
+"""Strict xfail registry: ``conformance/xfails/<impl>.toml`` (format: conformance/xfails/README.md).
+
+Each entry names checks by node-id pattern and says why they are expected to fail. The plugin applies the
+active entries as ``xfail(strict=True)`` (an XPASS fails the run) or, with ``--xfail-mark=skip``, as skips;
+an entry that matches no collected check is an error, and the reference must have no entries at all.
+
+Patterns are matched against the node id without the implementation's parameter (``test_sr1[recpack]`` is
+matched as ``test_sr1``; ``test_lf1[recpack-bpr-max]`` as ``test_lf1[bpr-max]``) and against the full node
+id. ``*`` matches any text and ``?`` one character; everything else is literal (brackets included). A
+pattern without wildcards also matches as a prefix ending at ``::``, ``[`` or ``/`` (a file, a class, a
+test with all its parameters).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import platform
+import re
+import sys
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+__all__ = ["XfailEntry", "XfailFile", "XfailRegistryError", "load_xfail_file", "default_xfail_path",
+           "strip_impl_param", "pattern_matches", "KINDS", "FIX_LEVELS"]  # fmt: skip
+
+KINDS = ("bug", "design-difference", "numerical")
+FIX_LEVELS = ("OOB", "INF", "MIN", "MAJ", "NEVER", "NOT-IN-STUDY")
+ENTRY_KEYS = {"id", "reason", "kind", "link", "defect", "fix_level", "since", "when"}
+WHEN_KEYS_EXACT = {"device", "platform"}
+WHEN_KEYS_VERSION = {"python", "impl_version"}  # plus installed distribution names (numpy, pandas, torch, ...)
+
+
+class XfailRegistryError(ValueError):
+    """An xfail file is malformed; the message names the file, the entry and the key."""
+
+
+@dataclasses.dataclass(frozen=True)
+class XfailEntry:
+    """One expected failure.
+
+    Attributes:
+        index: 1-based position in the file (used in messages).
+        pattern: node-id pattern (see module docstring).
+        reason: why it fails (printed in reports).
+        kind: one of :data:`KINDS`.
+        link: upstream issue / evidence URL, or ``"none"``.
+        defect: defect id of conformance_checks.md B.2 (e.g. ``"RP-7"``), optional.
+        fix_level: study fix level (:data:`FIX_LEVELS`) at which the defect is fixed, optional.
+        since: implementation version since which the failure is known, optional.
+        when: conditions (device, platform, python / impl_version / distribution version specifiers).
+    """
+
+    index: int
+    pattern: str
+    reason: str
+    kind: str
+    link: str
+    defect: str | None = None
+    fix_level: str | None = None
+    since: str | None = None
+    when: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+
+    def describe(self) -> str:
+        return f"entry {self.index} (id = {self.pattern!r})"
+
+    def to_dict(self) -> dict[str, Any]:
+        d = dataclasses.asdict(self)
+        d["when"] = dict(self.when)
+        return d
+
+    def active(self, context: Mapping[str, str]) -> bool:
+        """Whether the ``when`` conditions hold in ``context`` (device, platform, python, impl_version,
+        and installed distribution versions). An unknown version never satisfies a specifier."""
+        for key, cond in self.when.items():
+            if key in WHEN_KEYS_EXACT:
+                allowed = [cond] if isinstance(cond, str) else list(cond)
+                if context.get(key) not in allowed:
+                    return False
+                continue
+            version = context.get(key)
+            if version is None or version == "unknown":
+                return False
+            from packaging.specifiers import SpecifierSet
+            from packaging.version import InvalidVersion, Version
+
+            try:
+                if Version(version) not in SpecifierSet(cond):
+                    return False
+            except InvalidVersion:
+                return False
+        return True
+
+
+@dataclasses.dataclass(frozen=True)
+class XfailFile:
+    path: Path
+    implementation: str
+    entries: tuple[XfailEntry, ...]
+
+
+def default_xfail_path(root: Path, impl_name: str) -> Path:
+    """``<root>/conformance/xfails/<name>.toml``; a ``:`` in variant names becomes ``.``."""
+    return root / "conformance" / "xfails" / (re.sub(r"[^A-Za-z0-9_.@-]", ".", impl_name) + ".toml")
+
+
+def _toml_load(path: Path) -> dict[str, Any]:
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10
+        import tomli as tomllib  # type: ignore[no-redef]
+    try:
+        with open(path, "rb") as fh:
+            return tomllib.load(fh)
+    except tomllib.TOMLDecodeError as exc:
+        raise XfailRegistryError(f"{path}: not valid TOML: {exc}") from exc
+
+
+def load_xfail_file(path: Path, expected_impl: str | None = None) -> XfailFile:
+    """Load and validate one xfail file.
+
+    Args:
+        path: the TOML file.
+        expected_impl: implementation the file must belong to (its ``implementation`` key, when present,
+            must equal it).
+
+    Raises:
+        XfailRegistryError: naming the file, the entry and the key, for unknown keys, missing ``id`` /
+            ``reason`` / ``kind`` / ``link``, a kind or fix level outside the vocabulary, or bad ``when``.
+    """
+    data = _toml_load(path)
+    unknown_top = sorted(set(data) - {"implementation", "xfail"})
+    if unknown_top:
+        raise XfailRegistryError(f"{path}: unknown top-level key(s) {unknown_top}; expected 'implementation' and [[xfail]] entries")
+    impl = data.get("implementation", expected_impl)
+    if not isinstance(impl, str) or not impl:
+        raise XfailRegistryError(f"{path}: 'implementation = \"<name>\"' is required in this file")
+    if expected_impl is not None and impl != expected_impl:
+        raise XfailRegistryError(f"{path}: file is for implementation {impl!r}, not {expected_impl!r}")
+    raw_entries = data.get("xfail", [])
+    if not isinstance(raw_entries, list):
+        raise XfailRegistryError(f"{path}: 'xfail' must be an array of tables ([[xfail]])")
+    entries = []
+    for i, raw in enumerate(raw_entries, start=1):
+        where = f"{path}: entry {i}"
+        if not isinstance(raw, dict):
+            raise XfailRegistryError(f"{where}: must be a table")
+        unknown = sorted(set(raw) - ENTRY_KEYS)
+        if unknown:
+            raise XfailRegistryError(f"{where}: unknown key(s) {unknown}; allowed: {sorted(ENTRY_KEYS)}")
+        for key in ("id", "reason", "kind", "link"):
+            if not isinstance(raw.get(key), str) or not raw[key].strip():
+                raise XfailRegistryError(f"{where}: '{key}' is required (a non-empty string)")
+        if raw["kind"] not in KINDS:
+            raise XfailRegistryError(f"{where}: kind {raw['kind']!r} is not one of {list(KINDS)}")
+        if raw.get("fix_level") is not None and raw["fix_level"] not in FIX_LEVELS:
+            raise XfailRegistryError(f"{where}: fix_level {raw['fix_level']!r} is not one of {list(FIX_LEVELS)}")
+        when = raw.get("when", {})
+        if not isinstance(when, dict):
+            raise XfailRegistryError(f"{where}: 'when' must be a table")
+        for key, cond in when.items():
+            if key in WHEN_KEYS_EXACT:
+                if not (isinstance(cond, str) or (isinstance(cond, list) and all(isinstance(c, str) for c in cond))):
+                    raise XfailRegistryError(f"{where}: when.{key} must be a string or a list of strings")
+                continue
+            if not isinstance(cond, str):
+                raise XfailRegistryError(f"{where}: when.{key} must be a version specifier string such as '>=2,<3'")
+            from packaging.specifiers import InvalidSpecifier, SpecifierSet
+
+            try:
+                SpecifierSet(cond)
+            except InvalidSpecifier as exc:
+                raise XfailRegistryError(f"{where}: when.{key} = {cond!r} is not a version specifier ({exc})") from exc
+        entries.append(
+            XfailEntry(
+                index=i, pattern=raw["id"].strip(), reason=raw["reason"].strip(), kind=raw["kind"],
+                link=raw["link"].strip(), defect=raw.get("defect"), fix_level=raw.get("fix_level"),
+                since=raw.get("since"), when=dict(when),
+            )
+        )  # fmt: skip
+    return XfailFile(path=path, implementation=impl, entries=tuple(entries))
+
+
+def strip_impl_param(nodeid: str, impl_id: str) -> str:
+    """The node id without the implementation's parametrization id (see module docstring)."""
+    if "[" not in nodeid:
+        return nodeid
+    head, _, params = nodeid.partition("[")
+    params = params[:-1] if params.endswith("]") else params
+    if params == impl_id:
+        return head
+    for old, new in ((f"{impl_id}-", ""),):
+        if params.startswith(old):
+            return f"{head}[{params[len(old):]}]"
+    if params.endswith(f"-{impl_id}"):
+        return f"{head}[{params[: -len(impl_id) - 1]}]"
+    if f"-{impl_id}-" in params:
+        return f"{head}[{params.replace(f'-{impl_id}-', '-', 1)}]"
+    return nodeid
+
+
+def _glob_regex(pattern: str) -> re.Pattern:
+    parts = []
+    for ch in pattern:
+        parts.append(".*" if ch == "*" else "." if ch == "?" else re.escape(ch))
+    return re.compile("".join(parts) + r"\Z", re.DOTALL)
+
+
+def pattern_matches(pattern: str, *nodeids: str) -> bool:
+    """Whether ``pattern`` matches any of ``nodeids`` (glob with ``*``/``?``, or prefix without them)."""
+    if "*" in pattern or "?" in pattern:
+        rx = _glob_regex(pattern)
+        return any(rx.match(n) for n in nodeids)
+    for n in nodeids:
+        if n == pattern or (n.startswith(pattern) and n[len(pattern)] in ":[/"):
+            return True
+    return False
+
+
+def pattern_file_part(pattern: str) -> str:
+    """The file part of a pattern (before ``::``), used to tell out-of-scope entries from typos."""
+    return pattern.split("::", 1)[0].split("[", 1)[0]
+
+
+def files_matching(root: Path, file_pattern: str) -> list[Path]:
+    """Existing files under ``root`` matching the file part of a pattern (glob wildcards allowed)."""
+    if "*" in file_pattern or "?" in file_pattern:
+        return [p for p in root.glob(file_pattern.replace("**", "*")) if p.is_file()] or [
+            p for p in root.rglob("*.py") if _glob_regex(file_pattern).match(p.relative_to(root).as_posix())
+        ]
+    target = root / file_pattern
+    return [target] if target.exists() else []
+
+
+def when_context(device: str, impl_version: str, distributions: Iterable[str] = ()) -> dict[str, str]:
+    """Values the ``when`` conditions are evaluated against."""
+    import importlib.metadata
+
+    ctx = {"device": device, "platform": sys.platform, "python": platform.python_version(), "impl_version": impl_version}
+    for dist in distributions:
+        try:
+            ctx[dist] = importlib.metadata.version(dist)
+        except importlib.metadata.PackageNotFoundError:
+            continue
+    return ctx

@@ -1,0 +1,101 @@
+"""Helpers shared by the fine-tuner checks: data slices, adapter construction with capability skipping,
+sequence-length logic and a network guard."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import socket
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator
+
+
+from gru4rec_conformance.datasets.sst5 import Examples
+
+#: Labels of the fine-grained view (for plots and messages).
+LABEL_NAMES = ("very negative", "negative", "neutral", "positive", "very positive")
+
+
+@dataclass(frozen=True)
+class Slices:
+    """Small slices of the SST-5 splits (real, or the synthetic stand-in) used by the fast checks.
+
+    train: 64 train sentences; val: 32 dev sentences; test: 32 test sentences followed by 3 long sentences
+    (each four consecutive test sentences joined, > 66 word pieces on the real data and on the stand-in of seed 0
+    for at least one) so that truncation happens; full: the full splits.
+    """
+
+    train: Examples
+    val: Examples
+    test: Examples
+    full: dict
+
+
+def make_slices(full: dict) -> Slices:
+    """Build the fixed slices from the full fine-grained splits (deterministic: leading examples)."""
+    test = full["test"]
+    base = test.head(32)
+    longs = [" ".join(test.texts[i:i + 4]) for i in (40, 50, 60)]
+    long_ex = Examples.from_lists(longs, [test.labels[40], test.labels[50], test.labels[60]], split="test",
+                                  ids=[f"test-long-{k}" for k in range(3)], source="joined test sentences")
+    joined = Examples("test", base.ids + long_ex.ids, base.texts + long_ex.texts, base.labels + long_ex.labels, 5,
+                      base.source)
+    return Slices(full["train"].head(64), full["dev"].head(32), joined, full)
+
+
+def fresh(impl):
+    """A new, unbuilt adapter of the implementation under test (closed by the harness after the check)."""
+    return impl.new()
+
+
+def unpadded_length(ids: list[int], mask: list[int] | None, pad_id: int | None) -> int:
+    """Length of the real sequence: the mask's sum when there is a mask, else ``ids`` minus trailing pad ids."""
+    if mask is not None:
+        return int(sum(mask))
+    n = len(ids)
+    while n > 0 and pad_id is not None and ids[n - 1] == pad_id:
+        n -= 1
+    return n
+
+
+@contextlib.contextmanager
+def network_guard() -> Iterator[list]:
+    """Refuse and record every outgoing connection and name lookup made in this process."""
+    attempts: list = []
+    real_connect, real_getaddrinfo = socket.socket.connect, socket.getaddrinfo
+
+    def connect(self, address):  # noqa: ANN001
+        if self.family == getattr(socket, "AF_UNIX", None):
+            return real_connect(self, address)
+        attempts.append(("connect", repr(address)))
+        raise OSError(f"network access attempted during a fine-tuner check: {address!r}")
+
+    def getaddrinfo(host, *a, **kw):  # noqa: ANN001
+        attempts.append(("getaddrinfo", str(host)))
+        raise socket.gaierror(f"network access attempted during a fine-tuner check: {host!r}")
+
+    socket.socket.connect = connect
+    socket.getaddrinfo = getaddrinfo
+    try:
+        yield attempts
+    finally:
+        socket.socket.connect = real_connect
+        socket.getaddrinfo = real_getaddrinfo
+
+
+def stable_json_hash(path: Path) -> str:
+    """sha256 of a JSON file's content without wall-time entries (keys naming seconds, runtime or per_second)."""
+    import hashlib
+
+    def strip(o):
+        if isinstance(o, dict):
+            return {k: strip(v) for k, v in o.items()
+                    if not any(w in str(k) for w in ("seconds", "runtime", "per_second"))}
+        if isinstance(o, list):
+            return [strip(v) for v in o]
+        return o
+
+    with open(path, encoding="utf-8") as f:
+        data = strip(json.load(f))
+    return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()

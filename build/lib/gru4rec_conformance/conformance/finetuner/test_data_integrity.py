@@ -1,0 +1,107 @@
+"""Data integrity checks (finetuner spec §3 rows 6, 8, 22): nothing dropped, truncation reported, model
+outputs read correctly, binary mapping and split sizes."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from transformers import AutoTokenizer
+
+from gru4rec_conformance.conformance.finetuner.support import fresh
+from gru4rec_conformance.datasets.sst5 import EXPECTED_COUNTS, Examples
+
+KIND = "data_integrity"
+
+
+@pytest.mark.check("FT-6", kind=KIND)
+def test_no_example_dropped_and_truncation_reported(impl, tiny_bert, slices):
+    """Train/val/test sizes are kept through a run; test predictions have one row per test id; the number of
+    truncated test examples is reported and equals the tokenizer's count."""
+    a = fresh(impl)
+    cfg = dict(max_epochs=1, batch_size=8)
+    L = 48 if impl.supports("encode_max_length") else None
+    if L is not None:
+        cfg["max_length"] = L
+    rec = a.run(slices.train, slices.val, slices.test, cfg, seed=0, model_spec=tiny_bert, num_labels=5)
+    test = rec["test"]
+    assert test["n"] == len(slices.test), f"test evaluated on {test['n']} of {len(slices.test)} examples"
+    assert list(test["ids"]) == list(slices.test.ids), "prediction rows do not match the test ids one to one"
+    assert len(test["predictions"]) == len(slices.test)
+    n_ex = rec.get("n_examples", {})
+    assert n_ex.get("train") == len(slices.train) and n_ex.get("val") == len(slices.val), \
+        f"examples used {n_ex}, expected train {len(slices.train)} and val {len(slices.val)}"
+    L = L or a.encode(["movie"])["max_length"]
+    tok = AutoTokenizer.from_pretrained(tiny_bert.path, local_files_only=True)
+    expected = sum(len(ids) > L for ids in tok(list(slices.test.texts))["input_ids"])
+    assert expected > 0, "the test slice should contain sentences longer than the max length"
+    assert test.get("n_truncated") == expected, \
+        f"reported truncated test examples {test.get('n_truncated')}, tokenizer count {expected}"
+
+
+@pytest.mark.check("FT-6", kind=KIND)
+def test_full_splits_evaluated_whole(impl, tiny_bert, sst5_real):
+    """Evaluating the full dev and test splits covers 1101 and 2210 examples, one prediction per id (real SST-5
+    only: skipped on the synthetic stand-in)."""
+    a = fresh(impl)
+    a.build(0, model_spec=tiny_bert, num_labels=5)
+    for split in ("dev", "test"):
+        ex = sst5_real[split]
+        res = a.evaluate(ex)
+        assert res["n"] == EXPECTED_COUNTS["fine"][split] == len(ex), \
+            f"{split}: evaluated {res['n']} examples, expected {EXPECTED_COUNTS['fine'][split]}"
+        assert list(res["ids"]) == list(ex.ids), f"{split}: prediction ids differ from the split's ids"
+
+
+@pytest.mark.check("FT-8", kind=KIND)
+def test_logits_shape_and_one_step(impl, tiny_bert, slices):
+    """predict returns finite (B, 5) logits; one optimizer step gives a finite training loss."""
+    a = fresh(impl)
+    a.build(0, model_spec=tiny_bert, num_labels=5)
+    z = np.asarray(a.predict(list(slices.val.texts[:8])))
+    assert z.shape == (8, 5) and np.issubdtype(z.dtype, np.floating), f"logits {z.shape} {z.dtype}"
+    assert np.isfinite(z).all()
+    small = slices.train.head(8)
+    rec = a.fit(small, slices.val.head(8), dict(max_epochs=1, batch_size=8))
+    loss = rec["epochs"][0]["train_loss"]
+    assert isinstance(loss, float) and math.isfinite(loss), f"train loss after one step: {loss!r}"
+    assert rec["epochs"][0]["steps"] == 1
+
+
+@pytest.mark.check("FT-8", kind=KIND)
+def test_overfits_32_examples(impl, tiny_bert, slices):
+    """Fine-tuning on 32 examples reaches train accuracy >= 0.9 within 40 epochs (160 steps at batch 8)."""
+    a = fresh(impl)
+    a.build(0, model_spec=tiny_bert, num_labels=5)
+    train = slices.train.head(32)
+    a.fit(train, train, dict(max_epochs=40, batch_size=8, learning_rate=3e-3, warmup_ratio=0.0, patience=None,
+                             schedule="constant"))
+    acc = a.evaluate(train)["accuracy"]
+    assert acc >= 0.9, f"train accuracy {acc:.3f} < 0.9 after 40 epochs on 32 examples"
+
+
+@pytest.mark.check("FT-22", kind=KIND)
+@pytest.mark.feature("hook:binary_view")
+def test_binary_mapping(impl):
+    """Binary view: neutral removed, {0,1} -> 0, {3,4} -> 1, 2 classes, ids kept."""
+    a = fresh(impl)
+    ex = Examples.from_lists([f"sentence {i}" for i in range(10)], [0, 1, 2, 3, 4, 4, 3, 2, 1, 0], split="dev")
+    b = a.binary_view(ex)
+    want = {0: 0, 1: 0, 3: 1, 4: 1}
+    kept = [(i, y) for i, y in zip(ex.ids, ex.labels) if y != 2]
+    assert list(b.ids) == [i for i, _ in kept], f"binary ids {b.ids} (neutral must be dropped, order kept)"
+    assert list(b.labels) == [want[y] for _, y in kept], f"binary labels {b.labels}"
+    assert b.num_labels == 2
+
+
+@pytest.mark.check("FT-22", kind=KIND)
+@pytest.mark.feature("hook:binary_view")
+def test_binary_root_counts(impl, sst5_real):
+    """The binary view of the full SST-5 root splits has 6920/872/1821 examples and never label 2 (real SST-5
+    only: skipped on the synthetic stand-in)."""
+    a = fresh(impl)
+    for split, ex in sst5_real.items():
+        b = a.binary_view(ex)
+        assert len(b) == EXPECTED_COUNTS["binary"][split], f"binary {split}: {len(b)} examples"
+        assert set(b.labels) <= {0, 1}

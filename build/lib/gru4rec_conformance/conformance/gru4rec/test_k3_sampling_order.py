@@ -1,0 +1,151 @@
+"""K3 sampling order / sampled-score semantics (conformance_checks.md §B.1): the loss sees only the sampled
+columns [targets ; S shared samples], the samples are shared by the minibatch and drawn ∝ support^sample_alpha.
+Checks SO-1..SO-3 (SC-2, also listed under K3 in the spec, lives with K9 in test_k9_scalability.py)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from gru4rec_conformance.conformance.gru4rec._common import build
+
+
+def _item_axes(params: dict, n_items: int) -> dict[str, list[int]]:
+    """Axes of length n_items of every parameter (item-indexed axes, item_ids() order by protocol)."""
+    return {k: [ax for ax, n in enumerate(np.shape(v)) if n == n_items] for k, v in params.items()}
+
+
+@pytest.mark.check("SO-1", kind="K3")
+@pytest.mark.hook("get_params", "set_params", "train_step")
+@pytest.mark.parametrize("loss", [pytest.param(x, marks=pytest.mark.loss(x), id=x) for x in ("cross-entropy", "bpr-max")])
+def test_so1_non_sampled_item_invariance(impl, d_lag1, loss, record_metric):
+    """The training loss ignores items that are neither targets nor samples (sample, then score).
+
+    The training loss of a fixed batch does not change when the output weights and bias of an item that is
+    neither a target nor a sample are shifted by +10 (no transform normalised over the whole catalogue)."""
+    model = build(impl, dict(loss=loss, batch_size=4),
+                  dict(layers=[24], n_sample=0, dropout_p_embed=0.0, dropout_p_hidden=0.0, learning_rate=0.05,
+                       momentum=0.0))
+    model.fit(d_lag1.train, n_epochs=0)
+    cycle = list(d_lag1.meta["items"])
+    inputs, targets = np.array(cycle[0:8:2]), np.array(cycle[1:9:2])
+    bystander = cycle[15]
+    ids = list(np.asarray(model.item_ids()))
+    j = ids.index(bystander)
+    p0 = {k: np.array(v, copy=True) for k, v in model.get_params().items()}
+    axes = _item_axes(p0, len(ids))
+    assert any(axes.values()), f"no parameter has an item axis of length {len(ids)} (got shapes " \
+                               f"{ {k: np.shape(v) for k, v in p0.items()} })"
+    loss_a = float(model.train_step(inputs, targets))
+    shifted = {}
+    for k, v in p0.items():
+        w = np.array(v, copy=True)
+        for ax in axes[k]:
+            idx = [slice(None)] * w.ndim
+            idx[ax] = j
+            w[tuple(idx)] += 10.0
+        shifted[k] = w
+    model.set_params(shifted)
+    loss_b = float(model.train_step(inputs, targets))
+    diff = abs(loss_b - loss_a)
+    record_metric("loss change from a non-sampled item", diff, reference=0.0, tolerance=1e-6 * max(1.0, abs(loss_a)))
+    assert diff <= 1e-6 * max(1.0, abs(loss_a)), (
+        f"shifting the output parameters of item {bystander} (not in the batch) changed the {loss} loss from "
+        f"{loss_a:.6g} to {loss_b:.6g}: the scores are normalised over the full catalogue before sampling")
+
+
+@pytest.mark.check("SO-2", kind="K3")
+@pytest.mark.feature("extra_shared_negatives")
+@pytest.mark.hook("train_forward")
+def test_so2_shared_negatives(impl, d_lag1, record_metric):
+    """Extra negatives are one vector of S items shared by the minibatch and redrawn every step.
+
+    With n_sample=S the training score matrix has B+S columns whose last S item ids are the same for every
+    row, and the samples change from step to step (trace)."""
+    B_, S_ = 4, 8
+    model = build(impl, dict(batch_size=B_, n_sample=S_, n_epochs=1),
+                  dict(layers=[16], learning_rate=0.05, loss="cross-entropy"))
+    model.fit(d_lag1.train, n_epochs=0)
+    cycle = list(d_lag1.meta["items"])
+    out = model.train_forward([[cycle[k], cycle[k + 1]] for k in range(0, 2 * B_, 2)], seed=0)
+    shape = np.shape(out["scores"])
+    assert shape == (B_, B_ + S_), f"training score matrix has shape {shape}, expected (B, B+S) = {(B_, B_ + S_)}"
+    cols = out.get("columns")
+    if cols is not None:
+        cols = np.asarray(cols)
+        if cols.ndim == 2:
+            distinct = len({tuple(r[B_:]) for r in cols})
+            assert distinct == 1, (f"the {S_} extra negative columns differ between the {B_} rows ({distinct} distinct "
+                                   "sets): negatives are drawn per row, not shared by the minibatch")
+            cols = cols[0]
+        assert cols[:B_].tolist() == [cycle[k + 1] for k in range(0, 2 * B_, 2)], (
+            f"the first B columns {cols[:B_].tolist()} are not the lanes' targets")
+    if not impl.supports("hook:trace"):
+        return
+    model = build(impl, dict(batch_size=2 * B_, n_sample=S_, n_epochs=1),
+                  dict(layers=[16], learning_rate=0.05, loss="cross-entropy"))
+    model.trace(True)
+    rep = model.fit(d_lag1.train)
+    negs = [np.asarray(t.negative_ids) for t in rep.trace]
+    bad_shape = [n.shape for n in negs if n.shape != (S_,)]
+    assert not bad_shape, f"traced negative_ids have shape {bad_shape[0]}, expected ({S_},) shared by all lanes"
+    same = sum(np.array_equal(a, b) for a, b in zip(negs, negs[1:]))
+    record_metric("steps reusing the previous step's samples", same / max(len(negs) - 1, 1), rule="pass if <= 0.1")
+    assert same <= 0.1 * (len(negs) - 1), f"{same} of {len(negs) - 1} steps reuse the previous step's samples"
+
+
+@pytest.mark.check("SO-3", kind="K3")
+@pytest.mark.feature("sample_alpha")
+@pytest.mark.hook("trace")
+@pytest.mark.parametrize("alpha", [0.0, 0.5, 1.0])
+def test_so3_sampling_distribution(impl, zipf, alpha, record_metric):
+    """Extra negatives follow support^sample_alpha (sample_alpha = 0, 0.5 and 1).
+
+    The extra samples of 200 training steps (S=512, Zipf-popular items) follow support^sample_alpha /
+    Σ support^sample_alpha (chi-square p > 1e-3) for sample_alpha = 0, 0.5, 1."""
+    S_ = 512
+    model = build(impl, dict(n_sample=S_, sample_alpha=alpha, batch_size=48, n_epochs=1),
+                  dict(layers=[16], learning_rate=0.05, loss="cross-entropy"))
+    model.trace(True)
+    rep = model.fit(zipf.train)
+    steps = rep.trace[:200]
+    assert len(steps) == 200, f"only {len(steps)} training steps traced, 200 needed"
+    drawn = np.concatenate([np.asarray(t.negative_ids).ravel() for t in steps])
+    support = zipf.meta["support"]
+    items = np.array(sorted(support))
+    counts = pd_counts(drawn, items)
+    w = np.array([support[i] for i in items], dtype=np.float64) ** alpha
+    expected = w / w.sum() * len(drawn)
+    obs, exp = _pool(counts, expected)
+    chi2, p = stats.chisquare(obs, exp)
+    record_metric(f"chi-square p (alpha={alpha})", p, rule="pass if p > 1e-3", samples=len(drawn), bins=len(obs))
+    assert p > 1e-3, (f"sampled item frequencies do not follow support^{alpha} (chi-square {chi2:.1f} on {len(obs) - 1} "
+                      f"dof, p = {p:.2g}): sample_alpha is ignored or the distribution is wrong")
+
+
+def pd_counts(drawn: np.ndarray, items: np.ndarray) -> np.ndarray:
+    """Occurrences of every item id in ``drawn`` (ids outside ``items`` are an error)."""
+    pos = np.searchsorted(items, drawn)
+    pos = np.clip(pos, 0, len(items) - 1)
+    bad = items[pos] != drawn
+    assert not bad.any(), f"sampled ids not in the training catalogue: {np.unique(drawn[bad])[:5].tolist()}"
+    return np.bincount(pos, minlength=len(items)).astype(np.float64)
+
+
+def _pool(obs: np.ndarray, exp: np.ndarray, min_expected: float = 5.0) -> tuple[np.ndarray, np.ndarray]:
+    """Merge bins (in order of expected count) until every pooled bin expects >= min_expected draws."""
+    order = np.argsort(exp)
+    o, e = obs[order], exp[order]
+    po, pe, acc_o, acc_e = [], [], 0.0, 0.0
+    for a, b in zip(o, e):
+        acc_o += a
+        acc_e += b
+        if acc_e >= min_expected:
+            po.append(acc_o)
+            pe.append(acc_e)
+            acc_o = acc_e = 0.0
+    if acc_e > 0:
+        po[-1] += acc_o
+        pe[-1] += acc_e
+    return np.array(po), np.array(pe)

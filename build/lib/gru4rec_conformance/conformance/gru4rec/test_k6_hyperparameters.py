@@ -1,0 +1,196 @@
+"""K6 hard-coded or silently ignored hyperparameters (conformance_checks.md §B.1): every declared hyperparameter
+changes the model, structure echoes the requested sizes, the batch size drives the number of steps, and
+anything undeclared is refused loudly. Checks HP-1..HP-4 — the capability probes "both ways"."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from gru4rec_conformance.implementations.base import GRU4REC_HYPERPARAMETERS, Unsupported
+from gru4rec_conformance.conformance.gru4rec._common import build, embedding_mode, epochs_run, fresh_scores, lag1_test_pairs, rel_frobenius
+
+BASE = dict(layers=[16], batch_size=32, n_sample=16, sample_alpha=0.5, learning_rate=0.1, momentum=0.0,
+            dropout_p_embed=0.0, dropout_p_hidden=0.0, loss="cross-entropy", n_epochs=1)
+
+
+def _case(name, a, b, base=None, marks=()):
+    return pytest.param(name, a, b, base or {}, marks=[pytest.mark.hparam(name), *marks], id=name)
+
+
+HP1_CASES = [
+    _case("layers", [16], [24]),
+    _case("batch_size", 16, 32),
+    _case("learning_rate", 0.05, 0.2),
+    # gated on the declared hyperparameter, not on the adagrad_momentum feature: an adapter that accepts
+    # momentum without Adagrad momentum (GP-9, TG-3) must show it changes nothing here
+    _case("momentum", 0.0, 0.5),
+    _case("dropout_p_embed", 0.0, 0.3, marks=[pytest.mark.feature("dropout_embed")]),
+    _case("dropout_p_hidden", 0.0, 0.3, marks=[pytest.mark.feature("dropout_hidden")]),
+    _case("n_sample", 0, 16, marks=[pytest.mark.feature("extra_shared_negatives")]),
+    _case("sample_alpha", 0.0, 1.0, marks=[pytest.mark.feature("sample_alpha")]),
+    _case("logq", 0.0, 1.0, marks=[pytest.mark.feature("logq")]),
+    _case("bpreg", 0.0, 1.0, {"loss": "bpr-max", "elu_param": 0.0}, marks=[pytest.mark.feature("bpreg")]),
+    _case("elu_param", 0.0, 1.0, {"loss": "bpr-max"}, marks=[pytest.mark.loss("bpr-max"), pytest.mark.final_act("elu")]),
+    _case("final_act", "linear", "tanh", {"loss": "bpr-max"},
+          marks=[pytest.mark.loss("bpr-max"), pytest.mark.final_act("linear", "tanh")]),
+    _case("loss", "cross-entropy", "bpr-max", marks=[pytest.mark.loss("cross-entropy", "bpr-max")]),
+    _case("embedding", 8, 16, {"constrained_embedding": False}, marks=[pytest.mark.embedding("separate")]),
+    _case("constrained_embedding", True, False, {"embedding": 0},
+          marks=[pytest.mark.embedding("shared", "none"), pytest.mark.hparam("embedding")]),
+    _case("n_epochs", 1, 2),
+]
+
+
+@pytest.mark.check("HP-1", kind="K6")
+@pytest.mark.parametrize("name,a,b,base", HP1_CASES)
+def test_hp1_sensitivity(impl, d_lag1, name, a, b, base, record_metric):
+    """Every declared hyperparameter changes the trained model.
+
+    Every declared hyperparameter has an effect: two fits on D-LAG1 with the same seed and two values of it
+    give different scores (‖ΔS‖_F/‖S‖_F > 1e-3)."""
+    prefixes, _ = lag1_test_pairs(d_lag1.test)
+    prefixes = prefixes[:50]
+    scores = []
+    for value in (a, b):
+        req, opt = embedding_mode({name: value, **base})
+        model = build(impl, req, {**BASE, **opt}, seed=3)
+        model.fit(d_lag1.train)
+        scores.append(fresh_scores(model, prefixes))
+    change = rel_frobenius(scores[0], scores[1])
+    record_metric(f"relative score change {name}: {a} → {b}", change, rule="pass if > 1e-3")
+    assert change > 1e-3, (f"{name}={a!r} and {name}={b!r} give the same scores (relative change {change:.2g}): the "
+                           "hyperparameter is declared but has no effect (hard-coded or silently ignored)")
+
+
+def _shapes(impl, d_lag1, **cfg) -> tuple[dict[str, tuple], int]:
+    model = build(impl, cfg, dict(n_sample=0, loss="cross-entropy"))
+    model.fit(d_lag1.train, n_epochs=0)
+    return {k: tuple(np.shape(v)) for k, v in model.get_params().items()}, len(np.asarray(model.item_ids()))
+
+
+def _with_item_axis(shapes: dict, n_items: int, other: int) -> list[str]:
+    return [k for k, s in shapes.items() if len(s) == 2 and sorted(s) == sorted((n_items, other))]
+
+
+HP2_CASES = [
+    pytest.param({"layers": [24], "constrained_embedding": True}, marks=pytest.mark.embedding("shared"), id="shared-24"),
+    pytest.param({"layers": [24, 12], "constrained_embedding": True}, marks=pytest.mark.embedding("shared"),
+                 id="shared-24-12"),
+    pytest.param({"layers": [24], "constrained_embedding": False, "embedding": 10},
+                 marks=pytest.mark.embedding("separate"), id="separate-10"),
+]
+
+
+@pytest.mark.check("HP-2", kind="K6")
+@pytest.mark.hook("get_params")
+@pytest.mark.parametrize("cfg", HP2_CASES)
+def test_hp2_structural_echo(impl, d_lag1, cfg, record_metric):
+    """Parameter shapes echo the configured layer sizes, embedding size and catalogue.
+
+    GRU weights 3·d per layer size d in ``layers``, an embedding of width ``embedding`` (none extra when shared),
+    output weights (n_items × last layer size)."""
+    shapes, n_items = _shapes(impl, d_lag1, **cfg)
+    problems = []
+    for d in cfg["layers"]:
+        if not any(len(s) == 2 and 3 * d in s for s in shapes.values()):
+            problems.append(f"no GRU weight with a dimension 3·{d} = {3 * d} (layer size {d})")
+    last = cfg["layers"][-1]
+    outputs = _with_item_axis(shapes, n_items, last)
+    if not outputs:
+        problems.append(f"no output weights of shape ({n_items}, {last})")
+    if cfg.get("constrained_embedding") is False:
+        k = cfg["embedding"]
+        if not _with_item_axis(shapes, n_items, k):
+            problems.append(f"no embedding of shape ({n_items}, {k})")
+    else:
+        item_matrices = [name for name, s in shapes.items() if len(s) == 2 and n_items in s]
+        if len(item_matrices) != 1:
+            problems.append(f"shared embedding expected one item matrix, found {item_matrices}")
+    record_metric("parameters", len(shapes), shapes="; ".join(f"{k}{list(s)}" for k, s in shapes.items()))
+    assert not problems, f"configuration {cfg}: " + "; ".join(problems) + f" (parameter shapes: {shapes})"
+
+
+@pytest.mark.check("HP-3", kind="K6")
+def test_hp3_batch_size_echo(impl, d_lag1, record_metric):
+    """The batch size sets the number of parallel lanes (steps per epoch ≈ transitions / B).
+
+    With batch_size=7 one epoch takes between (E − Ns)/7 and (E − Ns)/7 + L_max optimizer steps (D-LAG1,
+    L_max = the longest session): the batch size really sets the number of parallel sessions."""
+    B_ = 7
+    model = build(impl, dict(batch_size=B_, n_epochs=1),
+                  dict(layers=[16], n_sample=16, learning_rate=0.1, loss="cross-entropy"))
+    rep = model.fit(d_lag1.train)
+    epochs_run(rep, 1)
+    sizes = d_lag1.train.groupby("SessionId").size()
+    T, L = int(sizes.sum() - len(sizes)), int(sizes.max())
+    steps = int(rep.n_steps[0])
+    lo, hi = (T - L) / B_, T / B_ + L
+    record_metric("optimizer steps per epoch (batch_size=7)", steps, reference=T / B_, tolerance=L,
+                  rule=f"pass if in [{lo:.1f}, {hi:.1f}]", transitions=T)
+    assert lo <= steps <= hi, (f"{steps} steps for {T} transitions with batch_size=7, expected {lo:.1f}..{hi:.1f}: "
+                               "the batch size is ignored or the minibatches are not session-parallel")
+
+
+PROBES = {
+    "layers": [12], "loss": "bpr-max", "batch_size": 16, "learning_rate": 0.07, "momentum": 0.5,
+    "dropout_p_embed": 0.2, "dropout_p_hidden": 0.2, "n_sample": 16, "sample_alpha": 0.3, "bpreg": 0.5,
+    "logq": 1.0, "embedding": 16, "constrained_embedding": False, "final_act": "tanh", "elu_param": 1.0,
+    "n_epochs": 2, "optimizer": "adagrad", "hidden_act": "relu", "lmbd": 0.01, "smoothing": 0.1, "adapt": "adam",
+    "adapt_params": [0.9, 0.999], "grad_cap": 1.0, "sigma": 0.1, "init_as_normal": True, "train_random_order": True,
+    "time_sort": False, "no_such_hyperparameter": 1,
+}
+FINAL_ACT_PROBES = {"linear": "linear", "elu": "elu-1", "tanh": "tanh", "relu": "relu", "leaky": "leaky-0.1",
+                    "selu": "selu-1.05-1.67", "softmax": "softmax", "softmax_logit": "softmax_logit"}
+EMBEDDING_PROBES = {"none": {"embedding": 0, "constrained_embedding": False},
+                    "separate": {"embedding": 16, "constrained_embedding": False},
+                    "shared": {"constrained_embedding": True}}
+
+
+def _refused(impl, **hp) -> bool:
+    try:
+        impl.new().build(seed=1, **hp)
+    except Unsupported:
+        return True
+    return False
+
+
+@pytest.mark.check("HP-4", kind="K6")
+def test_hp4_undeclared_names_refused(impl, record_metric):
+    """Every undeclared hyperparameter name is refused with Unsupported, never ignored.
+
+    Every official hyperparameter name the adapter does not declare (and an unknown name) is refused by
+    build() with Unsupported, never accepted and ignored."""
+    declared = set(impl.capabilities.hyperparameters)
+    names = sorted((set(GRU4REC_HYPERPARAMETERS) | {"no_such_hyperparameter"}) - declared)
+    accepted = [n for n in names if not _refused(impl, **{n: PROBES[n]})]
+    record_metric("undeclared names probed", len(names), accepted=", ".join(accepted) or "none")
+    assert not accepted, f"build() silently accepted undeclared hyperparameter(s) {accepted}: they must raise Unsupported"
+
+
+@pytest.mark.check("HP-4", kind="K6")
+def test_hp4_undeclared_values_refused(impl, record_metric):
+    """Every undeclared loss, final activation and embedding mode is refused with Unsupported.
+
+    Values outside the declared vocabulary — losses, final activations, embedding modes — are refused by
+    build() with Unsupported."""
+    caps = impl.capabilities
+    declared = set(caps.hyperparameters)
+    probes: list[tuple[str, dict]] = []
+    if "loss" in declared:
+        probes += [(f"loss:{v}", {"loss": v}) for v in ("cross-entropy", "bpr-max", "top1", "top1-max", "bpr")
+                   if v not in caps.losses]
+    if "final_act" in declared:
+        for fam, value in FINAL_ACT_PROBES.items():
+            if fam not in caps.final_acts:
+                loss = "cross-entropy" if fam.startswith("softmax") else "bpr-max"
+                probes.append((f"final_act:{fam}", {"final_act": value,
+                                                    **({"loss": loss} if "loss" in declared else {})}))
+    for mode, cfg in EMBEDDING_PROBES.items():
+        if mode not in caps.embedding_modes and set(cfg) <= declared:
+            probes.append((f"embedding:{mode}", cfg))
+    if not probes:
+        pytest.skip("every value of the probed vocabularies is declared (or its hyperparameter is not)")
+    accepted = [label for label, hp in probes if not _refused(impl, **hp)]
+    record_metric("undeclared values probed", len(probes), accepted=", ".join(accepted) or "none")
+    assert not accepted, f"build() silently accepted undeclared value(s) {accepted}: they must raise Unsupported"

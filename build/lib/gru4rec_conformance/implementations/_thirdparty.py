@@ -1,0 +1,123 @@
+"""Translation helpers shared by the adapters of GitHub-only implementations (I/O, seeding, spying).
+
+Everything here *translates* (conformance_checks.md §C): it writes the files an implementation reads, maps
+item ids, seeds the random generators the implementation uses, and observes (never alters) the
+implementation's own loops. No defect is fixed here.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import random
+import tempfile
+from pathlib import Path
+from typing import Any, Callable, Iterator, Sequence
+
+import numpy as np
+
+__all__ = [
+    "check_session_frame",
+    "write_sessions",
+    "seed_everything",
+    "spy_generator",
+    "patched",
+    "TempDir",
+    "layers_list",
+]
+
+
+def check_session_frame(df: Any, what: str = "train_df"):
+    """Validate a session frame and return a copy with ``SessionId``/``ItemId`` int64 and ``Time`` float64.
+
+    Raises:
+        ValueError: naming ``what`` and the column, when a column is missing or not numeric.
+    """
+    import pandas as pd
+
+    if not isinstance(df, pd.DataFrame):
+        raise ValueError(f"{what}: expected a pandas DataFrame, got {type(df).__name__}")
+    missing = [c for c in ("SessionId", "ItemId", "Time") if c not in df.columns]
+    if missing:
+        raise ValueError(f"{what}: missing column(s) {missing}; columns are {list(df.columns)}")
+    out = pd.DataFrame(index=range(len(df)))
+    for col, dtype in (("SessionId", "int64"), ("ItemId", "int64"), ("Time", "float64")):
+        values = df[col].to_numpy()
+        try:
+            out[col] = values.astype(dtype)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"{what}: column {col!r} must be numeric ({exc})") from None
+    return out
+
+
+def write_sessions(df: Any, path: Path, sep: str, names: Sequence[str] = ("SessionId", "ItemId", "Time")) -> Path:
+    """Write a session frame as the delimited text file an implementation reads (header = ``names``).
+
+    The file is written under a temporary name in the same folder and moved into place (atomic).
+    """
+    out = df[["SessionId", "ItemId", "Time"]].copy()
+    out.columns = list(names)
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=path.suffix, dir=path.parent)
+    os.close(fd)
+    out.to_csv(tmp, sep=sep, index=False, float_format="%.17g")
+    os.replace(tmp, path)
+    return path
+
+
+def seed_everything(seed: int, torch_too: bool = True) -> None:
+    """Seed Python's, NumPy's legacy global and (optionally) torch's global generators, as the
+    implementations' own scripts do (they use the global generators)."""
+    random.seed(seed)
+    np.random.seed(seed % (2**32))
+    if torch_too:
+        import torch
+
+        torch.manual_seed(seed)
+
+
+def spy_generator(gen: Iterator, on_yield: Callable[[dict, Any], None]) -> Iterator:
+    """Re-yield ``gen``'s items; before each, call ``on_yield(frame_locals, item)`` with the generator's
+    local variables at its ``yield`` (read-only use: lane bookkeeping such as ``iters``/``start``)."""
+    for item in gen:
+        frame = gen.gi_frame
+        on_yield(dict(frame.f_locals) if frame is not None else {}, item)
+        yield item
+
+
+@contextlib.contextmanager
+def patched(obj: Any, name: str, value: Any):
+    """Temporarily set ``obj.name = value`` (instrumentation of a module attribute), restored on exit."""
+    old = getattr(obj, name)
+    setattr(obj, name, value)
+    try:
+        yield old
+    finally:
+        setattr(obj, name, old)
+
+
+class TempDir:
+    """A private temporary folder, removed by :meth:`close`."""
+
+    def __init__(self, prefix: str) -> None:
+        self.path = Path(tempfile.mkdtemp(prefix=prefix))
+
+    def close(self) -> None:
+        import shutil
+
+        shutil.rmtree(self.path, ignore_errors=True)
+
+
+def layers_list(value: Any, name: str = "layers") -> list[int]:
+    """``layers`` as a list of positive ints (official semantics: int, list, or "100/100")."""
+    if isinstance(value, str):
+        value = [int(v) for v in value.split("/")]
+    if isinstance(value, (int, np.integer)):
+        value = [int(value)]
+    try:
+        out = [int(v) for v in value]
+    except (TypeError, ValueError):
+        raise ValueError(f"{name}: expected an int or a list of ints, got {value!r}") from None
+    if not out or any(v <= 0 for v in out):
+        raise ValueError(f"{name}: layer sizes must be positive, got {value!r}")
+    return out

@@ -1,0 +1,570 @@
+"""cornac 3.0.1 ``cornac.models.GRU4Rec``: a port of the official GRU4Rec PyTorch code (not in the study).
+
+ecosystem_and_style.md §1.3.1: session-parallel mini-batches (``cornac.models.seq_utils.io_iter``), in-batch +
+shared extra negatives drawn ∝ support^sample_alpha, logQ, cross-entropy / BPR-max / TOP1 / BPR, tied /
+separate / no embedding, ``IndexedAdagradM`` (Adagrad with momentum), separate embedding and hidden dropout.
+
+The adapter translates only:
+
+- input: the session frame is sorted by (SessionId, Time) and handed to
+  ``cornac.data.SequentialDataset.build(fmt="SIT")`` (cornac treats row order as the event order);
+- item ids: cornac's ``iid_map`` (order of first appearance) gives the column order of score matrices;
+- ``score_prefixes`` calls ``GRU4Rec.score(None, history_items)`` per prefix (cornac's own inference: a fresh
+  zero state, the prefix run item by item in eval mode); unknown items are dropped before the call;
+- seeding: cornac's ``seed`` seeds its sampler / session-shuffle RNG only; dropout draws from torch's global
+  RNG, so the adapter calls ``torch.manual_seed(seed)`` before ``fit`` (declared shim);
+- ``FitReport``: cornac reports nothing per epoch, so the adapter observes ``fit`` without changing it:
+  epochs through the training dataset's ``s_iter`` (called once per epoch), optimizer steps through torch's
+  global optimizer step hook, lanes and the training score matrix through forward hooks on the model's
+  sub-modules (the output embedding rows and the last dropout), from which the step's loss is recomputed
+  with cornac's own loss function (declared shim).
+
+Nothing of cornac is patched; every observation hook is removed when ``fit`` returns.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from gru4rec_conformance.implementations.base import Adapter, FitReport, Unsupported, require_installed
+from gru4rec_conformance.implementations.registry import register
+
+_LOSSES = ("cross-entropy", "bpr-max", "top1", "bpr")
+_LOSS_KWARGS = ("bpreg", "elu_param", "logq", "column_q", "batch_size", "n_targets", "final_act")
+
+#: cornac 3.0.1 defaults under the official names (cornac/models/gru4rec/recom_gru4rec.py GRU4Rec.__init__).
+_DEFAULTS: dict[str, Any] = {
+    "layers": [100],
+    "loss": "cross-entropy",
+    "batch_size": 512,
+    "dropout_p_embed": 0.0,
+    "dropout_p_hidden": 0.0,
+    "learning_rate": 0.05,
+    "momentum": 0.0,
+    "sample_alpha": 0.5,
+    "n_sample": 2048,
+    "embedding": 0,
+    "constrained_embedding": True,
+    "n_epochs": 10,
+    "bpreg": 1.0,
+    "elu_param": 0.5,
+    "logq": 0.0,
+    "optimizer": "adagrad",
+}
+
+
+def _version(dist: str) -> str:
+    import importlib.metadata
+
+    try:
+        return importlib.metadata.version(dist)
+    except importlib.metadata.PackageNotFoundError:
+        return "not installed"
+
+
+@register
+class CornacGRU4RecAdapter(Adapter):
+    """cornac 3.0.1 ``cornac.models.GRU4Rec`` (PyTorch), driven through its public ``fit``/``score`` API."""
+
+    name = "cornac"
+    role = "implementation"
+    isolated = True
+    description = "cornac 3.0.1 cornac.models.GRU4Rec (a port of the official PyTorch GRU4Rec)"
+    homepage = "https://pypi.org/project/cornac/3.0.1/"
+    study = None
+    reproducibility = {
+        "installs": "yes: cornac==3.0.1 from PyPI with torch==2.13.0 (+pandas) on Python 3.11, numpy 2 / pandas 3",
+        "offline": "yes (no download at run time)",
+        "pinned": "tox env 'cornac': cornac==3.0.1, torch==2.13.0; cornac itself declares numpy>2.0.0, scipy, "
+                  "tqdm, powerlaw unpinned and does not declare torch",
+        "hyperparameters": "every official hyperparameter except final_act; init ignores the seed (fixed "
+                           "np.random.seed(42) compatibility init)",
+    }
+
+    def __init__(self, device: str = "cpu", **options: Any) -> None:
+        super().__init__(device=device, **options)
+        self.hparams: dict[str, Any] = {}
+        self.seed = 0
+        self.model = None
+        self._item_ids: np.ndarray | None = None
+        self._index: dict[int, int] = {}
+        self._train_set = None
+        self._sampler = None
+        self._opt = None
+
+    # -- declarations ------------------------------------------------------------------------------------
+    def version(self) -> str:
+        return _version("cornac")
+
+    def capabilities(self) -> dict[str, Any]:
+        require_installed("cornac", "cornac",
+                          "run the checks with `tox -e cornac` (installs cornac==3.0.1)")
+        return {
+            "losses": list(_LOSSES),
+            "embedding_modes": ["none", "separate", "shared"],
+            "session_parallel": True,
+            "in_batch_negatives": True,
+            "extra_shared_negatives": True,
+            "sample_alpha": True,
+            "logq": True,
+            "adagrad_momentum": True,
+            "dropout_embed": True,
+            "dropout_hidden": True,
+            "separate_dropouts": True,
+            "final_acts": ["linear", "elu"],
+            "bpreg": True,
+            "full_ranking": True,
+            "needs_categories": False,
+            "fixed_batch_shape": False,
+            "devices": ["cpu", "cuda"],
+            "framework": {"name": "torch", "version": _version("torch")},
+            "shims": [
+                "session frame sorted by (SessionId, Time) and passed as SIT tuples to SequentialDataset.build",
+                "torch.manual_seed(seed) before fit: cornac's seed drives only its sampler/shuffle RNG, dropout "
+                "uses torch's global RNG",
+                "FitReport observed, not reported by cornac: epochs via the dataset's s_iter, steps via torch's "
+                "global optimizer step hook, per-step loss recomputed with cornac's loss function from the "
+                "training score matrix captured by sub-module forward hooks",
+                "train_step assembled from cornac's parts as in GRU4Rec.fit's loop body (forward, io_iter's "
+                "sample draw, loss function, a fresh IndexedAdagradM: cornac keeps no optimizer after fit)",
+            ],
+            "hyperparameters": {k: (list(v) if isinstance(v, list) else v) for k, v in _DEFAULTS.items()},
+            "score_semantics": "raw",
+            "eval_tie_mode": None,
+            "gate_layout": ["reset", "update", "candidate"],
+        }
+
+    # -- required surface --------------------------------------------------------------------------------
+    def build(self, seed: int, **hparams: Any) -> None:
+        hp = self.resolve_hparams(hparams)
+        if hp["loss"] not in _LOSSES:
+            raise Unsupported(f"loss:{hp['loss']}", "cornac 3.0.1 GRU4Rec losses: cross-entropy, bpr-max, top1, bpr")
+        if hp["optimizer"] != "adagrad":
+            raise Unsupported(f"optimizer:{hp['optimizer']}", "cornac's GRU4Rec always uses IndexedAdagradM")
+        layers = hp["layers"]
+        hp["layers"] = [int(layers)] if isinstance(layers, (int, np.integer)) else [int(x) for x in layers]
+        if self.device not in ("cpu", "cuda"):
+            raise Unsupported(f"device:{self.device}")
+        self.hparams = hp
+        self.seed = int(seed)
+        self.model = None
+        self._item_ids = None
+        self._index = {}
+
+    def _make(self, n_epochs: int):
+        from cornac.models import GRU4Rec
+
+        hp = self.hparams
+        return GRU4Rec(
+            layers=list(hp["layers"]), loss=hp["loss"], batch_size=int(hp["batch_size"]),
+            dropout_p_embed=float(hp["dropout_p_embed"]), dropout_p_hidden=float(hp["dropout_p_hidden"]),
+            learning_rate=float(hp["learning_rate"]), momentum=float(hp["momentum"]),
+            sample_alpha=float(hp["sample_alpha"]), n_sample=int(hp["n_sample"]), embedding=hp["embedding"],
+            constrained_embedding=bool(hp["constrained_embedding"]), n_epochs=int(n_epochs),
+            bpreg=float(hp["bpreg"]), elu_param=float(hp["elu_param"]), logq=float(hp["logq"]),
+            device=self.device, model_selection="last", verbose=False, seed=self.seed,
+        )  # fmt: skip
+
+    def fit(self, train_df: Any, n_epochs: int | None = None) -> FitReport:
+        import torch
+        from cornac.data import SequentialDataset
+
+        if not self.hparams:
+            raise RuntimeError("CornacGRU4RecAdapter.fit: call build() first")
+        epochs = int(self.hparams["n_epochs"] if n_epochs is None else n_epochs)
+        df = train_df.sort_values(["SessionId", "Time"], kind="stable")
+        tuples = list(zip(df["SessionId"].to_numpy().tolist(), df["ItemId"].to_numpy().tolist(),
+                          df["Time"].to_numpy().tolist()))
+        train_set = SequentialDataset.build(tuples, fmt="SIT", seed=self.seed)
+        model = self._make(epochs)
+        torch.manual_seed(self.seed)
+        observer = _FitObserver(self.hparams, train_set, model)
+        with observer:
+            model.fit(train_set)
+        self.model = model
+        self._train_set = train_set
+        self._sampler = None
+        self._opt = None
+        self._item_ids = np.asarray(list(train_set.iid_map.keys()), dtype=np.int64)
+        self._index = {int(i): k for k, i in enumerate(self._item_ids)}
+        return observer.report(epochs)
+
+    def item_ids(self) -> np.ndarray:
+        if self._item_ids is None:
+            raise RuntimeError("CornacGRU4RecAdapter.item_ids: call fit() first")
+        return self._item_ids
+
+    def score_prefixes(self, prefixes: Sequence[Sequence[int]]) -> np.ndarray:
+        if self.model is None or self._item_ids is None:
+            raise RuntimeError("CornacGRU4RecAdapter.score_prefixes: call fit() first")
+        out = np.empty((len(prefixes), len(self._item_ids)), dtype=np.float32)
+        for row, prefix in enumerate(prefixes):
+            known = [self._index[int(i)] for i in prefix if int(i) in self._index]
+            out[row] = np.asarray(self.model.score(None, known), dtype=np.float32)[: len(self._item_ids)]
+        return out
+
+    # -- white-box ---------------------------------------------------------------------------------------
+    def loss_on_scores(self, scores: Any, loss: str, **hparams: Any) -> tuple[float, Any]:
+        """cornac's own loss function (``cornac.models.seq_utils.losses``) on a given (b, K) score matrix.
+
+        Column i of row i is the target. cornac's scores are linear; its BPR-max applies ELU(``elu_param``) first
+        (``final_act`` 'elu-X' means elu_param X there, 'linear' means elu_param 0). ``logq`` with ``column_q``
+        (the final q of every column) maps to cornac's P0 with ``sample_alpha=1`` (cornac raises the sample
+        columns' P0 to sample_alpha itself).
+        Returns (value, dL/dR) as cornac computes them (its normalisation: the mean over rows).
+        """
+        import torch
+        from cornac.models.seq_utils.losses import get_loss_function
+
+        if loss not in _LOSSES:
+            raise Unsupported(f"loss:{loss}", "not a cornac GRU4Rec loss")
+        unknown = sorted(set(hparams) - set(_LOSS_KWARGS))
+        if unknown:
+            raise Unsupported(f"loss_on_scores:{unknown[0]}", f"unknown loss argument(s) {unknown}")
+        final_act = hparams.get("final_act")
+        elu_param = float(hparams.get("elu_param", 0.5 if loss == "bpr-max" else 0.0))
+        if final_act is not None and final_act != "linear" and not str(final_act).startswith("elu"):
+            raise Unsupported(f"final_act:{str(final_act).split('-')[0]}", "cornac: linear scores; ELU in BPR-max only")
+        if final_act is not None and str(final_act).startswith("elu"):
+            if loss != "bpr-max":
+                raise Unsupported("final_act:elu", "cornac applies ELU(elu_param) in the BPR-max loss only")
+            elu_param = float(str(final_act).split("-", 1)[1]) if "-" in str(final_act) else 1.0
+        elif final_act == "linear":
+            elu_param = 0.0
+        arr = np.asarray(scores)
+        dtype = torch.float32 if arr.dtype == np.float32 else torch.float64
+        R = torch.tensor(arr, dtype=dtype, requires_grad=True)
+        b, k = R.shape
+        n_targets = int(hparams.get("n_targets") or b)
+        if n_targets != b:
+            raise Unsupported("loss_on_scores:n_targets", "cornac splits in-batch columns at the row count")
+        kwargs: dict[str, Any] = dict(bpreg=float(hparams.get("bpreg", 1.0)), elu_param=elu_param, n_sample=k - b,
+                                      batch_size=b, logq=0.0, P0=None, sample_alpha=1.0, out_iids=None)
+        logq = float(hparams.get("logq", 0.0) or 0.0)
+        if loss == "cross-entropy" and logq > 0:
+            q = hparams.get("column_q")
+            if q is None:
+                raise ValueError("column_q: needed when logq > 0")
+            kwargs.update(logq=logq, P0=torch.as_tensor(np.asarray(q), dtype=dtype),
+                          out_iids=torch.arange(k, dtype=torch.long))
+        value = get_loss_function(loss)(R, **kwargs)
+        value.backward()
+        grad = R.grad.detach().cpu().numpy()
+        bs = hparams.get("batch_size")
+        if bs is not None and int(bs) != b:
+            raise Unsupported("loss_on_scores:batch_size", "cornac divides by the actual number of rows")
+        return float(value.detach().cpu()), grad
+
+    # GE (no-embedding first layer) stores its input blocks as [candidate | reset | update] (cornac's chunk order
+    # vx_x, vx_r, vx_z); exposed as gate_layout (reset, update, candidate), like torch's GRUCell blocks.
+    _GE_TO_LAYOUT = (1, 2, 0)
+    _GE_FROM_LAYOUT = (2, 0, 1)
+
+    def _require_model(self):
+        if self.model is None or getattr(self.model, "model", None) is None:
+            raise RuntimeError("CornacGRU4RecAdapter: call fit() first (n_epochs=0 initialises without training)")
+        return self.model.model
+
+    @staticmethod
+    def _permute_blocks(a: np.ndarray, order: Sequence[int], axis: int) -> np.ndarray:
+        blocks = np.split(a, 3, axis=axis)
+        return np.concatenate([blocks[i] for i in order], axis=axis)
+
+    def get_params(self) -> dict:
+        """cornac's parameters under their torch names; item-indexed rows in :meth:`item_ids` order without
+        cornac's padding row; GRU gate blocks ordered as ``gate_layout`` (reset, update, candidate); biases 1-D."""
+        m = self._require_model()
+        n = len(self._item_ids)
+        out = {}
+        for name, p in m.named_parameters():
+            a = p.detach().cpu().numpy().copy()
+            if name in ("Wy.weight", "By.weight", "E.weight"):
+                a = a[:n]
+            if name == "By.weight":
+                a = a[:, 0]
+            if name == "GE.Wx0.weight":
+                a = self._permute_blocks(a, self._GE_TO_LAYOUT, axis=1)
+            if name == "GE.Bh0":
+                a = self._permute_blocks(a, self._GE_TO_LAYOUT, axis=0)
+            out[name] = a
+        return out
+
+    def set_params(self, params: Mapping[str, Any]) -> None:
+        """Load arrays in the layout of :meth:`get_params` (padding rows untouched)."""
+        import torch
+
+        m = self._require_model()
+        n = len(self._item_ids)
+        named = dict(m.named_parameters())
+        unknown = sorted(set(params) - set(named))
+        if unknown:
+            raise ValueError(f"set_params: unknown parameter name(s) {unknown}; known: {sorted(named)}")
+        with torch.no_grad():
+            for name, value in params.items():
+                a = np.asarray(value)
+                if name == "GE.Wx0.weight":
+                    a = self._permute_blocks(a, self._GE_FROM_LAYOUT, axis=1)
+                if name == "GE.Bh0":
+                    a = self._permute_blocks(a, self._GE_FROM_LAYOUT, axis=0)
+                if name == "By.weight":
+                    a = a[:, None]
+                target = named[name]
+                if name in ("Wy.weight", "By.weight", "E.weight"):
+                    target = target[:n]
+                t = torch.as_tensor(a, dtype=target.dtype)
+                if tuple(t.shape) != tuple(target.shape):
+                    raise ValueError(f"set_params: {name} has shape {tuple(t.shape)}, expected {tuple(target.shape)}")
+                target.copy_(t)
+
+    def _columns(self, targets: np.ndarray) -> np.ndarray:
+        """Targets followed by n_sample shared samples drawn as cornac's io_iter draws them."""
+        from cornac.models.seq_utils.iterators import build_neg_sampler
+
+        n_sample = int(self.hparams["n_sample"])
+        if n_sample <= 0:
+            return targets
+        if self._sampler is None:
+            self._sampler = build_neg_sampler(self._train_set.uir_tuple, float(self.hparams["sample_alpha"]))
+        item_indices, item_dist = self._sampler
+        negatives = self.model.rng.choice(item_indices, size=n_sample, replace=True, p=item_dist)
+        return np.concatenate([targets, negatives])
+
+    def _loss_kwargs(self, b: int, y: Any) -> dict:
+        hp = self.hparams
+        return dict(P0=self.model.P0, logq=float(hp["logq"]), sample_alpha=float(hp["sample_alpha"]), batch_size=b,
+                    bpreg=float(hp["bpreg"]), elu_param=float(hp["elu_param"]), n_sample=int(hp["n_sample"]),
+                    out_iids=y)
+
+    def _mapped(self, ids: Any, what: str) -> np.ndarray:
+        out = [self._index.get(int(i)) for i in np.asarray(ids).ravel()]
+        if None in out:
+            raise ValueError(f"{what}: item id(s) unknown to the trained model")
+        return np.asarray(out, dtype=np.int64)
+
+    def train_step(self, batch_inputs: Any, batch_targets: Any, hidden: Any = None) -> float:
+        """One update assembled from cornac's own parts exactly as the loop body of ``GRU4Rec.fit``: the model's
+        ``forward(X, H, Y, training=True)`` with Y = targets + n_sample shared samples (io_iter's draw, cornac's
+        RNG), cornac's loss function and arguments, and an ``IndexedAdagradM(params, lr, momentum)`` created on
+        the first call (the state ``fit`` starts from; cornac does not keep its optimizer after ``fit``).
+        ``hidden``: list of per-layer (b, layer) arrays, default zeros. Returns the loss."""
+        import torch
+        from cornac.models.seq_utils.losses import get_loss_function
+        from cornac.models.seq_utils.optim import IndexedAdagradM
+
+        m = self._require_model()
+        x = self._mapped(batch_inputs, "batch_inputs")
+        t = self._mapped(batch_targets, "batch_targets")
+        if len(x) != len(t):
+            raise ValueError(f"batch_targets: expected {len(x)} item(s), got {len(t)}")
+        b = len(x)
+        layers = self.hparams["layers"]
+        if hidden is None:
+            H = [torch.zeros((b, d), dtype=torch.float32, device=self.device) for d in layers]
+        else:
+            H = [torch.as_tensor(np.asarray(h), dtype=torch.float32, device=self.device) for h in hidden]
+        if self._opt is None:
+            self._opt = IndexedAdagradM(m.parameters(), float(self.hparams["learning_rate"]),
+                                        float(self.hparams["momentum"]))
+        y = self._columns(t)
+        X = torch.tensor(x, dtype=torch.long, device=self.device)
+        Y = torch.tensor(y, dtype=torch.long, device=self.device)
+        m.train()
+        m.zero_grad()
+        R = m.forward(X, H, Y, training=True)
+        L = get_loss_function(self.hparams["loss"])(R, **self._loss_kwargs(b, Y))
+        L.backward()
+        self._opt.step()
+        m.eval()
+        return float(L.detach().cpu())
+
+    def train_forward(self, prefix_batch: Any, seed: int) -> dict:
+        """cornac's training-mode forward (``forward(..., training=True)``) on b equally long sequences from the
+        zero state; the result describes the last transition. ``embedding_out`` is the input embedding after
+        cornac's embedding dropout (None in no-embedding mode, where that dropout acts on the first layer's
+        output, reported as layer 0), ``layer_outputs`` the GRU layer outputs after hidden dropout (forward
+        hooks on cornac's dropout modules), ``scores`` the (b, b+S) training score matrix, ``columns`` its item
+        ids, ``output_rows_touched`` the rows of ``Wy`` with a non-zero gradient of the step's loss."""
+        import torch
+        from cornac.models.seq_utils.losses import get_loss_function
+
+        m = self._require_model()
+        seqs = [self._mapped(s, "prefix_batch") for s in prefix_batch]
+        if not seqs or len({len(s) for s in seqs}) != 1 or len(seqs[0]) < 2:
+            raise ValueError("prefix_batch: expected b >= 1 item sequences of one common length >= 2")
+        arr = np.stack(seqs)
+        b = len(arr)
+        torch.manual_seed(int(seed))
+        H = [torch.zeros((b, d), dtype=torch.float32, device=self.device) for d in self.hparams["layers"]]
+        m.train()
+        with torch.no_grad():
+            for k in range(arr.shape[1] - 2):
+                m.forward(torch.tensor(arr[:, k], device=self.device), H,
+                          torch.tensor(arr[:, k + 1], device=self.device), training=True)
+        captured: dict[str, Any] = {"layers": []}
+        none_mode = not (m.constrained_embedding or m.embedding)
+        handles = [m.DE.register_forward_hook(lambda mod, a, o: captured.__setitem__("embed", o.detach()))]
+        handles += [d.register_forward_hook(lambda mod, a, o: captured["layers"].append(o.detach())) for d in m.D]
+        y = self._columns(arr[:, -1])
+        Y = torch.tensor(y, dtype=torch.long, device=self.device)
+        m.zero_grad()
+        try:
+            R = m.forward(torch.tensor(arr[:, -2], device=self.device), H, Y, training=True)
+        finally:
+            for h in handles:
+                h.remove()
+        L = get_loss_function(self.hparams["loss"])(R, **self._loss_kwargs(b, Y))
+        L.backward()
+        g = m.Wy.weight.grad
+        g = g.coalesce().to_dense() if g.is_sparse else g
+        rows = int((g.abs().sum(1) > 0).sum())
+        m.zero_grad()
+        m.eval()
+        embed = captured.get("embed")
+        layers = ([embed] if none_mode else []) + captured["layers"]
+        return {
+            "embedding_out": None if none_mode or embed is None else embed.cpu().numpy(),
+            "layer_outputs": [t.cpu().numpy() for t in layers],
+            "scores": R.detach().cpu().numpy(),
+            "columns": self._item_ids[y],
+            "score_tensor_shape": tuple(R.shape),
+            "output_rows_touched": rows,
+        }
+
+    def optimizer_info(self) -> dict:
+        hp = self.hparams
+        if not hp:
+            raise RuntimeError("CornacGRU4RecAdapter.optimizer_info: call build() first")
+        # cornac.models.seq_utils.optim.IndexedAdagradM(params, lr, momentum) with its default eps=1e-6, zero
+        # initial accumulator, no schedule, no clipping (recom_gru4rec.py GRU4Rec.fit).
+        return {"type": "IndexedAdagradM", "lr_schedule": None, "initial_accumulator": 0.0, "eps": 1e-6,
+                "momentum": float(hp["momentum"]), "grad_clip": None, "learning_rate": float(hp["learning_rate"])}
+
+
+class _FitObserver:
+    """Observes cornac's ``GRU4Rec.fit`` (no behaviour change) and builds the :class:`FitReport`.
+
+    - epoch start: the training dataset's ``s_iter`` (io_iter calls it once per epoch); wrapped on the
+      dataset *instance* the adapter built; at the first call the model cornac just created
+      (``recommender.model``) gets its forward hooks;
+    - per step: torch's global optimizer step post hook (cornac's IndexedAdagradM is a torch Optimizer);
+    - per step: forward hooks on the model's sub-modules capture the output-embedding rows (``Wy``), biases
+      (``By``, whose input is the step's out_iids = targets + shared samples) and the last dropout output (the
+      final hidden state, after hidden dropout), from which the step's training scores R = h·Oᵀ + Bᵀ and loss
+      (cornac's loss function with cornac's arguments) are recomputed.
+    """
+
+    def __init__(self, hparams: Mapping[str, Any], train_set: Any, recommender: Any) -> None:
+        self.hp = dict(hparams)
+        self.recommender = recommender
+        self.train_set = train_set
+        self.epoch_losses: list[float] = []
+        self.epoch_steps: list[int] = []
+        self.epoch_events: list[int] = []
+        self.epoch_seconds: list[float] = []
+        self._loss_sum = 0.0
+        self._t0 = 0.0
+        self._handles: list[Any] = []
+        self._hooked: set[int] = set()
+        self._step: dict[str, Any] = {}
+
+    # epochs
+    def _start_epoch(self) -> None:
+        self._close_epoch()
+        self.epoch_steps.append(0)
+        self.epoch_events.append(0)
+        self.epoch_losses.append(float("nan"))
+        self.epoch_seconds.append(0.0)
+        self._loss_sum = 0.0
+        self._t0 = time.perf_counter()
+
+    def _close_epoch(self) -> None:
+        if self.epoch_steps:
+            n = self.epoch_events[-1]
+            self.epoch_losses[-1] = self._loss_sum / n if n else float("nan")
+            self.epoch_seconds[-1] = time.perf_counter() - self._t0
+
+    def __enter__(self) -> "_FitObserver":
+        import torch
+        from torch.optim.optimizer import register_optimizer_step_post_hook
+
+        original = self.train_set.s_iter
+
+        def s_iter(*args: Any, **kwargs: Any):
+            self._hook_model()
+            self._start_epoch()
+            return original(*args, **kwargs)
+
+        self.train_set.s_iter = s_iter
+        self._handles.append(register_optimizer_step_post_hook(self._after_step))
+        self._torch = torch
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._close_epoch()
+        for h in self._handles:
+            h.remove()
+        self._handles.clear()
+        try:
+            del self.train_set.s_iter
+        except AttributeError:
+            pass
+
+    # per-step capture
+    def _hook_model(self) -> None:
+        """Hook the sub-modules of the GRU4RecModel that cornac's fit just created (``recommender.model``)."""
+        m = getattr(self.recommender, "model", None)
+        if m is None or id(m) in self._hooked:
+            return
+        self._hooked.add(id(m))
+        self._model = m
+        self._handles.append(m.Wy.register_forward_hook(self._on_wy))
+        self._handles.append(m.By.register_forward_hook(self._on_by))
+        drops = list(m.D) if len(m.D) else [m.DE]
+        self._handles.append(drops[-1].register_forward_hook(self._on_last_dropout))
+
+    def _on_wy(self, module: Any, args: Any, output: Any) -> None:
+        self._step.setdefault("wy", []).append((args[0].detach(), output.detach()))
+
+    def _on_by(self, module: Any, args: Any, output: Any) -> None:
+        self._step["y"] = args[0].detach()
+        self._step["b"] = output.detach()
+
+    def _on_last_dropout(self, module: Any, args: Any, output: Any) -> None:
+        self._step["h"] = output.detach()
+
+    def _after_step(self, optimizer: Any, args: Any, kwargs: Any) -> None:
+        if not self.epoch_steps:
+            self._start_epoch()
+        self.epoch_steps[-1] += 1
+        step, self._step = self._step, {}
+        b, loss = self._step_loss(step)
+        self.epoch_events[-1] += b
+        self._loss_sum += loss * b
+
+    def _step_loss(self, step: Mapping[str, Any]) -> tuple[int, float]:
+        from cornac.models.seq_utils.losses import get_loss_function
+
+        torch = self._torch
+        y, bias, h = step["y"], step["b"], step["h"]
+        b = int(h.shape[0])
+        m = self._model
+        if m.constrained_embedding:
+            xy, exy = step["wy"][-1]
+            O = exy[xy.shape[0] - y.shape[0]:]
+        else:
+            O = step["wy"][-1][1]
+        R = torch.mm(h, O.T) + bias.T
+        hp = self.hp
+        kwargs = dict(P0=m.P0, logq=float(hp["logq"]), sample_alpha=float(hp["sample_alpha"]), batch_size=b,
+                      bpreg=float(hp["bpreg"]), elu_param=float(hp["elu_param"]), n_sample=int(hp["n_sample"]),
+                      out_iids=y)
+        with torch.no_grad():
+            loss = float(get_loss_function(hp["loss"])(R, **kwargs))
+        return b, loss
+
+    def report(self, n_epochs: int) -> FitReport:
+        return FitReport(epoch_losses=list(self.epoch_losses), n_steps=list(self.epoch_steps),
+                         n_events_trained=list(self.epoch_events), epoch_seconds=list(self.epoch_seconds))

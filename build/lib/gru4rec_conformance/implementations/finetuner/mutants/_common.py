@@ -1,0 +1,18 @@
+"""Base of the mutants: the reference adapter with a different fine-tuner class or one method replaced."""
+
+from __future__ import annotations
+
+from ..reference import ReferenceAdapter
+
+
+class MutantAdapter(ReferenceAdapter):
+    """A reference adapter with one defect. Subclasses set ``name``, ``defect_row``, ``kind``, ``defect``."""
+
+    name = "mutant_base"
+    role = "mutant"
+    defect_row = 0
+    kind = ""
+    defect = ""
+
+    def version(self) -> str:
+        return f"reference with spec §3 row {self.defect_row} defect: {self.defect}"

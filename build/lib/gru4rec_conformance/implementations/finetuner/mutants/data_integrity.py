@@ -1,0 +1,69 @@
+"""Data-integrity mutants (spec §3 rows 6, 8, 22)."""
+
+from __future__ import annotations
+
+from gru4rec_conformance.datasets.sst5 import Examples
+from gru4rec_conformance.reference.finetuner import ReferenceFineTuner
+from gru4rec_conformance.reference.finetuner.trainer import resolve_max_length
+
+from gru4rec_conformance.implementations.registry import register
+from ._common import MutantAdapter
+
+
+class _DropBadLengths(ReferenceFineTuner):
+    def _drop_bad(self, examples: Examples) -> Examples:
+        L = resolve_max_length(self.tokenizer, self.config.max_length)
+        lengths = [len(x) for x in self.tokenizer(list(examples.texts), add_special_tokens=True)["input_ids"]]
+        data = list(range(len(examples)))
+        for x in data:  # deleting while iterating skips each deleted item's neighbour, as in the studied code
+            if lengths[x] > L:
+                data.remove(x)
+        return examples.subset(data)
+
+    def fit(self, train, val, config=None):
+        from gru4rec_conformance.reference.finetuner import FinetuneConfig
+
+        self.config = config if isinstance(config, FinetuneConfig) else FinetuneConfig.from_mapping(config or {})
+        return super().fit(self._drop_bad(train), self._drop_bad(val), self.config)
+
+    def evaluate(self, examples):
+        return super().evaluate(self._drop_bad(examples))
+
+
+@register
+class MutantDropLongExamples(MutantAdapter):
+    name = "mutant_ft6_drop_long_examples"
+    defect_row = 6
+    kind = "data_integrity"
+    defect = "examples longer than the max length deleted from train/dev/test while iterating"
+    tuner_cls = _DropBadLengths
+
+
+class _TupleUnpack(ReferenceFineTuner):
+    def _step_loss(self, batch):
+        loss, logits = self.model(**batch)  # a ModelOutput unpacks to its key strings
+        return loss
+
+
+@register
+class MutantTupleUnpack(MutantAdapter):
+    name = "mutant_ft8_tuple_unpack"
+    defect_row = 8
+    kind = "data_integrity"
+    defect = "model output tuple-unpacked (loss, logits = model(...)), which yields the key strings"
+    tuner_cls = _TupleUnpack
+
+
+@register
+class MutantBinaryKeepsNeutral(MutantAdapter):
+    name = "mutant_ft22_binary_keeps_neutral"
+    defect_row = 22
+    kind = "data_integrity"
+    defect = "binary view maps neutral to positive instead of dropping it"
+
+    def binary_view(self, examples):
+        return Examples(examples.split, examples.ids, examples.texts, tuple(int(y > 1) for y in examples.labels),
+                        2, examples.source)
+
+
+MUTANTS = [MutantDropLongExamples, MutantTupleUnpack, MutantBinaryKeepsNeutral]

@@ -1,0 +1,63 @@
+"""Early-stopping and epoch-loop mutants (spec §3 rows 10 and 13)."""
+
+from __future__ import annotations
+
+import math
+
+from gru4rec_conformance.reference.finetuner import EarlyStopping, ReferenceFineTuner
+
+from gru4rec_conformance.implementations.registry import register
+from ._common import MutantAdapter
+
+
+class PreviousEpochStopping(EarlyStopping):
+    """The reproduction's rule: compare with the previous epoch, not the best; never restore."""
+
+    restores_best = False
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self.previous = math.inf if self.mode == "min" else -math.inf
+
+    def step(self, value: float) -> bool:
+        self.epoch += 1
+        better = value < self.previous if self.mode == "min" else value > self.previous
+        self.previous = float(value)
+        if better:
+            self.counter = 0
+        else:
+            self.counter += 1
+            if self.patience is not None and self.counter >= self.patience:
+                self.stopped = True
+        self.best_epoch = self.epoch  # the last weights are kept
+        return False
+
+
+class _PrevEpoch(ReferenceFineTuner):
+    stopper_cls = PreviousEpochStopping
+
+
+@register
+class MutantPreviousEpochStopping(MutantAdapter):
+    name = "mutant_ft13_previous_epoch_stopping"
+    defect_row = 13
+    kind = "early_stopping"
+    defect = "early stopping compares with the previous epoch instead of the best, and never restores"
+    tuner_cls = _PrevEpoch
+
+
+class _OffByOne(ReferenceFineTuner):
+    def _epoch_numbers(self, cfg):
+        return range(1, cfg.max_epochs)  # runs max_epochs - 1 epochs
+
+
+@register
+class MutantEpochOffByOne(MutantAdapter):
+    name = "mutant_ft10_epoch_off_by_one"
+    defect_row = 10
+    kind = "early_stopping"
+    defect = "epoch loop range(1, epochs) runs one epoch fewer than configured"
+    tuner_cls = _OffByOne
+
+
+MUTANTS = [MutantPreviousEpochStopping, MutantEpochOffByOne]

@@ -1,0 +1,50 @@
+"""Offline-operation mutants (spec §3 rows 23 and 25)."""
+
+from __future__ import annotations
+
+import os
+import urllib.request
+
+from gru4rec_conformance.reference.finetuner import ReferenceFineTuner
+
+from gru4rec_conformance.implementations.registry import register
+from ._common import MutantAdapter
+
+#: pytreebank 0.2.7's SST download (what the studied code fetches at import time when the trees are missing).
+SST_URL = "http://nlp.stanford.edu/sentiment/trainDevTestTrees_PTB.zip"
+
+
+class _Downloads(ReferenceFineTuner):
+    def build(self, seed, init_seed=None):
+        try:
+            urllib.request.urlopen(SST_URL, timeout=2).close()
+        except OSError:
+            pass  # offline: carry on with local data, as pytreebank would not
+        super().build(seed, init_seed)
+
+
+@register
+class MutantDownloadsData(MutantAdapter):
+    name = "mutant_ft23_downloads_data"
+    defect_row = 23
+    kind = "offline"
+    defect = "tries to download the SST trees when building (network at run time)"
+    tuner_cls = _Downloads
+
+
+class _LaunchBlocking(ReferenceFineTuner):
+    def fit(self, train, val, config=None):
+        os.environ["CUDA_LAUNCH_BLOCKING"] = "1"
+        return super().fit(train, val, config)
+
+
+@register
+class MutantCudaLaunchBlocking(MutantAdapter):
+    name = "mutant_ft25_cuda_launch_blocking"
+    defect_row = 25
+    kind = "offline"
+    defect = "sets CUDA_LAUNCH_BLOCKING=1 for the whole process"
+    tuner_cls = _LaunchBlocking
+
+
+MUTANTS = [MutantDownloadsData, MutantCudaLaunchBlocking]

@@ -1,0 +1,47 @@
+"""Padding and masking mutants (spec §3 rows 4 and 7)."""
+
+from __future__ import annotations
+
+from gru4rec_conformance.reference.finetuner import ReferenceFineTuner
+
+from gru4rec_conformance.implementations.registry import register
+from ._common import MutantAdapter
+
+
+class _NoMask(ReferenceFineTuner):
+    def collate(self, features):
+        batch = super().collate(features)
+        batch.pop("attention_mask", None)  # the model attends to the padding
+        return batch
+
+
+@register
+class MutantNoAttentionMask(MutantAdapter):
+    name = "mutant_ft4_no_attention_mask"
+    defect_row = 4
+    kind = "padding_masking"
+    defect = "no attention mask passed to the model"
+    tuner_cls = _NoMask
+
+
+class _FixedLength(ReferenceFineTuner):
+    fixed_length = 66
+
+    def collate(self, features):
+        from transformers import DataCollatorWithPadding
+
+        collator = DataCollatorWithPadding(self.tokenizer, padding="max_length", max_length=self.fixed_length,
+                                           return_tensors="pt")
+        return dict(collator(features))
+
+
+@register
+class MutantFixedLengthPadding(MutantAdapter):
+    name = "mutant_ft7_fixed_length_padding"
+    defect_row = 7
+    kind = "padding_masking"
+    defect = "every batch padded to a fixed length of 66 instead of the batch's longest sequence"
+    tuner_cls = _FixedLength
+
+
+MUTANTS = [MutantNoAttentionMask, MutantFixedLengthPadding]

@@ -1,0 +1,143 @@
+"""Reporting mutants (spec §3 rows 9, 16-21)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from gru4rec_conformance.reference.finetuner import ReferenceFineTuner
+from gru4rec_conformance.reference.finetuner.metrics import describe, mean_cross_entropy
+
+from gru4rec_conformance.implementations.registry import register
+from ._common import MutantAdapter
+
+
+class _LossOverBatchSize(ReferenceFineTuner):
+    def _metrics(self, logits, examples):
+        res = super()._metrics(logits, examples)
+        bs, n = self.config.eval_batch_size, len(examples)
+        batch_means = [mean_cross_entropy(logits[i:i + bs], examples.labels[i:i + bs]) for i in range(0, n, bs)]
+        res["mean_ce"] = float(sum(batch_means) / n)  # sum of batch-mean losses / N
+        return res
+
+
+@register
+class MutantLossOverBatchSize(MutantAdapter):
+    name = "mutant_ft9_loss_over_batch_size"
+    defect_row = 9
+    kind = "reporting"
+    defect = "reported loss = sum of per-batch mean losses / number of examples"
+    tuner_cls = _LossOverBatchSize
+
+
+@register
+class MutantPickleNoRunId(MutantAdapter):
+    name = "mutant_ft16_pickle_no_run_id"
+    defect_row = 16
+    kind = "reporting"
+    defect = "whole-module torch.save pickle under a file name without run id or seed"
+
+    def _run_once(self, spec, train, val, test, cfg, *, seed, run_id, out_dir):
+        rec = super()._run_once(spec, train, val, test, cfg, seed=seed, run_id=run_id, out_dir=None)
+        if out_dir is not None:
+            path = Path(out_dir) / "model__root__fine.pickle"
+            torch.save(self.tuner.model, path)
+            rec["artifact_dir"] = rec["selected_checkpoint"] = str(path)
+            rec["artifacts"] = [str(path)]
+        return rec
+
+
+class _CasedTokenizer(ReferenceFineTuner):
+    def __init__(self, spec, num_labels=5, *, device="cpu"):
+        super().__init__(spec, num_labels, device=device)
+        from transformers import AutoTokenizer
+
+        lower = bool(getattr(self.tokenizer, "do_lower_case", True))
+        self.tokenizer = AutoTokenizer.from_pretrained(spec.path, local_files_only=True, do_lower_case=not lower)
+
+
+@register
+class MutantTokenizerDrift(MutantAdapter):
+    name = "mutant_ft17_tokenizer_drift"
+    defect_row = 17
+    kind = "reporting"
+    defect = "a tokenizer with the other lower-casing than the requested model's is loaded (cased vs uncased)"
+    tuner_cls = _CasedTokenizer
+
+
+class _PaperOptimizer(ReferenceFineTuner):
+    def _optimizer(self, cfg):
+        return torch.optim.Adam(self.model.parameters(), lr=1e-5)  # whatever the config says
+
+    def _scheduler(self, optimizer, cfg, total_steps):
+        return torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: 1.0)
+
+
+@register
+class MutantFixedPaperOptimizer(MutantAdapter):
+    name = "mutant_ft18_fixed_paper_optimizer"
+    defect_row = 18
+    kind = "reporting"
+    defect = "Adam lr 1e-5 without warmup or decay used whatever the configuration (and the manifest) says"
+    tuner_cls = _PaperOptimizer
+
+
+class _NoCollapseFlag(ReferenceFineTuner):
+    def _collapse_reasons(self, metrics, examples):
+        return []
+
+
+@register
+class MutantCollapseUnflagged(MutantAdapter):
+    name = "mutant_ft19_collapse_unflagged"
+    defect_row = 19
+    kind = "reporting"
+    defect = "constant-prediction runs are not flagged as collapsed"
+    tuner_cls = _NoCollapseFlag
+
+
+@register
+class MutantEqualLengthAggregate(MutantAdapter):
+    name = "mutant_ft20_equal_length_aggregate"
+    defect_row = 20
+    kind = "reporting"
+    defect = "aggregate over runs with population std (ddof=0) of per-epoch curves cut to the shortest run"
+
+    def aggregate(self, runs):
+        agg = super().aggregate(runs)
+        for key, field in (("test_accuracy", "accuracy"), ("test_macro_f1", "macro_f1")):
+            v = np.array([r["test"][field] for r in runs])
+            agg[key] = {**describe(v), "std": float(np.std(v))}
+        shortest = min(len(r["epochs"]) for r in runs)
+        agg["mean_val_curve"] = np.mean([[e["val_accuracy"] for e in r["epochs"][:shortest]] for r in runs],
+                                        axis=0).tolist()
+        return agg
+
+
+class _AdHocMetrics(ReferenceFineTuner):
+    def _metrics(self, logits, examples):
+        from sklearn.metrics import f1_score
+
+        res = super()._metrics(logits, examples)
+        cm = np.asarray(res["confusion_matrix"])
+        with_margins = np.zeros((cm.shape[0] + 1, cm.shape[1] + 1), dtype=int)
+        with_margins[:-1, :-1] = cm
+        with_margins[-1, :-1], with_margins[:-1, -1], with_margins[-1, -1] = cm.sum(0), cm.sum(1), cm.sum()
+        res["confusion_matrix"] = with_margins.tolist()
+        res["macro_f1"] = float(f1_score(examples.labels, res["predictions"], average="weighted", zero_division=0))
+        return res
+
+
+@register
+class MutantAdHocMetrics(MutantAdapter):
+    name = "mutant_ft21_adhoc_metrics"
+    defect_row = 21
+    kind = "reporting"
+    defect = "confusion matrix with margins, and weighted F1 reported as macro-F1"
+    tuner_cls = _AdHocMetrics
+
+
+MUTANTS = [MutantLossOverBatchSize, MutantPickleNoRunId, MutantTokenizerDrift, MutantFixedPaperOptimizer,
+           MutantCollapseUnflagged, MutantEqualLengthAggregate, MutantAdHocMetrics]

@@ -1,0 +1,32 @@
+"""Seeding mutant (spec §3 row 14)."""
+
+from __future__ import annotations
+
+import os
+
+import torch
+
+from gru4rec_conformance.reference.finetuner import ReferenceFineTuner
+
+from gru4rec_conformance.implementations.registry import register
+from ._common import MutantAdapter
+
+
+class _NoSeed(ReferenceFineTuner):
+    def _seed_build(self, seed):
+        torch.manual_seed(int.from_bytes(os.urandom(4), "little"))  # set_seed commented out: any state
+
+    def _data_generator(self, seed):
+        return torch.Generator().manual_seed(int.from_bytes(os.urandom(4), "little"))
+
+
+@register
+class MutantNoSeed(MutantAdapter):
+    name = "mutant_ft14_no_seed"
+    defect_row = 14
+    kind = "seeding"
+    defect = "no seed set: initialisation and data order vary from run to run"
+    tuner_cls = _NoSeed
+
+
+MUTANTS = [MutantNoSeed]

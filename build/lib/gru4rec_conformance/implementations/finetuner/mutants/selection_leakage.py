@@ -1,0 +1,101 @@
+"""Selection and leakage mutants (spec §3 rows 11, 12, 24): the test split used during training."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from gru4rec_conformance.reference.finetuner import ReferenceFineTuner
+
+from gru4rec_conformance.implementations.registry import register
+from ._common import MutantAdapter
+
+
+class _TestAware(ReferenceFineTuner):
+    """Evaluates ``self.test`` after every epoch (as all three studied code bases do)."""
+
+    test = None
+
+    def _epoch_end(self, epoch, row):
+        if self.test is not None:
+            res = self.evaluate(self.test)
+            row["test_accuracy"] = res["accuracy"]
+            self._after_test(epoch, row)
+
+    def _after_test(self, epoch, row):
+        pass
+
+
+class _TestEveryEpoch(_TestAware):
+    pass
+
+
+class _TestSelection(_TestAware):
+    def _after_test(self, epoch, row):
+        best = getattr(self, "_best_test", -1.0)
+        if row["test_accuracy"] > best:
+            self._best_test = row["test_accuracy"]
+            self._best_test_state = {k: v.detach().clone() for k, v in self.model.state_dict().items()}
+            self._best_test_epoch = epoch
+
+    def _select_epoch(self, stopper, epochs, cfg):
+        if getattr(self, "_best_test_epoch", None) is None:
+            return super()._select_epoch(stopper, epochs, cfg)
+        self.model.load_state_dict(self._best_test_state)  # highest test accuracy over epochs
+        return self._best_test_epoch
+
+
+class _SaveOnTestScore(_TestAware):
+    threshold = 0.0
+    save_root = None
+
+    def _after_test(self, epoch, row):
+        if self.save_root is not None and row["test_accuracy"] > self.threshold:
+            d = Path(self.save_root) / f"model__root__fine__e{epoch}_{int(round(row['test_accuracy'] * 1000))}"
+            self.model.save_pretrained(d)
+
+
+class _TestAwareAdapter(MutantAdapter):
+    def _run_once(self, spec, train, val, test, cfg, *, seed, run_id, out_dir):
+        base = self.tuner_cls
+
+        class _Bound(base):  # type: ignore[misc,valid-type]
+            pass
+
+        _Bound.test = test
+        if issubclass(base, _SaveOnTestScore):
+            _Bound.save_root = out_dir
+        self.tuner_cls = _Bound
+        try:
+            return super()._run_once(spec, train, val, test, cfg, seed=seed, run_id=run_id, out_dir=out_dir)
+        finally:
+            self.tuner_cls = base
+
+
+@register
+class MutantTestSelection(_TestAwareAdapter):
+    name = "mutant_ft11_test_selection"
+    defect_row = 11
+    kind = "selection_leakage"
+    defect = "the checkpoint with the highest test accuracy over epochs is kept"
+    tuner_cls = _TestSelection
+
+
+@register
+class MutantSaveOnTestScore(_TestAwareAdapter):
+    name = "mutant_ft12_save_on_test_score"
+    defect_row = 12
+    kind = "selection_leakage"
+    defect = "checkpoints saved when test accuracy beats a threshold, named after it (e5_591)"
+    tuner_cls = _SaveOnTestScore
+
+
+@register
+class MutantTestEveryEpoch(_TestAwareAdapter):
+    name = "mutant_ft24_test_every_epoch"
+    defect_row = 24
+    kind = "selection_leakage"
+    defect = "test split evaluated after every epoch (logged only)"
+    tuner_cls = _TestEveryEpoch
+
+
+MUTANTS = [MutantTestSelection, MutantSaveOnTestScore, MutantTestEveryEpoch]

@@ -1,0 +1,66 @@
+"""Tokenization mutants (spec §3 rows 1, 2, 5)."""
+
+from __future__ import annotations
+
+from gru4rec_conformance.reference.finetuner import ReferenceFineTuner
+from gru4rec_conformance.reference.finetuner.trainer import Encoded, encode, resolve_max_length, special_ids
+
+from gru4rec_conformance.implementations.registry import register
+from ._common import MutantAdapter
+
+
+class _HandMarkers(ReferenceFineTuner):
+    def encode(self, texts, max_length=None):
+        tok = self.tokenizer
+        marked = [f"{tok.cls_token or tok.bos_token} {t} {tok.sep_token or tok.eos_token}" for t in texts]
+        return encode(tok, marked, max_length if max_length is not None else self.config.max_length)
+
+
+@register
+class MutantHandMarkers(MutantAdapter):
+    name = "mutant_ft1_hand_markers"
+    defect_row = 1
+    kind = "tokenization"
+    defect = "special tokens written into the text and added again by the tokenizer ([CLS] [CLS] ... [SEP] [SEP])"
+    tuner_cls = _HandMarkers
+
+
+class _LiteralBertMarkers(ReferenceFineTuner):
+    def encode(self, texts, max_length=None):
+        tok = self.tokenizer
+        L = resolve_max_length(tok, max_length if max_length is not None else self.config.max_length)
+        marked = [f"[CLS] {t} [SEP]" for t in texts]
+        full = tok(marked, add_special_tokens=False)["input_ids"]
+        enc = tok(marked, add_special_tokens=False, truncation=True, max_length=L)
+        return Encoded([list(x) for x in enc["input_ids"]], [list(x) for x in enc["attention_mask"]], None,
+                       sum(len(x) > L for x in full), L, special_ids(tok))
+
+
+@register
+class MutantLiteralBertMarkers(MutantAdapter):
+    name = "mutant_ft2_literal_bert_markers"
+    defect_row = 2
+    kind = "tokenization"
+    defect = "BERT-style '[CLS] ... [SEP]' text for every model, tokenizer specials off (junk for RoBERTa)"
+    tuner_cls = _LiteralBertMarkers
+
+
+class _RpadTruncation(ReferenceFineTuner):
+    def encode(self, texts, max_length=None):
+        tok = self.tokenizer
+        L = resolve_max_length(tok, max_length if max_length is not None else self.config.max_length)
+        full = tok(list(texts), add_special_tokens=True)["input_ids"]
+        ids = [list(x) if len(x) <= L else list(x[: L - 1]) for x in full]  # rpad: cut to n - 1, SEP lost
+        return Encoded(ids, [[1] * len(x) for x in ids], None, sum(len(x) > L for x in full), L, special_ids(tok))
+
+
+@register
+class MutantRpadTruncation(MutantAdapter):
+    name = "mutant_ft5_rpad_truncation"
+    defect_row = 5
+    kind = "tokenization"
+    defect = "sequences longer than L cut to their first L - 1 ids, dropping the final SEP"
+    tuner_cls = _RpadTruncation
+
+
+MUTANTS = [MutantHandMarkers, MutantLiteralBertMarkers, MutantRpadTruncation]

@@ -1,0 +1,519 @@
+"""Adapters of GRU4REC-pytorch (hungpthanh/GRU4REC-pytorch) and of the study's fork with its fix levels.
+
+Registered names:
+
+- ``gru4rec_pytorch``: upstream hungpthanh/GRU4REC-pytorch @666b842, as it is;
+- ``gru4rec_pytorch:oob``, ``gru4rec_pytorch:inference_fix``, ``gru4rec_pytorch:major_fix``: the study's fork
+  czappi44/GRU4REC-pytorch @eaad3eb with the flags its notebook (hidasib/gru4rec_third_party_comparison,
+  ``example_gru4rec_pytorch.ipynb``) passes at each level: none; ``--eval_hidden_reset``;
+  ``--eval_hidden_reset --use_correct_loss --use_correct_mask_reset``.
+
+The code is located by ``implementations._checkout`` (env ``GRU4REC_PYTORCH_PATH`` /
+``GRU4REC_PYTORCH_FORK_PATH`` or the cache folder) and driven through its Python API (conformance_checks.md
+§A.1, §C): ``lib.Dataset`` reads a temporary CSV in the format ``main.py`` uses, ``lib.GRU4REC``,
+``lib.LossFunction``, ``lib.Optimizer`` and ``lib.Trainer.train_epoch`` train (``Trainer.train`` insists on
+evaluating a validation set and writing checkpoints every epoch), ``lib.Evaluation.eval`` is the own
+evaluator. Shims are listed in :meth:`GRU4RecPytorchAdapter.capabilities`; none changes what the code
+computes.
+"""
+
+from __future__ import annotations
+
+import time
+import types
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from gru4rec_conformance.implementations._checkout import CHECKOUTS, import_path, locate
+from gru4rec_conformance.implementations._thirdparty import (
+    TempDir,
+    check_session_frame,
+    layers_list,
+    patched,
+    seed_everything,
+    spy_generator,
+    write_sessions,
+)
+from gru4rec_conformance.implementations.base import Adapter, FitReport, StepTrace, Unsupported
+from gru4rec_conformance.implementations.registry import register
+
+# Flags of czappi44/GRU4REC-pytorch main.py per fix level (example_gru4rec_pytorch.ipynb).
+LEVEL_FLAGS = {
+    "upstream": {},
+    "oob": {"eval_hidden_reset": False, "use_correct_loss": False, "use_correct_mask_reset": False},
+    "inference_fix": {"eval_hidden_reset": True, "use_correct_loss": False, "use_correct_mask_reset": False},
+    "major_fix": {"eval_hidden_reset": True, "use_correct_loss": True, "use_correct_mask_reset": True},
+}
+LOSS_NAMES = {"cross-entropy": "CrossEntropy", "bpr-max": "BPR-max", "top1": "TOP1", "top1-max": "TOP1-max",
+              "bpr": "BPR"}  # fmt: skip
+_PACKAGES = ("lib",)
+
+
+def _final_act_name(final_act: Any, elu_param: Any, loss: str) -> str:
+    """The implementation's ``final_act`` string for the official names ``final_act``/``elu_param``.
+
+    Without an explicit ``final_act``: cross-entropy → ``softmax`` (what the study passed for XE),
+    bpr-max → ``elu-<elu_param>`` (``linear`` when 0), the other losses → ``tanh`` (main.py's default).
+    """
+    if final_act is None:
+        if loss == "cross-entropy":
+            return "softmax"
+        if loss == "bpr-max":
+            ep = 0.5 if elu_param is None else float(elu_param)
+            return f"elu-{ep:g}" if ep > 0 else "linear"
+        return "tanh"
+    name = str(final_act)
+    if name == "elu":
+        ep = 0.5 if elu_param is None else float(elu_param)
+        return f"elu-{ep:g}"
+    if name == "leaky":
+        return "leaky-0.01"
+    return name
+
+
+def _family(act: str) -> str:
+    for prefix in ("elu", "leaky"):
+        if act.startswith(prefix + "-"):
+            return prefix
+    return act
+
+
+class GRU4RecPytorchAdapter(Adapter):
+    """GRU4REC-pytorch (hungpthanh) and its fix-level fork (czappi44): see the module docstring."""
+
+    name = "gru4rec_pytorch"
+    role = "implementation"
+    isolated = True
+    worker_env = ("GRU4REC_PYTORCH_PATH", "GRU4REC_PYTORCH_FORK_PATH")
+    homepage = "https://github.com/hungpthanh/GRU4REC-pytorch"
+    description = "GRU4REC-pytorch (hungpthanh) @666b842, upstream as it is"
+    study = None
+    reproducibility = {
+        "installs": "yes on a current stack (torch 2.13, numpy 2, pandas 3) although its README asks for "
+        "PyTorch 0.4.1 / Python 3.5; no packaging (a folder of scripts)",
+        "offline": "yes",
+        "pinned": "no: README names versions, no requirements file; the study pinned its own conda env",
+        "hyperparameters": "settable through main.py flags; n_sample, sample_alpha, bpreg, logq missing; "
+        "momentum and eps accepted and ignored for Adagrad (GP-9)",
+    }
+
+    def __init__(self, device: str = "cpu", level: str = "upstream") -> None:
+        super().__init__(device=device)
+        if level not in LEVEL_FLAGS:
+            raise ValueError(f"level: expected one of {sorted(LEVEL_FLAGS)}, got {level!r}")
+        self.level = level
+        self.fork = level != "upstream"
+        self._checkout_key = "gru4rec_pytorch_fork" if self.fork else "gru4rec_pytorch"
+        self._tmp: TempDir | None = None
+        self._trace_on = False
+        self.model = None
+
+    # -- declarations -------------------------------------------------------------------------------------
+    def version(self) -> str:
+        locate(self._checkout_key)
+        c = CHECKOUTS[self._checkout_key]
+        return f"{c.repo}@{c.short}" + (f" level={self.level}" if self.fork else "")
+
+    def capabilities(self) -> dict[str, Any]:
+        locate(self._checkout_key)
+        import torch
+
+        acts = ["tanh", "relu", "softmax", "softmax_logit", "elu", "leaky"] + (["linear"] if self.fork else [])
+        shims = [
+            "training data written to a temporary CSV ("
+            + ("TAB, SessionId/ItemId/Time, as the fork's main.py" if self.fork else "comma, SessionID/ItemID/Time, "
+               "the upstream Dataset defaults") + ") and read by lib.Dataset",
+            "Trainer.train_epoch called once per epoch (Trainer.train also evaluates a validation set and "
+            "writes a checkpoint every epoch)",
+            "FitReport.n_steps / n_events_trained counted by wrapping the optimizer step (lanes per step)",
+            "score_prefixes: prefixes run lane-parallel through model.forward from init_hidden() zeros, padded "
+            "to the model's batch_size (fixed one-hot buffer and hidden-state size); padding lanes discarded",
+            "score_prefixes of an empty prefix: final activation of h2o(0) (the zero state's scores)",
+            "score_stream/evaluate: lib.Evaluation.eval run unchanged; per-event scores captured by wrapping "
+            "lib.evaluate, lane session ids/positions read from the DataLoader generator's locals",
+            "score_stream/evaluate with an evaluation batch size != training batch_size: model.batch_size and "
+            "its one-hot buffer resized for the call (weights untouched); the implementation itself ties "
+            "them (main.py evaluates with the training batch size)",
+            "hyperparameters translated: layers=[d]*n -> hidden_size=d, num_layers=n; embedding=0 -> "
+            "embedding_dim=-1 (one-hot), k -> k; loss names -> CrossEntropy/BPR-max/TOP1/TOP1-max/BPR; "
+            "final_act default softmax for cross-entropy and elu-<elu_param> for bpr-max (the study's flags)",
+            "seed: np.random.seed and torch.manual_seed as main.py does",
+        ]
+        return {
+            "losses": sorted(LOSS_NAMES),
+            "embedding_modes": ["none", "separate"],
+            "session_parallel": True,
+            "in_batch_negatives": True,
+            "extra_shared_negatives": False,
+            "sample_alpha": False,
+            "logq": False,
+            "adagrad_momentum": False,
+            "dropout_embed": True,
+            "dropout_hidden": True,
+            "separate_dropouts": True,
+            "final_acts": acts,
+            "bpreg": False,
+            "full_ranking": True,
+            "needs_categories": False,
+            "fixed_batch_shape": True,
+            "devices": ["cpu"],
+            "framework": {"name": "torch", "version": torch.__version__},
+            "shims": shims,
+            "score_semantics": "post-activation",
+            "eval_tie_mode": "standard",
+            # main.py defaults (upstream; the fork changed both dropouts to 0.0)
+            "hyperparameters": {
+                "layers": [100, 100, 100],
+                "loss": "top1-max",
+                "batch_size": 50,
+                "learning_rate": 0.01,
+                "momentum": 0.0,
+                "dropout_p_embed": 0.0,
+                "dropout_p_hidden": 0.0 if self.fork else 0.5,
+                "embedding": 0,
+                "final_act": None,
+                "elu_param": None,
+                "n_epochs": 5,
+                "optimizer": "adagrad",
+            },
+        }
+
+    # -- helpers ---------------------------------------------------------------------------------------
+    def _lib(self):
+        root = locate(self._checkout_key)
+        import_path(root, _PACKAGES)
+        import lib  # the implementation's package
+
+        return lib
+
+    def _flags(self) -> dict[str, bool]:
+        return dict(LEVEL_FLAGS[self.level])
+
+    def _dataset(self, df, name: str, itemmap=None):
+        lib = self._lib()
+        assert self._tmp is not None
+        path = self._tmp.path / f"{name}.csv"
+        if self.fork:
+            write_sessions(df, path, "\t")
+            return lib.Dataset(str(path), sep="\t", session_key="SessionId", item_key="ItemId", time_key="Time",
+                               itemmap=itemmap)  # fmt: skip
+        write_sessions(df, path, ",", ("SessionID", "ItemID", "Time"))
+        return lib.Dataset(str(path), itemmap=itemmap)
+
+    # -- required ------------------------------------------------------------------------------------------
+    def build(self, seed: int, **hparams: Any) -> None:
+        hp = self.resolve_hparams(hparams)
+        layers = layers_list(hp["layers"])
+        if len(set(layers)) != 1:
+            raise Unsupported("layers:unequal", f"nn.GRU stacks layers of one size; got {layers}")
+        loss = str(hp["loss"])
+        if loss not in LOSS_NAMES:
+            raise Unsupported(f"loss:{loss}")
+        act = _final_act_name(hp["final_act"], hp["elu_param"], loss)
+        allowed = set(self.capabilities()["final_acts"])
+        if _family(act) not in allowed:
+            raise Unsupported(f"final_act:{_family(act)}", f"final_act {act!r} not in {sorted(allowed)}")
+        emb = hp["embedding"]
+        if isinstance(emb, str):
+            emb = layers[0] if emb == "layersize" else int(emb)
+        opt = str(hp["optimizer"]).lower()
+        opt_names = {"adagrad": "Adagrad", "adam": "Adam", "rmsprop": "RMSProp", "sgd": "SGD", "adadelta": "Adadelta"}
+        if opt not in opt_names:
+            raise Unsupported(f"optimizer:{opt}")
+        self.hp = hp
+        self.seed = int(seed)
+        self.settings = dict(
+            hidden_size=layers[0], num_layers=len(layers), batch_size=int(hp["batch_size"]),
+            dropout_input=float(hp["dropout_p_embed"]), dropout_hidden=float(hp["dropout_p_hidden"]),
+            embedding_dim=int(emb) if int(emb) > 0 else -1, final_act=act, loss_type=LOSS_NAMES[loss],
+            lr=float(hp["learning_rate"]), momentum=float(hp["momentum"]), optimizer_type=opt_names[opt],
+            n_epochs=int(hp["n_epochs"]),
+        )  # fmt: skip
+        if self._tmp is None:
+            self._tmp = TempDir("gru4rec-pytorch-")
+        self.model = None
+        self._train = None
+
+    def fit(self, train_df: Any, n_epochs: int | None = None) -> FitReport:
+        lib = self._lib()
+        import torch
+
+        df = check_session_frame(train_df)
+        s = self.settings
+        seed_everything(self.seed)
+        train = self._dataset(df, "train")
+        self._train = train
+        n_items = len(train.items)
+        kw = dict(final_act=s["final_act"], num_layers=s["num_layers"], use_cuda=False, batch_size=s["batch_size"],
+                  dropout_input=s["dropout_input"], dropout_hidden=s["dropout_hidden"],
+                  embedding_dim=s["embedding_dim"])  # fmt: skip
+        flags = self._flags()
+        if self.fork:
+            kw["use_correct_loss"] = flags["use_correct_loss"]
+        model = lib.GRU4REC(n_items, s["hidden_size"], n_items, **kw)
+        self.model = model
+        loss_kw = {"use_correct_loss": flags["use_correct_loss"]} if self.fork else {}
+        self.loss_func = lib.LossFunction(loss_type=s["loss_type"], use_cuda=False, **loss_kw)
+        self.optim = lib.Optimizer(model.parameters(), optimizer_type=s["optimizer_type"], lr=s["lr"],
+                                   weight_decay=0, momentum=s["momentum"], eps=1e-6)  # fmt: skip
+        args = types.SimpleNamespace(k_eval=20, checkpoint_dir=str(self._tmp.path))
+        tr_kw = {"use_correct_mask_reset": flags["use_correct_mask_reset"]} if self.fork else {}
+        trainer = lib.Trainer(model, train_data=train, eval_data=None, optim=self.optim, use_cuda=False,
+                              loss_func=self.loss_func, batch_size=s["batch_size"], args=args, **tr_kw)  # fmt: skip
+        epochs = s["n_epochs"] if n_epochs is None else int(n_epochs)
+        report = FitReport(trace=[] if self._trace_on else None)
+        counts = {"steps": 0, "events": 0}
+        inner_step = self.optim.optimizer.step
+
+        def counting_step(*a, **k):
+            counts["steps"] += 1
+            return inner_step(*a, **k)
+
+        lanes: dict[str, Any] = {}
+        loader_cls = lib.DataLoader
+        adapter = self
+
+        class SpyLoader(loader_cls):  # observes the lanes; yields exactly what the original yields
+            def __iter__(self):
+                def seen(loc, item):
+                    counts["events"] += int(len(item[0]))
+                    lanes.update(loc)
+
+                return spy_generator(super().__iter__(), seen)
+
+        forward = model.forward
+
+        def traced_forward(inp, hidden):
+            if adapter._trace_on and model.training:
+                report.trace.append(adapter._step_trace(lanes, hidden))
+            return forward(inp, hidden)
+
+        for epoch in range(epochs):
+            counts["steps"] = counts["events"] = 0
+            t0 = time.perf_counter()
+            with patched(self.optim.optimizer, "step", counting_step), patched(lib, "DataLoader", SpyLoader), \
+                    patched(model, "forward", traced_forward):
+                out = trainer.train_epoch(epoch)
+            loss = out[0] if isinstance(out, tuple) else out
+            report.epoch_losses.append(float(loss))
+            report.n_steps.append(counts["steps"])
+            report.n_events_trained.append(counts["events"])
+            report.epoch_seconds.append(time.perf_counter() - t0)
+        model.eval()
+        torch.set_grad_enabled(True)
+        return report
+
+    def _step_trace(self, loc: Mapping[str, Any], hidden) -> StepTrace:
+        train = self._train
+        iters = np.asarray(loc["iters"])
+        start = np.asarray(loc["start"]) + int(loc.get("i", 0))
+        rows = start  # the input event's row
+        sess = train.df[train.session_key].to_numpy()[rows]
+        first = train.click_offsets[train.session_idx_arr[iters]]
+        norms = hidden[0].detach().norm(dim=1).cpu().numpy().astype(np.float64)
+        return StepTrace(session_ids=sess.astype(np.int64), positions=(rows - first).astype(np.int64),
+                         h_in_norms=norms, n_active=int(len(iters)), negative_ids=np.zeros(0, dtype=np.int64),
+                         learning_rate=float(self.settings["lr"]))  # fmt: skip
+
+    def item_ids(self) -> np.ndarray:
+        if self._train is None:
+            raise RuntimeError("gru4rec_pytorch: call fit() first")
+        im = self._train.itemmap
+        return im.sort_values("item_idx")[self._train.item_key].to_numpy().astype(np.int64)
+
+    def _index_of(self) -> dict[int, int]:
+        im = self._train.itemmap
+        return dict(zip(im[self._train.item_key].to_numpy().tolist(), im["item_idx"].to_numpy().tolist()))
+
+    def score_prefixes(self, prefixes: Sequence[Sequence[int]]) -> np.ndarray:
+        if self.model is None:
+            raise RuntimeError("gru4rec_pytorch: call fit() first")
+        import torch
+
+        model = self.model
+        model.eval()
+        index = self._index_of()
+        seqs = [[index[int(i)] for i in p if int(i) in index] for p in prefixes]
+        n_items = len(index)
+        out = np.zeros((len(seqs), n_items), dtype=np.float32)
+        B = model.batch_size
+        with torch.no_grad():
+            zero_scores = model.final_activation(model.h2o(torch.zeros(1, model.hidden_size))).numpy()[0]
+            todo = [k for k, s in enumerate(seqs) if s]
+            for k, s in enumerate(seqs):
+                if not s:
+                    out[k] = zero_scores
+            for c in range(0, len(todo), B):
+                chunk = todo[c : c + B]
+                longest = max(len(seqs[k]) for k in chunk)
+                hidden = model.init_hidden()
+                for t in range(longest):
+                    inp = np.zeros(B, dtype=np.int64)
+                    for lane, k in enumerate(chunk):
+                        if t < len(seqs[k]):
+                            inp[lane] = seqs[k][t]
+                    logit, hidden = model(torch.as_tensor(inp), hidden)
+                    for lane, k in enumerate(chunk):
+                        if t == len(seqs[k]) - 1:
+                            out[k] = logit[lane].numpy()
+        return out
+
+    # -- black-box+ ----------------------------------------------------------------------------------------
+    def _run_eval(self, test_df, batch_size: int, k: int, keep_rows: bool):
+        """One run of lib.Evaluation.eval; returns (mean loss, recall, mrr, rows) where rows are
+        (session_id, position, target_item, scores_row) when ``keep_rows``."""
+        lib = self._lib()
+        model = self.model
+        df = check_session_frame(test_df, "test_df")
+        test = self._dataset(df, "test", itemmap=self._train.itemmap)
+        flags = self._flags()
+        ev_kw = {"eval_hidden_reset": flags["eval_hidden_reset"],
+                 "use_correct_mask_reset": flags["use_correct_mask_reset"]} if self.fork else {}  # fmt: skip
+        evaluation = lib.Evaluation(model, self.loss_func, use_cuda=False, k=k, **ev_kw)
+        labels: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+        rows: list[tuple] = []
+        item_ids = self.item_ids()
+        sess_col = test.df[test.session_key].to_numpy()
+        items_col = test.df["item_idx"].to_numpy()
+        loader_cls = lib.DataLoader
+
+        class SpyLoader(loader_cls):
+            def __iter__(self):
+                def seen(loc, item):
+                    tgt = np.asarray(loc["start"]) + int(loc["i"]) + 1
+                    first = test.click_offsets[test.session_idx_arr[np.asarray(loc["iters"])]]
+                    labels.append((sess_col[tgt], tgt - first, items_col[tgt]))
+
+                return spy_generator(super().__iter__(), seen)
+
+        inner_evaluate = lib.evaluate
+
+        def recording_evaluate(logit, target, k=20):
+            if keep_rows:
+                sess, pos, tgt = labels[-1]
+                sc = logit.detach().cpu().numpy()
+                for j in range(len(sess)):
+                    rows.append((int(sess[j]), int(pos[j]), int(item_ids[tgt[j]]), sc[j].astype(np.float32)))
+            return inner_evaluate(logit, target, k=k)
+
+        old_b, old_buf = model.batch_size, model.onehot_buffer
+        try:
+            model.batch_size = int(batch_size)
+            model.onehot_buffer = model.init_emb()
+            with patched(lib, "DataLoader", SpyLoader), patched(lib, "evaluate", recording_evaluate):
+                loss, recall, mrr = evaluation.eval(test, int(batch_size))
+        finally:
+            model.batch_size, model.onehot_buffer = old_b, old_buf
+        n_events = int(sum(len(s) for s, _, _ in labels))
+        return float(recall), float(mrr), n_events, rows
+
+    def score_stream(self, test_df: Any, batch_size: int):
+        if self.model is None:
+            raise RuntimeError("gru4rec_pytorch: call fit() first")
+        _, _, _, rows = self._run_eval(test_df, batch_size, k=min(20, len(self.item_ids())), keep_rows=True)
+        return iter(rows)
+
+    def evaluate(self, test_df: Any, cutoffs: Sequence[int] = (1, 5, 10, 20), batch_size: int = 512) -> dict:
+        if self.model is None:
+            raise RuntimeError("gru4rec_pytorch: call fit() first")
+        out: dict[str, Any] = {}
+        for c in cutoffs:  # one Evaluation per cutoff, as the fork's main.py does
+            recall, mrr, n, _ = self._run_eval(test_df, batch_size, k=int(c), keep_rows=False)
+            out[f"recall@{c}"], out[f"mrr@{c}"], out["n_events"] = recall, mrr, n
+        return out
+
+    # -- white-box -----------------------------------------------------------------------------------------
+    def loss_on_scores(self, scores: Any, loss: str, **hparams: Any) -> tuple[float, Any]:
+        lib = self._lib()
+        import torch
+
+        R = np.asarray(scores, dtype=np.float32)
+        if loss not in LOSS_NAMES:
+            raise Unsupported(f"loss:{loss}")
+        if loss == "cross-entropy" and (R.ndim != 2 or R.shape[0] != R.shape[1]):
+            # SampledCrossEntropyLoss targets arange(n_columns): defined for in-batch negatives only
+            raise Unsupported("extra_shared_negatives", "the cross-entropy loss takes a square B x B matrix")
+        if float(hparams.get("bpreg", 0.0) or 0.0) != 0.0:
+            raise Unsupported("bpreg", "BPR-max has no score regularisation term (GP-6)")
+        unknown = set(hparams) - {"final_act", "elu_param", "bpreg"}
+        if unknown:
+            raise Unsupported(sorted(unknown)[0], "not a parameter of the implementation's losses")
+        flags = self._flags()
+        act_name = _final_act_name(hparams.get("final_act"), hparams.get("elu_param"), loss)
+        kw = {"use_correct_loss": flags["use_correct_loss"]} if self.fork else {}
+        holder = lib.GRU4REC(2, 1, 2, final_act=act_name, num_layers=1, use_cuda=False, batch_size=1,
+                             dropout_hidden=0.0, **kw)  # fmt: skip
+        if not hasattr(holder, "final_activation"):
+            raise Unsupported(f"final_act:{_family(act_name)}")
+        loss_kw = {"use_correct_loss": flags["use_correct_loss"]} if self.fork else {}
+        fn = lib.LossFunction(loss_type=LOSS_NAMES[loss], use_cuda=False, **loss_kw)
+        t = torch.tensor(R, requires_grad=True)
+        value = fn(holder.final_activation(t))
+        value.backward()
+        return float(value.detach()), t.grad.numpy().copy()
+
+    def trace(self, enable: bool = True) -> None:
+        self._trace_on = bool(enable)
+
+    def optimizer_info(self) -> dict:
+        if self.model is None:
+            raise RuntimeError("gru4rec_pytorch: call fit() first")
+        opt = self.optim.optimizer
+        g = opt.param_groups[0]
+        info = {"type": type(opt).__name__.lower(), "learning_rate": float(g["lr"]), "lr_schedule": "constant",
+                "momentum": float(g.get("momentum", 0.0)), "eps": float(g.get("eps", float("nan"))),
+                "grad_clip": None}  # fmt: skip
+        if "initial_accumulator_value" in g:
+            info["initial_accumulator"] = float(g["initial_accumulator_value"])
+        return info
+
+    def close(self) -> None:
+        if self._tmp is not None:
+            self._tmp.close()
+            self._tmp = None
+
+
+class GRU4RecPytorchForkAdapter(GRU4RecPytorchAdapter):
+    """The study's fork czappi44/GRU4REC-pytorch @eaad3eb at one fix level (class attribute ``level_name``)."""
+
+    level_name = "oob"
+    homepage = "https://github.com/czappi44/GRU4REC-pytorch"
+    reproducibility = dict(GRU4RecPytorchAdapter.reproducibility,
+                           pinned="no requirements file; the study's conda env (gru4rec_conda_pytorch_env.yaml) "
+                                  "pins python 3.8, pytorch 1.12, numpy 1.23.4, pandas 1.5.0")  # fmt: skip
+
+    def __init__(self, device: str = "cpu") -> None:
+        super().__init__(device=device, level=self.level_name)
+
+
+class GRU4RecPytorchOOB(GRU4RecPytorchForkAdapter):
+    """czappi44/GRU4REC-pytorch, out of the box (no fix flag)."""
+
+    level_name = "oob"
+    name = "gru4rec_pytorch:oob"
+    description = "czappi44/GRU4REC-pytorch @eaad3eb (the study's fork), OOB: no fix flag"
+    study = {"implementation": "GRU4REC-pytorch", "variant": "OOB"}
+
+
+class GRU4RecPytorchInferenceFix(GRU4RecPytorchForkAdapter):
+    """czappi44/GRU4REC-pytorch, inference fix (--eval_hidden_reset)."""
+
+    level_name = "inference_fix"
+    name = "gru4rec_pytorch:inference_fix"
+    description = "czappi44/GRU4REC-pytorch @eaad3eb (the study's fork), inference fix: --eval_hidden_reset"
+    study = {"implementation": "GRU4REC-pytorch", "variant": "OOB Correct Eval"}
+
+
+class GRU4RecPytorchMajorFix(GRU4RecPytorchForkAdapter):
+    """czappi44/GRU4REC-pytorch, major fix (--eval_hidden_reset --use_correct_loss --use_correct_mask_reset)."""
+
+    level_name = "major_fix"
+    name = "gru4rec_pytorch:major_fix"
+    description = ("czappi44/GRU4REC-pytorch @eaad3eb (the study's fork), major fix: --eval_hidden_reset "
+                   "--use_correct_loss --use_correct_mask_reset")
+    study = {"implementation": "GRU4REC-pytorch", "variant": "Correct full"}
+
+
+for _cls in (GRU4RecPytorchAdapter, GRU4RecPytorchOOB, GRU4RecPytorchInferenceFix, GRU4RecPytorchMajorFix):
+    register(_cls)

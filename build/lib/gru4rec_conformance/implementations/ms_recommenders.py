@@ -1,0 +1,110 @@
+"""Microsoft Recommenders' "GRU4Rec" (conformance_checks.md §A.6): cannot run on Python 3.11 — the adapter tries
+the import in its own environment (``tox -e ms_recommenders``) and reports the failure as the verdict.
+
+Evidence (checked with pip against PyPI on Python 3.11, and by importing in the tox environment):
+
+- the ``GRU4RecModel`` of §A.6 (``recommenders/models/deeprec/models/sequential/gru4rec.py``) exists up to
+  recommenders 1.1.1, whose metadata requires Python < 3.10 (1.0.0: < 3.9); pip on 3.11 offers only 1.2.0
+  and 1.2.1;
+- 1.2.0 / 1.2.1 renamed it ``GRUModel`` (``.../sequential/gru.py``, the same TF1-compat model: GRU over
+  item+category embeddings, MLP scorer, softmax over 1 + 4 sampled negatives) and pin ``tensorflow<2.16``
+  (``[all]``/``[gpu]`` extras); the oldest TensorFlow with Python 3.11 wheels is 2.12, so 2.12–2.15 are the
+  candidates; the tox environment installs tensorflow-cpu 2.15.1 (resolves keras 2.15, numpy 1.26, pandas
+  2.3, cornac 2.x for recommenders' cornac<3 pin) — the install succeeds;
+- ``gru.py`` imports ``keras.layers.legacy_rnn.rnn_cell_impl``, which keras ships only up to 2.8 (absent from
+  the keras 2.9, 2.10, 2.12, 2.13 and 2.15 wheels); keras 2.8 needs TensorFlow 2.8, which has no Python 3.11
+  wheel. So ``import ...sequential.gru`` raises ``ModuleNotFoundError`` under every TensorFlow the package
+  allows on Python 3.11. Making it import would take an aliasing shim over TensorFlow's private
+  ``tensorflow.python.keras`` tree, i.e. a port, not a translation; and the model is not a GRU4Rec anyway
+  (MS-1..MS-5: needs item categories, no full-catalogue ranking in one pass, sampled-group metrics).
+
+``capabilities()`` (run in the worker, i.e. in the implementation's environment) attempts the real import
+and raises :class:`ImplementationUnavailable` with one line saying why; every check is then skipped with
+that line, and the committed verdict report and the scoreboard show it.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from gru4rec_conformance.implementations.base import Adapter, FitReport, ImplementationUnavailable
+from gru4rec_conformance.implementations.registry import register
+
+_GRU_MODULE = "recommenders.models.deeprec.models.sequential.gru"
+_PROVIDE = "install it with `tox -e ms_recommenders` (recommenders==1.2.1, tensorflow-cpu==2.15.1)"
+
+
+def _installed_version() -> str | None:
+    import importlib.metadata
+
+    try:
+        return importlib.metadata.version("recommenders")
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def _import_error() -> str | None:
+    """The error of importing recommenders' GRUModel here (None if it imports)."""
+    import importlib
+
+    try:
+        importlib.import_module(_GRU_MODULE)
+    except Exception as exc:  # ModuleNotFoundError expected; any import failure is the verdict
+        return f"{type(exc).__name__}: {exc}"
+    return None
+
+
+def why_unavailable() -> str:
+    """One line: why Microsoft Recommenders' GRU4Rec cannot run in this environment."""
+    import sys
+
+    version = _installed_version()
+    py = f"{sys.version_info.major}.{sys.version_info.minor}"
+    if version is None:
+        return f"recommenders is not installed in this environment: {_PROVIDE}"
+    err = _import_error()
+    if err is not None:
+        return (f"recommenders {version} cannot run on Python {py}: importing GRUModel (the renamed GRU4RecModel) "
+                f"fails with {err} — keras.layers.legacy_rnn ships only with keras<=2.8 (TensorFlow<=2.8, no "
+                f"Python 3.11 wheels), and the GRU4RecModel of recommenders<=1.1.1 requires Python<3.10")
+    return (f"recommenders {version} GRUModel imports on Python {py}, but it is not a GRU4Rec (item categories "
+            f"required, an MLP scorer, sampled-group metrics: conformance_checks.md MS-1..MS-5) and no adapter "
+            f"drives it")
+
+
+@register
+class MsRecommendersAdapter(Adapter):
+    """Microsoft Recommenders' "GRU4Rec": records why it cannot run (see the module docstring)."""
+
+    name = "ms_recommenders"
+    role = "implementation"
+    isolated = True
+    description = "Microsoft Recommenders 1.2.1 GRUModel (formerly GRU4RecModel), TensorFlow 1-compat"
+    homepage = "https://pypi.org/project/recommenders/1.2.1/"
+    study = None
+    reproducibility = {
+        "installs": "pip resolves recommenders==1.2.1 + tensorflow-cpu==2.15.1 on Python 3.11, but GRUModel does "
+                    "not import (keras.layers.legacy_rnn needs keras<=2.8); recommenders<=1.1.1 needs Python<3.10",
+        "offline": "not testable (does not import)",
+        "pinned": "tox env 'ms_recommenders': recommenders==1.2.1, tensorflow-cpu==2.15.1, numpy==1.26.4, "
+                  "pandas==2.3.3; the package pins tensorflow<2.16, pandas<3, cornac<3",
+        "hyperparameters": "YAML hparams (prepare_hparams); not testable here",
+    }
+
+    def version(self) -> str:
+        return _installed_version() or "not installed"
+
+    def capabilities(self) -> dict[str, Any]:
+        raise ImplementationUnavailable(why_unavailable())
+
+    def build(self, seed: int, **hparams: Any) -> None:
+        raise ImplementationUnavailable(why_unavailable())
+
+    def fit(self, train_df: Any, n_epochs: int | None = None) -> FitReport:
+        raise ImplementationUnavailable(why_unavailable())
+
+    def item_ids(self) -> Any:
+        raise ImplementationUnavailable(why_unavailable())
+
+    def score_prefixes(self, prefixes: Sequence[Sequence[int]]) -> Any:
+        raise ImplementationUnavailable(why_unavailable())

@@ -1,0 +1,77 @@
+"""Mutants: the reference GRU4Rec with exactly one defect switched on (role "mutant").
+
+Each mutant is a small :class:`MutantAdapter` subclass whose ``gru_class`` is a ``reference.gru4rec.GRU4Rec``
+subclass overriding one extension point (reference/gru4rec/README.md, "Extension points"). It is modelled on a
+real defect of the catalogue (conformance_checks.md §B.2) and declares the checks that must catch it. The
+meta-tests (tests/meta/) run the conformance suite on every mutant and assert that
+
+- every check in ``caught_by`` fails (the check bites),
+- no check outside ``caught_by`` and ``also_fails`` fails (the checks of other kinds stay quiet).
+
+Select one with ``pytest conformance/gru4rec --impl mutant:<name>``; ``--impl all`` never selects mutants.
+Modules: one per kind (``k1_state_reset.py`` ...); the torch-level pieces are built lazily inside
+``gru_class`` properties so that listing the registry does not import torch.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from gru4rec_conformance.implementations.reference import ReferenceAdapter
+
+__all__ = ["MutantAdapter", "mutant_classes"]
+
+
+class MutantAdapter(ReferenceAdapter):
+    """Base of the mutants: the reference adapter with a one-defect ``GRU4Rec`` subclass.
+
+    Class attributes (read by the meta-tests and printed in reports):
+        defect: catalogue id(s) the mutant models (conformance_checks.md §B.2), e.g. ``"GP-1"``.
+        kind: the defect kind (``"K1"`` .. ``"K11"``).
+        caught_by: check ids that must fail on this mutant.
+        also_fails: check ids of other kinds that may fail as a consequence (each justified in ``collateral``).
+        collateral: one line saying why ``also_fails`` fail.
+        needs_device: ``"cuda"`` when the defect only shows on a GPU (the meta-tests skip it elsewhere).
+    """
+
+    role = "mutant"
+    study = None  # no published numbers for a mutant
+    defect: ClassVar[str] = ""
+    kind: ClassVar[str] = ""
+    caught_by: ClassVar[tuple[str, ...]] = ()
+    also_fails: ClassVar[tuple[str, ...]] = ()
+    collateral: ClassVar[str] = ""
+    needs_device: ClassVar[str | None] = None
+
+    def _gru_cls(self) -> Any:
+        return self.make_gru_class()
+
+    @classmethod
+    def make_gru_class(cls) -> Any:
+        """The ``GRU4Rec`` subclass with the defect (built on first use; cached per mutant class)."""
+        cached = cls.__dict__.get("_gru_cls_cache")
+        if cached is None:
+            from gru4rec_conformance.reference.gru4rec import GRU4Rec
+
+            attrs = cls.gru_overrides()
+            cached = type(f"{cls.__name__}GRU4Rec", (GRU4Rec,), {"__module__": cls.__module__, **attrs})
+            cls._gru_cls_cache = cached
+        return cached
+
+    @classmethod
+    def gru_overrides(cls) -> dict[str, Any]:
+        """Class attributes of the defective ``GRU4Rec`` subclass (component classes or methods)."""
+        raise NotImplementedError(f"{cls.__name__} must define gru_overrides()")
+
+
+def mutant_classes() -> list[type[MutantAdapter]]:
+    """Every registered mutant class, ordered by kind then name (imports the mutant modules).
+
+    The reliability mutants (``kind = "reliability"``: ``mutant:crash``, ``mutant:hang``, ``mutant:leak`` in
+    ``reliability.py``) are left out: they test the harness's worker isolation (tests/reliability), not the checks.
+    """
+    from gru4rec_conformance.implementations.registry import default_registry
+
+    specs = [s for s in default_registry().specs("gru4rec")
+             if s.role == "mutant" and getattr(s.cls, "kind", "") != "reliability"]
+    return sorted((s.cls for s in specs), key=lambda c: (int(c.kind[1:]) if c.kind[1:].isdigit() else 99, c.name))

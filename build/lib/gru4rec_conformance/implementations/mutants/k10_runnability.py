@@ -1,0 +1,62 @@
+"""K10 runnability mutants (conformance_checks.md §B.2: TG-1, GP-11)."""
+
+from __future__ import annotations
+
+from gru4rec_conformance.implementations.mutants import MutantAdapter
+from gru4rec_conformance.implementations.registry import register
+
+
+@register
+class DeclaredLossCrashes(MutantAdapter):
+    """A declared loss crashes on its first use with a NameError (TG-1: a misspelled variable in a loss's
+    forward; here the TOP1 loss)."""
+
+    name = "mutant:declared_loss_crashes"
+    defect = "TG-1"
+    kind = "K10"
+    caught_by = ("RN-1",)
+    also_fails = ("LF-1", "LF-2", "LF-4")
+    collateral = "LF-1/2/4[top1]: the loss hook runs the same crashing code"
+
+    @classmethod
+    def gru_overrides(cls):
+        from gru4rec_conformance.reference.gru4rec.losses import LOSS_CLASSES, TOP1Loss
+
+        class Loss(TOP1Loss):
+            def __call__(self, R, y, n_targets):
+                raise NameError("name 'terget' is not defined")
+
+        return {"loss_classes": {**LOSS_CLASSES, "top1": Loss}}
+
+
+@register
+class CudaEvalCrash(MutantAdapter):
+    """The evaluator converts a device tensor with ``.numpy()``: fine on CPU, a crash on CUDA (GP-11)."""
+
+    name = "mutant:cuda_eval_crash"
+    defect = "GP-11"
+    kind = "K10"
+    caught_by = ("RN-2",)
+    needs_device = "cuda"
+
+    @classmethod
+    def gru_overrides(cls):
+        from gru4rec_conformance.reference.gru4rec import SessionParallelEvaluator
+        from gru4rec_conformance.reference.gru4rec.evaluation import check_cutoffs, check_mode, metrics_from_ranks
+
+        class Evaluator(SessionParallelEvaluator):
+            def evaluate(self, test_df, cutoffs=(1, 5, 10, 20), batch_size=512, mode="conservative",
+                         item_key="ItemId", session_key="SessionId", time_key="Time"):
+                import numpy as np
+
+                check_mode(mode)
+                cutoffs = check_cutoffs(cutoffs)
+                ranks = []
+                for _, _, targets, scores in self.batches(test_df, batch_size, item_key, session_key, time_key):
+                    s = scores.numpy()  # the defect: no .cpu() before .numpy()
+                    t = s[np.arange(len(s)), targets.numpy()][:, None]
+                    ranks.append((s >= t).sum(1).astype(np.float64) if mode == "conservative"
+                                 else (s > t).sum(1).astype(np.float64) + 1)
+                return metrics_from_ranks(np.concatenate(ranks), cutoffs, self.hits)
+
+        return {"evaluator_class": Evaluator}

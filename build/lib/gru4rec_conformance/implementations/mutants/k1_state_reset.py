@@ -1,0 +1,68 @@
+"""K1 state-reset mutants (conformance_checks.md §B.2: GP-1, GP-2, KG-3, MS-3)."""
+
+from __future__ import annotations
+
+from gru4rec_conformance.implementations.mutants import MutantAdapter
+from gru4rec_conformance.implementations.registry import register
+
+
+@register
+class NoEvalReset(MutantAdapter):
+    """The evaluation loop never zeroes a lane's hidden state when a new session enters it (GP-1)."""
+
+    name = "mutant:no_eval_reset"
+    defect = "GP-1"
+    kind = "K1"
+    caught_by = ("SR-1", "SR-2", "EV-4")  # EV-4: the leaked state depends on which sessions share a lane
+
+    @classmethod
+    def gru_overrides(cls):
+        from gru4rec_conformance.reference.gru4rec import SessionParallelEvaluator
+
+        class Evaluator(SessionParallelEvaluator):
+            def reset_lanes(self, H, mask):
+                return H
+
+        return {"evaluator_class": Evaluator}
+
+
+@register
+class StaleTrainMask(MutantAdapter):
+    """Training reuses the reset mask of the last session switch for every step of the following run, so the
+    lanes of new sessions are zeroed at every step until another session ends (GP-2, KG-3)."""
+
+    name = "mutant:stale_train_mask"
+    defect = "GP-2"
+    kind = "K1"
+    caught_by = ("SR-3", "SR-4")
+
+    @classmethod
+    def gru_overrides(cls):
+        from gru4rec_conformance.reference.gru4rec import SessionParallelIterator
+
+        class Iterator(SessionParallelIterator):
+            def reset_mask(self, run, step):
+                return run.reset
+
+        return {"iterator_class": Iterator}
+
+
+@register
+class ResetEveryStep(MutantAdapter):
+    """Inference ignores the carried hidden state (every step starts from zero), so predictions depend on the
+    last item only (GP-2's over-reset carried into inference; MS-3's fixed-window model has the same symptom)."""
+
+    name = "mutant:reset_every_step"
+    defect = "GP-2 (inference), MS-3"
+    kind = "K1"
+    caught_by = ("SR-3", "SR-5")
+
+    @classmethod
+    def gru_overrides(cls):
+        from gru4rec_conformance.reference.gru4rec import GRU4RecModel
+
+        class Model(GRU4RecModel):
+            def forward_eval(self, x, H):
+                return super().forward_eval(x, [h * 0 for h in H])
+
+        return {"model_class": Model}

@@ -1,0 +1,81 @@
+"""K6 hard-coded / silently ignored hyperparameter mutants (conformance_checks.md §B.2: KG-1, TF-5, GP-9)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gru4rec_conformance.implementations.mutants import MutantAdapter
+from gru4rec_conformance.implementations.registry import register
+
+
+@register
+class HiddenSizeHardcoded(MutantAdapter):
+    """The GRU has 100 units whatever ``layers`` says (KG-1: KerasGRU4Rec hard-codes GRU(100))."""
+
+    name = "mutant:hidden_size_hardcoded"
+    defect = "KG-1"
+    kind = "K6"
+    caught_by = ("HP-1", "HP-2")
+    also_fails = ("IN-1",)
+    collateral = "IN-1: gate blocks are found from the configured layer size, which the weights do not have"
+
+    @classmethod
+    def gru_overrides(cls):
+        from gru4rec_conformance.reference.gru4rec import GRU4RecModel
+
+        class Model(GRU4RecModel):
+            def __init__(self, n_items, layers, embedding, constrained_embedding, generator, device="cpu"):
+                super().__init__(n_items, [100], embedding, constrained_embedding, generator, device)
+
+        return {"model_class": Model}
+
+
+@register
+class BatchSizeHardcoded(MutantAdapter):
+    """The session-parallel minibatch always has 50 lanes whatever ``batch_size`` says (TF-5: batch_size fixed
+    at 50 in GRU4Rec_TensorFlow's Args; the loss is still divided by the configured value)."""
+
+    name = "mutant:batch_size_hardcoded"
+    defect = "TF-5"
+    kind = "K6"
+    caught_by = ("HP-3",)
+    also_fails = ("EB-4",)
+    collateral = "EB-4: the trace shows 50 active lanes where batch_size=8 was asked"
+    lanes = 50
+
+    @classmethod
+    def gru_overrides(cls):
+        from gru4rec_conformance.reference.gru4rec import SessionParallelIterator
+
+        lanes = cls.lanes
+
+        class Iterator(SessionParallelIterator):
+            def __init__(self, data, n_lanes, stop_below_two_lanes):
+                super().__init__(data, min(lanes, data.n_sessions), stop_below_two_lanes)
+
+        return {"iterator_class": Iterator}
+
+
+@register
+class UndeclaredMomentumAccepted(MutantAdapter):
+    """The implementation has no Adagrad momentum and does not declare it, yet ``momentum`` is accepted and
+    silently dropped instead of refused (GP-9: GRU4REC-pytorch accepts --momentum and ignores it)."""
+
+    name = "mutant:undeclared_momentum_accepted"
+    defect = "GP-9"
+    kind = "K6"
+    caught_by = ("HP-4", "OP-4")
+
+    def capabilities(self) -> dict[str, Any]:
+        caps = super().capabilities()
+        caps["adagrad_momentum"] = False
+        caps["hyperparameters"] = {k: v for k, v in caps["hyperparameters"].items() if k != "momentum"}
+        return caps
+
+    def build(self, seed: int, **hparams: Any) -> None:
+        hparams.pop("momentum", None)  # the defect: accepted and dropped
+        super().build(seed, **hparams)
+
+    @classmethod
+    def gru_overrides(cls):
+        return {}

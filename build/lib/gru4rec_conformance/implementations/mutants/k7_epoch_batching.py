@@ -1,0 +1,93 @@
+"""K7 epoch-boundary / batching mutants (conformance_checks.md §B.2: TF-9/GP-12, RP-6; KerasGRU4Rec's epoch
+off-by-one, §A.4)."""
+
+from __future__ import annotations
+
+from gru4rec_conformance.implementations.mutants import MutantAdapter
+from gru4rec_conformance.implementations.registry import register
+
+
+@register
+class EpochEndsEarly(MutantAdapter):
+    """Training ends the epoch as soon as one lane cannot be refilled, dropping the remainders of the other
+    lanes (TF-9; GP-12/KG-4 in training)."""
+
+    name = "mutant:epoch_ends_early"
+    defect = "TF-9, GP-12"
+    kind = "K7"
+    caught_by = ("EB-1", "EB-2", "EB-4")
+
+    @classmethod
+    def gru_overrides(cls):
+        from gru4rec_conformance.reference.gru4rec import SessionParallelIterator
+
+        class Iterator(SessionParallelIterator):
+            def should_stop(self, n_valid, n_lanes_before):
+                return n_valid < n_lanes_before or super().should_stop(n_valid, n_lanes_before)
+
+        return {"iterator_class": Iterator}
+
+
+@register
+class PaddedBatches(MutantAdapter):
+    """Not session-parallel: each minibatch is a fixed group of B whole sessions stepped until its longest one
+    ends; finished lanes drop out and are never refilled, the state restarts per group (RP-6)."""
+
+    name = "mutant:padded_batches"
+    defect = "RP-6"
+    kind = "K7"
+    caught_by = ("EB-4", "HP-3")
+
+    @classmethod
+    def gru_overrides(cls):
+        import numpy as np
+
+        from gru4rec_conformance.reference.gru4rec import Run, SessionParallelIterator
+
+        class Iterator(SessionParallelIterator):
+            def __iter__(self):
+                d = self.data
+                rows = self.n_lanes  # rows of the hidden state the trainer holds
+                for s0 in range(0, d.n_sessions, self.n_lanes):
+                    sess = d.order[s0:s0 + self.n_lanes]
+                    start, end = d.offsets[sess].copy(), d.offsets[sess + 1].copy()
+                    ok = (end - start) > 1
+                    sess, start, end = sess[ok], start[ok], end[ok]
+                    # a new group: fresh rows (copies of row 0, then zeroed) for every session of the group
+                    keep, reset = np.zeros(len(sess), dtype=np.int64), np.ones(len(sess), dtype=bool)
+                    if s0 == 0 and len(sess) == rows:
+                        keep, reset = None, None
+                    while len(sess):
+                        minlen = int((end - start).min())
+                        block = d.items[start[None, :] + np.arange(minlen, dtype=np.int64)[:, None]]
+                        yield Run(block[:-1], block[1:], keep, reset, sess.copy(), start - d.offsets[sess])
+                        start = start + minlen - 1
+                        alive = (end - start) > 1
+                        keep = np.flatnonzero(alive) if not alive.all() else None
+                        reset = None
+                        sess, start, end = sess[alive], start[alive], end[alive]
+
+        return {"iterator_class": Iterator}
+
+
+@register
+class EpochsOffByOne(MutantAdapter):
+    """Training runs one epoch fewer than asked (``range(1, epochs)``; KerasGRU4Rec, fixed unconditionally in the
+    study's fork, conformance_checks.md §A.4)."""
+
+    name = "mutant:epochs_off_by_one"
+    defect = "KG epoch off-by-one (§A.4)"
+    kind = "K7"
+    caught_by = ("EB-3",)
+
+    @classmethod
+    def gru_overrides(cls):
+        from gru4rec_conformance.reference.gru4rec import GRU4Rec
+
+        def fit(self, data, sample_cache_max_size=10_000_000, item_key="ItemId", session_key="SessionId",
+                time_key="Time", n_epochs=None, trace=None):
+            n = self._hp["n_epochs"] if n_epochs is None else int(n_epochs)
+            return GRU4Rec.fit(self, data, sample_cache_max_size, item_key, session_key, time_key,
+                               n_epochs=max(n - 1, 0), trace=trace)
+
+        return {"fit": fit}

@@ -1,0 +1,158 @@
+"""K8 evaluation mutants (conformance_checks.md §B.2: TF-6, GP-12/KG-4 in evaluation, the `<=` cutoff fix of
+the TensorFlow fork (§E.2), evaluation-batch dependence, id mapping)."""
+
+from __future__ import annotations
+
+from gru4rec_conformance.implementations.mutants import MutantAdapter
+from gru4rec_conformance.implementations.registry import register
+
+
+@register
+class UnknownItemCrash(MutantAdapter):
+    """Evaluation maps test items through the training item map without filtering and fails on an unseen item
+    (TF-6)."""
+
+    name = "mutant:unknown_item_crash"
+    defect = "TF-6"
+    kind = "K8"
+    caught_by = ("EV-2",)
+
+    @classmethod
+    def gru_overrides(cls):
+        from gru4rec_conformance.reference.gru4rec import SessionParallelEvaluator
+
+        class Evaluator(SessionParallelEvaluator):
+            def prepare(self, test_df, item_key, session_key, time_key):
+                unknown = ~test_df[item_key].isin(self.gru.item_ids())
+                if unknown.any():
+                    raise KeyError(f"item {test_df[item_key][unknown].iloc[0]} is not in the item map")
+                return super().prepare(test_df, item_key, session_key, time_key)
+
+        return {"evaluator_class": Evaluator}
+
+
+@register
+class RecallCutoffOffByOne(MutantAdapter):
+    """A hit is counted when rank < N instead of rank ≤ N (the legacy Theano baseline evaluator; fixed in the
+    study's TensorFlow fork, §E.2)."""
+
+    name = "mutant:recall_cutoff_off_by_one"
+    defect = "rank < N (TF fork fix `<=`, §E.2)"
+    kind = "K8"
+    caught_by = ("EV-1",)
+
+    @classmethod
+    def gru_overrides(cls):
+        from gru4rec_conformance.reference.gru4rec import SessionParallelEvaluator
+
+        class Evaluator(SessionParallelEvaluator):
+            def hits(self, ranks, cutoff):
+                return ranks < cutoff
+
+        return {"evaluator_class": Evaluator}
+
+
+@register
+class EvalBatchDependent(MutantAdapter):
+    """The evaluator averages per-minibatch metrics instead of per-event ones, so the (smaller) tail
+    minibatches weigh more and the metrics change with the evaluation batch size."""
+
+    name = "mutant:eval_batch_dependent"
+    defect = "evaluation batch-size dependence (EV-4; cf. the port's float32 MRR accumulation)"
+    kind = "K8"
+    caught_by = ("EV-4",)
+
+    @classmethod
+    def gru_overrides(cls):
+        import numpy as np
+
+        from gru4rec_conformance.reference.gru4rec import SessionParallelEvaluator
+        from gru4rec_conformance.reference.gru4rec.evaluation import check_cutoffs, check_mode, metrics_from_ranks, rank
+
+        class Evaluator(SessionParallelEvaluator):
+            def evaluate(self, test_df, cutoffs=(1, 5, 10, 20), batch_size=512, mode="conservative",
+                         item_key="ItemId", session_key="SessionId", time_key="Time"):
+                check_mode(mode)
+                cutoffs = check_cutoffs(cutoffs)
+                per_batch = [metrics_from_ranks(rank(scores, targets, mode), cutoffs, self.hits)
+                             for _, _, targets, scores in self.batches(test_df, batch_size, item_key, session_key,
+                                                                       time_key)]
+                out = {k: float(np.mean([m[k] for m in per_batch])) for k in per_batch[0] if k != "n_events"}
+                out["n_events"] = sum(m["n_events"] for m in per_batch)
+                return out
+
+        return {"evaluator_class": Evaluator}
+
+
+@register
+class EvalDropsTail(MutantAdapter):
+    """The evaluation loop stops as soon as one lane cannot be refilled, so the remainders of the other test
+    sessions are never evaluated (GP-12, KG-4 in evaluation)."""
+
+    name = "mutant:eval_drops_tail"
+    defect = "GP-12, KG-4"
+    kind = "K8"
+    caught_by = ("EV-3",)
+
+    @classmethod
+    def gru_overrides(cls):
+        from gru4rec_conformance.reference.gru4rec import SessionParallelEvaluator, SessionParallelIterator
+
+        class Iterator(SessionParallelIterator):
+            def should_stop(self, n_valid, n_lanes_before):
+                return n_valid < n_lanes_before or super().should_stop(n_valid, n_lanes_before)
+
+        class Evaluator(SessionParallelEvaluator):
+            iterator_class = Iterator
+
+        return {"evaluator_class": Evaluator}
+
+
+@register
+class ItemMapMisaligned(MutantAdapter):
+    """``item_ids()`` lists the items sorted by id while the score columns follow the item map (order of first
+    appearance): every score is attributed to the wrong item (an id-mapping defect; conformance_checks.md §C:
+    ``item_ids()`` is the column order of score matrices)."""
+
+    name = "mutant:item_map_misaligned"
+    defect = "id mapping (§C item 4)"
+    kind = "K8"
+    caught_by = ("EV-5",)
+    also_fails = ("*",)
+    collateral = "every check that maps score columns to item ids through item_ids()"
+
+    @classmethod
+    def gru_overrides(cls):
+        import numpy as np
+
+        from gru4rec_conformance.reference.gru4rec import GRU4Rec
+
+        def item_ids(self):
+            return np.sort(GRU4Rec.item_ids(self))
+
+        return {"item_ids": item_ids}
+
+
+@register
+class EvalOptimisticTies(MutantAdapter):
+    """The evaluator ranks a target by the number of strictly higher scores plus one, whatever tie mode it
+    declares (``conservative``): tied items are counted below the target, so a model that scores many items
+    alike (e.g. a collapsed one) looks good (conformance_checks.md §B.1 EV-1, "all-equal scores"; the official
+    ``batch_eval`` counts ties against the target in its default conservative mode)."""
+
+    name = "mutant:eval_optimistic_ties"
+    defect = "tie policy ignored (optimistic ranking of tied scores, EV-1 all-equal case)"
+    kind = "K8"
+    caught_by = ("EV-1",)
+
+    @classmethod
+    def gru_overrides(cls):
+        from gru4rec_conformance.reference.gru4rec import SessionParallelEvaluator
+
+        class Evaluator(SessionParallelEvaluator):
+            def evaluate(self, test_df, cutoffs=(1, 5, 10, 20), batch_size=512, mode="conservative",
+                         item_key="ItemId", session_key="SessionId", time_key="Time"):
+                return super().evaluate(test_df, cutoffs, batch_size, "standard", item_key, session_key,
+                                        time_key)
+
+        return {"evaluator_class": Evaluator}

@@ -1,0 +1,124 @@
+"""Adapter template for maintainers of a GRU4Rec reimplementation who gate their CI on this suite.
+
+Copy this file into your own repository, rename the class, and replace each method body with calls into
+your implementation. It runs as it is: the "implementation" here is a first-order Markov chain (item-to-item
+transition counts), which stands in for your model, so you can try the whole flow before writing anything:
+
+    pytest conformance/gru4rec --impl implementations.template:TemplateAdapter --gate
+
+With your own adapter (no change to this suite's registry needed):
+
+    PYTHONPATH=path/to/your/repo pytest conformance/gru4rec --impl your_package.conformance:YourAdapter \
+        --xfails your_package/conformance_xfails.toml --gate
+
+Rules (conformance_checks.md §C): the adapter *translates* (I/O, id mapping, padding) and never fixes a
+defect of the code it wraps; every shim is listed in ``capabilities()["shims"]``; anything your
+implementation cannot express raises :class:`~implementations.base.Unsupported` (never ignore a
+hyperparameter); optional hooks you do not override are reported as unsupported and their checks skip.
+The full protocol, with shapes and dtypes, is documented on :class:`implementations.base.Adapter`.
+
+This Markov chain is not a GRU4Rec: the suite's checks fail on it where a GRU is required. That is the
+point of a gate; declare known failures in your xfail file (conformance/xfails/README.md).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Sequence
+
+import numpy as np
+
+from gru4rec_conformance.implementations.base import Adapter, FitReport
+
+
+class TemplateAdapter(Adapter):
+    """Template adapter: a first-order Markov chain standing in for the implementation under test."""
+
+    # -- declarations (read without building a model) -------------------------------------------------
+    name = "template"
+    family = "gru4rec"
+    role = "example"  # your adapter: "implementation"
+    isolated = True  # third-party code runs in a worker subprocess (timeouts, crash containment)
+    worker_env = ()  # extra environment variables your code needs in the worker, e.g. ("MYPKG_HOME",)
+    description = "First-order Markov chain standing in for an implementation (adapter template)"
+    homepage = "https://example.org/your-gru4rec"
+    reproducibility = {
+        "installs": "numpy only",
+        "offline": "yes",
+        "pinned": "no pins needed",
+        "hyperparameters": "n_epochs settable; nothing else exists",
+    }
+
+    def version(self) -> str:
+        # Your package's version, e.g. importlib.metadata.version("yourpkg"), or the pinned commit.
+        return "0+template"
+
+    def capabilities(self) -> dict[str, Any]:
+        # Declare only what your implementation really has; the suite probes declarations both ways.
+        return {
+            "losses": [],
+            "embedding_modes": [],
+            "session_parallel": False,
+            "full_ranking": True,
+            "devices": ["cpu"],
+            "framework": {"name": "numpy", "version": np.__version__},
+            "shims": [],
+            "hyperparameters": {"n_epochs": 1},
+            "score_semantics": "raw",
+        }
+
+    # -- required surface -------------------------------------------------------------------------------
+    def build(self, seed: int, **hparams: Any) -> None:
+        # resolve_hparams raises Unsupported for any name not declared above (HP-4: loud, not ignored).
+        self.hparams = self.resolve_hparams(hparams)
+        self.seed = int(seed)
+        self._items: np.ndarray | None = None
+        self._counts: np.ndarray | None = None
+        self._prior: np.ndarray | None = None
+        self._index: dict[int, int] = {}
+
+    def fit(self, train_df: Any, n_epochs: int | None = None) -> FitReport:
+        epochs = self.hparams["n_epochs"] if n_epochs is None else int(n_epochs)
+        df = train_df.sort_values(["SessionId", "Time"], kind="stable")
+        self._items = np.unique(df["ItemId"].to_numpy(dtype=np.int64))
+        self._index = {int(i): k for k, i in enumerate(self._items)}
+        idx = np.searchsorted(self._items, df["ItemId"].to_numpy(dtype=np.int64))
+        sess = df["SessionId"].to_numpy()
+        same = sess[1:] == sess[:-1]
+        src, dst = idx[:-1][same], idx[1:][same]
+        n = len(self._items)
+        self._counts = np.zeros((n, n), dtype=np.float64)
+        self._prior = np.zeros(n, dtype=np.float64)
+        report = FitReport()
+        for _ in range(epochs):
+            start = time.perf_counter()
+            # Loss of this epoch under the model before the update: add-one smoothed NLL per transition.
+            probs = (self._counts[src, dst] + 1.0) / (self._counts[src].sum(axis=1) + n)
+            np.add.at(self._counts, (src, dst), 1.0)
+            np.add.at(self._prior, dst, 1.0)
+            report.epoch_losses.append(float(-np.log(probs).mean()) if len(src) else 0.0)
+            report.n_steps.append(1)  # one counting pass per epoch
+            report.n_events_trained.append(int(len(src)))
+            report.epoch_seconds.append(time.perf_counter() - start)
+        return report
+
+    def item_ids(self) -> np.ndarray:
+        if self._items is None:
+            raise RuntimeError("TemplateAdapter.item_ids: call fit() first")
+        return self._items
+
+    def score_prefixes(self, prefixes: Sequence[Sequence[int]]) -> np.ndarray:
+        if self._counts is None or self._items is None or self._prior is None:
+            raise RuntimeError("TemplateAdapter.score_prefixes: call fit() first")
+        out = np.empty((len(prefixes), len(self._items)), dtype=np.float32)
+        for row, prefix in enumerate(prefixes):
+            known = [i for i in prefix if i in self._index]
+            # Unknown items are dropped; an empty prefix is scored from the "zero state" (here: the prior).
+            out[row] = self._counts[self._index[known[-1]]] if known else self._prior
+        return out
+
+    # -- optional hooks ---------------------------------------------------------------------------------
+    # Override only the hooks your implementation really has (score_stream, evaluate, loss_on_scores,
+    # train_forward, get_params/set_params, train_step, trace, optimizer_info; see
+    # implementations.base.Adapter). A hook you override counts as declared ("hook:<name>"): raising
+    # Unsupported from it then fails the check. Hooks you leave out are skipped with the reason.

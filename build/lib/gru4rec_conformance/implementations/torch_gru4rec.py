@@ -1,0 +1,436 @@
+"""Adapters of Torch-GRU4Rec (yeganegi-reza/Torch-GRU4Rec) and of the study's fork.
+
+Registered names:
+
+- ``torch_gru4rec``: upstream yeganegi-reza/Torch-GRU4Rec @744f6b3, as it is;
+- ``torch_gru4rec:oob``: the study's fork czappi44/Torch-GRU4Rec @d183c13 (typo fix, ``linear`` final
+  activation, a ``main.py``); the study ran it at OOB only (no fix flags exist).
+
+Driven through the ``Modules`` package (conformance_checks.md §A.2, §C): ``Dataset.Dataset`` reads a
+temporary CSV, ``Dataset.DataGenerator`` is the session-parallel iterator with its sample store,
+``Model.GRU4Rec``, ``Loss.LossFunction``, ``Optimizer.Optimizer``, and ``Trainer.trainEpoch`` per epoch
+(``Trainer.train`` evaluates a validation generator every epoch and crashes without one, TG-6);
+``Evaluation.evalute`` is the own evaluator. The official loss name ``cross-entropy`` is translated to the
+pairing the study used (``lossType='nll'`` with ``finalAct='softmax_logit'``); Torch-GRU4Rec's own
+``'cross-entropy'`` loss raises NameError upstream (TG-1).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from gru4rec_conformance.implementations._checkout import CHECKOUTS, import_path, locate
+from gru4rec_conformance.implementations._thirdparty import (
+    TempDir,
+    check_session_frame,
+    layers_list,
+    patched,
+    seed_everything,
+    spy_generator,
+    write_sessions,
+)
+from gru4rec_conformance.implementations.base import Adapter, FitReport, StepTrace, Unsupported
+from gru4rec_conformance.implementations.registry import register
+
+LOSS_NAMES = {"cross-entropy": "nll", "bpr-max": "bpr-max", "top1": "top1", "top1-max": "top1-max", "bpr": "bpr"}
+_PACKAGES = ("Modules",)
+
+
+def _final_act_name(final_act: Any, elu_param: Any, loss: str) -> str:
+    """Torch-GRU4Rec's ``finalAct`` for the official names; XE → ``softmax_logit`` (the study's pairing with
+    ``nll``), otherwise ``elu-<elu_param>`` with the implementation's default ``elu-1``."""
+    if final_act is None:
+        if loss == "cross-entropy":
+            return "softmax_logit"
+        ep = 1.0 if elu_param is None else float(elu_param)
+        return f"elu-{ep:g}" if ep > 0 else "linear"
+    name = str(final_act)
+    if name == "elu":
+        return f"elu-{1.0 if elu_param is None else float(elu_param):g}"
+    if name == "leaky":
+        return "leaky-0.01"
+    return name
+
+
+def _family(act: str) -> str:
+    for prefix in ("elu", "leaky"):
+        if act.startswith(prefix + "-"):
+            return prefix
+    return act
+
+
+class TorchGRU4RecAdapter(Adapter):
+    """Torch-GRU4Rec upstream (yeganegi-reza) @744f6b3."""
+
+    name = "torch_gru4rec"
+    role = "implementation"
+    isolated = True
+    worker_env = ("TORCH_GRU4REC_PATH", "TORCH_GRU4REC_FORK_PATH")
+    homepage = "https://github.com/yeganegi-reza/Torch-GRU4Rec"
+    description = "Torch-GRU4Rec (yeganegi-reza) @744f6b3, upstream as it is"
+    study = None
+    checkout_key = "torch_gru4rec"
+    reproducibility = {
+        "installs": "yes on a current stack (torch 2.13, numpy 2, pandas 3); README asks for PyTorch 1.3.1, "
+        "Python 3.7, pandas 0.24.2, numpy 1.16.2; no packaging (a folder of modules and a notebook)",
+        "offline": "yes",
+        "pinned": "no requirements file (versions named in the README only)",
+        "hyperparameters": "settable through fitAndEvalute / the modules; momentum accepted and ignored for "
+        "Adagrad (TG-3); Adagrad eps hard-coded 1e-6; GRU without biases",
+    }
+
+    def __init__(self, device: str = "cpu") -> None:
+        super().__init__(device=device)
+        self._tmp: TempDir | None = None
+        self._trace_on = False
+        self.model = None
+        self._train = None
+
+    @property
+    def fork(self) -> bool:
+        return self.checkout_key.endswith("_fork")
+
+    def version(self) -> str:
+        locate(self.checkout_key)
+        c = CHECKOUTS[self.checkout_key]
+        return f"{c.repo}@{c.short}"
+
+    def capabilities(self) -> dict[str, Any]:
+        locate(self.checkout_key)
+        import torch
+
+        acts = ["tanh", "relu", "softmax", "softmax_logit", "elu", "leaky"] + (["linear"] if self.fork else [])
+        sep = "TAB (the fork's main.py)" if self.fork else "comma (Dataset's default)"
+        return {
+            "losses": sorted(LOSS_NAMES),
+            "embedding_modes": ["none", "separate"],
+            "session_parallel": True,
+            "in_batch_negatives": True,
+            "extra_shared_negatives": True,
+            "sample_alpha": True,
+            "logq": False,
+            "adagrad_momentum": False,
+            "dropout_embed": True,
+            "dropout_hidden": True,
+            "separate_dropouts": True,
+            "final_acts": acts,
+            "bpreg": True,
+            "full_ranking": True,
+            "needs_categories": False,
+            "fixed_batch_shape": False,
+            "devices": ["cpu"],
+            "framework": {"name": "torch", "version": torch.__version__},
+            "shims": [
+                f"data written to a temporary CSV, {sep}, SessionId/ItemId/Time, read by Modules.Dataset.Dataset",
+                "Trainer.trainEpoch called once per epoch (Trainer.train requires a validation generator, TG-6)",
+                "loss 'cross-entropy' -> lossType 'nll' with finalAct 'softmax_logit' (the study's pairing; the "
+                "module's own 'cross-entropy' loss raises NameError upstream, TG-1)",
+                "FitReport.n_steps / n_events_trained counted by wrapping the optimizer step (lanes per step)",
+                "score_prefixes: prefixes run lane-parallel through model.forward from initHidden zeros in "
+                "chunks of at most the training batch size (one-hot buffer size)",
+                "score_prefixes of an empty prefix: finalAct(linear(0)) (the zero state's scores)",
+                "score_stream/evaluate: Evaluation.evalute run unchanged on a DataGenerator(nSample=0, "
+                "timeSort=False) as the fork's main.py builds it; per-event scores captured by wrapping "
+                "Metrics.calc, lane session ids/positions read from the generator's locals",
+                "hyperparameters translated: layers=[d]*n -> hiddenSize=d, nLayers=n; embedding=0 -> "
+                "embeddingDim=-1 (one-hot)",
+                "seed: np.random.seed and torch.manual_seed (the module samples with NumPy's global generator)",
+            ],
+            "score_semantics": "post-activation",
+            "eval_tie_mode": "standard",
+            "hyperparameters": {
+                "layers": [100],
+                "loss": "bpr-max",
+                "batch_size": 32,
+                "learning_rate": 0.05,
+                "momentum": 0.0,
+                "dropout_p_embed": 0.0,
+                "dropout_p_hidden": 0.0,
+                "embedding": 0,
+                "final_act": None,
+                "elu_param": None,
+                "n_sample": 2048,
+                "sample_alpha": 0.75,
+                "bpreg": 1.0,
+                "n_epochs": 10,
+                "optimizer": "adagrad",
+            },
+        }
+
+    # -- helpers -----------------------------------------------------------------------------------------
+    def _modules(self):
+        root = locate(self.checkout_key)
+        import_path(root, _PACKAGES)
+        import Modules.Dataset
+        import Modules.Evaluation
+        import Modules.Loss
+        import Modules.Metrics
+        import Modules.Model
+        import Modules.Optimizer
+        import Modules.Trainer
+
+        return Modules
+
+    def _dataset(self, df, name: str, item_map=None):
+        M = self._modules()
+        assert self._tmp is not None
+        path = self._tmp.path / f"{name}.csv"
+        sep = "\t" if self.fork else ","
+        write_sessions(df, path, sep)
+        return M.Dataset.Dataset(str(path), sep=sep, itemMap=item_map)
+
+    # -- required ----------------------------------------------------------------------------------------
+    def build(self, seed: int, **hparams: Any) -> None:
+        hp = self.resolve_hparams(hparams)
+        layers = layers_list(hp["layers"])
+        if len(set(layers)) != 1:
+            raise Unsupported("layers:unequal", f"nn.GRU stacks layers of one size; got {layers}")
+        loss = str(hp["loss"])
+        if loss not in LOSS_NAMES:
+            raise Unsupported(f"loss:{loss}")
+        act = _final_act_name(hp["final_act"], hp["elu_param"], loss)
+        allowed = set(self.capabilities()["final_acts"])
+        if _family(act) not in allowed:
+            raise Unsupported(f"final_act:{_family(act)}", f"finalAct {act!r} not in {sorted(allowed)}")
+        emb = hp["embedding"]
+        if isinstance(emb, str):
+            emb = layers[0] if emb == "layersize" else int(emb)
+        self.hp = hp
+        self.seed = int(seed)
+        self.settings = dict(
+            hiddenSize=layers[0], nLayers=len(layers), batchSize=int(hp["batch_size"]),
+            dropoutHidden=float(hp["dropout_p_hidden"]), dropoutEmbed=float(hp["dropout_p_embed"]),
+            embeddingDim=int(emb) if int(emb) > 0 else -1, finalAct=act, lossType=LOSS_NAMES[loss],
+            lr=float(hp["learning_rate"]), momentum=float(hp["momentum"]), optimizerType=str(hp["optimizer"]),
+            nSample=int(hp["n_sample"]), sampleAlpha=float(hp["sample_alpha"]), bpreg=float(hp["bpreg"]),
+            nEpochs=int(hp["n_epochs"]),
+        )  # fmt: skip
+        if self._tmp is None:
+            self._tmp = TempDir("torch-gru4rec-")
+        self.model = None
+        self._train = None
+
+    def fit(self, train_df: Any, n_epochs: int | None = None) -> FitReport:
+        M = self._modules()
+        df = check_session_frame(train_df)
+        s = self.settings
+        seed_everything(self.seed)
+        train = self._dataset(df, "train")
+        self._train = train
+        adapter = self
+        lanes: dict[str, Any] = {}
+        counts = {"steps": 0, "events": 0}
+
+        class SpyGenerator(M.Dataset.DataGenerator):
+            def __iter__(self):
+                def seen(loc, item):
+                    counts["events"] += int(len(item[0]))
+                    lanes.clear()
+                    lanes.update(loc)
+                    lanes["_target"] = item[1]
+
+                return spy_generator(super().__iter__(), seen)
+
+        gen = SpyGenerator(train, batchSize=s["batchSize"], nSample=s["nSample"], sampleAlpha=s["sampleAlpha"],
+                           timeSort=True, trainRandomOrder=False)  # fmt: skip
+        n_items = train.nItems
+        model = M.Model.GRU4Rec(inputSize=n_items, outputSize=n_items, hiddenSize=s["hiddenSize"],
+                                nLayers=s["nLayers"], batchSize=s["batchSize"], negative=True,
+                                embeddingDim=s["embeddingDim"], dropoutHidden=s["dropoutHidden"],
+                                dropoutEmbed=s["dropoutEmbed"], finalAct=s["finalAct"], cuda=False)  # fmt: skip
+        self.model = model
+        self.loss_func = M.Loss.LossFunction(lossType=s["lossType"], useCuda=False, bpreg=s["bpreg"])
+        self.optim = M.Optimizer.Optimizer(model.parameters(), optimizerType=s["optimizerType"], lr=s["lr"],
+                                           momentum=s["momentum"], weightDecay=0)  # fmt: skip
+        trainer = M.Trainer.Trainer(model, trainGenerator=gen, validGenerator=None, optim=self.optim,
+                                    lossFunc=self.loss_func, topN=20, resultDir=str(self._tmp.path))  # fmt: skip
+        epochs = s["nEpochs"] if n_epochs is None else int(n_epochs)
+        report = FitReport(trace=[] if self._trace_on else None)
+        inner_step = self.optim.optimizer.step
+
+        def counting_step(*a, **k):
+            counts["steps"] += 1
+            return inner_step(*a, **k)
+
+        forward = model.forward
+
+        def traced_forward(inp, hidden, target=None):
+            if adapter._trace_on and model.training:
+                report.trace.append(adapter._step_trace(lanes, hidden))
+            return forward(inp, hidden, target)
+
+        for epoch in range(epochs):
+            counts["steps"] = counts["events"] = 0
+            t0 = time.perf_counter()
+            with patched(self.optim.optimizer, "step", counting_step), patched(model, "forward", traced_forward):
+                out = trainer.trainEpoch(epoch)
+            loss = out[0] if isinstance(out, tuple) else out
+            report.epoch_losses.append(float(loss))
+            report.n_steps.append(counts["steps"])
+            report.n_events_trained.append(counts["events"])
+            report.epoch_seconds.append(time.perf_counter() - t0)
+        model.eval()
+        return report
+
+    def _step_trace(self, loc: Mapping[str, Any], hidden) -> StepTrace:
+        train = self._train
+        iters = np.asarray(loc["iters"])
+        rows = np.asarray(loc["start"]) + int(loc.get("i", 0))
+        sess = train.data[train.sessionKey].to_numpy()[rows]
+        first = train.offsetSessions[np.asarray(loc["sessionIdxArr"])[iters]]
+        norms = hidden[0].detach().norm(dim=1).cpu().numpy().astype(np.float64)
+        target = np.asarray(loc["_target"])
+        ids = self.item_ids()
+        negs = ids[target[len(iters):]] if len(target) > len(iters) else np.zeros(0, dtype=np.int64)
+        return StepTrace(session_ids=sess.astype(np.int64), positions=(rows - first).astype(np.int64),
+                         h_in_norms=norms, n_active=int(len(iters)), negative_ids=np.asarray(negs, dtype=np.int64),
+                         learning_rate=float(self.settings["lr"]))  # fmt: skip
+
+    def item_ids(self) -> np.ndarray:
+        if self._train is None:
+            raise RuntimeError("torch_gru4rec: call fit() first")
+        im = self._train.itemMap
+        return im.sort_values("ItemIdx")[self._train.itemKey].to_numpy().astype(np.int64)
+
+    def _index_of(self) -> dict[int, int]:
+        im = self._train.itemMap
+        return dict(zip(im[self._train.itemKey].to_numpy().tolist(), im["ItemIdx"].to_numpy().tolist()))
+
+    def score_prefixes(self, prefixes: Sequence[Sequence[int]]) -> np.ndarray:
+        if self.model is None:
+            raise RuntimeError("torch_gru4rec: call fit() first")
+        import torch
+
+        model = self.model
+        model.eval()
+        index = self._index_of()
+        seqs = [[index[int(i)] for i in p if int(i) in index] for p in prefixes]
+        out = np.zeros((len(seqs), len(index)), dtype=np.float32)
+        B = int(model.batchSize)
+        with torch.no_grad():
+            zero = model.finalAct(model.linear(torch.zeros(1, model.hiddenSize))).numpy()[0]
+            todo = [k for k, s in enumerate(seqs) if s]
+            for k, s in enumerate(seqs):
+                if not s:
+                    out[k] = zero
+            for c in range(0, len(todo), B):
+                chunk = todo[c : c + B]
+                longest = max(len(seqs[k]) for k in chunk)
+                hidden = model.initHidden(len(chunk))
+                for t in range(longest):
+                    inp = np.array([seqs[k][t] if t < len(seqs[k]) else 0 for k in chunk], dtype=np.int64)
+                    logit, hidden = model(torch.as_tensor(inp), hidden)
+                    for lane, k in enumerate(chunk):
+                        if t == len(seqs[k]) - 1:
+                            out[k] = logit[lane].numpy()
+        return out
+
+    # -- black-box+ ----------------------------------------------------------------------------------------
+    def _run_eval(self, test_df, batch_size: int, k: int, keep_rows: bool):
+        M = self._modules()
+        df = check_session_frame(test_df, "test_df")
+        test = self._dataset(df, "test", item_map=self._train.itemMap)
+        labels: list[tuple] = []
+        rows: list[tuple] = []
+        item_ids = self.item_ids()
+        sess_col = test.data[test.sessionKey].to_numpy()
+        items_col = test.data["ItemIdx"].to_numpy()
+
+        class SpyGenerator(M.Dataset.DataGenerator):
+            def __iter__(self):
+                def seen(loc, item):
+                    tgt = np.asarray(loc["start"]) + int(loc["i"]) + 1
+                    first = test.offsetSessions[np.asarray(loc["sessionIdxArr"])[np.asarray(loc["iters"])]]
+                    labels.append((sess_col[tgt], tgt - first, items_col[tgt]))
+
+                return spy_generator(super().__iter__(), seen)
+
+        gen = SpyGenerator(test, batchSize=int(batch_size), nSample=0, sampleAlpha=0.0, timeSort=False,
+                           trainRandomOrder=False)  # fmt: skip
+        inner = M.Metrics.calc
+
+        def recording_calc(logits, targets, k=20):
+            if keep_rows:
+                sess, pos, tgt = labels[-1]
+                sc = logits.detach().cpu().numpy()
+                for j in range(len(sess)):
+                    rows.append((int(sess[j]), int(pos[j]), int(item_ids[tgt[j]]), sc[j].astype(np.float32)))
+            return inner(logits, targets, k=k)
+
+        evaluation = M.Evaluation.Evaluation(self.model, k=k)
+        with patched(M.Metrics, "calc", recording_calc):
+            _, recall, mrr = evaluation.evalute(gen)
+        return float(recall), float(mrr), int(sum(len(s) for s, _, _ in labels)), rows
+
+    def score_stream(self, test_df: Any, batch_size: int):
+        if self.model is None:
+            raise RuntimeError("torch_gru4rec: call fit() first")
+        _, _, _, rows = self._run_eval(test_df, batch_size, k=min(20, len(self.item_ids())), keep_rows=True)
+        return iter(rows)
+
+    def evaluate(self, test_df: Any, cutoffs: Sequence[int] = (1, 5, 10, 20), batch_size: int = 512) -> dict:
+        if self.model is None:
+            raise RuntimeError("torch_gru4rec: call fit() first")
+        out: dict[str, Any] = {}
+        for c in cutoffs:  # one Evaluation per cutoff, as the fork's main.py does
+            recall, mrr, n, _ = self._run_eval(test_df, batch_size, k=int(c), keep_rows=False)
+            out[f"recall@{c}"], out[f"mrr@{c}"], out["n_events"] = recall, mrr, n
+        return out
+
+    # -- white-box -----------------------------------------------------------------------------------------
+    def loss_on_scores(self, scores: Any, loss: str, **hparams: Any) -> tuple[float, Any]:
+        M = self._modules()
+        import torch
+
+        R = np.asarray(scores, dtype=np.float32)
+        if loss not in LOSS_NAMES:
+            raise Unsupported(f"loss:{loss}")
+        unknown = set(hparams) - {"final_act", "elu_param", "bpreg"}
+        if unknown:
+            raise Unsupported(sorted(unknown)[0], "not a parameter of the implementation's losses")
+        act = _final_act_name(hparams.get("final_act"), hparams.get("elu_param"), loss)
+        holder = M.Model.GRU4Rec(inputSize=2, outputSize=2, hiddenSize=1, finalAct=act, cuda=False)
+        if isinstance(holder.finalAct, str):
+            raise Unsupported(f"final_act:{_family(act)}")
+        fn = M.Loss.LossFunction(lossType=LOSS_NAMES[loss], useCuda=False, bpreg=float(hparams.get("bpreg", 1.0)))
+        t = torch.tensor(R, requires_grad=True)
+        value = fn(holder.finalAct(t))
+        value.backward()
+        return float(value.detach()), t.grad.numpy().copy()
+
+    def trace(self, enable: bool = True) -> None:
+        self._trace_on = bool(enable)
+
+    def optimizer_info(self) -> dict:
+        if self.model is None:
+            raise RuntimeError("torch_gru4rec: call fit() first")
+        opt = self.optim.optimizer
+        g = opt.param_groups[0]
+        info = {"type": type(opt).__name__.lower(), "learning_rate": float(g["lr"]), "lr_schedule": "constant",
+                "momentum": float(g.get("momentum", 0.0)), "eps": float(g.get("eps", float("nan"))),
+                "grad_clip": None}  # fmt: skip
+        if "initial_accumulator_value" in g:
+            info["initial_accumulator"] = float(g["initial_accumulator_value"])
+        return info
+
+    def close(self) -> None:
+        if self._tmp is not None:
+            self._tmp.close()
+            self._tmp = None
+
+
+class TorchGRU4RecOOB(TorchGRU4RecAdapter):
+    """The study's fork czappi44/Torch-GRU4Rec @d183c13 (OOB, the only level the study ran)."""
+
+    name = "torch_gru4rec:oob"
+    checkout_key = "torch_gru4rec_fork"
+    homepage = "https://github.com/czappi44/Torch-GRU4Rec"
+    description = "czappi44/Torch-GRU4Rec @d183c13 (the study's fork: typo fix, linear final act), OOB"
+    study = {"implementation": "Torch-GRU4Rec", "variant": "OOB"}
+
+
+register(TorchGRU4RecAdapter)
+register(TorchGRU4RecOOB)

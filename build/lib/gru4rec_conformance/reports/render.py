@@ -1,0 +1,109 @@
+"""Render a run summary (:func:`reports.summary.build_summary`) as Markdown and as HTML (Jinja2)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+TEMPLATES = Path(__file__).resolve().parent / "templates"
+
+
+def _md_escape(text: Any) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def _table(headers: list[str], rows: list[list[Any]]) -> list[str]:
+    out = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
+    out += ["| " + " | ".join(_md_escape(c) for c in row) + " |" for row in rows]
+    return out
+
+
+def render_markdown(s: dict[str, Any]) -> str:
+    """summary.md: the same sections as the HTML page, as GitHub-flavoured Markdown tables."""
+    c = s["counts"]
+    lines = [f"# {s['title']}", ""]
+    lines.append(
+        f"**Verdict: {s['verdict']}** — {c['total']} checks: {c['passed']} passed, {c['failed']} failed, "
+        f"{c['error']} errors, {c['xfail']} xfail, {c['xpass']} xpass, {c['skipped-unsupported']} not applicable "
+        f"(capability not declared), {c['skipped']} skipped."
+    )
+    if s["status"] != "complete":
+        lines += ["", f"> **This report is {s['status'].upper()}**: the run did not finish; checks without a "
+                      "verdict are missing. Complete it with `pytest ... --resume <this folder>`."]  # fmt: skip
+    lines += ["", "## Run", ""] + _table(["", ""], [[k, v] for k, v in s["meta"]])
+
+    lines += ["", "## Checks by kind", ""]
+    lines += _table(["kind", "title", "verdict"] + [s["short"][o] for o in s["outcomes"]],
+                    [[k["kind"], k["title"], k["symbol"]] + [k["counts"].get(o, 0) for o in s["outcomes"]]
+                     for k in s["kinds"]])  # fmt: skip
+    for k in s["kinds"]:
+        if not k["checks"]:
+            continue
+        lines += ["", f"### {k['kind']} — {k['title']}" if k["title"] else f"### {k['kind']}", ""]
+        lines += _table(["check", "outcome", "what it proves", "test", "reason", "s"],
+                        [[ch["id"], ch["symbol"], ch["title"], ch["test"], ch["reason"][:200], f"{ch['duration']:.2f}"]
+                         for ch in k["checks"]])  # fmt: skip
+
+    lines += ["", "## Feature × outcome", ""]
+    if s["features"]:
+        lines += _table(["feature", "declared", "verdict"] + [s["short"][o] for o in s["outcomes"]],
+                        [[f["feature"], {True: "yes", False: "no", None: "–"}[f["declared"]], f["symbol"]]
+                         + [f["counts"][o] for o in s["outcomes"]] for f in s["features"]])  # fmt: skip
+    else:
+        lines.append("No feature was declared or exercised.")
+
+    lines += ["", "## Metrics against the reference", ""]
+    if s["metrics"]:
+        lines += _table(["check", "metric", "context", "ours", "reference", "Δ", "Δ%", "tolerance", "rule",
+                         "study Δ% (published)", "outcome"],
+                        [[m["check"], m["name"], m["context"], m["value"], m["reference"], m["delta"], m["delta_rel"],
+                          m["tolerance"], m["rule"], f"{m['study_delta_rel']} {m['study_row']}".strip(), m["outcome"]]
+                         for m in s["metrics"]])  # fmt: skip
+    else:
+        lines.append("No metric was recorded in this run.")
+
+    lines += ["", "## Capabilities", ""]
+    lines.append("Hooks: " + (", ".join(s["hooks"]) or "none"))
+    lines.append("")
+    lines.append("Shims: " + ("; ".join(s["shims"]) or "none"))
+    if s["choices"]:
+        lines += [""] + [f"- {k}: {v}" for k, v in s["choices"]]
+    if s["hyperparameters"]:
+        lines += [""] + _table(["hyperparameter", "default"], [[k, v] for k, v in s["hyperparameters"]])
+
+    lines += ["", "## Reproducibility card", ""] + _table(["", "", "source"], [[r["field"], r["value"], r["source"]] for r in s["card"]])
+
+    lines += ["", "## Expected failures (xfail registry)", ""]
+    if s["xfails"]:
+        lines.append(f"File: `{s['xfail_file']}`")
+        lines += [""] + _table(["#", "pattern", "kind", "defect", "fix level", "reason", "link", "matched", "outcomes"],
+                               [[e["index"], e["pattern"], e["kind"], e.get("defect") or "–", e.get("fix_level") or "–",
+                                 e["reason"], e["link"], e["matched"], e["outcomes"]] for e in s["xfails"]])  # fmt: skip
+    else:
+        lines.append("None declared.")
+
+    if s["failures"]:
+        lines += ["", "## Failure details", ""]
+        for f in s["failures"]:
+            lines += [f"### `{f['nodeid']}` ({f['outcome']})", "", f["reason"], ""]
+            if f["details"]:
+                lines += ["```", f["details"][-3000:], "```", ""]
+            if f.get("worker") and f["worker"].get("stderr_tail"):
+                lines += ["Worker stderr (tail):", "", "```", f["worker"]["stderr_tail"][-2000:], "```", ""]
+    if s["plot_error"]:
+        lines += ["", f"Plots were not written: {s['plot_error']}"]
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def render_html(s: dict[str, Any], template: str = "summary.html.j2") -> str:
+    """summary.html from the Jinja2 template in reports/templates (autoescaped, self-contained CSS)."""
+    import jinja2
+
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(TEMPLATES)),
+        autoescape=jinja2.select_autoescape(["html", "j2"]),
+        trim_blocks=True,
+        lstrip_blocks=True,
+        undefined=jinja2.StrictUndefined,
+    )
+    return env.get_template(template).render(s=s)

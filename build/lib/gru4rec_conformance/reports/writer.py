@@ -1,0 +1,125 @@
+"""Writing a run directory: crash-safe appends while the run goes, atomic summaries at the end.
+
+``RunWriter.create`` makes a new, unique ``<root>/<impl>/<UTC timestamp>/`` (``os.mkdir`` fails rather than
+reuse a folder, so an earlier run is never overwritten); ``RunWriter.resume`` continues an existing one
+(``--resume``). Every record is one JSON line, flushed and fsynced before the next check starts.
+:func:`finalize` (re)writes ``results.json``, ``summary.md``, ``summary.html`` and ``plots/*.png``
+atomically from ``results.jsonl``; ``python -m gru4rec_conformance.reports render RUN_DIR`` calls it for a killed run.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+from gru4rec_conformance.reports.results import SCHEMA, RunData, atomic_write_text, load_run
+
+__all__ = ["RunWriter", "finalize", "utc_now", "safe_name"]
+
+
+def utc_now() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def safe_name(name: str) -> str:
+    """A folder name for an implementation name (``gru4rec_pytorch:inference_fix`` → ``gru4rec_pytorch.inference_fix``)."""
+    return re.sub(r"[^A-Za-z0-9_.@-]", ".", name).strip(".") or "unnamed"
+
+
+def _dumps(record: dict[str, Any]) -> str:
+    return json.dumps(record, allow_nan=True, default=str, separators=(",", ":"))
+
+
+class RunWriter:
+    """Appends records to ``results.jsonl`` of one run directory."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = Path(directory)
+        self.path = self.directory / "results.jsonl"
+        self._fh = open(self.path, "a", encoding="utf-8")
+        self.n_results = 0
+
+    @classmethod
+    def create(cls, root: Path | str, impl_name: str, header: dict[str, Any]) -> "RunWriter":
+        """New run directory ``<root>/<impl>/<timestamp>[-N]/`` with the header as the first line."""
+        impl_dir = Path(root) / safe_name(impl_name)
+        impl_dir.mkdir(parents=True, exist_ok=True)
+        stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+        for n in range(1, 10_000):
+            candidate = impl_dir / (stamp if n == 1 else f"{stamp}-{n}")
+            try:
+                candidate.mkdir()
+                break
+            except FileExistsError:
+                continue
+        else:  # pragma: no cover - 10k runs in one second
+            raise RuntimeError(f"{impl_dir}: no free run directory name for {stamp}")
+        writer = cls(candidate)
+        writer.append({"type": "run", "schema": SCHEMA, "run_id": f"{safe_name(impl_name)}/{candidate.name}", **header})
+        return writer
+
+    @classmethod
+    def resume(cls, directory: Path | str, record: dict[str, Any]) -> "RunWriter":
+        """Continue an existing run directory; appends a ``resume`` record."""
+        writer = cls(Path(directory))
+        writer.append({"type": "resume", **record})
+        return writer
+
+    def append(self, record: dict[str, Any]) -> None:
+        """Append one record and make it durable (flush + fsync) before returning."""
+        self._fh.write(_dumps(record) + "\n")
+        self._fh.flush()
+        os.fsync(self._fh.fileno())
+        if record.get("type") == "result":
+            self.n_results += 1
+
+    def finish(self, status: str, exitstatus: int, extra: dict[str, Any] | None = None, plots: bool = True) -> RunData:
+        """Write the ``end`` record, close the file and write the summaries (see :func:`finalize`)."""
+        self.append({"type": "end", "status": status, "exitstatus": int(exitstatus), "finished": utc_now(), **(extra or {})})
+        self._fh.close()
+        return finalize(self.directory, plots=plots)
+
+    def close(self) -> None:
+        if not self._fh.closed:
+            self._fh.close()
+
+
+def finalize(directory: Path | str, plots: bool = True) -> RunData:
+    """(Re)write results.json, summary.md, summary.html and (unless ``plots`` is False) plots/ of a run
+    directory, atomically.
+
+    Works on partial runs too (status ``incomplete``). A plotting failure is recorded in the summaries
+    instead of aborting them.
+    """
+    from gru4rec_conformance.reports.render import render_html, render_markdown
+    from gru4rec_conformance.reports.summary import build_summary
+
+    run = load_run(directory)
+    directory = Path(directory)
+    written: dict[str, str] = {}
+    plot_error = None if plots else "disabled (--no-report-plots)"
+    if plots:
+        try:
+            from gru4rec_conformance.reports.plots import write_plots
+
+            written = write_plots(run, directory / "plots")
+        except Exception as exc:  # plots are a convenience; the tables must still be written
+            plot_error = f"{type(exc).__name__}: {exc}"
+    summary = build_summary(run, plots=written, plot_error=plot_error)
+    atomic_write_text(directory / "summary.md", render_markdown(summary))
+    atomic_write_text(directory / "summary.html", render_html(summary))
+    payload = {
+        "schema": SCHEMA,
+        "status": run.status,
+        "run": run.header,
+        "resumes": run.resumes,
+        "end": run.end,
+        "counts": run.counts(),
+        "results": run.results,
+    }
+    atomic_write_text(directory / "results.json", json.dumps(payload, indent=1, allow_nan=True, default=str))
+    return run
