@@ -4,7 +4,7 @@ Implementations measured (the ``bench_impl`` parameter, ids ``impl=<name>``; the
 the reference is measured in the same run):
 
 - ``reference`` — this repository's reference GRU4Rec, always;
-- ``official`` — the official PyTorch port from a checkout, when ``GRU4REC_OFFICIAL_PATH`` is set;
+- ``official`` — the official PyTorch port from a checkout, when ``OFFICIAL_GRU4REC_PATH`` is set;
 - every GRU4Rec adapter selected with the conformance plugin's ``--impl`` (``pytest benchmarks/ --impl recpack``;
   the registry's reference adapter is left out: it is the reference measured directly).
 
@@ -21,7 +21,7 @@ Environment (all optional):
 | ``GRU4REC_BENCH_SWEEP_ROUNDS`` | timed rounds of a sweep point (warm-up as above on CUDA, none on CPU) | 1 |
 | ``GRU4REC_BENCH_THREADS`` | torch intra-op threads | 1 |
 | ``GRU4REC_BENCH_STEP_IMPL`` | the reference's ``step_impl`` | ``auto`` |
-| ``GRU4REC_OFFICIAL_PATH`` | checkout of hidasib/GRU4Rec_PyTorch_Official | unset (official not measured) |
+| ``OFFICIAL_GRU4REC_PATH`` | checkout of hidasib/GRU4Rec_PyTorch_Official | unset (official not measured) |
 | ``GRU4REC_BENCH_REPORT_DIR`` | where the Markdown/PNG report of a ``--benchmark-json`` run goes | reports/out/benchmarks |
 
 With ``--benchmark-json=PATH`` the terminal summary also writes the Markdown + PNG report
@@ -100,7 +100,7 @@ def _runners(config) -> list:
         return config.stash[_RUNNERS_KEY]
     device = bench_device(config)
     out: list = [R.ReferenceRunner(device)]
-    official = os.environ.get("GRU4REC_OFFICIAL_PATH")
+    official = os.environ.get("OFFICIAL_GRU4REC_PATH")
     if official:
         out.append(R.OfficialRunner(official, device))
     try:

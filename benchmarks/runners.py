@@ -3,7 +3,7 @@
 - :class:`ReferenceRunner` — ``reference.gru4rec.GRU4Rec`` in this process (``step_impl`` from
   ``GRU4REC_BENCH_STEP_IMPL``, default ``auto``: the static, CUDA-graph step on CUDA, the standard step on CPU);
 - :class:`OfficialRunner` — the official PyTorch port (hidasib/GRU4Rec_PyTorch_Official) imported from a checkout
-  (``GRU4REC_OFFICIAL_PATH``), in this process; one declared shim: ``torch.tensor(pandas.Series)`` (its logQ
+  (``OFFICIAL_GRU4REC_PATH``), in this process; one declared shim: ``torch.tensor(pandas.Series)`` (its logQ
   supports) converts the Series to NumPy first (pandas 3 refuses the implicit conversion). Its epoch time, minibatch
   and event counts are read from its own epoch line (its e/s counts B per minibatch also in the shrinking tail,
   so the trained events are counted from the data instead);
@@ -252,9 +252,9 @@ _EPOCH_LINE = re.compile(r"Epoch1 --> loss: \S+ \t\(([0-9.]+)s\) \t\[([0-9.]+) m
 
 
 class OfficialRunner(Runner):
-    """The official PyTorch port from a checkout (``GRU4REC_OFFICIAL_PATH``), in this process.
+    """The official PyTorch port from a checkout (``OFFICIAL_GRU4REC_PATH``), in this process.
 
-    Raises FileNotFoundError naming GRU4REC_OFFICIAL_PATH when the checkout has no gru4rec_pytorch.py."""
+    Raises FileNotFoundError naming OFFICIAL_GRU4REC_PATH when the checkout has no gru4rec_pytorch.py."""
 
     name = "official"
     kind = "official"
@@ -264,7 +264,7 @@ class OfficialRunner(Runner):
         super().__init__(device)
         self.path = Path(path)
         if not (self.path / "gru4rec_pytorch.py").is_file():
-            raise FileNotFoundError(f"GRU4REC_OFFICIAL_PATH={self.path}: gru4rec_pytorch.py is missing (expected a "
+            raise FileNotFoundError(f"OFFICIAL_GRU4REC_PATH={self.path}: gru4rec_pytorch.py is missing (expected a "
                                     "checkout of hidasib/GRU4Rec_PyTorch_Official)")
         self._mod = None
         self._eval = None

@@ -8,9 +8,9 @@ initialisation included on both sides (the sample cache is sized to the epoch fo
 terminal summary give each side's own epoch time, minibatches/s and events/s, the process CPU time of the whole fit
 (steadier than wall time on a shared machine), and the official/reference ratios (> 1: the reference is faster).
 
-    GRU4REC_OFFICIAL_PATH=/path/to/GRU4Rec_PyTorch_Official pytest benchmarks/test_reference_vs_official.py
+    OFFICIAL_GRU4REC_PATH=/path/to/GRU4Rec_PyTorch_Official pytest benchmarks/test_reference_vs_official.py
 
-Environment: ``GRU4REC_OFFICIAL_PATH`` (checkout of hidasib/GRU4Rec_PyTorch_Official; without it the official side
+Environment: ``OFFICIAL_GRU4REC_PATH`` (checkout of hidasib/GRU4Rec_PyTorch_Official; without it the official side
 is skipped), ``GRU4REC_BENCH_SCALE`` (a fraction of Coveo's 165,673 sessions, or ``ci``/``ci*F`` as in
 benchmarks/conftest.py), ``GRU4REC_BENCH_ROUNDS`` (default 3), ``GRU4REC_BENCH_THREADS`` (torch
 threads, default 1), ``GRU4REC_BENCH_DEVICE`` (default cpu). The official code runs from its checkout, with one
@@ -38,7 +38,7 @@ REPO = Path(__file__).resolve().parents[1]
 from gru4rec_conformance.benchmarks.workload import parse_scale  # noqa: E402
 from gru4rec_conformance.reference.gru4rec import GRU4Rec  # noqa: E402
 
-OFFICIAL = os.environ.get("GRU4REC_OFFICIAL_PATH")
+OFFICIAL = os.environ.get("OFFICIAL_GRU4REC_PATH")
 # GRU4REC_BENCH_SCALE as in benchmarks/conftest.py: 'ci', 'ci*F' or a fraction of the full size (here of Coveo's
 # session count)
 SCALE = parse_scale(os.environ.get("GRU4REC_BENCH_SCALE"), "coveo", default="0.03")
@@ -92,10 +92,10 @@ def _threads():
 @pytest.fixture(scope="module")
 def official():
     if not OFFICIAL:
-        pytest.skip("official GRU4Rec not found: set GRU4REC_OFFICIAL_PATH to a GRU4Rec_PyTorch_Official checkout")
+        pytest.skip("official GRU4Rec not found: set OFFICIAL_GRU4REC_PATH to a GRU4Rec_PyTorch_Official checkout")
     path = Path(OFFICIAL)
     if not (path / "gru4rec_pytorch.py").exists():
-        pytest.skip(f"official GRU4Rec not found: {path}/gru4rec_pytorch.py is missing (GRU4REC_OFFICIAL_PATH)")
+        pytest.skip(f"official GRU4Rec not found: {path}/gru4rec_pytorch.py is missing (OFFICIAL_GRU4REC_PATH)")
     sys.path.insert(0, str(path))
     gp = importlib.import_module("gru4rec_pytorch")
 

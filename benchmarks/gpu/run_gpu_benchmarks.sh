@@ -9,12 +9,12 @@
 # Each stage has its own time limit; a stage that runs out leaves what it finished.
 #
 # Usage (repository root; python3 with torch+CUDA, pandas, pyarrow, pytest, pytest-benchmark, matplotlib):
-#   GRU4REC_OFFICIAL_PATH=/path/to/GRU4Rec_PyTorch_Official OUT=/some/folder benchmarks/gpu/run_gpu_benchmarks.sh
+#   OFFICIAL_GRU4REC_PATH=/path/to/GRU4Rec_PyTorch_Official OUT=/some/folder benchmarks/gpu/run_gpu_benchmarks.sh
 # Through this workplace's device tool: the official checkout is not part of the repository (it is never committed):
 # extract it into an ignored folder and carry it, e.g. here
 #   git -C /work/.mirror/hidasib+GRU4Rec_PyTorch_Official/repo archive --prefix=official/ HEAD | tar -x -C .cache
 # then run with carry [".cache/official"] and the command
-#   GRU4REC_OFFICIAL_PATH=.cache/official bash benchmarks/gpu/run_gpu_benchmarks.sh
+#   OFFICIAL_GRU4REC_PATH=.cache/official bash benchmarks/gpu/run_gpu_benchmarks.sh
 #
 # Environment: OUT (where the results go; default reports/out/gpu/<UTC timestamp>), GPU_SCALE (fraction of the full
 # §1.6a data of the epoch benchmarks; default 0.25 so that the official port's six epochs take about 80 s),
@@ -22,7 +22,7 @@
 # speed data, default 8000). A smoke test of the script's logic on a CPU machine (tiny sizes, no CUDA graph):
 #   PYTHON=/work/venv/bin/python GPU_DEVICE=cpu GPU_SCALE='ci*0.3' GPU_SWEEP_GRID=ci GPU_SPEED_SESSIONS=300 \
 #     OUT=/tmp/gpu-smoke \
-#     GRU4REC_OFFICIAL_PATH=... bash benchmarks/gpu/run_gpu_benchmarks.sh
+#     OFFICIAL_GRU4REC_PATH=... bash benchmarks/gpu/run_gpu_benchmarks.sh
 # Output (at most 8 files, for the device tool): env.txt, log.txt, static_step.json, benchmark.json (the three
 # pytest-benchmark runs merged), report.md, plots/*.png (epoch rates, n_items sweep, evaluation).
 set -u
@@ -44,14 +44,14 @@ LOG="$OUT/log.txt"
   nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv 2>&1
   $PY -c "import torch, numpy, pandas, platform; print('torch', torch.__version__, 'cuda', torch.version.cuda, 'gpu', torch.cuda.get_device_name() if torch.cuda.is_available() else None, 'numpy', numpy.__version__, 'pandas', pandas.__version__, 'python', platform.python_version())"
   git rev-parse HEAD 2>/dev/null || echo "no git"
-  echo "GRU4REC_OFFICIAL_PATH=${GRU4REC_OFFICIAL_PATH:-unset}"
+  echo "OFFICIAL_GRU4REC_PATH=${OFFICIAL_GRU4REC_PATH:-unset}"
 } >"$OUT/env.txt" 2>&1
 cat "$OUT/env.txt"
-if [ -z "${GRU4REC_OFFICIAL_PATH:-}" ] || [ ! -f "${GRU4REC_OFFICIAL_PATH}/gru4rec_pytorch.py" ]; then
-  echo "GRU4REC_OFFICIAL_PATH must point to a checkout of hidasib/GRU4Rec_PyTorch_Official (gru4rec_pytorch.py)" | tee -a "$LOG"
+if [ -z "${OFFICIAL_GRU4REC_PATH:-}" ] || [ ! -f "${OFFICIAL_GRU4REC_PATH}/gru4rec_pytorch.py" ]; then
+  echo "OFFICIAL_GRU4REC_PATH must point to a checkout of hidasib/GRU4Rec_PyTorch_Official (gru4rec_pytorch.py)" | tee -a "$LOG"
   exit 2
 fi
-export GRU4REC_OFFICIAL_PATH
+export OFFICIAL_GRU4REC_PATH
 
 echo "== 1. static step vs standard step on CUDA" | tee -a "$LOG"
 timeout -s INT -k 20 "$L1" $PY benchmarks/gpu/check_static_step.py --device "$DEVICE" --out "$OUT/static_step.json" \

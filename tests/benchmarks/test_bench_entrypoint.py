@@ -15,7 +15,7 @@ HERE = Path(__file__).resolve().parent
 def test_benchmarks_with_an_impl_selected(subprocess_env):
     env = {**subprocess_env, "GRU4REC_BENCH_SCALE": "ci*0.3", "GRU4REC_BENCH_DATASETS": "diginetica",
            "GRU4REC_BENCH_LOSSES": "cross-entropy"}
-    env.pop("GRU4REC_OFFICIAL_PATH", None)
+    env.pop("OFFICIAL_GRU4REC_PATH", None)
     env["PYTHONPATH"] = os.pathsep.join([str(REPO / "src"), str(HERE)])
     cmd = [sys.executable, "-m", "pytest", "benchmarks/test_epoch.py", "--impl", "bench_adapters:LenientMarkov,"
            "gru4rec_conformance.implementations.template:TemplateAdapter", "--benchmark-disable", "-p", "no:cacheprovider", "-rs",

@@ -116,7 +116,7 @@ def test_reference_evaluation_counts_every_prediction_point(tiny):
 
 
 def test_official_runner_needs_a_checkout(tmp_path):
-    with pytest.raises(FileNotFoundError, match="GRU4REC_OFFICIAL_PATH.*gru4rec_pytorch.py"):
+    with pytest.raises(FileNotFoundError, match="OFFICIAL_GRU4REC_PATH.*gru4rec_pytorch.py"):
         R.OfficialRunner(tmp_path)
 
 

@@ -18,6 +18,8 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
+from gru4rec_conformance import child_pythonpath
+
 from gru4rec_conformance.datasets.sessions import pipeline
 from gru4rec_conformance.datasets.sessions.pipeline import PARTS, load_prepared, prepare
 
@@ -137,7 +139,7 @@ def test_interrupted_write_leaves_no_temporaries_and_no_manifest(rr_raw, tmp_pat
 
 
 def _cli(*args, env_extra=None):
-    env = {**os.environ, **(env_extra or {})}
+    env = {**os.environ, "PYTHONPATH": child_pythonpath(os.environ.get("PYTHONPATH")), **(env_extra or {})}
     return subprocess.run([sys.executable, "-m", "gru4rec_conformance.datasets", *args], cwd=ROOT, env=env, capture_output=True,
                           text=True, timeout=120)
 

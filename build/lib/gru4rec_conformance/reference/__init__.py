@@ -1,1 +1,0 @@
-"""Oracles of the conformance suite: ``reference.gru4rec`` (GRU4Rec) and ``reference.finetuner`` (SST-5)."""
