@@ -6,12 +6,13 @@ puts ``src/`` on ``sys.path`` (the ``gru4rec_conformance`` namespace) and this l
 ``pytester`` is for the suite's own tests of the plugin (tests/harness, tests/meta).
 """
 
-pytest_plugins = ["gru4rec_conformance.conformance._harness.plugin", "pytester"]
-
 import sys
 from pathlib import Path
 
-# `python -m pytest` from the root puts the root on sys.path, where `datasets/` would shadow Hugging Face's
-# `datasets` (transformers probes it with find_spec): take it off; the suite imports through src/ only.
 _ROOT = Path(__file__).resolve().parent
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _ROOT]
+# `python -m pytest` from the root puts the root on sys.path, where `datasets/` would shadow Hugging Face's
+# `datasets` (transformers probes it with find_spec): take it off; the suite imports through src/ only, which
+# is put first here too for runs that do not read pyproject.toml (a rootdir given without its ini file).
+sys.path[:] = [str(_ROOT / "src")] + [p for p in sys.path if Path(p or ".").resolve() not in (_ROOT, _ROOT / "src")]
+
+pytest_plugins = ["gru4rec_conformance.conformance._harness.plugin", "pytester"]

@@ -40,54 +40,11 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 
 from gru4rec_conformance.benchmarks import runners as R  # noqa: E402
-from gru4rec_conformance.benchmarks.workload import LOSSES, DATASETS  # noqa: E402
+from gru4rec_conformance.benchmarks.timing import RESULTS as _RESULTS  # noqa: E402
+from gru4rec_conformance.benchmarks.timing import BenchConfig, _env_list, _unsupported, bench_device  # noqa: E402
+from gru4rec_conformance.benchmarks.workload import DATASETS, LOSSES  # noqa: E402
 
-_RESULTS: dict = {}  # (group, case) -> {impl: summary dict}; insertion order = run order
 _RUNNERS_KEY = pytest.StashKey[list]()
-
-
-def _env_list(name: str, allowed, default) -> list:
-    raw = os.environ.get(name)
-    if not raw:
-        return list(default)
-    out = [x.strip() for x in raw.split(",") if x.strip()]
-    bad = [x for x in out if x not in allowed]
-    if bad:
-        raise pytest.UsageError(f"{name}={raw!r}: unknown {bad}; allowed: {', '.join(allowed)}")
-    return out
-
-
-def bench_device(config) -> str:
-    dev = os.environ.get("GRU4REC_BENCH_DEVICE")
-    if not dev:
-        try:
-            dev = config.getoption("conformance_device") or "cpu"
-        except ValueError:
-            dev = "cpu"
-    return dev
-
-
-class BenchConfig:
-    """The benchmark settings of this session (see the module docstring)."""
-
-    def __init__(self, config):
-        self.device = bench_device(config)
-        self.cuda = self.device.startswith("cuda")
-        self.scale = os.environ.get("GRU4REC_BENCH_SCALE") or ("1" if self.cuda else "ci")
-        self.datasets = _env_list("GRU4REC_BENCH_DATASETS", DATASETS, DATASETS)
-        self.losses = _env_list("GRU4REC_BENCH_LOSSES", LOSSES, LOSSES)
-        self.sweeps = os.environ.get("GRU4REC_BENCH_SWEEPS") or ("gpu" if self.cuda else "cpu")
-        if self.sweeps not in ("ci", "cpu", "gpu"):
-            raise pytest.UsageError(f"GRU4REC_BENCH_SWEEPS={self.sweeps!r}: one of ci, cpu, gpu")
-        self.rounds = int(os.environ.get("GRU4REC_BENCH_ROUNDS", "3"))
-        self.warmup = int(os.environ.get("GRU4REC_BENCH_WARMUP", "1"))
-        self.sweep_rounds = int(os.environ.get("GRU4REC_BENCH_SWEEP_ROUNDS", "1"))
-        self.sweep_warmup = self.warmup if self.cuda else 0
-        self.threads = int(os.environ.get("GRU4REC_BENCH_THREADS", "1"))
-        self.seed = 1
-
-    def as_dict(self) -> dict:
-        return {k: v for k, v in vars(self).items()}
 
 
 def pytest_configure(config):
@@ -200,107 +157,6 @@ def _bench_threads(bench_config):
     torch.set_num_threads(bench_config.threads)
     yield
     torch.set_num_threads(before)
-
-
-def _rates(res: R.EpochResult) -> dict:
-    out = {"epoch_seconds": res.epoch_seconds, "fit_seconds": res.fit_seconds, "minibatches": res.n_steps,
-           "events": res.n_events, "minibatches_per_s": res.n_steps / res.epoch_seconds,
-           "events_per_s": res.n_events / res.epoch_seconds, "cpu_seconds": res.cpu_seconds,
-           "peak_rss_mb": res.peak_rss_mb, "base_rss_mb": res.base_rss_mb,
-           "cuda_max_allocated_mb": res.cuda_max_allocated_mb}
-    if res.cpu_seconds:
-        out["minibatches_per_cpu_s"] = res.n_steps / res.cpu_seconds
-        out["events_per_cpu_s"] = res.n_events / res.cpu_seconds
-    return out
-
-
-def _unsupported(exc: BaseException) -> bool:
-    try:
-        from gru4rec_conformance.implementations.base import Unsupported
-    except ImportError:
-        return False
-    return isinstance(exc, Unsupported)
-
-
-def time_epochs(benchmark, runner: R.Runner, cfg: BenchConfig, *, group: str, case: str, train, hp: dict,
-                extra: dict, rounds: int, warmup: int) -> dict:
-    """Time one-epoch fits of ``runner`` with pytest-benchmark (``pedantic``: a fresh model per round, built in
-    the untimed setup) and record the best round (smallest epoch time) in ``extra_info`` and the session summary.
-    An ``Unsupported`` from the implementation skips the test with its reason. Returns the recorded summary."""
-    results: list[R.EpochResult] = []
-
-    def setup():
-        return (runner.prepare(train, hp, cfg.seed),), {}
-
-    def target(state):
-        res = runner.run(state)
-        results.append(res)
-        return res
-
-    benchmark.group = group
-    try:
-        benchmark.pedantic(target, setup=setup, teardown=runner.close, rounds=rounds, iterations=1,
-                           warmup_rounds=warmup)
-    except Exception as exc:
-        if _unsupported(exc):
-            pytest.skip(f"unsupported by {runner.name}: {exc}")
-        raise
-    timed = results[-rounds:] if len(results) >= rounds else results
-    best = min(timed, key=lambda r: r.epoch_seconds)
-    summary = {**_rates(best), "rounds_epoch_seconds": [r.epoch_seconds for r in timed],
-               "step_info": best.info or None}
-    record(benchmark, runner, cfg, group, case, summary, hp=hp, extra=extra)
-    return summary
-
-
-def time_eval(benchmark, runner: R.Runner, cfg: BenchConfig, *, group: str, case: str, train, test, hp: dict,
-              extra: dict, rounds: int, warmup: int) -> dict:
-    """Time full-catalogue evaluation of a freshly initialised model (untrained: ranking costs the same)."""
-    results: list[R.EvalResult] = []
-
-    def setup():
-        return (runner.prepare_eval(train, test, hp, cfg.seed),), {}
-
-    def target(state):
-        res = runner.run_eval(state)
-        results.append(res)
-        return res
-
-    benchmark.group = group
-    try:
-        benchmark.pedantic(target, setup=setup, teardown=runner.close, rounds=rounds, iterations=1,
-                           warmup_rounds=warmup)
-    except Exception as exc:
-        if _unsupported(exc):
-            pytest.skip(f"unsupported by {runner.name}: {exc}")
-        raise
-    timed = results[-rounds:] if len(results) >= rounds else results
-    best = min(timed, key=lambda r: r.seconds)
-    summary = {"eval_seconds": best.seconds, "eval_events": best.n_events,
-               "eval_events_per_s": best.n_events / best.seconds, "eval_cpu_seconds": best.cpu_seconds,
-               "recall@20": best.metrics.get("recall@20"), "mrr@20": best.metrics.get("mrr@20")}
-    if best.cpu_seconds:
-        summary["eval_events_per_cpu_s"] = best.n_events / best.cpu_seconds
-    record(benchmark, runner, cfg, group, case, summary, hp=hp, extra=extra)
-    return summary
-
-
-def record(benchmark, runner: R.Runner, cfg: BenchConfig, group: str, case: str, summary: dict, *, hp: dict,
-           extra: dict) -> None:
-    """Put the run's description, settings and results into ``extra_info`` (and the ratio to the reference's
-    result of the same group and case, when the reference ran before in this session)."""
-    key = (group, case)
-    ref = _RESULTS.get(key, {}).get("reference")
-    metric = "epoch_seconds" if "epoch_seconds" in summary else "eval_seconds"
-    if ref is not None and runner.name != "reference" and ref.get(metric):
-        summary[f"{metric}_over_reference"] = summary[metric] / ref[metric]
-        if summary.get("cpu_seconds") and ref.get("cpu_seconds"):
-            summary["cpu_seconds_over_reference"] = summary["cpu_seconds"] / ref["cpu_seconds"]
-    _RESULTS.setdefault(key, {})[runner.name] = summary
-    benchmark.extra_info.update({**runner.describe(), "case": case, "hparams": hp, **extra, **summary,
-                                 "settings": {"scale": cfg.scale, "rounds": cfg.rounds, "warmup": cfg.warmup,
-                                              "threads": cfg.threads, "sweeps": cfg.sweeps},
-                                 "versions": R.versions(cfg.device), "study": runner.study})
 
 
 def pytest_benchmark_update_json(config, benchmarks, output_json):

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from gru4rec_conformance.benchmarks.conftest import time_epochs, time_eval
+from gru4rec_conformance.benchmarks.timing import time_epochs, time_eval
 from gru4rec_conformance.benchmarks.workload import best_params
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import pytest
 
-from gru4rec_conformance.benchmarks.conftest import BenchConfig, time_epochs
+from gru4rec_conformance.benchmarks.timing import BenchConfig, time_epochs
 from gru4rec_conformance.benchmarks.workload import best_params, sweep_frame, trained_events
 
 GRIDS = {

@@ -572,11 +572,42 @@ def _fully_collected_files(config: Any, collected_files: set[str]) -> set[str]:
     return {f for f in collected_files if f not in narrowed}
 
 
+#: The folder that holds the suite's ``conformance/`` package: the checkout root, or ``site-packages/
+#: gru4rec_conformance`` for an installed wheel. Check ids and committed xfail files are relative to it.
+SUITE_CHECKS_ROOT = Path(__file__).resolve().parents[2]
+
+
+def _check_roots(config: pytest.Config) -> list[Path]:
+    """Where ``conformance/<family>/`` check files and ``conformance/xfails/`` live: the rootdir (a checkout,
+    or a project with checks of its own), then the suite's own package folder (an installed wheel)."""
+    return list(dict.fromkeys([Path(config.rootpath).resolve(), SUITE_CHECKS_ROOT]))
+
+
+def check_id(item: pytest.Item) -> str:
+    """The item's id as xfail files name it: ``conformance/<family>/<file>.py::<test>[<params>]``.
+
+    Equals the node id in a checkout; for checks collected from an installed wheel (``--pyargs``), whose node
+    ids are paths into site-packages, the file part is made relative to :data:`SUITE_CHECKS_ROOT`.
+    """
+    nodeid = item.nodeid
+    path = Path(str(item.path)).resolve()
+    for root in _check_roots(item.config):
+        try:
+            rel = path.relative_to(root).as_posix()
+        except ValueError:
+            continue
+        return rel + nodeid[nodeid.index("::"):] if "::" in nodeid else rel
+    return nodeid
+
+
 def _xfail_file_for(state: State, spec: AdapterSpec) -> Path:
     if spec.name in state.extra_xfail_files:
         return state.extra_xfail_files[spec.name]
     own = getattr(spec.cls, "xfails_file", None)
-    return Path(own) if own else default_xfail_path(Path(state.config.rootpath), spec.name)
+    if own:
+        return Path(own)
+    candidates = [default_xfail_path(root, spec.name) for root in _check_roots(state.config)]
+    return next((c for c in candidates if c.is_file()), candidates[0])
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -608,7 +639,7 @@ def pytest_collection_modifyitems(session: Any, config: Any, items: list[Any]) -
                            f"(selected: {selected})")  # fmt: skip
 
     extra_items: list[Any] = []
-    collected_files = {it.nodeid.split("::", 1)[0] for its in by_impl.values() for it in its}
+    collected_files = {check_id(it).split("::", 1)[0] for its in by_impl.values() for it in its}
     full_files = _fully_collected_files(config, collected_files)
     for key, impl_items in by_impl.items():
         handle = state.handles[key]
@@ -645,11 +676,14 @@ def _apply_xfails(state: State, session: Any, handle: ImplHandle, items: list[An
     except XfailRegistryError as exc:
         raise pytest.UsageError(str(exc)) from None
     errors: list[Any] = []
-    root = Path(state.config.rootpath)
-    try:
-        rel = path.relative_to(root).as_posix()
-    except ValueError:
-        rel = path.as_posix()
+    roots = _check_roots(state.config)
+    rel = path.as_posix()
+    for root in roots:
+        try:
+            rel = path.resolve().relative_to(root).as_posix()
+            break
+        except ValueError:
+            continue
 
     def error_item(entry_index: int, message: str) -> Any:
         name = f"entry-{entry_index}[{spec.name}]"
@@ -662,11 +696,12 @@ def _apply_xfails(state: State, session: Any, handle: ImplHandle, items: list[An
     context = when_context(handle.device, handle.version, ("numpy", "pandas", "torch", "tensorflow", "transformers"))
     impl_id = spec.name
     for entry in xf.entries:
-        matched = [it for it in items if pattern_matches(entry.pattern, strip_impl_param(it.nodeid, impl_id), it.nodeid)]
+        matched = [it for it in items
+                   if pattern_matches(entry.pattern, strip_impl_param(check_id(it), impl_id), check_id(it))]
         if not matched:
             file_part = pattern_file_part(entry.pattern)
-            on_disk = files_matching(root, file_part) if file_part else []
-            in_scope = [p for p in on_disk if p.relative_to(root).as_posix() in full_files]
+            on_disk = [(r, f) for r in roots for f in (files_matching(r, file_part) if file_part else [])]
+            in_scope = [f for r, f in on_disk if f.relative_to(r).as_posix() in full_files]
             if not on_disk:
                 errors.append(error_item(entry.index, f"{rel}: {entry.describe()} names no existing test file "
                                                       f"({file_part!r}); fix or remove the entry"))  # fmt: skip

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from gru4rec_conformance.benchmarks import runners as R
-from gru4rec_conformance.benchmarks.conftest import BenchConfig, time_epochs, time_eval
+from gru4rec_conformance.benchmarks.timing import BenchConfig, time_epochs, time_eval
 from gru4rec_conformance.benchmarks.workload import sweep_frame, trained_events
 from gru4rec_conformance.conformance._harness.handle import ImplHandle
 from gru4rec_conformance.implementations.registry import AdapterSpec

@@ -86,12 +86,30 @@ def test_family_parametrization_and_deselection_note(project):
         assert impl.new().predict(3) == 3
     ''', name="test_toy", family="toyfam")
     result = project.run("conformance", "--impl", "toy", "-v")
-    result.assert_outcomes(passed=1, deselected=1)
-    result.stdout.fnmatch_lines(["*1 gru4rec check(s) deselected: no selected implementation of family gru4rec*"])
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["*gru4rec checks not collected: no selected implementation of family gru4rec*"])
     # 'reference' selects the reference of every family
     result = project.run("conformance", "--impl", "reference", "-v")
     result.assert_outcomes(passed=2)
     result.stdout.fnmatch_lines(["*test_fit_and_score?reference? PASSED*", "*test_toy?reference? PASSED*"])
+
+
+def test_unselected_family_is_not_even_imported(project):
+    """A family's check modules may import heavy optional packages (the fine-tuner's import transformers): with
+    no implementation of that family selected, its folder is not collected, so its modules are never imported."""
+    project.checks(BASIC)
+    project.checks('''
+    import no_such_heavy_framework  # would fail at collection if this module were imported
+
+    def test_never():
+        pass
+    ''', name="test_heavy", family="toyfam")
+    result = project.run("conformance", "--impl", "good")
+    assert result.ret == 0, result.stdout.str()
+    result.stdout.fnmatch_lines(["*toyfam checks not collected: no selected implementation of family toyfam*"])
+    result = project.run("conformance", "--impl", "toy")
+    assert result.ret != 0  # selected: collected, and its import error is reported
+    result.stdout.fnmatch_lines(["*no_such_heavy_framework*"])
 
 
 def test_check_outside_a_family_folder_is_an_error(project):
