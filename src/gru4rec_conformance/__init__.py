@@ -10,10 +10,11 @@ One import namespace for the design card's top-level folders::
     gru4rec_conformance.benchmarks       epoch-time benchmarks and tuning (benchmarks/)
 
 Installed as a wheel, setuptools' ``package-dir`` mapping in pyproject.toml places each folder under this
-package. From a checkout (``pip install -e .``, or ``src/`` on ``sys.path``: pytest's ``pythonpath`` setting in
-pyproject.toml, ``PYTHONPATH=src``), this file lives in ``src/gru4rec_conformance/`` and its ``__path__`` also
-lists the repository root, so ``gru4rec_conformance.datasets`` is the folder ``datasets/`` there. The repository
-root itself is never put on ``sys.path``: a bare ``import datasets`` always means Hugging Face's.
+package. In a checkout, ``src/gru4rec_conformance/`` holds this file and one relative symbolic link per folder
+(``datasets -> ../../datasets``, ...), so ``src/`` on ``sys.path`` (pytest's ``pythonpath`` setting in
+pyproject.toml, ``PYTHONPATH=src``, or ``pip install -e .``) imports the same modules under the same names, and
+type checkers see an ordinary package. The repository root itself is never put on ``sys.path``: a bare
+``import datasets`` always means Hugging Face's.
 """
 
 from __future__ import annotations
@@ -29,8 +30,6 @@ CHECKOUT_ROOT: _Path | None = (
     if (_HERE.parents[1] / "pyproject.toml").is_file() and (_HERE.parents[1] / "conformance" / "_harness").is_dir()
     else None
 )
-if CHECKOUT_ROOT is not None and str(CHECKOUT_ROOT) not in __path__:
-    __path__.append(str(CHECKOUT_ROOT))  # pkgutil-style path extension: subpackages are the root's folders
 
 
 
@@ -59,7 +58,7 @@ def import_root() -> _Path:
     ``<checkout>/src`` from a checkout (it holds nothing else, so the repository's folders never become
     top-level names); for an installed wheel, the site-packages folder that holds the package.
     """
-    return _HERE.parent
+    return _HERE.parent if CHECKOUT_ROOT is None else CHECKOUT_ROOT / "src"
 
 
 def child_pythonpath(existing: str | None = None) -> str:
