@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .. import shared_data_candidate, shared_data_dir
+from ..paths import shared_data_candidate, shared_data_dir
 
 __all__ = [
     "SharedDataMissing",

@@ -379,7 +379,7 @@ def load_sst5_or_standin(seed: int = 0, cache_dir: str | os.PathLike | None = No
     Raises ``ValueError`` (file:line) for malformed real files or wrong real counts, ``OSError`` when the stand-in
     cannot be written.
     """
-    from .. import shared_data_candidate
+    from ..paths import shared_data_candidate
     from .views import load_sst5, sst5_dir
 
     d = sst5_dir()

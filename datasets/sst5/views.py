@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from .. import shared_data_candidate, shared_data_dir
+from ..paths import shared_data_candidate, shared_data_dir
 from .examples import Examples
 from .stsa import file_sha256, read_stsa
 

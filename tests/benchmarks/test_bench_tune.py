@@ -73,7 +73,7 @@ def test_tuning_end_to_end_on_a_synthetic_stand_in(tmp_path):
 def test_tuning_on_the_real_diginetica_slice(tmp_path):
     """CI check of the issue: 5 trials on the real Diginetica slice through the study's preprocessing (tiny
     epochs); skipped, with the path, where the shared data are absent."""
-    from gru4rec_conformance.datasets import shared_data_candidate, shared_data_dir
+    from gru4rec_conformance.datasets.paths import shared_data_candidate, shared_data_dir
     root = shared_data_dir()
     if root is None or not (root / "sessions" / "diginetica" / "sample_train-item-views.csv").is_file():
         pytest.skip(f"real Diginetica slice absent: {shared_data_candidate() / 'sessions' / 'diginetica'} not found "

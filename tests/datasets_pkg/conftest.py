@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from gru4rec_conformance.datasets import shared_data_candidate, shared_data_dir
+from gru4rec_conformance.datasets.paths import shared_data_candidate, shared_data_dir
 
 
 @pytest.fixture(scope="session")

@@ -27,7 +27,7 @@ def sst5_full():
     """The real SST-5 splits, for the tests that assert facts of the real files (split and class counts, file
     hashes, MiniLM's accuracy on the real test split); skipped when they are absent. The conformance checks and
     the meta-test run on the synthetic stand-in instead (``datasets.sst5.load_sst5_or_standin``)."""
-    from gru4rec_conformance.datasets import shared_data_candidate
+    from gru4rec_conformance.datasets.paths import shared_data_candidate
     from gru4rec_conformance.datasets.sst5 import load_sst5, sst5_dir
 
     d = sst5_dir()

@@ -176,7 +176,7 @@ def test_fallback_to_the_standin(tmp_path, monkeypatch):
 
 
 def test_real_data_preferred_when_present(monkeypatch):
-    from gru4rec_conformance.datasets import shared_data_dir
+    from gru4rec_conformance.datasets.paths import shared_data_dir
 
     base = shared_data_dir()
     if base is None or not all((base / "sst5" / f"stsa.fine.{s}").is_file() for s in SPLITS):

@@ -44,13 +44,16 @@ def _run(cmd: list[str], **kw) -> subprocess.CompletedProcess:
 
 
 def test_package_list_names_every_package_folder():
-    """Every folder with an ``__init__.py`` under a mapped folder is in ``[tool.setuptools] packages``."""
+    """Every folder with Python modules under a mapped folder is in ``[tool.setuptools] packages`` (``datasets/``
+    is an implicit namespace package: no ``__init__.py``, see datasets/paths.py)."""
     cfg = PYPROJECT["tool"]["setuptools"]
     listed = set(cfg["packages"])
     missing = []
     for pkg, folder in cfg["package-dir"].items():
-        for init in (REPO / folder).rglob("__init__.py"):
-            rel = init.parent.relative_to(REPO / folder)
+        for module in (REPO / folder).rglob("*.py"):
+            if "__pycache__" in module.parts:
+                continue
+            rel = module.parent.relative_to(REPO / folder)
             name = ".".join([pkg, *rel.parts]) if rel.parts else pkg
             if name not in listed:
                 missing.append(name)
@@ -77,6 +80,7 @@ def test_wheel_carries_the_packages_and_run_time_data(wheel):
                      "gru4rec_conformance/reports/templates/summary.html.j2",
                      "gru4rec_conformance/reports/data/study_results.csv",
                      "gru4rec_conformance/datasets/sessions/study_stats.json",
+                     "gru4rec_conformance/datasets/paths.py",
                      "gru4rec_conformance/implementations/template.py"):
         assert required in names, f"{wheel.name} lacks {required}"
     assert not [n for n in names if n.startswith(("tests/", "datasets/", "conftest.py"))], "stray top-level files"

@@ -17,7 +17,7 @@ if str(Path(__file__).parent) not in sys.path:  # for ref_testdata, whatever pyt
     sys.path.insert(0, str(Path(__file__).parent))
 
 from ref_testdata import lag1_sessions  # noqa: E402
-from gru4rec_conformance.datasets import shared_data_candidate  # noqa: E402  (our package: REPO is first on sys.path)
+from gru4rec_conformance.datasets.paths import shared_data_candidate  # noqa: E402  (our package: REPO is first on sys.path)
 
 
 def pytest_configure(config):

@@ -1,8 +1,10 @@
-"""Data for the conformance suite: the study's session datasets (``gru4rec_conformance.datasets.sessions``) and
-SST-5 (``gru4rec_conformance.datasets.sst5``); CLI ``python -m gru4rec_conformance.datasets prepare|info|synth``.
+"""Where the suite finds its checkout and the workplace's shared real data.
 
-The folder is ``datasets/`` (the design card's layout) but it only ever imports as
-``gru4rec_conformance.datasets``, so it never shadows Hugging Face's ``datasets`` distribution.
+``gru4rec_conformance.datasets`` holds the study's session datasets (``.sessions``) and SST-5 (``.sst5``); CLI
+``python -m gru4rec_conformance.datasets prepare|info|synth``. The folder ``datasets/`` deliberately has no
+``__init__.py``: it is an implicit namespace package, so even with the repository root on ``sys.path`` (``python
+-c`` run in the root) a bare ``import datasets`` finds Hugging Face's regular package, never this folder, and
+without Hugging Face's installed transformers' probe sees no ``datasets`` distribution.
 """
 
 from __future__ import annotations
