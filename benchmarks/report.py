@@ -26,6 +26,7 @@ import tempfile
 from collections import OrderedDict
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_OUT = REPO / "reports" / "out" / "benchmarks"
@@ -118,7 +119,7 @@ def _header(data: dict, title: str) -> list[str]:
     info = data.get("gru4rec_bench") or {}
     mi = data.get("machine_info") or {}
     ci = data.get("commit_info") or {}
-    first = next((b["extra_info"] for b in data["benchmarks"] if b.get("extra_info")), {})
+    first: dict[str, Any] = next((b["extra_info"] for b in data["benchmarks"] if b.get("extra_info")), {})
     vers = first.get("versions") or info.get("versions") or {}  # measured during the runs (threads as set there)
     settings = first.get("settings") or {}
     device = info.get("device") or first.get("device") or "?"
@@ -212,7 +213,7 @@ def _sweep_section(data: dict, plots: dict) -> list[str]:
              "Base: the study's best Diginetica cross-entropy parameters on Zipf session data; one quantity varied. "
              "Epoch time should grow with batch size × (batch size + n_sample), hidden size and sessions, and stay flat "
              "over the catalogue size for an implementation that scores only the sampled columns.", ""]
-    by = OrderedDict()
+    by: OrderedDict[str, list[dict]] = OrderedDict()
     for r in rows:
         by.setdefault(r.get("sweep") or r["group"].split("/", 1)[1], []).append(r)
     for name, rs in by.items():
@@ -269,7 +270,7 @@ def _plots(data: dict, folder: Path) -> dict:
                 os.unlink(tmp)
         return f"plots/{name}.png"
 
-    sweeps = OrderedDict()
+    sweeps: OrderedDict[Any, dict[str, list[dict]]] = OrderedDict()  # sweep -> impl -> rows
     for r in _rows(data, "sweep/"):
         sweeps.setdefault(r.get("sweep"), {}).setdefault(r["impl"], []).append(r)
     for name, per in sweeps.items():
@@ -310,15 +311,16 @@ def _plots(data: dict, folder: Path) -> dict:
 
     evals = _rows(data, "eval/")
     if evals:
-        cases = list(OrderedDict.fromkeys(r.get("dataset") for r in evals))
+        datasets: list[Any] = list(OrderedDict.fromkeys(r.get("dataset") for r in evals))  # JSON values
         impls = list(OrderedDict.fromkeys(r["impl"] for r in evals))
         fig, ax = plt.subplots(figsize=(6, 3.6))
         w = 0.8 / max(1, len(impls))
         for k, impl in enumerate(impls):
-            vals = {r.get("dataset"): r.get("eval_events_per_s") for r in evals if r["impl"] == impl}
-            ax.bar([i + k * w for i in range(len(cases))], [vals.get(c) or 0 for c in cases], width=w, label=impl)
-        ax.set_xticks([i + w * (len(impls) - 1) / 2 for i in range(len(cases))])
-        ax.set_xticklabels(cases, fontsize=8)
+            rates = {r.get("dataset"): r.get("eval_events_per_s") for r in evals if r["impl"] == impl}
+            ax.bar([i + k * w for i in range(len(datasets))], [rates.get(c) or 0 for c in datasets], width=w,
+                   label=impl)
+        ax.set_xticks([i + w * (len(impls) - 1) / 2 for i in range(len(datasets))])
+        ax.set_xticklabels(datasets, fontsize=8)
         ax.set_ylabel("test events / s")
         ax.set_title("full-catalogue evaluation")
         ax.legend()

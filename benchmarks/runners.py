@@ -170,6 +170,7 @@ class Runner:
     kind = "?"
     in_process = True
     study: dict | None = None
+    _warmed_up: bool  # set by benchmarks/conftest.py after a warm-up run (read with getattr)
 
     def __init__(self, device: str = "cpu"):
         self.device = str(device)
@@ -267,7 +268,7 @@ class OfficialRunner(Runner):
             raise FileNotFoundError(f"OFFICIAL_GRU4REC_PATH={self.path}: gru4rec_pytorch.py is missing (expected a "
                                     "checkout of hidasib/GRU4Rec_PyTorch_Official)")
         self._mod = None
-        self._eval = None
+        self._eval: types.ModuleType | None = None  # the checkout's evaluation.py, imported by module()
 
     @property
     def version(self) -> str:
@@ -335,6 +336,7 @@ class OfficialRunner(Runner):
 
     def run_eval(self, state) -> EvalResult:
         g, test = state["model"], state["test"]
+        assert self._eval is not None  # prepare_eval built the model through module()
         n = eval_events(test, g.data_iterator.itemidmap.index)
         with _Meter(self.device) as m, contextlib.redirect_stdout(io.StringIO()):
             recall, mrr = self._eval.batch_eval(g, test, cutoff=list(CUTOFFS), batch_size=eval_batch(test),

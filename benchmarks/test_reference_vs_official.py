@@ -138,16 +138,15 @@ def _write_summary(tr) -> None:
             r = _RESULTS.get((loss, impl))
             if r is None:
                 continue
-            both = ref and impl == "official"
-            ratio = f"{r['epoch_seconds'] / ref['epoch_seconds']:.2f}" if both else ""
-            cpu_ratio = f"{r['fit_cpu_seconds'] / ref['fit_cpu_seconds']:.2f}" if both else ""
+            ratio = f"{r['epoch_seconds'] / ref['epoch_seconds']:.2f}" if ref and impl == "official" else ""
+            cpu_ratio = f"{r['fit_cpu_seconds'] / ref['fit_cpu_seconds']:.2f}" if ref and impl == "official" else ""
             cpu = r["fit_cpu_seconds"]
             tr.write_line(f"{loss:<14}{impl:<11}{r['events']:>8}{r['minibatches']:>6}{r['epoch_seconds']:>9.2f}"
                           f"{r['minibatches_per_s']:>8.1f}{r['events_per_s']:>10.0f}{cpu:>10.1f}"
                           f"{r['minibatches'] / cpu:>10.1f}{r['events'] / cpu:>10.0f}{ratio:>11}{cpu_ratio:>10}")
 
 
-def _record(benchmark, loss, impl, epochs: list[tuple[float, int, int]]):
+def _record(benchmark, loss, impl, epochs: list[tuple[float, int, int, float]]):
     best = min(epochs)  # (epoch wall seconds, minibatches, events, CPU seconds of the whole fit)
     res = {"epoch_seconds": best[0], "minibatches": best[1], "events": best[2],
            "minibatches_per_s": best[1] / best[0], "events_per_s": best[2] / best[0],

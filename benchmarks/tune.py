@@ -94,6 +94,7 @@ class Parameter:
 
     def __call__(self, trial) -> Any:
         if self.dtype == "int":
+            assert self.step is not None  # from_json gives int parameters step 1
             return trial.suggest_int(self.name, int(self.values[0]), int(self.values[1]), step=int(self.step),
                                      log=self.log)
         if self.dtype == "float":
@@ -127,6 +128,7 @@ def fit_space_to_data(space: list[Parameter], n_sessions: int) -> list[str]:
     notes = []
     for p in space:
         if p.name == "batch_size" and p.dtype == "int" and int(p.values[1]) > n_sessions:
+            assert p.step is not None  # from_json gives int parameters step 1
             low, step = int(p.values[0]), int(p.step)
             if low > n_sessions:
                 raise ValueError(f"parameter space: batch_size starts at {low}, above the {n_sessions} training "

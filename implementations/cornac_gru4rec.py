@@ -88,12 +88,14 @@ class CornacGRU4RecAdapter(Adapter):
         super().__init__(device=device, **options)
         self.hparams: dict[str, Any] = {}
         self.seed = 0
-        self.model = None
+        # cornac objects (cornac is untyped): the fitted GRU4Rec, its SequentialDataset, the negative sampler's
+        # (item indices, distribution) and the IndexedAdagradM of train_step
+        self.model: Any = None
         self._item_ids: np.ndarray | None = None
         self._index: dict[int, int] = {}
-        self._train_set = None
-        self._sampler = None
-        self._opt = None
+        self._train_set: Any = None
+        self._sampler: Any = None
+        self._opt: Any = None
 
     # -- declarations ------------------------------------------------------------------------------------
     def version(self) -> str:
@@ -252,6 +254,7 @@ class CornacGRU4RecAdapter(Adapter):
                           out_iids=torch.arange(k, dtype=torch.long))
         value = get_loss_function(loss)(R, **kwargs)
         value.backward()
+        assert R.grad is not None  # R is a leaf that requires grad
         grad = R.grad.detach().cpu().numpy()
         bs = hparams.get("batch_size")
         if bs is not None and int(bs) != b:
@@ -277,7 +280,7 @@ class CornacGRU4RecAdapter(Adapter):
         """cornac's parameters under their torch names; item-indexed rows in :meth:`item_ids` order without
         cornac's padding row; GRU gate blocks ordered as ``gate_layout`` (reset, update, candidate); biases 1-D."""
         m = self._require_model()
-        n = len(self._item_ids)
+        n = len(self.item_ids())
         out = {}
         for name, p in m.named_parameters():
             a = p.detach().cpu().numpy().copy()
@@ -297,7 +300,7 @@ class CornacGRU4RecAdapter(Adapter):
         import torch
 
         m = self._require_model()
-        n = len(self._item_ids)
+        n = len(self.item_ids())
         named = dict(m.named_parameters())
         unknown = sorted(set(params) - set(named))
         if unknown:
@@ -428,7 +431,7 @@ class CornacGRU4RecAdapter(Adapter):
             "embedding_out": None if none_mode or embed is None else embed.cpu().numpy(),
             "layer_outputs": [t.cpu().numpy() for t in layers],
             "scores": R.detach().cpu().numpy(),
-            "columns": self._item_ids[y],
+            "columns": self.item_ids()[y],
             "score_tensor_shape": tuple(R.shape),
             "output_rows_touched": rows,
         }

@@ -25,7 +25,7 @@ import importlib.util
 import os
 import sys
 import time
-from typing import Any, Sequence
+from typing import Any, Sequence, TypedDict
 
 import numpy as np
 
@@ -34,8 +34,17 @@ from gru4rec_conformance.implementations._thirdparty import TempDir, check_sessi
 from gru4rec_conformance.implementations.base import Adapter, FitReport, ImplementationUnavailable, Unsupported
 from gru4rec_conformance.implementations.registry import register
 
-LEVELS = {"oob": dict(decay=0.96, initial_accumulator_value=0.1, batch_size=50),
-          "minor_fix": dict(decay=1.0, initial_accumulator_value=1e-12, batch_size=None)}  # fmt: skip
+
+class _Level(TypedDict):
+    """Settings one level fixes (batch_size None: settable)."""
+
+    decay: float
+    initial_accumulator_value: float
+    batch_size: int | None
+
+
+LEVELS = {"oob": _Level(decay=0.96, initial_accumulator_value=0.1, batch_size=50),
+          "minor_fix": _Level(decay=1.0, initial_accumulator_value=1e-12, batch_size=None)}  # fmt: skip
 
 UPSTREAM_REASON = (
     "upstream GRU4Rec_TensorFlow @d53fd9e is Python 2 / TensorFlow 0.12 / pandas<0.17 code: after the only "
@@ -137,6 +146,7 @@ class GRU4RecTensorflowFork(Adapter):
         self.gru = None
         self._pred: dict[int, Any] = {}
         self._mods: tuple | None = None
+        self.args: dict[str, Any]  # the _Args attributes of a run, set by build
 
     def version(self) -> str:
         locate("gru4rec_tensorflow_fork")

@@ -28,7 +28,7 @@ import os
 import sys
 import time
 import types
-from typing import Any, Sequence
+from typing import Any, ClassVar, Mapping, Sequence
 
 import numpy as np
 
@@ -71,7 +71,7 @@ class KerasGRU4RecAdapter(Adapter):
     worker_python = os.environ.get("GRU4REC_TF_PYTHON") or None
     homepage = "https://github.com/paxcema/KerasGRU4Rec"
     description = "KerasGRU4Rec (paxcema) @5f52c60, upstream as it is (Keras 2 API via tf-keras)"
-    study = None
+    study: ClassVar[Mapping[str, str] | None] = None
     reproducibility = {
         "installs": "no, not as pinned: requirements.txt pins tensorflow 2.11.1 + keras 2.4.3 + numpy 1.22 "
         "(no Python 3.11 wheels for that set); on TensorFlow 2.21 (Keras 3) compile fails "
@@ -86,7 +86,7 @@ class KerasGRU4RecAdapter(Adapter):
         super().__init__(device=device)
         self.fork, self.optim, self.mask_fix, self.free = LEVELS[self.level]
         self._key = "keras_gru4rec_fork" if self.fork else "keras_gru4rec"
-        self.model = None
+        self.model: Any = None  # the Keras model create_model builds (TensorFlow is untyped here)
         self._mod = None
 
     def version(self) -> str:
@@ -208,7 +208,7 @@ class KerasGRU4RecAdapter(Adapter):
         if n_epochs is not None:
             a.epochs = int(n_epochs)
         self.model = model = self._create(a.batch_size)
-        self.train_map = None
+        self.train_map: Any = None  # the checkout's SessionDataset.itemmap (a DataFrame: ItemId, item_idx)
         report = FitReport()
         epoch: dict[str, Any] = {"t0": None, "losses": [], "events": 0}
 
@@ -224,7 +224,8 @@ class KerasGRU4RecAdapter(Adapter):
         adapter = self
         inner_loader = mod.SessionDataLoader
 
-        class SpyLoader(inner_loader):
+        # the base is the checkout's SessionDataLoader, a class only known at run time
+        class SpyLoader(inner_loader):  # type: ignore[valid-type, misc]
             def __iter__(self):
                 close()
                 epoch["t0"] = time.perf_counter()
@@ -310,7 +311,8 @@ class KerasGRU4RecAdapter(Adapter):
         item_ids = self.item_ids()
         inner_loader = mod.SessionDataLoader
 
-        class SpyLoader(inner_loader):
+        # the base is the checkout's SessionDataLoader, a class only known at run time
+        class SpyLoader(inner_loader):  # type: ignore[valid-type, misc]
             def __iter__(self):
                 d = self.dataset
 

@@ -35,14 +35,23 @@ recpack-specific settings keep recpack's defaults: ``clipnorm=1.0``, ``bptt=1``.
 from __future__ import annotations
 
 import time
-from typing import Any, Sequence
+from typing import Any, Sequence, TypedDict, cast
 
 import numpy as np
 
 from gru4rec_conformance.implementations.base import Adapter, FitReport, StepTrace, Unsupported, require_installed
 from gru4rec_conformance.implementations.registry import register
 
-_VARIANTS = {
+
+class _Variant(TypedDict):
+    """One registered recpack class."""
+
+    cls: str  # the recpack.algorithms class
+    losses: tuple[str, ...]  # official loss names it computes
+    loss: str  # the default loss
+
+
+_VARIANTS: dict[str, _Variant] = {
     "cross_entropy": {"cls": "GRU4RecCrossEntropy", "losses": ("cross-entropy",), "loss": "cross-entropy"},
     "neg_sampling": {"cls": "GRU4RecNegSampling", "losses": ("bpr-max", "top1", "top1-max", "bpr"),
                      "loss": "bpr"},
@@ -84,7 +93,7 @@ class RecpackAdapter(Adapter):
         self.variant = variant
         self.hparams: dict[str, Any] = {}
         self.seed = 0
-        self.algo = None
+        self.algo: Any = None  # the fitted recpack GRU4Rec* object (recpack is untyped)
         self._item_ids: np.ndarray | None = None
         self._index: dict[int, int] = {}
         self._tracing = False
@@ -193,7 +202,7 @@ class RecpackAdapter(Adapter):
         df = pd.DataFrame({"uid": users.astype(np.int64), "iid": items.astype(np.int64),
                            "ts": times.astype(np.int64)})
         return InteractionMatrix(df, item_ix="iid", user_ix="uid", timestamp_ix="ts",
-                                 shape=(int(n_users), len(self._item_ids)))
+                                 shape=(int(n_users), len(self.item_ids())))
 
     def fit(self, train_df: Any, n_epochs: int | None = None) -> FitReport:
         if not self.hparams:
@@ -271,7 +280,7 @@ class RecpackAdapter(Adapter):
         :meth:`item_ids` order without recpack's padding row (index I, zeroed in the embedding); GRU gate blocks
         in torch's order (reset, update, candidate) = ``gate_layout``; biases 1-D."""
         model = self._require_model()
-        n = len(self._item_ids)
+        n = len(self.item_ids())
         out = {}
         for name, p in model.named_parameters():
             a = p.detach().cpu().numpy().copy()
@@ -285,7 +294,7 @@ class RecpackAdapter(Adapter):
         import torch
 
         model = self._require_model()
-        n = len(self._item_ids)
+        n = len(self.item_ids())
         named = dict(model.named_parameters())
         unknown = sorted(set(params) - set(named))
         if unknown:
@@ -317,7 +326,7 @@ class RecpackAdapter(Adapter):
             raise ValueError("batch_inputs/batch_targets: expected equally many known item ids")
         b = len(x)
         users = np.repeat(np.arange(b, dtype=np.int64), 2)
-        items = np.column_stack([x, y]).ravel().astype(np.int64)
+        items = np.column_stack([cast(list[int], x), cast(list[int], y)]).ravel().astype(np.int64)  # None: refused
         X = self._matrix(users, items, np.arange(2 * b, dtype=np.int64), b)
         batch_size = self.algo.fit_sampler.batch_size
         self.algo.fit_sampler.batch_size = max(batch_size, b)  # one mini-batch holds all b transitions
@@ -348,7 +357,8 @@ class RecpackAdapter(Adapter):
         seqs = [[self._index.get(int(i)) for i in s] for s in prefix_batch]
         if not seqs or len({len(s) for s in seqs}) != 1 or len(seqs[0]) < 2 or any(None in s for s in seqs):
             raise ValueError("prefix_batch: expected b >= 1 sequences of known items with one common length >= 2")
-        b, n = len(seqs), len(self._item_ids)
+        ids = self.item_ids()
+        b, n = len(seqs), len(ids)
         pos = torch.as_tensor(seqs, dtype=torch.long)
         if self.variant == "neg_sampling":
             X = self._matrix(np.repeat(np.arange(b), pos.shape[1]), pos.numpy().ravel(),
@@ -383,9 +393,9 @@ class RecpackAdapter(Adapter):
         if self.variant == "neg_sampling":
             cols = torch.cat([tgt[:, -1:], neg[:, -1, :]], dim=1)
             scores = torch.gather(last, 1, cols).numpy()
-            columns = self._item_ids[cols.numpy()]
+            columns = ids[cols.numpy()]
         else:
-            scores, columns = last[:, :n].numpy(), self._item_ids.copy()
+            scores, columns = last[:, :n].numpy(), ids.copy()
         emb, hid = captured[0], captured[1]
         return {
             "embedding_out": emb[:, -1, :].detach().cpu().numpy(),
@@ -428,7 +438,7 @@ class RecpackAdapter(Adapter):
         arr = np.asarray(scores)
         dtype = torch.float32 if arr.dtype == np.float32 else torch.float64
         R = torch.tensor(arr, dtype=dtype, requires_grad=True)
-        b, k = R.shape
+        b, n_cols = R.shape
         if loss == "cross-entropy":
             value = torch.nn.CrossEntropyLoss()(R, torch.arange(b))
         else:
@@ -436,11 +446,12 @@ class RecpackAdapter(Adapter):
 
             fn = {"bpr-max": lf.bpr_max_loss, "top1": lf.top1_loss, "top1-max": lf.top1_max_loss,
                   "bpr": lf.bpr_loss}[loss]
-            mask = ~torch.eye(b, k, dtype=torch.bool)
+            mask = ~torch.eye(b, n_cols, dtype=torch.bool)
             pos = torch.diagonal(R).unsqueeze(-1)
-            neg = R[mask].view(b, k - 1)
+            neg = R[mask].view(b, n_cols - 1)
             value = fn(pos, neg)
         value.backward()
+        assert R.grad is not None  # R is a leaf that requires grad
         return float(value.detach()), R.grad.detach().cpu().numpy()
 
 
@@ -492,6 +503,8 @@ class _EpochObserver:
         algo._compute_loss = _compute_loss
 
     def _install_tracing(self, sessions: Any) -> None:
+        trace = self.trace
+        assert trace is not None  # installed only when tracing (sessions given)
         algo = self._algo
         sampler, model = algo.fit_sampler, algo.model_
         sample, forward = type(sampler).sample.__get__(sampler), type(model).forward.__get__(model)
@@ -513,9 +526,9 @@ class _EpochObserver:
                 sid[:n_active] = np.asarray(sessions)[uids[:n_active]]  # active rows come first (sorted by length)
                 pos[:n_active] = state["position"]
                 norms[:n_active] = hidden[0].detach().norm(dim=1).cpu().numpy()
-                self.trace.append(StepTrace(session_ids=sid, positions=pos, h_in_norms=norms, n_active=n_active,
-                                            negative_ids=None,
-                                            learning_rate=float(algo.optimizer.param_groups[0]["lr"])))
+                trace.append(StepTrace(session_ids=sid, positions=pos, h_in_norms=norms, n_active=n_active,
+                                       negative_ids=None,
+                                       learning_rate=float(algo.optimizer.param_groups[0]["lr"])))
                 state["position"] += int(x.shape[1])
             return forward(x, hidden)
 

@@ -19,7 +19,7 @@ import importlib
 import pkgutil
 import re
 import traceback
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping, TypeVar, overload
 
 from gru4rec_conformance.implementations.base import KNOWN_FAMILY_NAMES, ROLES, AdapterBase, families
 
@@ -48,7 +48,7 @@ class AdapterSpec:
 
     name: str
     family: str
-    cls: type
+    cls: type[AdapterBase]
     init_kwargs: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     source: str = "registry"
 
@@ -108,7 +108,9 @@ class Registry:
             )
         self._specs[key] = spec
 
-    def add(self, cls: type, name: str | None = None, *, source: str = "plugin", **init_kwargs: Any) -> AdapterSpec:
+    def add(
+        self, cls: type[AdapterBase], name: str | None = None, *, source: str = "plugin", **init_kwargs: Any
+    ) -> AdapterSpec:
         """Register ``cls`` under ``name`` (default ``cls.name``) with variant keyword arguments.
 
         Raises:
@@ -226,13 +228,24 @@ _DEFAULT = Registry()
 _DISCOVERED = False
 
 
-def register(cls: type | None = None, *, name: str | None = None, **init_kwargs: Any) -> Callable | type:
+_A = TypeVar("_A", bound=type[AdapterBase])
+
+
+@overload
+def register(cls: _A, *, name: str | None = None, **init_kwargs: Any) -> _A: ...
+@overload
+def register(cls: None = None, *, name: str | None = None, **init_kwargs: Any) -> Callable[[_A], _A]: ...
+
+
+def register(
+    cls: type[AdapterBase] | None = None, *, name: str | None = None, **init_kwargs: Any
+) -> Callable[[type[AdapterBase]], type[AdapterBase]] | type[AdapterBase]:
     """Class decorator: ``@register`` or ``@register(name="x:level", level="inference_fix")``.
 
     Registers in the default registry (what ``--impl`` sees); returns the class unchanged.
     """
 
-    def deco(c: type) -> type:
+    def deco(c: type[AdapterBase]) -> type[AdapterBase]:
         _DEFAULT.add(c, name=name, source="registry", **init_kwargs)
         return c
 

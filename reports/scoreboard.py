@@ -52,7 +52,7 @@ def verdict_runs(root: Path, unreadable: list[str] | None = None) -> list[RunDat
     root = Path(root)
     if not root.is_dir():
         return []
-    found: dict[str, RunData] = {}
+    found: dict[tuple[str, str], RunData] = {}  # (family, name) -> run
     for marker in sorted(root.rglob("results.json*")):
         if marker.name not in ("results.json", "results.jsonl"):
             continue

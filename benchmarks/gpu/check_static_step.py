@@ -22,6 +22,7 @@ import os
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -81,7 +82,7 @@ def agreement(device: str) -> dict:
 
 def speed(device: str, sessions: int) -> dict:
     df = sweep_frame(sessions, 10_868, events_per_session=8.52, seed=0)
-    out = {"sessions": sessions, "events": int(len(df))}
+    out: dict[str, Any] = {"sessions": sessions, "events": int(len(df))}
     variants = [("standard", "standard", None), ("static-eager", "static", False)]
     if device.startswith("cuda"):
         variants.append(("static-graph", "static", True))

@@ -75,12 +75,12 @@ def network_guard() -> Iterator[list]:
         attempts.append(("getaddrinfo", str(host)))
         raise socket.gaierror(f"network access attempted during a fine-tuner check: {host!r}")
 
-    socket.socket.connect = connect
+    socket.socket.connect = connect  # type: ignore[method-assign]  # the guard patches the class on purpose
     socket.getaddrinfo = getaddrinfo
     try:
         yield attempts
     finally:
-        socket.socket.connect = real_connect
+        socket.socket.connect = real_connect  # type: ignore[method-assign]  # undo the patch
         socket.getaddrinfo = real_getaddrinfo
 
 

@@ -39,9 +39,9 @@ def _tokenizer(family: str, texts: Sequence[str], vocab_size: int):
     if family == "albert":
         words = _words(texts, lowercase=True)[: vocab_size - 5 - 26]
         specials = [("<pad>", 0.0), ("<unk>", 0.0), ("[CLS]", 0.0), ("[SEP]", 0.0), ("[MASK]", 0.0)]
-        pieces = [("\u2581" + w, -float(i + 1)) for i, w in enumerate(words)]
+        scored = [("\u2581" + w, -float(i + 1)) for i, w in enumerate(words)]
         chars = [(c, -100.0) for c in "abcdefghijklmnopqrstuvwxyz"] + [("\u2581", -50.0)]
-        return AlbertTokenizer(vocab=specials + pieces + chars, do_lower_case=True)
+        return AlbertTokenizer(vocab=specials + scored + chars, do_lower_case=True)
     if family == "roberta":
         from tokenizers import ByteLevelBPETokenizer
 
@@ -57,7 +57,8 @@ def _tokenizer(family: str, texts: Sequence[str], vocab_size: int):
                 vocab = json.load(f)
             with open(os.path.join(d, "merges.txt"), encoding="utf-8") as f:
                 merges = [tuple(ln.split()) for ln in f if ln.strip() and not ln.startswith("#")]
-        return RobertaTokenizer(vocab=vocab, merges=merges)
+        # tokenizers' BPE takes (left, right) pairs; transformers annotates merges as list[str]
+        return RobertaTokenizer(vocab=vocab, merges=merges)  # type: ignore[arg-type]
     raise ValueError(f"family must be one of {FAMILIES}, got {family!r}")
 
 

@@ -624,7 +624,7 @@ def process(name: str, inputs: dict[str, pd.DataFrame], *, index_quirk: bool = T
     arrays = {"s": ev.session, "k": ev.item_key, "o": ev.item_out, "t": ev.time}
     label = ev.label
     quirk = label is not None
-    ev.session = ev.item_key = ev.item_out = ev.time = ev.label = None
+    del ev  # release its arrays early (peak memory)
     same_ko = arrays["k"] is arrays["o"]
     if same_ko:
         del arrays["o"]

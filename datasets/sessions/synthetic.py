@@ -400,8 +400,8 @@ def _explicit(world: _World, rng: np.random.Generator, owner0: int, session0: in
         t0 = b_valid - 50 * HOUR_MS
         sess([t0, t0 + 20_000, t0 + 20_000 + 40 * 60_000, t0 + 20_000 + 80 * 60_000, t0 + 20_000 + 81 * 60_000],
              [top[5], top[6], top[6], top[7], top[8]], kinds=[0, 0, 1, 0, 0])
-    r = np.array(rows, dtype=np.int64)
-    return _Chunk(r[:, 0], r[:, 2], r[:, 3], r[:, 4], r[:, 5], r[:, 1], np.ones(len(r), dtype=bool))
+    a = np.array(rows, dtype=np.int64)
+    return _Chunk(a[:, 0], a[:, 2], a[:, 3], a[:, 4], a[:, 5], a[:, 1], np.ones(len(a), dtype=bool))
 
 
 def _chunks(world: _World, rng: np.random.Generator, chunk_events: int):
@@ -468,7 +468,7 @@ class _CsvOut:
         self.tmp = self._ctx.__enter__()
         self.sink = (pa.CompressedOutputStream(str(self.tmp), compression) if compression
                      else pa.OSFile(str(self.tmp), "wb"))
-        self.writer = None
+        self.writer: pacsv.CSVWriter | None = None
         self.rows = 0
 
     def write(self, table: pa.Table) -> None:
@@ -570,7 +570,8 @@ def _coveo_tables(world, rng, ch: _Chunk, state):
     ch = ch.take(np.lexsort((ch.time, ch.owner)))
     n = len(ch)
     action = np.array(["detail", "click", "add", "remove", "purchase"], dtype=object)
-    prod = np.where(ch.kind == 2, None, action[np.where(ch.kind == 0, 0, ch.sub)])
+    # None fills an object array; numpy's stubs accept only array-likes there
+    prod = np.where(ch.kind == 2, None, action[np.where(ch.kind == 0, 0, ch.sub)])  # type: ignore[call-overload]
     # SKU hashes: 64 hex characters per item id, deterministic; empty for page views without product
     sku = _strings(_det_hex(ch.item, 32, 1))
     second = _strings(_det_hex(world.item_ids[rng.integers(0, 50, n)], 32, 1))

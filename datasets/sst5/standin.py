@@ -39,6 +39,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -259,8 +260,8 @@ def write_standin(directory: str | os.PathLike, seed: int = 0) -> Path:
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     splits = generate_standin(seed)
-    manifest = {"generator": "gru4rec_conformance.datasets.sst5.standin", "version": STANDIN_VERSION, "seed": seed,
-                "class_counts": STANDIN_CLASS_COUNTS, "files": {}}
+    manifest: dict[str, Any] = {"generator": "gru4rec_conformance.datasets.sst5.standin", "version": STANDIN_VERSION,
+                                "seed": seed, "class_counts": STANDIN_CLASS_COUNTS, "files": {}}
     for split in SPLITS:
         data = "".join(f"{y} {t}\n" for y, t in splits[split]).encode("utf-8")
         _atomic_write(directory / f"stsa.fine.{split}", data)

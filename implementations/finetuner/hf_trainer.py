@@ -20,7 +20,7 @@ import shutil
 import tempfile
 import time
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 import numpy as np
 import torch
@@ -31,6 +31,11 @@ from gru4rec_conformance.reference.finetuner.trainer import resolve_max_length, 
 from gru4rec_conformance.implementations.registry import register
 
 from .base import MODEL_FAMILIES, FinetunerAdapter, ImplementationUnavailable, Unsupported
+
+if TYPE_CHECKING:  # transformers is imported where used
+    from transformers import PreTrainedTokenizerBase, Trainer
+
+    from gru4rec_conformance.reference.finetuner import ModelSpec
 
 #: TrainingArguments the recipe sets from the suite's config (FinetuneConfig name -> meaning in the recipe).
 HONOURED = ("learning_rate", "betas", "eps", "weight_decay", "schedule", "warmup_ratio", "clip_norm",
@@ -61,12 +66,13 @@ class HFTrainerAdapter(FinetunerAdapter):
 
     def __init__(self, device: str = "cpu") -> None:
         super().__init__(device)
-        self.spec = None
+        self.spec: ModelSpec | None = None
         self.num_labels = 5
         self.seed = 0
-        self.tokenizer = None
-        self.model = None
-        self.trainer = None
+        # set by build (all but trainer) and fit (trainer)
+        self.tokenizer: PreTrainedTokenizerBase | None = None
+        self.model: torch.nn.Module | None = None  # a PreTrainedModel (the Trainer's model after fit)
+        self.trainer: Trainer | None = None
         self.cfg = FinetuneConfig()
         self._split_log: list[dict] = []
 
@@ -112,6 +118,7 @@ class HFTrainerAdapter(FinetunerAdapter):
 
     def encode(self, texts: Sequence[str], max_length: int | None = None) -> dict:
         self._require()
+        assert self.tokenizer is not None  # build sets it with the model
         L = resolve_max_length(self.tokenizer, max_length if max_length is not None else self.cfg.max_length)
         full = self.tokenizer(list(texts))["input_ids"]
         enc = self.tokenizer(list(texts), truncation=True, max_length=L)
@@ -121,6 +128,7 @@ class HFTrainerAdapter(FinetunerAdapter):
                 "max_length": L}
 
     def _dataset(self, examples, with_labels: bool = True) -> _Data:
+        assert self.tokenizer is not None  # called after _require(): built
         L = resolve_max_length(self.tokenizer, self.cfg.max_length)
         enc = self.tokenizer(list(examples.texts), truncation=True, max_length=L)
         feats = []
@@ -135,6 +143,7 @@ class HFTrainerAdapter(FinetunerAdapter):
         from transformers import DataCollatorWithPadding
 
         self._require()
+        assert self.tokenizer is not None  # build sets it with the model
         return dict(DataCollatorWithPadding(self.tokenizer)(features))
 
     # -------------------------------------------------------------- training
@@ -188,7 +197,7 @@ class HFTrainerAdapter(FinetunerAdapter):
             r = classification_report(logits, labels, adapter.num_labels)
             return {"accuracy": r["accuracy"], "macro_f1": r["macro_f1"]}
 
-        callbacks = [_Trace()]
+        callbacks: list[TrainerCallback] = [_Trace()]
         if cfg.patience is not None:
             callbacks.append(EarlyStoppingCallback(early_stopping_patience=cfg.patience,
                                                    early_stopping_threshold=cfg.min_delta))
@@ -201,6 +210,7 @@ class HFTrainerAdapter(FinetunerAdapter):
             best_ckpt = self.trainer.state.best_model_checkpoint
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
+        assert self.trainer.model is not None  # the Trainer was given the model
         self.model = self.trainer.model.eval()
         return self._record(cfg, train, val, history, best_ckpt, lr_by_step)
 
@@ -220,8 +230,11 @@ class HFTrainerAdapter(FinetunerAdapter):
             })
         selected = len(epochs)
         if best_ckpt and cfg.restore_best:
-            step = int(re.search(r"checkpoint-(\d+)", best_ckpt).group(1))
+            m = re.search(r"checkpoint-(\d+)", best_ckpt)
+            assert m is not None  # the Trainer names its checkpoints checkpoint-<step>
+            step = int(m.group(1))
             selected = next(e["epoch"] for e in epochs if e["cumulative_steps"] == step)
+        assert self.trainer is not None and self.spec is not None  # called by fit, after build
         rec_val = self.evaluate(val, log=False)
         from gru4rec_conformance.reference.finetuner import collapse_reasons
 
@@ -274,6 +287,7 @@ class HFTrainerAdapter(FinetunerAdapter):
 
     def evaluate(self, examples, log: bool = True) -> dict:
         self._require()
+        assert self.tokenizer is not None  # build sets it with the model
         if log:
             self._split_log.append({"split": examples.split, "purpose": "evaluate", "epoch": None})
         res = classification_report(self._logits(self._dataset(examples, with_labels=False)), examples.labels,
@@ -295,6 +309,7 @@ class HFTrainerAdapter(FinetunerAdapter):
             if d.exists():
                 raise FileExistsError(f"{d} exists; runs are never overwritten")
             tmp = d.with_name(f".{d.name}.tmp{os.getpid()}")
+            assert self.trainer is not None  # set by fit
             self.trainer.save_model(str(tmp))
             os.replace(tmp, d)
             with open(d / "test_predictions.csv", "w", encoding="utf-8") as f:

@@ -21,7 +21,7 @@ class ReferenceAdapter(FinetunerAdapter):
     name = "reference"
     role = "reference"
     description = "reference SST-5 fine-tuner (finetuner.md §4.2)"
-    tuner_cls = ReferenceFineTuner
+    tuner_cls: type[ReferenceFineTuner] = ReferenceFineTuner
 
     def __init__(self, device: str = "cpu") -> None:
         super().__init__(device)
@@ -92,7 +92,7 @@ class ReferenceAdapter(FinetunerAdapter):
     def _run_once(self, spec, train, val, test, cfg, *, seed, run_id, out_dir) -> dict:
         adapter = self
 
-        class _Tuner(self.tuner_cls):  # type: ignore[misc,valid-type]
+        class _Tuner(self.tuner_cls):  # type: ignore[name-defined]  # the base is this adapter's tuner_cls
             def __init__(self, *a, **kw):
                 super().__init__(*a, device=adapter.device, **kw)
                 adapter.tuner = self
@@ -117,7 +117,7 @@ class ReferenceAdapter(FinetunerAdapter):
         return list(self._tuner().split_log)
 
     def torch_module(self):
-        return self._tuner().model.eval()
+        return self._tuner()._require_model().eval()
 
     def binary_view(self, examples):
         from gru4rec_conformance.datasets.sst5 import binary

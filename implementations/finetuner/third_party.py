@@ -30,7 +30,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 import numpy as np
 
@@ -42,6 +42,9 @@ from gru4rec_conformance.implementations.registry import register
 from .base import FinetunerAdapter, Unsupported
 
 from gru4rec_conformance import child_pythonpath  # noqa: E402
+
+if TYPE_CHECKING:  # adapter modules import cheaply (registry)
+    from gru4rec_conformance.reference.finetuner import ModelSpec
 
 #: What the studied code does regardless of any configuration (finetuner spec §2): values a check may ask for.
 FIXED = {"optimizer": "adam", "learning_rate": 1e-5, "weight_decay": 0.0, "warmup_ratio": 0.0,
@@ -63,7 +66,7 @@ class _ThirdParty(FinetunerAdapter):
 
     def __init__(self, device: str = "cpu") -> None:
         super().__init__(device)
-        self.spec = None
+        self.spec: ModelSpec | None = None
         self.num_labels = 5
         self.seed = 0
         self._state: str | None = None
@@ -122,24 +125,32 @@ class _ThirdParty(FinetunerAdapter):
         }
 
     # -------------------------------------------------------------- jobs
+    def _spec_path(self) -> str:
+        """The local model directory of the built spec (build() refuses a spec without one).
+
+        Raises RuntimeError before build()."""
+        if self.spec is None or self.spec.path is None:
+            raise RuntimeError(f"{self.name}: call build() first")
+        return self.spec.path
+
     def _model_dir(self) -> str:
         if self.code != "munikar":
-            return self.spec.path
+            return self._spec_path()
         d = Path(self._tmp.name) / "model_pt"
         if not d.exists():
             import torch
             from safetensors.torch import load_file
 
             d.mkdir()
-            for f in Path(self.spec.path).iterdir():
+            for f in Path(self._spec_path()).iterdir():
                 if f.suffix in (".json", ".txt"):
                     shutil.copy(f, d / f.name)
-            weights = Path(self.spec.path) / "model.safetensors"
+            weights = Path(self._spec_path()) / "model.safetensors"
             torch.save(load_file(str(weights)), d / "pytorch_model.bin")
             if not (d / "vocab.txt").exists():  # pytorch-transformers reads only vocab.txt
                 from transformers import AutoTokenizer
 
-                vocab = AutoTokenizer.from_pretrained(self.spec.path, local_files_only=True).get_vocab()
+                vocab = AutoTokenizer.from_pretrained(self._spec_path(), local_files_only=True).get_vocab()
                 (d / "vocab.txt").write_text("".join(t + "\n" for t, _ in sorted(vocab.items(), key=lambda x: x[1])),
                                              encoding="utf-8")
         return str(d)
@@ -162,9 +173,9 @@ class _ThirdParty(FinetunerAdapter):
                                   "epochs": epochs, "batch_size": self.batch_size, "save": False}
         if self.has_patience:
             kwargs["patience"] = patience if patience is not None else max(epochs, 1)
-        job = {"impl": self.code, "checkout": str(self.checkout()), "model_dir": self._model_dir(),
-               "hub_names": list(self.hub_names), "train_kwargs": kwargs, "out": str(work),
-               "state_out": str(work / "model_state.pt"), "state_in": state_in, "threads": 1}
+        job: dict[str, Any] = {"impl": self.code, "checkout": str(self.checkout()), "model_dir": self._model_dir(),
+                               "hub_names": list(self.hub_names), "train_kwargs": kwargs, "out": str(work),
+                               "state_out": str(work / "model_state.pt"), "state_in": state_in, "threads": 1}
         if predict is not None:
             write_root_trees(predict, work / "predict.txt")
             job.update(predict_trees=str(work / "predict.txt"), evaluate=True)
@@ -211,7 +222,7 @@ class _ThirdParty(FinetunerAdapter):
         res = self._predict_job(Examples.from_lists(list(texts), [0] * len(texts), split="encode"))
         from transformers import AutoTokenizer
 
-        tok = AutoTokenizer.from_pretrained(self.spec.path, local_files_only=True)
+        tok = AutoTokenizer.from_pretrained(self._spec_path(), local_files_only=True)
         sp = {"cls": tok.cls_token_id, "sep": tok.sep_token_id, "pad": tok.pad_token_id, "bos": None, "eos": None}
         return {"input_ids": res["encoded"], "attention_mask": None, "special_ids": sp, "n_truncated": None,
                 "max_length": 66}

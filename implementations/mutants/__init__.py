@@ -15,7 +15,7 @@ Modules: one per kind (``k1_state_reset.py`` ...); the torch-level pieces are bu
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 from gru4rec_conformance.implementations.reference import ReferenceAdapter
 
@@ -35,13 +35,16 @@ class MutantAdapter(ReferenceAdapter):
     """
 
     role = "mutant"
-    study = None  # no published numbers for a mutant
+    # No published numbers for a mutant. Ignore: ReferenceAdapter's unannotated dict narrows the base's Mapping | None.
+    study = None  # type: ignore[assignment]
     defect: ClassVar[str] = ""
     kind: ClassVar[str] = ""
     caught_by: ClassVar[tuple[str, ...]] = ()
     also_fails: ClassVar[tuple[str, ...]] = ()
     collateral: ClassVar[str] = ""
     needs_device: ClassVar[str | None] = None
+    # Annotation only: each mutant class gets its own entry in its __dict__ (see make_gru_class).
+    _gru_cls_cache: ClassVar[type]
 
     def _gru_cls(self) -> Any:
         return self.make_gru_class()
@@ -74,4 +77,5 @@ def mutant_classes() -> list[type[MutantAdapter]]:
 
     specs = [s for s in default_registry().specs("gru4rec")
              if s.role == "mutant" and getattr(s.cls, "kind", "") != "reliability"]
-    return sorted((s.cls for s in specs), key=lambda c: (int(c.kind[1:]) if c.kind[1:].isdigit() else 99, c.name))
+    classes = [cast(type[MutantAdapter], s.cls) for s in specs]  # every gru4rec "mutant" is a MutantAdapter
+    return sorted(classes, key=lambda c: (int(c.kind[1:]) if c.kind[1:].isdigit() else 99, c.name))

@@ -9,7 +9,7 @@ from typing import Sequence
 import numpy as np
 
 
-def mean_cross_entropy(logits: np.ndarray, labels: Sequence[int]) -> float:
+def mean_cross_entropy(logits: np.ndarray, labels: Sequence[int] | np.ndarray) -> float:
     """Mean per-example cross-entropy (natural log) of ``logits`` (N, C) against int ``labels`` (N,), computed in
     float64 with a stable log-softmax. Independent of any batch size (spec §3 row 9).
 
@@ -48,7 +48,7 @@ def classification_report(logits: np.ndarray, labels: Sequence[int], num_labels:
     }
 
 
-def majority_rate(labels: Sequence[int]) -> float:
+def majority_rate(labels: Sequence[int] | np.ndarray) -> float:
     """Share of the most frequent label (the accuracy of always predicting it)."""
     y = np.asarray(labels, dtype=np.int64)
     return float(np.bincount(y).max() / len(y)) if len(y) else 0.0

@@ -140,5 +140,6 @@ def model_identity(spec: ModelSpec, tokenizer=None, num_labels: int | None = Non
 def _model_type(spec: ModelSpec) -> str:
     if spec.config is not None:
         return str(spec.config.model_type)
+    assert spec.path is not None  # ModelSpec holds exactly one of path and config
     with open(Path(spec.path) / "config.json", encoding="utf-8") as f:
         return str(json.load(f).get("model_type"))

@@ -15,7 +15,7 @@ import random
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import numpy as np
 import torch
@@ -26,6 +26,9 @@ from .config import MONITORS, FinetuneConfig
 from .early_stopping import EarlyStopping
 from .metrics import classification_report, collapse_reasons
 from .models import ModelSpec, build_model, load_tokenizer, model_identity
+
+if TYPE_CHECKING:  # transformers is imported where used
+    from transformers import DataCollatorWithPadding, PreTrainedModel
 
 DEFAULT_MAX_LENGTH = 128
 
@@ -70,7 +73,7 @@ class Encoded:
         """Per-example feature dicts for ``DataCollatorWithPadding`` (with ``labels`` when given)."""
         out = []
         for i, ids in enumerate(self.input_ids):
-            f = {"input_ids": ids, "attention_mask": self.attention_mask[i]}
+            f: dict[str, Any] = {"input_ids": ids, "attention_mask": self.attention_mask[i]}
             if self.token_type_ids is not None:
                 f["token_type_ids"] = self.token_type_ids[i]
             if labels is not None:
@@ -126,12 +129,12 @@ class ReferenceFineTuner:
         self.num_labels = num_labels
         self.device = torch.device(device)
         self.tokenizer = load_tokenizer(spec)
-        self.model = None
+        self.model: PreTrainedModel | None = None
         self.seed: int | None = None
         self.config = FinetuneConfig()
         self.split_log: list[dict] = []
         self.record: dict | None = None
-        self._collator = None
+        self._collator: DataCollatorWithPadding | None = None
 
     # ------------------------------------------------------------------ building
     def build(self, seed: int, init_seed: int | None = None) -> None:
@@ -146,9 +149,11 @@ class ReferenceFineTuner:
         """Seed every RNG before the model (and its random head) is built."""
         set_seed(seed)
 
-    def _require_model(self) -> None:
+    def _require_model(self) -> PreTrainedModel:
+        """The built classifier; raises RuntimeError before ``build``."""
         if self.model is None:
             raise RuntimeError("call build(seed) before fit/predict/evaluate")
+        return self.model
 
     # ------------------------------------------------------------------ data
     def encode(self, texts: Sequence[str], max_length: int | None = None) -> Encoded:
@@ -172,6 +177,7 @@ class ReferenceFineTuner:
             yield idx, self.collate([features[i] for i in idx])
 
     def _forward_logits(self, features: list[dict], batch_size: int) -> np.ndarray:
+        assert self.model is not None  # predict/evaluate/fit require a built model
         self.model.eval()
         out = []
         with torch.no_grad():
@@ -183,10 +189,12 @@ class ReferenceFineTuner:
 
     # ------------------------------------------------------------------ optimisation
     def _optimizer(self, cfg: FinetuneConfig):
+        assert self.model is not None  # fit requires a built model
         if cfg.optimizer == "adam":
             return torch.optim.Adam(self.model.parameters(), lr=cfg.learning_rate, betas=cfg.betas, eps=cfg.eps,
                                     weight_decay=cfg.weight_decay)
-        decay, no_decay = [], []
+        decay: list[torch.nn.Parameter] = []
+        no_decay: list[torch.nn.Parameter] = []
         norm_param_ids = {id(p) for m in self.model.modules() if isinstance(m, torch.nn.LayerNorm)
                           for p in m.parameters(recurse=False)}
         for name, p in self.model.named_parameters():
@@ -247,10 +255,11 @@ class ReferenceFineTuner:
 
     def _step_loss(self, batch: dict) -> torch.Tensor:
         """Training loss of one batch: the model's mean cross-entropy, read by attribute (never by position)."""
+        assert self.model is not None  # fit requires a built model
         return self.model(**batch).loss
 
     #: optional callable(epoch_row) told after every epoch (the CLI prints progress with it)
-    progress = None
+    progress: Callable[[dict], None] | None = None
 
     def _epoch_end(self, epoch: int, row: dict) -> None:
         """Called after each epoch's validation: reports progress, nothing else."""
@@ -262,6 +271,7 @@ class ReferenceFineTuner:
         return stopper.best_epoch if (cfg.restore_best and stopper.best_epoch > 0) else len(epochs)
 
     def _fit(self, train: Examples, val: Examples, cfg: FinetuneConfig) -> dict:
+        assert self.model is not None and self.seed is not None  # fit requires build(seed)
         data_seed = cfg.run_data_seed if cfg.data_seed is not None else self.seed
         set_seed(data_seed)
         gen = self._data_generator(data_seed)
@@ -412,13 +422,13 @@ class ReferenceFineTuner:
         """``save_pretrained`` of model and tokenizer (safetensors) plus ``run.json`` (record + ``extra``) into a
         new ``directory`` (created via a temporary sibling, then renamed). Raises ``FileExistsError`` if it
         exists: earlier runs are never overwritten. Returns the written file paths."""
-        self._require_model()
+        model = self._require_model()
         directory = Path(directory)
         if directory.exists():
             raise FileExistsError(f"{directory} exists; runs are never overwritten")
         tmp = directory.with_name(f".{directory.name}.tmp{os.getpid()}")
         tmp.mkdir(parents=True)
-        self.model.save_pretrained(tmp)
+        model.save_pretrained(tmp)
         self.tokenizer.save_pretrained(tmp)
         with open(tmp / "run.json", "w", encoding="utf-8") as f:
             json.dump({"record": self.record, **(extra or {})}, f, indent=1, default=_json_default)

@@ -125,7 +125,8 @@ def prediction_points(test_df: pd.DataFrame, item_ids: np.ndarray, item_key: str
     return np.asarray(sess), np.asarray(pos, dtype=np.int64), prefixes, np.asarray(targets, dtype=np.int64)
 
 
-def evaluate_prefix_scorer(score_prefixes: Callable[[list], np.ndarray], item_ids: Sequence, test_df: pd.DataFrame,
+def evaluate_prefix_scorer(score_prefixes: Callable[[list], np.ndarray], item_ids: Sequence | np.ndarray,
+                           test_df: pd.DataFrame,
                            cutoffs=(1, 5, 10, 20), mode: str = "conservative", batch_size: int = 512,
                            item_key: str = "ItemId", session_key: str = "SessionId", time_key: str = "Time",
                            hits_fn: Callable[[np.ndarray, int], np.ndarray] = hits) -> dict:

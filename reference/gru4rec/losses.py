@@ -85,6 +85,7 @@ class CrossEntropyLoss:
 
     def column_q(self, y: torch.Tensor, n_targets: int) -> torch.Tensor:
         """q_j of every column: support for the first n_targets (in-batch) columns, support^α for the rest."""
+        assert self.supports is not None  # only logq > 0 asks, and __init__ refuses logq > 0 without supports
         return torch.cat([self.supports[y[:n_targets]], self.supports[y[n_targets:]] ** self.sample_alpha])
 
     def logq_correction(self, R: torch.Tensor, y: torch.Tensor, n_targets: int) -> torch.Tensor:

@@ -103,6 +103,7 @@ class IndexedAdagradM:
         acc.addcmul_(grad, grad)
         accs = acc.add(self.eps).sqrt_()
         if self.momentum > 0:
+            assert self.mom is not None  # allocated in __init__ when momentum > 0
             mom = self.mom[name]
             mom.mul_(self.momentum).addcdiv_(grad, accs, value=-clr)
             p.add_(mom)
@@ -119,6 +120,7 @@ class IndexedAdagradM:
         acc.index_copy_(0, idx, accs)
         accs.add_(self.eps).sqrt_()
         if self.momentum > 0:
+            assert self.mom is not None  # allocated in __init__ when momentum > 0
             mom = self.mom[name]
             moma = mom[idx]
             moma.mul_(self.momentum).addcdiv_(val, accs, value=-clr)
@@ -143,6 +145,7 @@ class IndexedAdagradM:
         acc.index_copy_(0, idx, accs)
         accs.add_(self.eps).sqrt_()
         if self.momentum > 0:
+            assert self.mom is not None  # allocated in __init__ when momentum > 0
             mom = self.mom[name]
             moma = mom.index_select(0, idx).mul_(self.momentum).addcdiv_(g, accs, value=-clr)
             mom.index_copy_(0, idx, moma)
