@@ -12,7 +12,7 @@ import os
 import random
 import tempfile
 from pathlib import Path
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Callable, Generator, Iterator, Sequence
 
 import numpy as np
 
@@ -76,7 +76,7 @@ def seed_everything(seed: int, torch_too: bool = True) -> None:
         torch.manual_seed(seed)
 
 
-def spy_generator(gen: Iterator, on_yield: Callable[[dict, Any], None]) -> Iterator:
+def spy_generator(gen: Generator[Any, Any, Any], on_yield: Callable[[dict, Any], None]) -> Iterator[Any]:
     """Re-yield ``gen``'s items; before each, call ``on_yield(frame_locals, item)`` with the generator's
     local variables at its ``yield`` (read-only use: lane bookkeeping such as ``iters``/``start``)."""
     for item in gen:

@@ -93,7 +93,7 @@ def write_plots(run: RunData, directory: Path) -> dict[str, str]:
         for i in range(len(features)):
             for j in range(len(OUTCOMES)):
                 if counts[i, j]:
-                    ax.text(j, i, int(counts[i, j]), ha="center", va="center", fontsize=8, color="white")
+                    ax.text(j, i, str(int(counts[i, j])), ha="center", va="center", fontsize=8, color="white")
         ax.set_xticks(range(len(OUTCOMES)), OUTCOMES, rotation=30, ha="right", fontsize=8)
         labels = [f"{f}{'' if declared.get(f) else ' (undeclared)'}" for f in features]
         ax.set_yticks(range(len(features)), labels, fontsize=8)

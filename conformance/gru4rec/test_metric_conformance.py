@@ -103,7 +103,7 @@ def _run(factory: Any, label: str, cfg: dict, seed: int, data: dict, cache: dict
         else:
             model = factory.build(seed=seed, **cfg)
         rep = model.fit(data["train"])
-        out = {"suite": suite_metrics(model, data["test"], CUTOFFS, mode="conservative"),
+        out: dict[str, Any] = {"suite": suite_metrics(model, data["test"], CUTOFFS, mode="conservative"),
                "own": model.evaluate(data["test"], cutoffs=CUTOFFS, batch_size=512) if own_eval else None,
                "epoch_seconds": [float(x) for x in rep.epoch_seconds]}
         bad = [k for k in METRICS if not math.isfinite(out["suite"][k])]
