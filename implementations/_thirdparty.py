@@ -80,7 +80,7 @@ def spy_generator(gen: Generator[Any, Any, Any], on_yield: Callable[[dict, Any],
     """Re-yield ``gen``'s items; before each, call ``on_yield(frame_locals, item)`` with the generator's
     local variables at its ``yield`` (read-only use: lane bookkeeping such as ``iters``/``start``)."""
     for item in gen:
-        frame = gen.gi_frame
+        frame = getattr(gen, "gi_frame", None)  # a generator object (typing.Generator has no gi_frame)
         on_yield(dict(frame.f_locals) if frame is not None else {}, item)
         yield item
 
