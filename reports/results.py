@@ -2,10 +2,12 @@
 
 A run directory ``reports/out/<impl>/<UTC timestamp>/`` holds ``results.jsonl``, appended line by line
 while the run goes (crash-safe), and, once the run ends, ``results.json``, ``summary.md``,
-``summary.html`` and ``plots/*.png``. The JSON lines are:
+``summary.html`` and ``plots/*.png`` (results.json follows ``conformance/_harness/results.schema.json``). The
+JSON lines are:
 
 - ``{"type": "run", ...}``: run metadata (implementation, capabilities, suite version, frameworks, ...);
-- ``{"type": "result", ...}``: one per finished check (see :data:`OUTCOMES`);
+- ``{"type": "result", ...}``: one per finished check (see :data:`OUTCOMES`; typed as
+  ``conformance._harness.records.ResultRecord``);
 - ``{"type": "resume", ...}``: a later ``--resume`` session continuing this run;
 - ``{"type": "end", "status": "complete" | "interrupted", "reused": n, ...}``: the session ended (``reused``:
   checks it skipped because they had a verdict; copied into the preceding ``resume`` record on reading).
@@ -23,13 +25,10 @@ import tempfile
 from pathlib import Path
 from typing import Any, Iterable
 
-SCHEMA = 1
-OUTCOMES = ("passed", "failed", "error", "xpass", "xfail", "skipped-unsupported", "skipped")
-"""Outcome of one check. ``failed``: the check caught a deviation; ``error``: the check could not run
-(setup error, harness or registry problem); ``xpass``: listed as expected failure but passed (strict:
-fails the run); ``xfail``: failed as declared in the xfail registry; ``skipped-unsupported``: needs a
-capability the implementation does not declare; ``skipped``: any other skip (missing data, no GPU)."""
-BAD_OUTCOMES = ("failed", "error", "xpass")
+# The record format and the outcomes are the harness's (conformance/_harness/records.py); re-exported for readers.
+from gru4rec_conformance.conformance._harness.records import BAD_OUTCOMES as BAD_OUTCOMES
+from gru4rec_conformance.conformance._harness.records import OUTCOMES as OUTCOMES
+from gru4rec_conformance.conformance._harness.records import SCHEMA as SCHEMA
 
 
 class RunDirError(ValueError):
@@ -86,7 +85,7 @@ class RunData:
         return self.header.get("impl", {})
 
     def counts(self) -> dict[str, int]:
-        out = {o: 0 for o in OUTCOMES}
+        out: dict[str, int] = {o: 0 for o in OUTCOMES}
         for r in self.results:
             out[r.get("outcome", "error")] = out.get(r.get("outcome", "error"), 0) + 1
         out["total"] = len(self.results)

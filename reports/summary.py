@@ -12,6 +12,7 @@ from __future__ import annotations
 import collections
 from typing import Any
 
+from gru4rec_conformance.conformance._harness.records import record_unavailable
 from gru4rec_conformance.reports import study
 from gru4rec_conformance.reports.results import BAD_OUTCOMES, OUTCOMES, RunData
 
@@ -66,23 +67,13 @@ def verdict(run: RunData) -> str:
     return "FAIL" if any(counts[o] for o in BAD_OUTCOMES) else "PASS"
 
 
-#: The phrase of the skip reason of every check of an unavailable implementation (the harness writes
-#: ``implementation <name> is not available here: <how to provide it>``).
-UNAVAILABLE_MARKER = " is not available here: "
-
-
-def unavailable_why(reason: str) -> str | None:
-    """The part after :data:`UNAVAILABLE_MARKER` of a check's skip reason, or None for any other reason."""
-    return reason.split(UNAVAILABLE_MARKER, 1)[1] if UNAVAILABLE_MARKER in reason else None
-
-
 def unavailable_reason(run: RunData) -> str | None:
     """The one-line reason when every check was skipped because the implementation is unavailable
     (``ImplementationUnavailable``), else None."""
-    reasons = {str(r.get("reason") or "") for r in run.results}
-    if run.results and all(r["outcome"] == "skipped" for r in run.results) and len(reasons) == 1:
-        (reason,) = reasons
-        return unavailable_why(reason)
+    whys = {record_unavailable(r) for r in run.results}
+    if run.results and all(r["outcome"] == "skipped" for r in run.results) and len(whys) == 1:
+        (why,) = whys
+        return why
     return None
 
 

@@ -13,16 +13,14 @@ import datetime as _dt
 import json
 import os
 import re
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from gru4rec_conformance.conformance._harness.records import RESULTS_SCHEMA_VERSION, utc_now
 from gru4rec_conformance.reports.results import SCHEMA, RunData, atomic_write_text, load_run
 
 __all__ = ["RunWriter", "finalize", "utc_now", "safe_name"]
-
-
-def utc_now() -> str:
-    return _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def safe_name(name: str) -> str:
@@ -30,7 +28,7 @@ def safe_name(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.@-]", ".", name).strip(".") or "unnamed"
 
 
-def _dumps(record: dict[str, Any]) -> str:
+def _dumps(record: Mapping[str, Any]) -> str:
     return json.dumps(record, allow_nan=True, default=str, separators=(",", ":"))
 
 
@@ -44,7 +42,7 @@ class RunWriter:
         self.n_results = 0
 
     @classmethod
-    def create(cls, root: Path | str, impl_name: str, header: dict[str, Any]) -> "RunWriter":
+    def create(cls, root: Path | str, impl_name: str, header: Mapping[str, Any]) -> "RunWriter":
         """New run directory ``<root>/<impl>/<timestamp>[-N]/`` with the header as the first line."""
         impl_dir = Path(root) / safe_name(impl_name)
         impl_dir.mkdir(parents=True, exist_ok=True)
@@ -63,13 +61,13 @@ class RunWriter:
         return writer
 
     @classmethod
-    def resume(cls, directory: Path | str, record: dict[str, Any]) -> "RunWriter":
+    def resume(cls, directory: Path | str, record: Mapping[str, Any]) -> "RunWriter":
         """Continue an existing run directory; appends a ``resume`` record."""
         writer = cls(Path(directory))
         writer.append({"type": "resume", **record})
         return writer
 
-    def append(self, record: dict[str, Any]) -> None:
+    def append(self, record: Mapping[str, Any]) -> None:
         """Append one record and make it durable (flush + fsync) before returning."""
         self._fh.write(_dumps(record) + "\n")
         self._fh.flush()
@@ -77,7 +75,7 @@ class RunWriter:
         if record.get("type") == "result":
             self.n_results += 1
 
-    def finish(self, status: str, exitstatus: int, extra: dict[str, Any] | None = None, plots: bool = True) -> RunData:
+    def finish(self, status: str, exitstatus: int, extra: Mapping[str, Any] | None = None, plots: bool = True) -> RunData:
         """Write the ``end`` record, close the file and write the summaries (see :func:`finalize`)."""
         self.append({"type": "end", "status": status, "exitstatus": int(exitstatus), "finished": utc_now(), **(extra or {})})
         self._fh.close()
@@ -114,6 +112,7 @@ def finalize(directory: Path | str, plots: bool = True) -> RunData:
     atomic_write_text(directory / "summary.html", render_html(summary))
     payload = {
         "schema": SCHEMA,
+        "schema_version": RESULTS_SCHEMA_VERSION,
         "status": run.status,
         "run": run.header,
         "resumes": run.resumes,

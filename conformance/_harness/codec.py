@@ -24,9 +24,12 @@ import json
 import os
 import types
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+if TYPE_CHECKING:  # imported lazily at run time (see _capabilities_base)
+    from gru4rec_conformance.implementations.base import BaseCapabilities
 
 __all__ = ["Codec", "ExchangeError", "dumps", "loads"]
 
@@ -55,7 +58,7 @@ def _class_ref(cls: type) -> str:
     return f"{cls.__module__}:{cls.__qualname__}"
 
 
-def _import_ref(ref: str) -> type:
+def _import_ref(ref: str) -> Any:
     module_name, _, qualname = ref.partition(":")
     if not module_name.startswith(_ALLOWED_MODULE_PREFIXES):
         raise ExchangeError(f"refusing to rebuild {ref!r}: only classes of {_ALLOWED_MODULE_PREFIXES} may cross")
@@ -134,7 +137,7 @@ class Codec:
         os.replace(tmp, self.directory / name)
         return {"__ndarray__": name}
 
-    def _try_rows(self, items: list, where: str) -> Any:
+    def _try_rows(self, items: list[Any], where: str) -> Any:
         """Column-pack a list of equal-length tuples of scalars / same-shaped numeric arrays."""
         if len(items) < 2 or not all(isinstance(t, tuple) for t in items):
             return None
@@ -157,7 +160,7 @@ class Codec:
             columns.append(self._encode_array(arr, f"{where} column {j}"))
         return {"__rows__": {"kinds": kinds, "columns": columns}}
 
-    def _try_ragged(self, items: list, where: str) -> Any:
+    def _try_ragged(self, items: list[Any], where: str) -> Any:
         """Pack a list of integer lists (prefixes) as flat values + offsets."""
         if len(items) < 16 or not all(isinstance(s, (list, tuple)) for s in items):
             return None
@@ -216,7 +219,7 @@ class Codec:
             return cls.from_mapping(obj["data"], source=f"worker capabilities ({obj['__capabilities__']})")
         if "__dataclass__" in obj:
             cls = _import_ref(obj["__dataclass__"])
-            if not (dataclasses.is_dataclass(cls) and getattr(cls, "__exchange__", False)):
+            if not (isinstance(cls, type) and dataclasses.is_dataclass(cls) and getattr(cls, "__exchange__", False)):
                 raise ExchangeError(f"{obj['__dataclass__']!r} is not an exchange dataclass")
             return cls(**{k: self.decode(v) for k, v in obj["fields"].items()})
         raise ExchangeError(f"unknown exchange tag {next(iter(obj))!r}")
@@ -224,7 +227,8 @@ class Codec:
     def _load(self, name: str) -> np.ndarray:
         if not isinstance(name, str) or "/" in name or "\\" in name or name.startswith(".") or not name.endswith(".npy"):
             raise ExchangeError(f"refusing exchange file name {name!r}")
-        return np.load(self.directory / name, allow_pickle=False)
+        arr: np.ndarray = np.load(self.directory / name, allow_pickle=False)
+        return arr
 
     def clear(self) -> None:
         """Remove every exchange file of both sides (called by the parent after each completed call)."""
@@ -242,7 +246,7 @@ def _hashable(x: Any) -> Any:
 
 
 def _column_array(series: Any, where: str) -> np.ndarray:
-    arr = series.to_numpy()
+    arr: np.ndarray = series.to_numpy()
     if arr.dtype.kind == "O":
         values = arr.tolist()
         if all(isinstance(v, str) for v in values):
@@ -263,8 +267,9 @@ def _pandas_if_loaded() -> Any:
     return sys.modules.get("pandas")
 
 
-def _capabilities_base() -> Any:
+def _capabilities_base() -> type[BaseCapabilities] | None:
     import sys
 
     base = sys.modules.get("gru4rec_conformance.implementations.base")
-    return getattr(base, "BaseCapabilities", None)
+    caps: type[BaseCapabilities] | None = getattr(base, "BaseCapabilities", None)
+    return caps

@@ -12,15 +12,23 @@ import dataclasses
 import os
 import sys
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Sequence, cast
 
 from gru4rec_conformance import import_root
 from gru4rec_conformance.conformance._harness.isolation import IsolationSettings, WorkerError, WorkerProxy
 from gru4rec_conformance.conformance._harness.validation import checked
-from gru4rec_conformance.implementations.base import BaseCapabilities, CapabilityError, ImplementationUnavailable, get_family
+from gru4rec_conformance.implementations.base import (
+    AdapterBase, BaseCapabilities, CapabilityError, ImplementationUnavailable, get_family,
+)  # fmt: skip
 from gru4rec_conformance.implementations.registry import AdapterSpec
 
 UNSUPPORTED_PREFIX = "unsupported by "
+
+
+def adapter_class(spec: AdapterSpec) -> type[AdapterBase]:
+    """The adapter class of a registry entry (the registry admits only :class:`AdapterBase` subclasses;
+    ``AdapterSpec.cls`` is typed ``type``)."""
+    return cast("type[AdapterBase]", spec.cls)
 
 
 class HarnessError(Exception):
@@ -83,16 +91,16 @@ class ImplHandle:
         return self.isolation == "always" or (self.isolation == "auto" and self.spec.isolated)
 
     @property
-    def capabilities_cls(self) -> type:
+    def capabilities_cls(self) -> type[BaseCapabilities]:
         fam = get_family(self.family)
-        return fam.capabilities_cls if fam is not None else BaseCapabilities
+        return cast("type[BaseCapabilities]", fam.capabilities_cls) if fam is not None else BaseCapabilities
 
     # -- adapters --------------------------------------------------------------------------------------
     def new_adapter(self, timeout_kind: Callable[[], tuple[str | None, float | None]] | None = None) -> Any:
         """A fresh, unbuilt adapter: in this process, or a :class:`WorkerProxy` when isolated."""
         if not self.uses_worker:
             return self.spec.create(self.device)
-        cls = self.spec.cls
+        cls = adapter_class(self.spec)
         return WorkerProxy(
             self.spec.ref,
             cls.protocol_methods(),
@@ -126,7 +134,7 @@ class ImplHandle:
                 hooks = adapter.implemented_hooks()
                 isolation = f"worker process ({adapter.isolation_info}; python {adapter.hello.get('python', '?')})"
             else:
-                hooks = self.spec.cls.implemented_hooks()
+                hooks = adapter_class(self.spec).implemented_hooks()
                 isolation = "in-process"
             self._description = Description(caps, version, frozenset(hooks), isolation)
         except ImplementationUnavailable as exc:
@@ -168,8 +176,9 @@ class ImplHandle:
         """Raise :class:`HarnessError` for a feature name outside the family's vocabulary (typo guard)."""
         prefix, _, rest = feature.partition(":")
         if prefix == "hook" and rest:
-            if rest not in self.spec.cls.HOOKS:
-                raise HarnessError(f"unknown hook {rest!r}; hooks of family {self.family}: {list(self.spec.cls.HOOKS)}")
+            hooks = adapter_class(self.spec).HOOKS
+            if rest not in hooks:
+                raise HarnessError(f"unknown hook {rest!r}; hooks of family {self.family}: {list(hooks)}")
             return
         if not self.capabilities.is_known_feature(feature):
             vocab = self.capabilities_cls.feature_vocabulary()
@@ -236,7 +245,7 @@ class Impl:
 
     def __init__(self, handle: ImplHandle, *, kind: str | None = None, timeout: float | None = None,
                  on_unsupported: Callable[[str], None] | None = None,
-                 on_note: Callable[[str, dict], None] | None = None) -> None:  # fmt: skip
+                 on_note: Callable[[str, dict[str, object]], None] | None = None) -> None:  # fmt: skip
         self.handle = handle
         self._on_note = on_note
         self._kind = kind

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
+from gru4rec_conformance.implementations.registry import Registry
 
 
-def pytest_conformance_register_adapters(registry: Any) -> None:
+def pytest_conformance_register_adapters(registry: Registry) -> None:
     """Add adapters to this session's registry: ``registry.add(AdapterClass, name="x", **variant_kwargs)``.
 
     Called once in ``pytest_configure``, before ``--impl`` is resolved. Only conftest files loaded at start

@@ -40,7 +40,7 @@ from typing import Any, Callable, Mapping
 from gru4rec_conformance import child_pythonpath, import_root
 from gru4rec_conformance.conformance._harness.codec import Codec, dumps, loads
 from gru4rec_conformance.conformance._harness.worker import _HEADER
-from gru4rec_conformance.implementations.base import ImplementationUnavailable, Unsupported
+from gru4rec_conformance.implementations.base import BaseCapabilities, ImplementationUnavailable, Unsupported
 
 __all__ = [
     "IsolationSettings",
@@ -295,7 +295,7 @@ class WorkerProxy:
         needs_network: bool = False,
         timeout_kind: Callable[[], tuple[str | None, float | None]] | None = None,
         label: str = "",
-        capabilities_cls: type | None = None,
+        capabilities_cls: type[BaseCapabilities] | None = None,
     ) -> None:
         self._ref = ref
         self._methods = tuple(methods)
@@ -309,7 +309,7 @@ class WorkerProxy:
         self._timeout_kind = timeout_kind or (lambda: (None, None))
         self._label = label or ref
         self._capabilities_cls = capabilities_cls
-        self._proc: subprocess.Popen | None = None
+        self._proc: subprocess.Popen[bytes] | None = None
         self._dir: Path | None = None
         self._codec: Codec | None = None
         self._to_child = self._from_child = -1
@@ -480,14 +480,15 @@ class WorkerProxy:
             )  # fmt: skip
         self.hello = reply["result"]
 
-    def _roundtrip(self, request: dict, timeout: float, what: str) -> dict:
+    def _roundtrip(self, request: dict[str, Any], timeout: float, what: str) -> dict[str, Any]:
         deadline = time.monotonic() + timeout
         body = dumps(request)
         try:
             self._send(_HEADER.pack(len(body)) + body, deadline, what, timeout)
             header = self._recv(_HEADER.size, deadline, what, timeout)
             (length,) = _HEADER.unpack(header)
-            return loads(self._recv(length, deadline, what, timeout))
+            reply: dict[str, Any] = loads(self._recv(length, deadline, what, timeout))
+            return reply
         except WorkerError:
             raise
         except OSError as exc:  # broken pipe: the worker died while we were writing

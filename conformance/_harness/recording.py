@@ -3,30 +3,57 @@
 Works the same with and without pytest-xdist: everything a record needs travels in the reports'
 ``user_properties`` (check id and kind, features, xfail entry, metrics, worker failures), which xdist
 serialises from its workers to the controller. Records are appended to the run's results.jsonl as soon
-as a check's teardown report (or an xdist crash report) arrives.
+as a check's teardown report (or an xdist crash report) arrives. The records' shapes are in :mod:`.records`.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Callable, Protocol, cast
 
-from gru4rec_conformance.reports.writer import RunWriter, utc_now
+import pytest
 
+from gru4rec_conformance.conformance._harness.records import (
+    EndExtra,
+    MetricEntry,
+    Outcome,
+    OutcomeDetail,
+    ResultRecord,
+    StaticInfo,
+    WorkerFailure,
+    XfailRecord,
+    utc_now,
+)
+
+#: ``user_properties`` keys of a check's items (they travel with its reports, also from xdist workers).
 PROP_INFO = "conformance"
 PROP_METRIC = "gru4rec_conformance.conformance.metric"
 PROP_XFAIL = "gru4rec_conformance.conformance.xfail"
 PROP_SKIP = "gru4rec_conformance.conformance.skip"
 PROP_WORKER = "gru4rec_conformance.conformance.worker"
 PROP_DECLARED = "gru4rec_conformance.conformance.declared_unsupported"
+#: Value: why the implementation is not available (its checks are skipped); see ``ResultRecord.unavailable``.
+PROP_UNAVAILABLE = "gru4rec_conformance.conformance.unavailable"
 DETAILS_CHARS = 6000
 
 
-def _props(report: Any, key: str) -> list[Any]:
-    return [v for k, v in getattr(report, "user_properties", ()) if k == key]
+class RunSink(Protocol):
+    """Where a run's records go: ``reports.writer.RunWriter`` (the harness only needs these members)."""
+
+    @property
+    def directory(self) -> Path: ...
+
+    def append(self, record: Mapping[str, object]) -> None: ...
+
+    def finish(self, status: str, exitstatus: int, extra: EndExtra | None = None, plots: bool = True) -> object:
+        """Write the end record and the run's summaries (results.json, summary.md/.html, plots)."""
+
+    def close(self) -> None: ...
 
 
-def _skip_reason(longrepr: Any) -> str:
+def _skip_reason(longrepr: object) -> str:
     if isinstance(longrepr, tuple) and len(longrepr) == 3:
         text = str(longrepr[2])
     else:
@@ -34,7 +61,7 @@ def _skip_reason(longrepr: Any) -> str:
     return text[len("Skipped: "):] if text.startswith("Skipped: ") else text
 
 
-def _failure_reason(report: Any) -> str:
+def _failure_reason(report: pytest.TestReport) -> str:
     """First line of the exception message (the full text goes to ``details``)."""
     crash = getattr(getattr(report, "longrepr", None), "reprcrash", None)
     if crash is not None and getattr(crash, "message", None):
@@ -46,7 +73,7 @@ def _failure_reason(report: Any) -> str:
 
 @dataclasses.dataclass
 class _Pending:
-    phases: dict[str, Any] = dataclasses.field(default_factory=dict)
+    phases: dict[str | None, pytest.TestReport] = dataclasses.field(default_factory=dict)
     duration: float = 0.0
 
 
@@ -54,7 +81,7 @@ class Recorder:
     """Collects phase reports per node id and writes one record per check.
 
     Args:
-        writer_for: returns the :class:`RunWriter` of an implementation ``(name, family)`` (created lazily),
+        writer_for: returns the :class:`RunSink` of an implementation ``(name, family)`` (created lazily),
             or None when no report is written (records are then only kept in memory, for ``--gate``). The
             family is None when the check's node carries no properties; two families may share a name
             (``reference``).
@@ -63,18 +90,20 @@ class Recorder:
             no properties).
     """
 
-    def __init__(self, writer_for: Callable[[str, str | None], RunWriter | None],
+    def __init__(self, writer_for: Callable[[str, str | None], RunSink | None],
                  versions: Callable[[str, str | None], tuple[str, str]],
                  impl_of_nodeid: Callable[[str], str | None]) -> None:  # fmt: skip
         self._writer_for = writer_for
         self._versions = versions
         self._impl_of_nodeid = impl_of_nodeid
         self._pending: dict[str, _Pending] = {}
-        self.records: list[dict[str, Any]] = []
+        self.records: list[ResultRecord] = []
 
-    def on_report(self, report: Any) -> None:
+    def on_report(self, report: pytest.TestReport) -> None:
+        """Take one phase report of a check (setup, call, teardown; or an xdist crash report); write the
+        check's record when its last report arrives."""
         nodeid = report.nodeid
-        when = getattr(report, "when", None)
+        when: str | None = getattr(report, "when", None)
         pending = self._pending.setdefault(nodeid, _Pending())
         pending.phases[when] = report
         pending.duration += float(getattr(report, "duration", 0.0) or 0.0)
@@ -85,43 +114,48 @@ class Recorder:
     def _finish(self, nodeid: str, pending: _Pending) -> None:
         phases = pending.phases
         last = phases.get("teardown") or phases.get("call") or phases.get("setup") or next(iter(phases.values()))
-        props: list[tuple[str, Any]] = []
+        props: list[tuple[str, object]] = []
         for r in phases.values():
             for kv in getattr(r, "user_properties", ()):
                 if kv not in props:
                     props.append(kv)
-        info = next((v for k, v in props if k == PROP_INFO), None)
+        info = cast("StaticInfo | None", next((v for k, v in props if k == PROP_INFO), None))
         impl = info["impl"] if info else self._impl_of_nodeid(nodeid)
         if impl is None:
             return  # not a conformance check
-        family = (info or {}).get("family") or family_from_nodeid(nodeid)
+        family = (info["family"] if info else None) or family_from_nodeid(nodeid)
         writer = self._writer_for(impl, family)
         outcome, reason, details = self._classify(phases, props)
-        worker_failure = next((v for k, v in props if k == PROP_WORKER), None)
+        worker_failure = cast("WorkerFailure | None", next((v for k, v in props if k == PROP_WORKER), None))
         if worker_failure and outcome in ("failed", "error"):
             reason = f"worker {worker_failure['kind']}: {worker_failure['message']}"
         impl_version, suite_version = self._versions(impl, family)
-        xfail = next((v for k, v in props if k == PROP_XFAIL), None)
-        worker = next((v for k, v in props if k == PROP_WORKER), None)
-        record = {
+        xfail = cast("XfailRecord | None", next((v for k, v in props if k == PROP_XFAIL), None))
+        unavailable = next((str(v) for k, v in props if k == PROP_UNAVAILABLE), None) if outcome == "skipped" else None
+        detail: OutcomeDetail | None = (
+            "unsupported" if outcome == "skipped-unsupported" else "unavailable" if unavailable is not None else None
+        )
+        record: ResultRecord = {
             "type": "result",
             "nodeid": nodeid,
             "impl": impl,
             "family": family,
             "impl_version": impl_version,
             "suite_version": suite_version,
-            "check": (info or {}).get("check"),
+            "check": info["check"] if info else None,
             "test": nodeid.split("::", 1)[-1],
             "module": nodeid.split("::", 1)[0],
-            "features": (info or {}).get("features", []),
-            "markers": (info or {}).get("markers", []),
+            "features": info["features"] if info else [],
+            "markers": info["markers"] if info else [],
             "outcome": outcome,
+            "outcome_detail": detail,
+            "unavailable": unavailable,
             "reason": reason,
             "details": details,
             "xfail": xfail,
-            "metrics": [v for k, v in props if k == PROP_METRIC],
+            "metrics": [cast(MetricEntry, v) for k, v in props if k == PROP_METRIC],
             "duration": round(pending.duration, 4),
-            "worker": worker,
+            "worker": worker_failure,
             "node": getattr(getattr(getattr(last, "node", None), "gateway", None), "id", None),
             "finished": utc_now(),
         }
@@ -130,10 +164,11 @@ class Recorder:
             writer.append(record)
 
     @staticmethod
-    def _classify(phases: dict[str, Any], props: list[tuple[str, Any]]) -> tuple[str, str, str]:
+    def _classify(phases: Mapping[str | None, pytest.TestReport],
+                  props: list[tuple[str, object]]) -> tuple[Outcome, str, str]:  # fmt: skip
         """(outcome, one-line reason, details) of a check from its phase reports."""
         unsupported = any(k == PROP_SKIP and v == "unsupported" for k, v in props)
-        registry_error = any(k == PROP_INFO and v.get("registry_error") for k, v in props)
+        registry_error = any(k == PROP_INFO and cast(StaticInfo, v).get("registry_error") for k, v in props)
         odd = [r for w, r in phases.items() if w not in ("setup", "call", "teardown")]
         if odd:  # an xdist worker crashed while running this check
             r = odd[0]
@@ -141,9 +176,9 @@ class Recorder:
             return "error", text.splitlines()[0] if text else "worker crashed", text[-DETAILS_CHARS:]
         setup, call, teardown = phases.get("setup"), phases.get("call"), phases.get("teardown")
         details = ""
-        for r in (setup, call, teardown):
-            if r is not None and r.failed:
-                details = (getattr(r, "longreprtext", "") or str(r.longrepr))[-DETAILS_CHARS:]
+        for rep in (setup, call, teardown):
+            if rep is not None and rep.failed:
+                details = (getattr(rep, "longreprtext", "") or str(rep.longrepr))[-DETAILS_CHARS:]
                 break
         if setup is not None and setup.failed:
             return "error", _failure_reason(setup), details
@@ -151,7 +186,8 @@ class Recorder:
             if hasattr(setup, "wasxfail"):
                 return "xfail", str(setup.wasxfail), ""
             return ("skipped-unsupported" if unsupported else "skipped"), _skip_reason(setup.longrepr), ""
-        outcome, reason = "error", "no result (the check did not run to completion)"
+        outcome: Outcome = "error"
+        reason = "no result (the check did not run to completion)"
         if call is not None:
             if call.passed:
                 outcome, reason = ("xpass", str(call.wasxfail)) if hasattr(call, "wasxfail") else ("passed", "")

@@ -17,6 +17,7 @@ from typing import Any
 
 from gru4rec_conformance import CHECKOUT_ROOT
 from gru4rec_conformance import __version__ as _INSTALLED_VERSION
+from gru4rec_conformance.conformance._harness.records import SuiteVersion
 
 #: The suite's checkout, or None for an installed wheel (then the version is the distribution's, the SHA unknown).
 SUITE_ROOT: Path | None = CHECKOUT_ROOT
@@ -33,7 +34,7 @@ def _toml_loads(text: str) -> dict[str, Any]:
 
 
 @functools.lru_cache(maxsize=None)
-def suite_version(root: str | None = None) -> dict[str, Any]:
+def suite_version(root: str | None = None) -> SuiteVersion:
     """``{"version", "git_sha", "dirty", "string"}`` of the suite checkout at ``root`` (default: this one).
 
     ``string`` is ``<pyproject version>+g<sha7>`` (``.dirty`` appended for uncommitted changes); it is what

@@ -23,7 +23,8 @@ Families without validators (the fine-tuner family) get their adapters unwrapped
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable, Iterator
+from collections.abc import Sized
+from typing import Any, Callable, Iterable, Iterator, cast
 
 import numpy as np
 
@@ -175,7 +176,7 @@ class CheckedAdapter:
     def score_prefixes(self, prefixes: Iterable[Iterable[int]], *args: Any, **kwargs: Any) -> Any:
         prefixes = prefixes if hasattr(prefixes, "__len__") else list(prefixes)
         value = self._adapter.score_prefixes(prefixes, *args, **kwargs)
-        self._check_scores("score_prefixes", value, (len(prefixes), self._n_items()),
+        self._check_scores("score_prefixes", value, (len(cast(Sized, prefixes)), self._n_items()),
                            "(len(prefixes), len(item_ids())): one row per prefix, one column per item")
         return value
 

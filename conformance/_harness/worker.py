@@ -38,7 +38,8 @@ def read_message(fd: int) -> bytes | None:
 
 
 def _read_exact(fd: int, n: int) -> bytes | None:
-    chunks, got = [], 0
+    chunks: list[bytes] = []
+    got = 0
     while got < n:
         chunk = os.read(fd, n - got)
         if not chunk:

@@ -198,7 +198,7 @@ def strip_impl_param(nodeid: str, impl_id: str) -> str:
     return nodeid
 
 
-def _glob_regex(pattern: str) -> re.Pattern:
+def _glob_regex(pattern: str) -> re.Pattern[str]:
     parts = []
     for ch in pattern:
         parts.append(".*" if ch == "*" else "." if ch == "?" else re.escape(ch))

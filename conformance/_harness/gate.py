@@ -1,0 +1,54 @@
+"""``--gate``: whether a run may pass a CI gate, and its effect on the exit status.
+
+The gate fails on any failed/error/xpass check (xfails declared in the registry are fine), on an implementation
+for which no check ran (nor was reused by ``--resume``), on an adapter that cannot be described or is not
+available, on an interrupted run and on any exit status other than 0 or 1. It is evaluated for every run (the
+end record keeps it when ``--gate`` is given) and changes the exit status only with ``--gate``.
+"""
+
+from __future__ import annotations
+
+import collections
+from collections.abc import Sequence
+
+import pytest
+
+from gru4rec_conformance.conformance._harness.records import GateResult, ResultRecord
+from gru4rec_conformance.conformance._harness.state import State
+
+
+def evaluate(state: State, records: Sequence[ResultRecord], exitstatus: int, interrupted: bool) -> GateResult:
+    """The gate's verdict on this session's ``records`` (``problems`` in a stable, readable order)."""
+    problems = []
+    per_impl = collections.Counter(r["impl"] for r in records)
+    for (family, name), handle in state.handles.items():
+        if per_impl.get(name, 0) + state.reused.get(name, 0) == 0:
+            problems.append(f"no check ran for {name} [{family}]")
+        if handle.describe().error:
+            problems.append(f"{name}: adapter cannot be described")
+        if handle.describe().unavailable:
+            problems.append(f"{name}: implementation not available ({handle.describe().unavailable})")
+    bad = [r for r in records if r["outcome"] in ("failed", "error", "xpass")]
+    if bad:
+        c = collections.Counter(r["outcome"] for r in bad)
+        problems.append("; ".join(f"{n} {o}" for o, n in sorted(c.items())) + " (not covered by declared xfails)")
+    if interrupted:
+        problems.append("the run was interrupted")
+    if exitstatus not in (0, 1) and not interrupted:
+        problems.append(f"pytest exit status {exitstatus}")
+    return {"passed": not problems, "problems": problems}
+
+
+def apply(session: pytest.Session, state: State, records: Sequence[ResultRecord], exitstatus: int,
+          interrupted: bool) -> GateResult:  # fmt: skip
+    """Evaluate the gate into ``state.gate_result``; with ``--gate``, a failed gate turns exit status 0 into 1."""
+    result = evaluate(state, records, exitstatus, interrupted)
+    state.gate_result = result
+    if state.options.gate and not result["passed"] and exitstatus == int(pytest.ExitCode.OK):
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+    return result
+
+
+def summary_line(result: GateResult) -> str:
+    """The terminal summary's line: ``GATE PASSED`` or ``GATE FAILED: <problems>``."""
+    return "GATE PASSED" if result["passed"] else "GATE FAILED: " + "; ".join(result["problems"])

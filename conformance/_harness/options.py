@@ -1,0 +1,248 @@
+"""Command-line options of the conformance plugin, their environment defaults, and the markers it registers.
+
+:func:`pytest_addoption` declares the options (group "conformance" of ``pytest --help``); :func:`read_options`
+turns a configured session's values into :class:`Options` and :func:`check_options` rejects inconsistent ones
+(``pytest.UsageError``). :data:`MARKERS` is the one list of the suite's markers (``pytest_configure`` registers
+them, so ``--strict-markers`` accepts them in checks and in the suite's own tests alike).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from pathlib import Path
+
+import pytest
+
+from gru4rec_conformance.conformance._harness.isolation import DEFAULT_TIMEOUTS_S, IsolationSettings
+from gru4rec_conformance.implementations.registry import Registry
+
+ENV_IMPL = "GRU4REC_CONFORMANCE_IMPL"
+DEFAULT_SEEDS = (42,)
+MAX_SEED = 2**32
+MARKERS = {
+    "check": "check(ID, kind=KIND, card=None, timeout=None): conformance check id and defect kind (K1..K11, metric, ...)",
+    "feature": "feature(*names): needs declared features (flags, 'loss:bpr-max', 'hook:trace', 'hparam:momentum')",
+    "loss": "loss(*names): needs these losses declared (feature 'loss:<name>')",
+    "embedding": "embedding(*modes): needs these embedding modes declared (feature 'embedding:<mode>')",
+    "final_act": "final_act(*names): needs these final activations declared",
+    "hook": "hook(*names): needs these optional adapter methods implemented (feature 'hook:<name>')",
+    "hparam": "hparam(*names): needs these hyperparameters declared (feature 'hparam:<name>')",
+    "family": "family(name): family of the checks in this module when not inferred from conformance/<family>/",
+    "slow": "slow check or test (deselect with -m 'not slow')",
+    "gpu": "needs a GPU (runs only with --device cuda)",
+    "metric": "metric-conformance check (trains on a real dataset)",
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class Options:
+    """The conformance options of one session, as given (see :func:`pytest_addoption` for each).
+
+    Attributes:
+        selection: ``--impl`` tokens (comma-split, env ``GRU4REC_CONFORMANCE_IMPL``), None when none given.
+        device: ``cpu`` or ``cuda``.
+        dataset: ``--dataset`` (None = each check's default).
+        seeds: ``--seeds`` (integers in ``[0, 2**32)``).
+        gate: ``--gate``.
+        xfail_mark: ``xfail`` or ``skip`` (how xfail-registry entries are applied).
+        report_dir: parent of the run directories.
+        report_enabled: False with ``--no-report``.
+        plots: False with ``--no-report-plots``.
+        isolation: ``auto``, ``always`` or ``never``.
+        settings: worker settings (``--call-timeout``, ``--worker-*``, ``--keep-worker-dirs``).
+        is_xdist_worker: this process is a pytest-xdist worker (the controller writes the reports).
+        resume: ``--resume`` run directories, as given.
+        xfail_files: ``--xfails`` files, as given.
+    """
+
+    selection: list[str] | None
+    device: str
+    dataset: str | None
+    seeds: list[int]
+    gate: bool
+    xfail_mark: str
+    report_dir: Path
+    report_enabled: bool
+    plots: bool
+    isolation: str
+    settings: IsolationSettings
+    is_xdist_worker: bool
+    resume: list[str]
+    xfail_files: list[str]
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    g = parser.getgroup("conformance", "conformance suite (GRU4Rec and fine-tuner implementations)")
+    g.addoption("--impl", action="append", dest="conformance_impl", default=None, metavar="NAME",
+                help="implementation under test: a registered name, 'all', or some.module:AdapterClass; repeatable "
+                     f"and comma-separated (env {ENV_IMPL})")
+    g.addoption("--device", dest="conformance_device", choices=("cpu", "cuda"), default="cpu",
+                help="device the implementations run on (default cpu)")
+    g.addoption("--dataset", dest="conformance_dataset", default=None, metavar="NAME",
+                help="dataset of the metric-conformance checks (default: each check's own)")
+    g.addoption("--seeds", dest="conformance_seeds", default=None, metavar="S1,S2,...",
+                help=f"seeds for checks that repeat over seeds (default {','.join(map(str, DEFAULT_SEEDS))})")
+    g.addoption("--gate", action="store_true", dest="conformance_gate",
+                help="CI gate: fail on any failure not covered by a declared xfail, on unmatched xfail entries, "
+                     "and when no check ran")
+    g.addoption("--resume", action="append", dest="conformance_resume", default=[], metavar="RUN_DIR",
+                help="continue a run directory: skip checks that already have a verdict there for the same "
+                     "implementation and suite version (repeatable, one per implementation)")
+    g.addoption("--xfail-mark", dest="conformance_xfail_mark", choices=("xfail", "skip"),
+                default=os.environ.get("GRU4REC_XFAIL_MARK", "xfail"),
+                help="apply xfail-registry entries as strict xfail (default) or skip them (faster)")
+    g.addoption("--xfails", action="append", dest="conformance_xfails", default=[], metavar="TOML",
+                help="xfail file of an outside adapter (its 'implementation' key names it); overrides "
+                     "conformance/xfails/<impl>.toml")
+    g.addoption("--report-dir", dest="conformance_report_dir", default=os.environ.get("GRU4REC_REPORT_DIR"),
+                metavar="DIR", help="where run directories go (default <rootdir>/reports/out)")
+    g.addoption("--no-report", action="store_true", dest="conformance_no_report",
+                help="do not write a report (results.jsonl and summaries)")
+    g.addoption("--no-report-plots", action="store_true", dest="conformance_no_plots",
+                help="write the report without PNG plots (faster; e.g. for meta-tests over many mutants)")
+    g.addoption("--isolation", dest="conformance_isolation", choices=("auto", "always", "never"),
+                default=os.environ.get("GRU4REC_ISOLATION", "auto"),
+                help="run adapters in worker processes: auto (adapters declaring isolated=True), always, never")
+    g.addoption("--call-timeout", dest="conformance_call_timeout", type=float, default=None, metavar="SECONDS",
+                help="timeout of every worker call (default: per check kind, "
+                     + ", ".join(f"{k} {v:g}s" for k, v in DEFAULT_TIMEOUTS_S.items()) + ")")
+    g.addoption("--worker-memory-mb", dest="conformance_worker_memory", type=float, default=None, metavar="MiB",
+                help="kill a worker whose resident memory exceeds this (default 80%% of RAM; 0 = no limit)")
+    g.addoption("--worker-network", dest="conformance_worker_network", choices=("deny", "allow"), default="deny",
+                help="cut workers off the network where the platform allows (default deny)")
+    env_threads = os.environ.get("GRU4REC_WORKER_THREADS", "")
+    g.addoption("--worker-threads", dest="conformance_worker_threads", type=int,
+                default=int(env_threads) if env_threads.isdigit() else None, metavar="N",
+                help="OMP/MKL/OpenBLAS and torch threads of each worker (default: OMP_NUM_THREADS etc. as set "
+                     "here, else 1; env GRU4REC_WORKER_THREADS)")
+    g.addoption("--keep-worker-dirs", action="store_true", dest="conformance_keep_worker_dirs",
+                help="keep worker temporary directories (debugging)")  # fmt: skip
+
+
+def register_markers(config: pytest.Config) -> None:
+    """Register :data:`MARKERS` with ``config`` (``--strict-markers`` then accepts them)."""
+    for name, doc in MARKERS.items():
+        config.addinivalue_line("markers", f"{name}: {doc}")
+
+
+def read_options(config: pytest.Config) -> Options:
+    """The options of ``config``. Raises ``pytest.UsageError`` for unparsable ``--seeds``."""
+    report_dir = config.getoption("conformance_report_dir")
+    settings = IsolationSettings(
+        call_timeout=config.getoption("conformance_call_timeout"),
+        memory_limit_mb=config.getoption("conformance_worker_memory"),
+        network=config.getoption("conformance_worker_network"),
+        keep_dirs=config.getoption("conformance_keep_worker_dirs"),
+        threads=config.getoption("conformance_worker_threads"),
+    )
+    return Options(
+        selection=_selection(config),
+        device=config.getoption("conformance_device"),
+        dataset=config.getoption("conformance_dataset"),
+        seeds=_parse_seeds(config.getoption("conformance_seeds")),
+        gate=config.getoption("conformance_gate"),
+        xfail_mark=config.getoption("conformance_xfail_mark"),
+        report_dir=Path(report_dir) if report_dir else Path(config.rootpath) / "reports" / "out",
+        report_enabled=not config.getoption("conformance_no_report"),
+        plots=not config.getoption("conformance_no_plots"),
+        isolation=config.getoption("conformance_isolation"),
+        settings=settings,
+        is_xdist_worker=hasattr(config, "workerinput"),
+        resume=list(config.getoption("conformance_resume")),
+        xfail_files=list(config.getoption("conformance_xfails")),
+    )
+
+
+def check_options(options: Options) -> None:
+    """Raise ``pytest.UsageError`` for values the environment defaults let through or that contradict."""
+    if options.xfail_mark not in ("xfail", "skip"):
+        raise pytest.UsageError(f"--xfail-mark / GRU4REC_XFAIL_MARK must be 'xfail' or 'skip', got {options.xfail_mark!r}")
+    if options.isolation not in ("auto", "always", "never"):
+        raise pytest.UsageError(f"--isolation / GRU4REC_ISOLATION must be auto, always or never, got {options.isolation!r}")
+    if options.gate and options.xfail_mark == "skip":
+        raise pytest.UsageError("--gate needs strict xfails: do not combine it with --xfail-mark=skip")
+    _check_worker_limits(options.settings)
+
+
+def _parse_seeds(raw: str | None) -> list[int]:
+    if raw is None:
+        return list(DEFAULT_SEEDS)
+    seeds = []
+    for tok in raw.replace(" ", ",").split(","):
+        if not tok:
+            continue
+        try:
+            seed = int(tok)
+        except ValueError:
+            raise pytest.UsageError(f"--seeds {raw!r}: {tok!r} is not an integer (expected e.g. --seeds 1,2,3)") from None
+        if not 0 <= seed < MAX_SEED:
+            # numpy's SeedSequence refuses negative seeds and np.random.seed those >= 2**32, deep inside checks
+            raise pytest.UsageError(f"--seeds {raw!r}: seed {seed} is out of range; seeds are integers in "
+                                    f"[0, 2**32)")  # fmt: skip
+        seeds.append(seed)
+    if not seeds:
+        raise pytest.UsageError(f"--seeds {raw!r}: no seed given")
+    return seeds
+
+
+def _selection(config: pytest.Config) -> list[str] | None:
+    raw: list[str] | None = config.getoption("conformance_impl")
+    if not raw and os.environ.get(ENV_IMPL):
+        raw = [os.environ[ENV_IMPL]]
+    if not raw:
+        return None
+    out = [tok.strip() for item in raw for tok in item.split(",") if tok.strip()]
+    return out or None
+
+
+def _check_worker_limits(settings: IsolationSettings) -> None:
+    """--call-timeout must be positive and --worker-memory-mb non-negative (0 = no limit)."""
+    if settings.call_timeout is not None and not settings.call_timeout > 0:
+        raise pytest.UsageError(f"--call-timeout {settings.call_timeout:g}: the per-call timeout must be a positive "
+                                "number of seconds")  # fmt: skip
+    if settings.threads is not None and not settings.threads >= 1:
+        raise pytest.UsageError(f"--worker-threads {settings.threads}: the thread count must be >= 1")
+    if settings.memory_limit_mb is not None and not settings.memory_limit_mb >= 0:
+        raise pytest.UsageError(f"--worker-memory-mb {settings.memory_limit_mb:g}: the memory limit must be >= 0 MiB "
+                                "(0 = no limit)")  # fmt: skip
+
+
+def looks_like_conformance_run(config: pytest.Config) -> bool:
+    """Whether the command line asks for checks under a ``conformance/`` folder (then --impl is required)."""
+    root = Path(config.rootpath)
+    for arg in config.args:
+        path = Path(str(arg).split("::", 1)[0])
+        path = path if path.is_absolute() else Path(config.invocation_params.dir) / path
+        path = path.resolve()
+        try:
+            parts = path.relative_to(root).parts
+        except ValueError:
+            parts = path.parts
+        if "conformance" in parts or (path.is_dir() and (path / "conformance").is_dir()):
+            return True
+    return False
+
+
+def usage(registry: Registry, head: str) -> str:
+    """A usage-error text: ``head``, the registered implementations per family, an example command."""
+    return f"{head}\n{registry.describe()}\nExample: pytest conformance/ --impl reference"
+
+
+def missing_selection_usage(registry: Registry) -> str:
+    """The usage-error text of a conformance run without ``--impl``."""
+    return usage(registry, f"conformance checks need an implementation: pass --impl NAME (or set {ENV_IMPL}).")
+
+
+def check_cuda() -> None:
+    """--device cuda needs a usable CUDA device for the suite's own torch (the reference runs in this process);
+    without it every check would fail deep inside torch. Not checked when torch is not installed here."""
+    import importlib.util
+
+    if importlib.util.find_spec("torch") is None:
+        return
+    import torch
+
+    if not torch.cuda.is_available():
+        raise pytest.UsageError(f"--device cuda: no usable CUDA device here (torch {torch.__version__}: "
+                                "torch.cuda.is_available() is False); run with --device cpu")  # fmt: skip

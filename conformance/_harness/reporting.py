@@ -1,0 +1,297 @@
+"""Recording and reports: the report header, the run directories (through ``reports.writer``), the terminal
+summary, and ``--resume``.
+
+In the controller (or a plain run), :func:`start_recording` registers a per-session :class:`Reporter` that
+feeds every check's reports, also those xdist forwards from its workers, to a :class:`~.recording.Recorder`;
+the recorder appends one :class:`~.records.ResultRecord` per check to the implementation's results.jsonl
+(:func:`writer_for` makes the run directory on first use). :func:`pytest_sessionfinish` evaluates ``--gate``
+(:mod:`.gate`) and writes results.json and the summaries; :func:`pytest_terminal_summary` prints the
+"conformance" section.
+
+``gru4rec_conformance.reports`` is imported inside the functions that write or read run directories, never at
+module level: the reports depend on the harness's records, not the reverse.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from gru4rec_conformance.conformance._harness import gate
+from gru4rec_conformance.conformance._harness.collection import xfail_file_for
+from gru4rec_conformance.conformance._harness.handle import ImplHandle, adapter_class
+from gru4rec_conformance.conformance._harness.isolation import network_isolation
+from gru4rec_conformance.conformance._harness.recording import Recorder, RunSink, impl_from_nodeid
+from gru4rec_conformance.conformance._harness.records import (
+    ImplHeader,
+    ResumeRecord,
+    RunHeader,
+    record_unavailable,
+    utc_now,
+)
+from gru4rec_conformance.conformance._harness.runinfo import (
+    framework_versions,
+    gru4rec_env,
+    platform_info,
+    suite_version,
+)
+from gru4rec_conformance.conformance._harness.state import ResumeInfo, State, find_state
+from gru4rec_conformance.conformance._harness.xfails import XfailRegistryError, load_xfail_file
+from gru4rec_conformance.implementations.base import get_family
+
+
+# ---------------------------------------------------------------------------------------------------------
+# report header (terminal)
+# ---------------------------------------------------------------------------------------------------------
+def pytest_report_header(config: pytest.Config) -> list[str] | None:
+    state = find_state(config)
+    if state is None or not state.handles:
+        return None
+    o = state.options
+    suite = suite_version()
+    lines = [f"conformance suite {suite['string']} · device {o.device} · seeds {','.join(map(str, o.seeds))}"
+             f" · dataset {o.dataset or '(checks default)'}"]  # fmt: skip
+    lines.append("frameworks: " + ", ".join(f"{k} {v}" for k, v in framework_versions().items()))
+    for handle in state.handles.values():
+        d = handle.describe()
+        caps = d.capabilities
+        framework = " ".join((caps.framework or {}).values()) if caps else "?"
+        lines.append(f"implementation {handle.name} [{handle.family}, {handle.spec.role}] version {d.version} "
+                     f"({framework}); {d.isolation}")  # fmt: skip
+        if d.unavailable:
+            lines.append(f"  NOT AVAILABLE (its checks are skipped): {d.unavailable}")
+            continue
+        if d.error or caps is None:
+            lines.append(f"  ERROR describing the adapter: {d.error}")
+            continue
+        declared = [f for f, v in caps.features().items() if v] + [f"hook:{h}" for h in sorted(d.hooks)]
+        lines.append("  capabilities: " + (", ".join(declared) or "none"))
+        if caps.shims:
+            lines.append("  shims: " + "; ".join(caps.shims))
+    if any(h.uses_worker for h in state.handles.values()):
+        lines.append(f"worker network: {network_isolation()[1] if o.settings.network == 'deny' else 'allowed'}")
+    env = gru4rec_env()
+    lines.append("GRU4REC_* variables: " + (", ".join(f"{k}={v}" for k, v in env.items()) or "none"))
+    return lines
+
+
+# ---------------------------------------------------------------------------------------------------------
+# run directories
+# ---------------------------------------------------------------------------------------------------------
+def prepare_resume(state: State) -> None:
+    """Read every ``--resume`` run directory into ``state.resume``. Raises ``pytest.UsageError`` for one that
+    cannot be read or is of an implementation ``--impl`` does not select."""
+    from gru4rec_conformance.reports.results import RunDirError, load_run
+
+    for raw in state.options.resume:
+        path = Path(raw).resolve()
+        try:
+            run = load_run(path)
+        except (RunDirError, OSError) as exc:
+            raise pytest.UsageError(f"--resume {raw}: {exc}") from None
+        name, family = run.impl.get("name"), run.impl.get("family")
+        if not isinstance(name, str) or not isinstance(family, str) or (family, name) not in state.handles:
+            raise pytest.UsageError(
+                f"--resume {raw}: that run is of implementation {name!r} ({family}), which is not selected by --impl"
+            )
+        state.resume[(family, name)] = ResumeInfo(path, name, family, run.verdict_keys())
+
+
+def handle_of(state: State, name: str, family: str | None) -> ImplHandle | None:
+    """The selected implementation ``name`` of ``family`` (any family when None or not selected)."""
+    handle = state.handles.get((family, name)) if family else None
+    return handle or next((h for (f, n), h in state.handles.items() if n == name), None)
+
+
+def versions(state: State, name: str, family: str | None = None) -> tuple[str, str]:
+    """``(impl_version, suite_version)`` stamped on a result of implementation ``name``."""
+    handle = handle_of(state, name, family)
+    return (handle.version if handle else "unknown", suite_version()["string"])
+
+
+def run_header(state: State, handle: ImplHandle) -> RunHeader:
+    """The first record of a new run directory: implementation, declaration, versions, platform, options."""
+    d = handle.describe()
+    spec = handle.spec
+    cls = adapter_class(spec)
+    fam = get_family(spec.family)
+    features: dict[str, bool] = {}
+    if d.capabilities is not None:
+        features.update(d.capabilities.features())
+    features.update({f"hook:{h}": h in d.hooks for h in cls.HOOKS})
+    xf_path = xfail_file_for(state, spec)
+    entries: list[dict[str, object]] = []
+    if xf_path.is_file():
+        try:
+            entries = [e.to_dict() for e in load_xfail_file(xf_path, expected_impl=spec.name).entries]
+        except XfailRegistryError:
+            entries = []
+    workers = getattr(state.config.option, "numprocesses", None)
+    o = state.options
+    impl: ImplHeader = {
+        "name": spec.name, "family": spec.family, "role": spec.role, "version": d.version, "source": spec.source,
+        "ref": spec.ref, "isolated": handle.uses_worker, "isolation": d.isolation, "description": cls.description,
+        "homepage": cls.homepage, "study": dict(cls.study) if cls.study else None,
+        "reproducibility": dict(cls.reproducibility), "init_kwargs": dict(spec.init_kwargs),
+        "capabilities": d.capabilities.to_dict() if d.capabilities else None, "features": features,
+        "hooks": sorted(d.hooks), "error": d.error, "unavailable": d.unavailable,
+    }  # fmt: skip
+    return {
+        "impl": impl,
+        "suite": suite_version(),
+        "frameworks": framework_versions(),
+        "platform": platform_info(),
+        "device": o.device,
+        "dataset": o.dataset,
+        "seeds": o.seeds,
+        "env": gru4rec_env(),
+        "command": ["pytest", *state.config.invocation_params.args],
+        "started": utc_now(),
+        "kinds": dict(fam.kinds) if fam else {},
+        "xdist_workers": workers,
+        "gate": o.gate,
+        "options": {"isolation": o.isolation, "xfail_mark": o.xfail_mark,
+                    "call_timeout": o.settings.call_timeout, "worker_network": o.settings.network},
+        "xfail": {"file": str(xf_path) if xf_path.is_file() else None, "entries": entries},
+    }  # fmt: skip
+
+
+def writer_for(state: State, name: str, family: str | None = None) -> RunSink | None:
+    """The run writer of one selected implementation, keyed by (family, name): ``--impl reference`` selects
+    the reference of every family, and each gets its own run directory."""
+    from gru4rec_conformance.reports.writer import RunWriter
+
+    handle = handle_of(state, name, family)
+    if handle is None:
+        state.writers[(family, name)] = None
+        return None
+    key = (handle.family, handle.name)
+    if key in state.writers:
+        return state.writers[key]
+    resume = state.resume.get((handle.family, handle.name))
+    if resume is not None:
+        record: ResumeRecord = {"started": utc_now(), "reused": None, "suite": suite_version()["string"],
+                                "impl_version": handle.version,
+                                "command": ["pytest", *state.config.invocation_params.args]}  # fmt: skip
+        writer = RunWriter.resume(resume.directory, record)
+    else:
+        writer = RunWriter.create(state.options.report_dir, name, run_header(state, handle))
+    state.writers[key] = writer
+    return writer
+
+
+class Reporter:
+    """Per-session plugin object of the controller (or of a plain run): receives every check's reports,
+    including those xdist forwards from its workers, and the workers' notes."""
+
+    def __init__(self, state: State) -> None:
+        self.state = state
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if self.state.recorder is not None:
+            self.state.recorder.on_report(report)
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        if self.state.options.report_enabled:
+            for family, name in self.state.resume:
+                writer_for(self.state, name, family)  # a resumed run gets its resume record even if nothing runs
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node: object, error: object) -> None:
+        # node: xdist's WorkerController; workeroutput is what the worker's pytest_sessionfinish left
+        output = getattr(node, "workeroutput", None) or {}
+        for note in output.get("conformance_notes", []):
+            if note not in self.state.notes:
+                self.state.notes.append(note)
+        for name, n in output.get("conformance_reused", {}).items():
+            self.state.reused[name] = max(self.state.reused[name], n)
+
+
+def _reporter_name(config: pytest.Config) -> str:
+    return f"conformance-reporter-{id(config)}"
+
+
+def start_recording(state: State) -> None:
+    """Controller side: make the recorder and register the :class:`Reporter` that feeds it."""
+    def sink(name: str, family: str | None) -> RunSink | None:
+        return writer_for(state, name, family) if state.options.report_enabled else None
+
+    state.recorder = Recorder(
+        writer_for=sink,
+        versions=lambda name, family: versions(state, name, family),
+        impl_of_nodeid=lambda nodeid: impl_from_nodeid(nodeid, [s.name for s in state.specs]),
+    )
+    state.config.pluginmanager.register(Reporter(state), _reporter_name(state.config))
+
+
+def stop_recording(state: State) -> None:
+    """Close the run writers (a killed session's results.jsonl stays readable) and unregister the reporter."""
+    for writer in state.writers.values():
+        if writer is not None:
+            writer.close()
+    reporter = state.config.pluginmanager.get_plugin(_reporter_name(state.config))
+    if reporter is not None:
+        state.config.pluginmanager.unregister(reporter)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# end of session
+# ---------------------------------------------------------------------------------------------------------
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int | pytest.ExitCode) -> None:
+    state = find_state(session.config)
+    if state is None:
+        return
+    if state.options.is_xdist_worker:
+        output: dict[str, object] = getattr(session.config, "workeroutput", {})  # xdist's; read in testnodedown
+        output["conformance_notes"] = list(state.notes)
+        output["conformance_reused"] = dict(state.reused)
+        return
+    if not state.handles:
+        return
+    interrupted = int(exitstatus) == int(pytest.ExitCode.INTERRUPTED)
+    records = state.recorder.records if state.recorder is not None else []
+    result = gate.apply(session, state, records, int(exitstatus), interrupted)
+    status = "interrupted" if interrupted else "complete"
+    for (_family, name), writer in list(state.writers.items()):
+        if writer is None:
+            continue
+        try:
+            # "reused" is known only after collection (on xdist: when the workers are down), after the
+            # resume record was written at session start: the end record carries it (reports.results.load_run)
+            writer.finish(status, int(session.exitstatus), {"gate": result if state.options.gate else None,
+                                                            "reused": state.reused.get(name, 0)},
+                          plots=state.options.plots)
+        except Exception as exc:  # the run's verdicts are in results.jsonl; say why the summary is missing
+            state.notes.append(f"report of {name}: summaries not written ({type(exc).__name__}: {exc}); "
+                               f"run: python -m gru4rec_conformance.reports render {writer.directory}")  # fmt: skip
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, exitstatus: int | pytest.ExitCode,
+                            config: pytest.Config) -> None:  # fmt: skip
+    state = find_state(config)
+    if state is None or state.options.is_xdist_worker or not state.handles:
+        return
+    tr = terminalreporter
+    lines = list(state.notes)
+    # an implementation that is not installed/located skips every check: say so here, not only under -rs
+    records = state.recorder.records if state.recorder is not None else []
+    for name in sorted({r["impl"] for r in records}):
+        mine = [r for r in records if r["impl"] == name]
+        whys = [w for r in mine if (w := record_unavailable(r))]
+        if whys:
+            lines.append(f"UNAVAILABLE {name}: {len(whys)} of {len(mine)} checks skipped: {whys[0]}")
+    multi = len({n for _f, n in state.writers}) < len(state.writers)
+    for (family, name), writer in state.writers.items():
+        if writer is not None:
+            label = f"{name} ({family})" if multi else name
+            lines.append(f"report of {label}: {writer.directory}/summary.html")
+    if state.options.gate and state.gate_result is not None:
+        lines.append(gate.summary_line(state.gate_result))
+    if lines:
+        tr.write_sep("-", "conformance")
+        for line in lines:
+            tr.write_line(line)
+

@@ -1,0 +1,116 @@
+"""Running checks: skips for what the implementation does not declare or cannot provide, and the translation
+of adapter exceptions.
+
+:func:`pytest_runtest_setup` skips checks whose features/hooks/device are not declared ("unsupported by ...",
+outcome ``skipped-unsupported``) and every check of an unavailable implementation (outcome ``skipped``, detail
+``unavailable``); :func:`pytest_runtest_call` turns :class:`~implementations.base.Unsupported` raised by the
+adapter into such a skip (or into a failure when the thing was declared) and records worker failures.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from typing import NoReturn, cast
+
+import pytest
+
+from gru4rec_conformance.conformance._harness.collection import impl_param
+from gru4rec_conformance.conformance._harness.handle import UNSUPPORTED_PREFIX, HarnessError, ImplHandle
+from gru4rec_conformance.conformance._harness.isolation import WorkerError
+from gru4rec_conformance.conformance._harness.recording import (
+    PROP_DECLARED,
+    PROP_INFO,
+    PROP_SKIP,
+    PROP_UNAVAILABLE,
+    PROP_WORKER,
+)
+from gru4rec_conformance.conformance._harness.records import UNAVAILABLE_MARKER, StaticInfo
+from gru4rec_conformance.conformance._harness.state import state_of
+from gru4rec_conformance.implementations.base import Unsupported
+
+
+def static_info(item: pytest.Item) -> StaticInfo | None:
+    """The :class:`~.records.StaticInfo` collection attached to a check item (None for other items)."""
+    return cast("StaticInfo | None", next((v for k, v in item.user_properties if k == PROP_INFO), None))
+
+
+def mark_unsupported(item: pytest.Item) -> None:
+    """Record that ``item`` is skipped because the implementation does not declare what it needs."""
+    if (PROP_SKIP, "unsupported") not in item.user_properties:
+        item.user_properties.append((PROP_SKIP, "unsupported"))
+
+
+def _handle_adapter_exception(item: pytest.Item, handle: ImplHandle | None, exc: BaseException) -> None:
+    """Unsupported → skip (undeclared) or failure (declared); worker failures → recorded details."""
+    if isinstance(exc, Unsupported) and handle is not None:
+        if handle.declares(exc.name):
+            item.user_properties.append((PROP_DECLARED, exc.name))
+            raise AssertionError(
+                f"{handle.name} declares {exc.name!r} but raised Unsupported({exc}): the declaration is not honoured"
+            ) from exc
+        mark_unsupported(item)
+        raise pytest.skip.Exception(f"{UNSUPPORTED_PREFIX}{handle.name}: {exc}", _use_item_location=True) from None
+    if isinstance(exc, WorkerError):
+        item.user_properties.append((PROP_WORKER, {"kind": exc.kind, "message": str(exc).split("\n", 1)[0],
+                                                   "stderr_tail": exc.stderr_tail}))  # fmt: skip
+
+
+def _item_handle(item: pytest.Item) -> ImplHandle | None:
+    param = impl_param(item)
+    if param is None or param.name is None:
+        return None
+    return state_of(item.config).handles.get((param.family, param.name))
+
+
+def _skip(reason: str) -> NoReturn:
+    raise pytest.skip.Exception(reason, _use_item_location=True)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    # A plain (non-wrapper) hook, like pytest's own skip markers, so every wrapper's setup has run.
+    handle = _item_handle(item)
+    if handle is None:
+        return
+    info = static_info(item)
+    problems = info.get("problems") if info else None
+    if problems:
+        raise HarnessError(f"{item.nodeid}: " + "; ".join(problems))
+    d = handle.describe()
+    if d.unavailable:
+        item.user_properties.append((PROP_UNAVAILABLE, d.unavailable))
+        _skip(f"implementation {handle.name}{UNAVAILABLE_MARKER}{d.unavailable}")
+    if d.error:
+        raise HarnessError(f"{handle.name}: the adapter cannot be described: {d.error}")
+    state = state_of(item.config)
+    if item.get_closest_marker("gpu") is not None and state.options.device != "cuda":
+        _skip("needs a GPU: run with --device cuda")
+    missing = handle.unmet(info["features"] if info else [])
+    if missing:
+        mark_unsupported(item)
+        _skip(f"{UNSUPPORTED_PREFIX}{handle.name}: needs {', '.join(missing)} (not declared)")
+    if state.options.device not in handle.capabilities.devices:
+        mark_unsupported(item)
+        _skip(f"{UNSUPPORTED_PREFIX}{handle.name}: device {state.options.device!r} is not declared")
+
+
+# Not a registered hook: pytest collects only ``pytest_``-prefixed names, whatever ``specname`` says (kept as it
+# was; registering it would change how Unsupported raised in a fixture's setup is reported).
+@pytest.hookimpl(wrapper=True, specname="pytest_runtest_setup")
+def _translate_setup_exceptions(item: pytest.Item) -> Generator[None, object, object]:
+    handle = _item_handle(item)
+    try:
+        return (yield)
+    except (Unsupported, WorkerError) as exc:
+        _handle_adapter_exception(item, handle, exc)
+        raise
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Generator[None, object, object]:
+    handle = _item_handle(item)
+    try:
+        return (yield)
+    except (Unsupported, WorkerError) as exc:
+        _handle_adapter_exception(item, handle, exc)
+        raise

@@ -1,0 +1,105 @@
+"""The session's lifecycle: :func:`pytest_configure` builds the :class:`~.state.State` (options, registry,
+handles of the selected implementations, ``--xfails`` files, ``--resume`` runs, the recorder) and
+:func:`pytest_unconfigure` releases it (adapters, worker processes, run writers, the SIGTERM handler).
+
+Without ``--impl`` and without a ``conformance/`` path on the command line (the suite's own tests) the plugin
+stays inert: the state holds the options only.
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+from pathlib import Path
+from types import FrameType
+
+import pytest
+
+from gru4rec_conformance.conformance._harness.handle import ImplHandle
+from gru4rec_conformance.conformance._harness.options import (
+    check_cuda,
+    check_options,
+    looks_like_conformance_run,
+    missing_selection_usage,
+    read_options,
+    register_markers,
+    usage,
+)
+from gru4rec_conformance.conformance._harness.reporting import prepare_resume, start_recording, stop_recording
+from gru4rec_conformance.conformance._harness.state import STATE_KEY, State, find_state
+from gru4rec_conformance.conformance._harness.xfails import XfailRegistryError, load_xfail_file
+from gru4rec_conformance.implementations.base import get_family
+from gru4rec_conformance.implementations.registry import RegistryError, default_registry
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    register_markers(config)
+    options = read_options(config)
+    state = State(config=config, options=options)
+    config.stash[STATE_KEY] = state
+    check_options(options)
+
+    if options.selection is None and not looks_like_conformance_run(config):
+        return  # the suite's own tests (pytest tests/): the plugin stays inert
+    registry = default_registry()
+    config.hook.pytest_conformance_register_adapters(registry=registry)
+    state.registry = registry
+    if options.selection is None:
+        raise pytest.UsageError(missing_selection_usage(registry))
+    try:
+        state.specs = registry.resolve(options.selection)
+    except RegistryError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    if options.device == "cuda":
+        check_cuda()
+    if not state.specs:
+        raise pytest.UsageError(usage(registry, f"--impl {','.join(options.selection)} selects no implementation."))
+    _check_family_extras(state)
+    for spec in state.specs:
+        state.handles[(spec.family, spec.name)] = ImplHandle(
+            spec, device=options.device, seeds=options.seeds, dataset=options.dataset, isolation=options.isolation,
+            settings=options.settings,
+        )  # fmt: skip
+    for raw in options.xfail_files:
+        path = Path(raw).resolve()
+        try:
+            xf = load_xfail_file(path)
+        except XfailRegistryError as exc:
+            raise pytest.UsageError(str(exc)) from None
+        except OSError as exc:
+            raise pytest.UsageError(f"--xfails {raw}: {exc}") from None
+        state.extra_xfail_files[xf.implementation] = path
+    prepare_resume(state)
+    if not options.is_xdist_worker:
+        start_recording(state)
+        if threading.current_thread() is threading.main_thread():
+            # CI systems stop jobs with SIGTERM: turn it into KeyboardInterrupt so the report is finalised.
+            state.old_sigterm = signal.signal(signal.SIGTERM, _sigterm_to_interrupt)
+
+
+def _check_family_extras(state: State) -> None:
+    """Raise ``UsageError`` naming the pip extra when a selected implementation's family lacks its modules."""
+    for family in sorted({s.family for s in state.specs}):
+        fam = get_family(family)
+        missing = fam.missing_modules() if fam is not None else []
+        if missing:
+            names = ", ".join(s.name for s in state.specs if s.family == family)
+            extra = f"pip install 'gru4rec-conformance[{fam.extra}]'" if fam and fam.extra else "install them"
+            raise pytest.UsageError(f"--impl {names}: the {family} checks need {', '.join(missing)}, which "
+                                    f"{'is' if len(missing) == 1 else 'are'} not installed here: {extra}")
+
+
+def _sigterm_to_interrupt(signum: int, frame: FrameType | None) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    state = find_state(config)
+    if state is None:
+        return
+    for handle in list(state.handles.values()) + list(state.reference_handles.values()):
+        handle.close()
+    if state.old_sigterm is not None:
+        signal.signal(signal.SIGTERM, state.old_sigterm)
+        state.old_sigterm = None
+    stop_recording(state)

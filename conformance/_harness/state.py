@@ -1,0 +1,94 @@
+"""The plugin's per-session state, kept in ``config.stash[STATE_KEY]`` and shared by the hook modules."""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+from collections.abc import Callable
+from pathlib import Path
+from types import FrameType
+
+import pytest
+
+from gru4rec_conformance.conformance._harness.handle import ImplHandle
+from gru4rec_conformance.conformance._harness.options import Options
+from gru4rec_conformance.conformance._harness.recording import Recorder, RunSink
+from gru4rec_conformance.conformance._harness.records import GateResult
+from gru4rec_conformance.implementations.registry import AdapterSpec, Registry
+
+#: What ``signal.signal`` returns (a previous handler): a callable, ``SIG_DFL``/``SIG_IGN`` or None.
+SignalHandler = Callable[[int, FrameType | None], object] | int | None
+
+
+@dataclasses.dataclass(frozen=True)
+class ImplParam:
+    """Value of the ``impl`` parameter: a selected implementation, or a placeholder to deselect."""
+
+    family: str
+    name: str | None
+    missing_selection: bool = False
+
+
+@dataclasses.dataclass
+class ResumeInfo:
+    """A ``--resume`` run directory and ``{node id: (impl_version, suite_version)}`` of its verdicts."""
+
+    directory: Path
+    impl: str
+    family: str
+    verdicts: dict[str, tuple[str, str]]
+
+
+@dataclasses.dataclass
+class State:
+    """Everything the hooks of one session share.
+
+    Attributes:
+        config: the session's config.
+        options: the parsed command line.
+        registry: the adapter registry (None when the plugin stays inert: the suite's own tests).
+        specs: the selected implementations.
+        handles: ``(family, name)`` → handle of each selected implementation.
+        reference_handles: family → handle of its reference (``reference_impl`` fixture), made on first use.
+        resume: ``(family, name)`` → the ``--resume`` run of that implementation.
+        extra_xfail_files: implementation name → its ``--xfails`` file.
+        notes: lines of the terminal summary's "conformance" section.
+        ignored_families: families whose folders were not collected.
+        writers: ``(family, name)`` → the run's writer (None: not written, e.g. ``--no-report``).
+        recorder: the controller's recorder of results (None in xdist workers).
+        old_sigterm: the SIGTERM handler to restore at unconfigure.
+        gate_result: ``--gate``'s evaluation, set at session finish.
+        reused: implementation name → checks ``--resume`` skipped because they had a verdict.
+    """
+
+    config: pytest.Config
+    options: Options
+    registry: Registry | None = None
+    specs: list[AdapterSpec] = dataclasses.field(default_factory=list)
+    handles: dict[tuple[str, str], ImplHandle] = dataclasses.field(default_factory=dict)
+    reference_handles: dict[str, ImplHandle] = dataclasses.field(default_factory=dict)
+    resume: dict[tuple[str, str], ResumeInfo] = dataclasses.field(default_factory=dict)
+    extra_xfail_files: dict[str, Path] = dataclasses.field(default_factory=dict)
+    notes: list[str] = dataclasses.field(default_factory=list)
+    ignored_families: list[str] = dataclasses.field(default_factory=list)
+    writers: dict[tuple[str | None, str], RunSink | None] = dataclasses.field(default_factory=dict)
+    recorder: Recorder | None = None
+    old_sigterm: SignalHandler = None
+    gate_result: GateResult | None = None
+    reused: collections.Counter[str] = dataclasses.field(default_factory=collections.Counter)
+
+    def handle_for(self, param: ImplParam) -> ImplHandle:
+        return self.handles[(param.family, param.name or "")]
+
+
+STATE_KEY = pytest.StashKey[State]()
+
+
+def state_of(config: pytest.Config) -> State:
+    """The session's state (set in ``pytest_configure``; KeyError before)."""
+    return config.stash[STATE_KEY]
+
+
+def find_state(config: pytest.Config) -> State | None:
+    """The session's state, or None when the plugin's ``pytest_configure`` has not run (or failed early)."""
+    return config.stash.get(STATE_KEY, None)
