@@ -28,6 +28,8 @@ from typing import Any
 
 import numpy as np
 
+from gru4rec_conformance.fileio import atomic_path
+
 __all__ = ["Codec", "ExchangeError", "dumps", "loads"]
 
 _SAFE_KINDS = set("biufcUS")
@@ -128,10 +130,9 @@ class Codec:
         if arr.size <= _INLINE_MAX and arr.dtype.kind in "biuf":
             return {"__array__": {"dtype": arr.dtype.str, "shape": list(arr.shape), "data": arr.ravel().tolist()}}
         name = f"{self.prefix}{next(self._counter)}.npy"
-        tmp = self.directory / f".{name}.tmp"
-        with open(tmp, "wb") as fh:
+        # atomic, not durable: the exchange folder lives for one call, a crash discards it anyway
+        with atomic_path(self.directory / name, durable=False) as tmp, open(tmp, "wb") as fh:
             np.save(fh, np.ascontiguousarray(arr), allow_pickle=False)
-        os.replace(tmp, self.directory / name)
         return {"__ndarray__": name}
 
     def _try_rows(self, items: list, where: str) -> Any:
