@@ -20,13 +20,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
-import tempfile
 from collections import OrderedDict
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
+
+from gru4rec_conformance.fileio import atomic_path, atomic_write_json, atomic_write_text, new_run_dir
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_OUT = REPO / "reports" / "out" / "benchmarks"
@@ -258,16 +257,11 @@ def _plots(data: dict, folder: Path) -> dict:
     out: dict = {}
 
     def save(fig, name):
-        fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".png", dir=folder)
-        os.close(fd)
         try:
-            fig.savefig(tmp, dpi=110, bbox_inches="tight")
-            os.chmod(tmp, 0o644)  # mkstemp creates 0600
-            os.replace(tmp, folder / f"{name}.png")
+            with atomic_path(folder / f"{name}.png") as tmp:
+                fig.savefig(tmp, dpi=110, bbox_inches="tight")
         finally:
             plt.close(fig)
-            if os.path.exists(tmp):
-                os.unlink(tmp)
         return f"plots/{name}.png"
 
     sweeps: OrderedDict[Any, dict[str, list[dict]]] = OrderedDict()  # sweep -> impl -> rows
@@ -344,32 +338,6 @@ def build_markdown(data: dict, plots: dict | None = None, title: str = "GRU4Rec 
     return "\n".join(lines).rstrip() + "\n"
 
 
-def _atomic_text(path: Path, text: str) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-
-
-def _new_folder(root: Path) -> Path:
-    root.mkdir(parents=True, exist_ok=True)
-    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
-    for k in range(1000):
-        folder = root / (stamp if k == 0 else f"{stamp}-{k}")
-        try:
-            folder.mkdir()
-            return folder
-        except FileExistsError:
-            continue
-    raise FileExistsError(f"{root}: cannot create a new report folder for {stamp}")
-
-
 def write_report(json_path: Path, out_root: Path = DEFAULT_OUT, title: str = "GRU4Rec benchmarks",
                  plots: bool = True, compact: bool = False) -> Path:
     """Write ``report.md``, ``benchmark.json`` and ``plots/*.png`` into a new ``<out_root>/<UTC timestamp>/``
@@ -377,19 +345,16 @@ def write_report(json_path: Path, out_root: Path = DEFAULT_OUT, title: str = "GR
     (``stats.data``), for committing. Raises ValueError (naming the file) for a JSON that is not a pytest-benchmark
     report."""
     data = load(json_path)
-    folder = _new_folder(Path(out_root))
+    folder = new_run_dir(Path(out_root))  # <stamp>, then <stamp>-1, <stamp>-2, ...
     made = _plots(data, folder / "plots") if plots else {}
     if compact:
         for b in data["benchmarks"]:
             (b.get("stats") or {}).pop("data", None)
-        _atomic_text(folder / "benchmark.json", json.dumps(data, indent=1) + "\n")
+        atomic_write_json(folder / "benchmark.json", data, trailing_newline=True)
     else:
-        fd, tmp = tempfile.mkstemp(prefix=".benchmark.json.", dir=folder)
-        os.close(fd)
-        shutil.copyfile(json_path, tmp)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, folder / "benchmark.json")
-    _atomic_text(folder / "report.md", build_markdown(data, made, title))
+        with atomic_path(folder / "benchmark.json") as tmp:
+            shutil.copyfile(json_path, tmp)
+    atomic_write_text(folder / "report.md", build_markdown(data, made, title))
     return folder
 
 

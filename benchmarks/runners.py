@@ -249,6 +249,38 @@ def _suite_version() -> str:
         return "unknown"
 
 
+#: The one shim the official port needs with the suite's torch and pandas (declared wherever the port runs).
+OFFICIAL_SHIM = "torch.tensor(pandas.Series) converts to NumPy first"
+
+
+class _TorchShim(types.ModuleType):
+    """torch, except that ``tensor`` converts a pandas Series/Index to NumPy first (the port passes Series)."""
+
+    def __getattr__(self, k):
+        return getattr(torch, k)
+
+    @staticmethod
+    def tensor(x, *a, **k):
+        if isinstance(x, (pd.Series, pd.Index)):
+            x = x.to_numpy()
+        return torch.tensor(x, *a, **k)
+
+
+def import_official_port(path: str | os.PathLike) -> tuple[types.ModuleType, types.ModuleType]:
+    """``(gru4rec_pytorch, evaluation)`` of a checkout of hidasib/GRU4Rec_PyTorch_Official at ``path``, with
+    :data:`OFFICIAL_SHIM` applied (the module's ``torch`` becomes :class:`_TorchShim`).
+
+    ``path`` goes first on ``sys.path`` (once); the modules are imported under their own names, so a later call
+    returns the same modules. Raises ``ModuleNotFoundError`` when the checkout lacks them.
+    """
+    if str(path) not in sys.path:
+        sys.path.insert(0, str(path))
+    gp = importlib.import_module("gru4rec_pytorch")
+    ev = importlib.import_module("evaluation")
+    gp.torch = _TorchShim("torch")
+    return gp, ev
+
+
 _EPOCH_LINE = re.compile(r"Epoch1 --> loss: \S+ \t\(([0-9.]+)s\) \t\[([0-9.]+) mb/s \| ([0-9.]+) e/s\]")
 
 
@@ -282,27 +314,11 @@ class OfficialRunner(Runner):
             return f"checkout {self.path.name}"
 
     def describe(self) -> dict:
-        return {**super().describe(), "shims": ["torch.tensor(pandas.Series) converts to NumPy first"]}
+        return {**super().describe(), "shims": [OFFICIAL_SHIM]}
 
     def module(self):
         if self._mod is None:
-            if str(self.path) not in sys.path:
-                sys.path.insert(0, str(self.path))
-            gp = importlib.import_module("gru4rec_pytorch")
-
-            class _TorchShim(types.ModuleType):
-                def __getattr__(self, k):
-                    return getattr(torch, k)
-
-                @staticmethod
-                def tensor(x, *a, **k):
-                    if isinstance(x, (pd.Series, pd.Index)):
-                        x = x.to_numpy()
-                    return torch.tensor(x, *a, **k)
-
-            gp.torch = _TorchShim("torch")
-            self._mod = gp
-            self._eval = importlib.import_module("evaluation")
+            self._mod, self._eval = import_official_port(self.path)
         return self._mod
 
     def _build(self, hp, seed, n_epochs):

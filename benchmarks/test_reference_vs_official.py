@@ -19,13 +19,10 @@ declared shim: ``torch.tensor(pandas.Series)`` (its logQ supports) converts the 
 from __future__ import annotations
 
 import contextlib
-import importlib
 import io
 import os
 import re
-import sys
 import time
-import types
 from pathlib import Path
 
 import numpy as np
@@ -35,6 +32,7 @@ import torch
 
 REPO = Path(__file__).resolve().parents[1]
 
+from gru4rec_conformance.benchmarks.runners import import_official_port  # noqa: E402
 from gru4rec_conformance.benchmarks.workload import parse_scale  # noqa: E402
 from gru4rec_conformance.reference.gru4rec import GRU4Rec  # noqa: E402
 
@@ -96,21 +94,7 @@ def official():
     path = Path(OFFICIAL)
     if not (path / "gru4rec_pytorch.py").exists():
         pytest.skip(f"official GRU4Rec not found: {path}/gru4rec_pytorch.py is missing (OFFICIAL_GRU4REC_PATH)")
-    sys.path.insert(0, str(path))
-    gp = importlib.import_module("gru4rec_pytorch")
-
-    class _TorchShim(types.ModuleType):
-        def __getattr__(self, k):
-            return getattr(torch, k)
-
-        @staticmethod
-        def tensor(x, *a, **k):
-            if isinstance(x, (pd.Series, pd.Index)):
-                x = x.to_numpy()
-            return torch.tensor(x, *a, **k)
-
-    gp.torch = _TorchShim("torch")
-    return gp
+    return import_official_port(path)[0]
 
 
 @pytest.fixture(scope="module", autouse=True)

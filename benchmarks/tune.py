@@ -41,12 +41,13 @@ import random
 import shutil
 import socket
 import sys
-import tempfile
 import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
+
+from gru4rec_conformance.fileio import atomic_path, atomic_write_json, atomic_write_text, new_run_dir
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -194,9 +195,8 @@ def load_dataset(name: str, fallback: bool = True) -> dict:
         raw.mkdir(parents=True, exist_ok=True)
         target = raw / "train-item-views.csv"  # prepare() finds the file by its original name
         if not target.is_file() or target.stat().st_size != raw_file.stat().st_size:
-            tmp = raw / ".train-item-views.csv.partial"
-            shutil.copyfile(raw_file, tmp)
-            os.replace(tmp, target)
+            with atomic_path(target) as tmp:
+                shutil.copyfile(raw_file, tmp)
         prep = prepare("diginetica", raw, folder / "prepared")
         return {**{p: prep.load(p) for p in ("train_tr", "train_valid", "train_full", "test")},
                 "source": f"real Diginetica slice ({raw_file}) through the study's preprocessing", "name": name}
@@ -338,32 +338,6 @@ class _StopAt:
             study.stop()
 
 
-def _atomic_write(path: Path, text: str) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-
-
-def _new_folder(root: Path) -> Path:
-    root.mkdir(parents=True, exist_ok=True)
-    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
-    for k in range(1000):
-        folder = root / (stamp if k == 0 else f"{stamp}-{k}")
-        try:
-            folder.mkdir()
-            return folder
-        except FileExistsError:
-            continue
-    raise FileExistsError(f"{root}: cannot create a new result folder")
-
-
 def _markdown(res: dict) -> str:
     b, f = res.get("best_trial") or {}, res.get("final") or {}
     lines = [f"# Tuning: {res['impl']} on {res['dataset']['name']}, {res['loss']}", "",
@@ -475,9 +449,9 @@ def run(args) -> dict:
     res["final"] = {"hparams": hp, "train": "train_full", "test_metrics": {k: (float(v) if k != "n_events" else
                                                                                 int(v)) for k, v in metrics.items()},
                     "seconds": time.perf_counter() - t0}
-    folder = _new_folder(Path(args.out) / study_name)
-    _atomic_write(folder / "result.json", json.dumps(res, indent=2, default=str) + "\n")
-    _atomic_write(folder / "result.md", _markdown(res))
+    folder = new_run_dir(Path(args.out) / study_name)  # <stamp>, then <stamp>-1, <stamp>-2, ...
+    atomic_write_json(folder / "result.json", res, indent=2, default=str, trailing_newline=True)
+    atomic_write_text(folder / "result.md", _markdown(res))
     res["folder"] = str(folder)
     return res
 

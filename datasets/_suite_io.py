@@ -1,5 +1,5 @@
 """File plumbing shared by the readers and the pipeline: transparent decompression, block-wise CSV parsing with
-errors that name file and line, content hashes and atomic writes.
+errors that name file and line, and content hashes (atomic writes: :mod:`gru4rec_conformance.fileio`).
 
 Nothing here knows about a particular dataset; the formats are described by :class:`CsvSpec` in
 ``datasets.sessions.readers``.
@@ -10,11 +10,8 @@ from __future__ import annotations
 import bz2
 import contextlib
 import gzip
-import hashlib
 import io
-import os
 import re
-import uuid
 import warnings
 import zipfile
 import zlib
@@ -25,6 +22,8 @@ from typing import Callable, Iterator
 import numpy as np
 import pyarrow as pa
 import pyarrow.csv as pacsv
+
+from gru4rec_conformance import fileio
 
 COMPRESSED_SUFFIXES = (".gz", ".bz2", ".zip")
 BLOCK_BYTES = 32 << 20  # raw bytes parsed per pyarrow call: bounds peak memory independently of file size
@@ -394,47 +393,10 @@ def _header(path, spec: CsvSpec, head_text: str, first_raw: bytes) -> tuple[list
 
 
 # ----------------------------------------------------------------------------------------------------------------
-# hashing and atomic writes
+# hashing
 
 
 def sha256_file(path, chunk: int = 8 << 20) -> str:
     """Hex SHA-256 of a file's bytes on disk (a zip member: of the whole archive)."""
     archive, _ = _split_zip_member(Path(path))
-    h = hashlib.sha256()
-    with open(archive, "rb") as f:
-        while True:
-            b = f.read(chunk)
-            if not b:
-                break
-            h.update(b)
-    return h.hexdigest()
-
-
-TMP_MARK = ".tmp-"
-
-
-@contextlib.contextmanager
-def atomic_path(path) -> Iterator[Path]:
-    """Yield a temporary path in the same folder as ``path``; on success it is renamed onto ``path``
-    (``os.replace``, atomic on POSIX), on error it is removed. The folder must exist."""
-    path = Path(path)
-    tmp = path.with_name(f".{path.name}{TMP_MARK}{os.getpid()}-{uuid.uuid4().hex[:8]}")
-    try:
-        yield tmp
-        os.replace(tmp, path)
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            tmp.unlink()
-
-
-def atomic_write_text(path, text: str) -> None:
-    """Write ``text`` (UTF-8) to ``path`` atomically."""
-    with atomic_path(path) as tmp:
-        tmp.write_text(text, encoding="utf-8")
-
-
-def remove_stale_temporaries(folder: Path) -> None:
-    """Delete temporary files left in ``folder`` by an interrupted :func:`atomic_path` (ours only)."""
-    for p in Path(folder).glob(f".*{TMP_MARK}*"):
-        with contextlib.suppress(OSError):
-            p.unlink()
+    return fileio.sha256_file(archive, chunk)

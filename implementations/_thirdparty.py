@@ -1,6 +1,6 @@
 """Translation helpers shared by the adapters of GitHub-only implementations (I/O, seeding, spying).
 
-Everything here *translates* (conformance_checks.md §C): it writes the files an implementation reads, maps
+Everything here *translates* (implementations/README.md): it writes the files an implementation reads, maps
 item ids, seeds the random generators the implementation uses, and observes (never alters) the
 implementation's own loops. No defect is fixed here.
 """
@@ -8,13 +8,14 @@ implementation's own loops. No defect is fixed here.
 from __future__ import annotations
 
 import contextlib
-import os
 import random
 import tempfile
 from pathlib import Path
 from typing import Any, Callable, Generator, Iterator, Sequence
 
 import numpy as np
+
+from gru4rec_conformance.fileio import atomic_path
 
 __all__ = [
     "check_session_frame",
@@ -53,15 +54,13 @@ def check_session_frame(df: Any, what: str = "train_df"):
 def write_sessions(df: Any, path: Path, sep: str, names: Sequence[str] = ("SessionId", "ItemId", "Time")) -> Path:
     """Write a session frame as the delimited text file an implementation reads (header = ``names``).
 
-    The file is written under a temporary name in the same folder and moved into place (atomic).
+    The file is written atomically (``gru4rec_conformance.fileio.atomic_path``: old or new file, never a part).
     """
     out = df[["SessionId", "ItemId", "Time"]].copy()
     out.columns = list(names)
     path = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=path.suffix, dir=path.parent)
-    os.close(fd)
-    out.to_csv(tmp, sep=sep, index=False, float_format="%.17g")
-    os.replace(tmp, path)
+    with atomic_path(path) as tmp:
+        out.to_csv(tmp, sep=sep, index=False, float_format="%.17g")
     return path
 
 

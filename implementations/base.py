@@ -1,10 +1,10 @@
 """Adapter protocol of the conformance suite: families, capabilities, `Unsupported`, `FitReport`.
 
-An *adapter* translates between the suite and one implementation under test (conformance_checks.md §C):
+An *adapter* translates between the suite and one implementation under test (implementations/README.md):
 it owns I/O, id mapping and padding shims, and it never fixes a defect of the code it wraps. Two families
 share this module's generic parts:
 
-- ``gru4rec``: :class:`Adapter` (below), the surface of §C with the closed feature vocabulary of
+- ``gru4rec``: :class:`Adapter` (below), the GRU4Rec adapter surface with the closed feature vocabulary of
   :class:`Capabilities`;
 - ``finetuner``: defined in ``implementations/finetuner/`` on top of :class:`AdapterBase` and
   :class:`BaseCapabilities`, registered with :func:`register_family`.
@@ -42,6 +42,7 @@ __all__ = [
     "KNOWN_FAMILY_NAMES",
     "ROLES",
     "cache_dir",
+    "installed_version",
     "flag_field",
     "set_field",
     "choice_field",
@@ -51,7 +52,7 @@ __all__ = [
 class Unsupported(Exception):
     """The implementation cannot express what was asked (a hook, a hyperparameter, a value, a device).
 
-    Raised by an adapter instead of silently ignoring a request (conformance_checks.md §C). The harness
+    Raised by an adapter instead of silently ignoring a request (implementations/README.md). The harness
     turns it into a *skip* with the reason when the thing named was not declared in the adapter's
     capabilities, and into a *failure* when it was declared (a declaration that the code does not honour).
 
@@ -107,6 +108,20 @@ def require_installed(module: str, dist: str, how: str) -> None:
         raise ImplementationUnavailable(f"{dist} is not installed in this environment ({sys.executable}): {how}")
 
 
+def installed_version(dist: str) -> str:
+    """The installed version of distribution ``dist`` (e.g. ``"torch-rechub"``), or ``"not installed"``.
+
+    For ``version()`` and the ``framework`` capability of the adapters of installable implementations: a missing
+    package is reported, not raised (:func:`require_installed` decides availability).
+    """
+    import importlib.metadata
+
+    try:
+        return importlib.metadata.version(dist)
+    except importlib.metadata.PackageNotFoundError:
+        return "not installed"
+
+
 class CapabilityError(ValueError):
     """A capability declaration is invalid: unknown field or value, wrong type, or inconsistent."""
 
@@ -149,8 +164,8 @@ class BaseCapabilities:
     Common fields:
         devices: subset of {"cpu", "cuda"}; feature names ``device:cpu`` / ``device:cuda``.
         framework: ``{"name": str, "version": str}`` of the ML framework the implementation runs on.
-        shims: portability shims the adapter applies (strings printed in the report; §C: allowed only if
-            they change no semantics).
+        shims: portability shims the adapter applies (strings printed in the report; allowed only if they change no
+            semantics, implementations/README.md).
         hyperparameters: declared hyperparameter names and their defaults. Families with a closed
             vocabulary list it in ``HYPERPARAMETERS``; a name outside it is an error.
 
@@ -171,7 +186,7 @@ class BaseCapabilities:
     # -- construction and validation -------------------------------------------------------------
     @classmethod
     def from_mapping(cls, data: "Mapping[str, Any] | BaseCapabilities", *, source: str = "capabilities()"):
-        """Validate a declaration (a mapping as in §C, or an instance) and return an instance of ``cls``.
+        """Validate a declaration (a mapping of field names, or an instance) and return an instance of ``cls``.
 
         Raises:
             CapabilityError: naming ``source`` and the offending field/value, for an unknown field, a value
@@ -328,7 +343,7 @@ def _jsonable(x: Any) -> Any:
 
 GRU4REC_HYPERPARAMETERS = frozenset(
     {
-        # conformance_checks.md §C canonical names
+        # the adapter protocol's canonical names (implementations/README.md)
         "layers", "loss", "batch_size", "learning_rate", "momentum", "dropout_p_embed", "dropout_p_hidden",
         "n_sample", "sample_alpha", "bpreg", "logq", "embedding", "constrained_embedding", "final_act",
         "elu_param", "n_epochs", "optimizer",
@@ -341,7 +356,7 @@ GRU4REC_HYPERPARAMETERS = frozenset(
 
 @dataclasses.dataclass(frozen=True)
 class Capabilities(BaseCapabilities):
-    """Capabilities of a GRU4Rec implementation: the closed vocabulary of conformance_checks.md §C.
+    """Capabilities of a GRU4Rec implementation: the closed vocabulary (implementations/README.md, "Capabilities").
 
     Flag features (bool): ``session_parallel``, ``in_batch_negatives``, ``extra_shared_negatives``,
     ``sample_alpha``, ``logq``, ``adagrad_momentum``, ``dropout_embed``, ``dropout_hidden``,
@@ -354,7 +369,7 @@ class Capabilities(BaseCapabilities):
     permutation of ``reset``, ``update``, ``candidate``), ``None`` without that hook.
     ``hyperparameters``: official GRU4Rec names only (gru4rec_reference.md §6.1).
 
-    Consistency rules (§C semantics): ``separate_dropouts`` needs both dropouts; ``sample_alpha`` needs
+    Consistency rules (implementations/README.md): ``separate_dropouts`` needs both dropouts; ``sample_alpha`` needs
     ``extra_shared_negatives``; ``bpreg`` needs ``loss:bpr-max``; ``logq`` needs ``loss:cross-entropy``.
     """
 
@@ -441,7 +456,7 @@ class StepTrace(ExchangeRecord):
 
 @dataclasses.dataclass
 class FitReport(ExchangeRecord):
-    """What ``fit`` reports, one entry per epoch (conformance_checks.md §C item 3).
+    """What ``fit`` reports, one entry per epoch.
 
     Attributes:
         epoch_losses: mean per-example training loss per epoch (float).
@@ -550,7 +565,7 @@ def _family_base(cls: type) -> type:
 
 
 class Adapter(AdapterBase):
-    """GRU4Rec adapter protocol (conformance_checks.md §C). Subclass it, declare, and register.
+    """GRU4Rec adapter protocol (implementations/README.md). Subclass it, declare, and register.
 
     Required black-box surface: :meth:`capabilities`, :meth:`build`, :meth:`fit`, :meth:`item_ids`,
     :meth:`score_prefixes`. Optional black-box+ (the implementation's own inference code):
@@ -593,11 +608,11 @@ class Adapter(AdapterBase):
     # -- required ------------------------------------------------------------------------------------
     @abc.abstractmethod
     def capabilities(self) -> "Capabilities | Mapping[str, Any]":
-        """Declared capabilities in the closed vocabulary of :class:`Capabilities` (§C item 1)."""
+        """Declared capabilities in the closed vocabulary of :class:`Capabilities`."""
 
     @abc.abstractmethod
     def build(self, seed: int, **hparams: Any) -> None:
-        """Create a fresh, untrained model with official hyperparameter names (§C item 2).
+        """Create a fresh, untrained model with official hyperparameter names.
 
         Args:
             seed: seeds every random generator the implementation uses.
@@ -628,7 +643,7 @@ class Adapter(AdapterBase):
 
     @abc.abstractmethod
     def score_prefixes(self, prefixes: Sequence[Sequence[int]]) -> Any:
-        """Fresh-state scores of each prefix, in eval mode (§C item 5).
+        """Fresh-state scores of each prefix, in eval mode.
 
         Args:
             prefixes: item-id sequences; items unknown to training are dropped (never raise); an empty

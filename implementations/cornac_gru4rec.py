@@ -29,7 +29,13 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from gru4rec_conformance.implementations.base import Adapter, FitReport, Unsupported, require_installed
+from gru4rec_conformance.implementations.base import (
+    Adapter,
+    FitReport,
+    Unsupported,
+    installed_version,
+    require_installed,
+)
 from gru4rec_conformance.implementations.registry import register
 
 _LOSSES = ("cross-entropy", "bpr-max", "top1", "bpr")
@@ -54,15 +60,6 @@ _DEFAULTS: dict[str, Any] = {
     "logq": 0.0,
     "optimizer": "adagrad",
 }
-
-
-def _version(dist: str) -> str:
-    import importlib.metadata
-
-    try:
-        return importlib.metadata.version(dist)
-    except importlib.metadata.PackageNotFoundError:
-        return "not installed"
 
 
 @register
@@ -99,7 +96,7 @@ class CornacGRU4RecAdapter(Adapter):
 
     # -- declarations ------------------------------------------------------------------------------------
     def version(self) -> str:
-        return _version("cornac")
+        return installed_version("cornac")
 
     def capabilities(self) -> dict[str, Any]:
         require_installed("cornac", "cornac",
@@ -122,7 +119,7 @@ class CornacGRU4RecAdapter(Adapter):
             "needs_categories": False,
             "fixed_batch_shape": False,
             "devices": ["cpu", "cuda"],
-            "framework": {"name": "torch", "version": _version("torch")},
+            "framework": {"name": "torch", "version": installed_version("torch")},
             "shims": [
                 "session frame sorted by (SessionId, Time) and passed as SIT tuples to SequentialDataset.build",
                 "torch.manual_seed(seed) before fit: cornac's seed drives only its sampler/shuffle RNG, dropout "

@@ -10,7 +10,7 @@ Registered names:
 
 The code is located by ``implementations._checkout`` (env ``GRU4REC_PYTORCH_PATH`` /
 ``GRU4REC_PYTORCH_FORK_PATH`` or the cache folder) and driven through its Python API (conformance_checks.md
-§A.1, §C): ``lib.Dataset`` reads a temporary CSV in the format ``main.py`` uses, ``lib.GRU4REC``,
+§A.1): ``lib.Dataset`` reads a temporary CSV in the format ``main.py`` uses, ``lib.GRU4REC``,
 ``lib.LossFunction``, ``lib.Optimizer`` and ``lib.Trainer.train_epoch`` train (``Trainer.train`` insists on
 evaluating a validation set and writing checkpoints every epoch), ``lib.Evaluation.eval`` is the own
 evaluator. Shims are listed in :meth:`GRU4RecPytorchAdapter.capabilities`; none changes what the code

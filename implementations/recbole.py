@@ -39,21 +39,18 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from gru4rec_conformance.implementations.base import Adapter, FitReport, Unsupported, require_installed
+from gru4rec_conformance.implementations.base import (
+    Adapter,
+    FitReport,
+    Unsupported,
+    installed_version,
+    require_installed,
+)
 from gru4rec_conformance.implementations.registry import register
 
 _LOSS = {"cross-entropy": "CE", "bpr": "BPR"}
 _LEARNERS = ("adam", "adagrad", "sgd", "rmsprop", "sparse_adam")
 _MAX_LEN = 50  # RecBole's MAX_ITEM_LIST_LENGTH default (properties/dataset/sample.yaml)
-
-
-def _version(dist: str) -> str:
-    import importlib.metadata
-
-    try:
-        return importlib.metadata.version(dist)
-    except importlib.metadata.PackageNotFoundError:
-        return "not installed"
 
 
 @register
@@ -88,7 +85,7 @@ class RecboleGRU4RecAdapter(Adapter):
         self._tmp: str | None = None
 
     def version(self) -> str:
-        return _version("recbole")
+        return installed_version("recbole")
 
     def capabilities(self) -> dict[str, Any]:
         require_installed("recbole", "recbole",
@@ -110,7 +107,7 @@ class RecboleGRU4RecAdapter(Adapter):
             "needs_categories": False,
             "fixed_batch_shape": False,
             "devices": ["cpu"],
-            "framework": {"name": "torch", "version": _version("torch")},
+            "framework": {"name": "torch", "version": installed_version("torch")},
             "shims": [
                 "session frame written as a RecBole atomic .inter file (timestamp = event rank), read by "
                 "RecBole's Config/create_dataset; every prefix sample trains (no RecBole split)",

@@ -39,7 +39,14 @@ from typing import Any, Sequence, TypedDict, cast
 
 import numpy as np
 
-from gru4rec_conformance.implementations.base import Adapter, FitReport, StepTrace, Unsupported, require_installed
+from gru4rec_conformance.implementations.base import (
+    Adapter,
+    FitReport,
+    StepTrace,
+    Unsupported,
+    installed_version,
+    require_installed,
+)
 from gru4rec_conformance.implementations.registry import register
 
 
@@ -56,15 +63,6 @@ _VARIANTS: dict[str, _Variant] = {
     "neg_sampling": {"cls": "GRU4RecNegSampling", "losses": ("bpr-max", "top1", "top1-max", "bpr"),
                      "loss": "bpr"},
 }  # fmt: skip
-
-
-def _version(dist: str) -> str:
-    import importlib.metadata
-
-    try:
-        return importlib.metadata.version(dist)
-    except importlib.metadata.PackageNotFoundError:
-        return "not installed"
 
 
 class RecpackAdapter(Adapter):
@@ -100,7 +98,7 @@ class RecpackAdapter(Adapter):
 
     # -- declarations ------------------------------------------------------------------------------------
     def version(self) -> str:
-        return _version("recpack")
+        return installed_version("recpack")
 
     def _declared_hyperparameters(self) -> dict[str, Any]:
         v = _VARIANTS[self.variant]
@@ -134,7 +132,7 @@ class RecpackAdapter(Adapter):
             "needs_categories": False,
             "fixed_batch_shape": False,
             "devices": ["cpu"],
-            "framework": {"name": "torch", "version": _version("torch")},
+            "framework": {"name": "torch", "version": installed_version("torch")},
             "shims": [
                 "keep_last=True: recpack's best-epoch reload (torch.load of a pickled module) fails on torch>=2.6",
                 "one-session validation tuple (recpack requires validation_data; unused with keep_last=True)",

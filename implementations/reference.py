@@ -1,6 +1,6 @@
 """The reference GRU4Rec (``reference.gru4rec``) as an implementation under test.
 
-It implements the whole adapter protocol of conformance_checks.md §C, every optional hook included, and must pass
+It implements the whole adapter protocol of implementations/base.py, every optional hook included, and must pass
 every check with zero xfails (``pytest conformance/ --impl reference``). The mutants in
 ``implementations/mutants/`` subclass :class:`ReferenceAdapter` and swap :attr:`ReferenceAdapter.gru_class` for a
 ``GRU4Rec`` subclass with exactly one defect switched on, so everything below is shared with them.

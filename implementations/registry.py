@@ -1,6 +1,6 @@
 """Registry of adapters: registration, discovery, selection by name or import path.
 
-How an adapter registers (conformance_checks.md §C; implementations/README.md):
+How an adapter registers (implementations/README.md, "Registering"):
 
 - a module in ``implementations/`` (or a sub-package such as ``implementations/mutants/``) decorates its
   class with :func:`register`; :func:`discover` imports every such module once;

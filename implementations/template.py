@@ -2,20 +2,34 @@
 
 Copy this file into your own repository, rename the class, and replace each method body with calls into
 your implementation. It runs as it is: the "implementation" here is a first-order Markov chain (item-to-item
-transition counts), which stands in for your model, so you can try the whole flow before writing anything:
+transition counts), which stands in for your model, so you can try the whole flow before writing anything.
+With the suite installed (``pip install <gru4rec_conformance wheel>``), from any folder:
 
-    pytest conformance/gru4rec --impl implementations.template:TemplateAdapter --gate
+    pytest --pyargs gru4rec_conformance.conformance \
+        --impl gru4rec_conformance.implementations.template:TemplateAdapter --gate
 
-With your own adapter (no change to this suite's registry needed):
+or inside a checkout of the suite:
 
-    PYTHONPATH=path/to/your/repo pytest conformance/gru4rec --impl your_package.conformance:YourAdapter \
+    pytest conformance/gru4rec --impl gru4rec_conformance.implementations.template:TemplateAdapter --gate
+
+With your own adapter (no change to this suite's registry needed), from your repository with the suite installed:
+
+    pytest --pyargs gru4rec_conformance.conformance --impl your_package.conformance:YourAdapter \
         --xfails your_package/conformance_xfails.toml --gate
 
-Rules (conformance_checks.md §C): the adapter *translates* (I/O, id mapping, padding) and never fixes a
+or from a checkout of the suite:
+
+    PYTHONPATH=path/to/your/repo pytest conformance/gru4rec --impl your_package.conformance:YourAdapter \
+        --xfails path/to/your/repo/your_package/conformance_xfails.toml --gate
+
+The steps, xfail files included: docs/gating.md of the suite.
+
+Rules (implementations/README.md): the adapter *translates* (I/O, id mapping, padding) and never fixes a
 defect of the code it wraps; every shim is listed in ``capabilities()["shims"]``; anything your
-implementation cannot express raises :class:`~implementations.base.Unsupported` (never ignore a
+implementation cannot express raises :class:`~gru4rec_conformance.implementations.base.Unsupported` (never ignore a
 hyperparameter); optional hooks you do not override are reported as unsupported and their checks skip.
-The full protocol, with shapes and dtypes, is documented on :class:`implementations.base.Adapter`.
+The full protocol, with shapes and dtypes, is documented on
+:class:`gru4rec_conformance.implementations.base.Adapter`.
 
 This Markov chain is not a GRU4Rec: the suite's checks fail on it where a GRU is required. That is the
 point of a gate; declare known failures in your xfail file (conformance/xfails/README.md).

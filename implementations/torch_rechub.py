@@ -41,21 +41,18 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from gru4rec_conformance.implementations.base import Adapter, FitReport, Unsupported, require_installed
+from gru4rec_conformance.implementations.base import (
+    Adapter,
+    FitReport,
+    Unsupported,
+    installed_version,
+    require_installed,
+)
 from gru4rec_conformance.implementations.registry import register
 
 _MAX_LEN = 50
 _WIDTH = 64  # embedding = GRU width (torch-rechub ties them); not settable through GRU4Rec's ``layers``
 _OPTIMIZERS = ("adam", "adagrad", "sgd")
-
-
-def _version(dist: str) -> str:
-    import importlib.metadata
-
-    try:
-        return importlib.metadata.version(dist)
-    except importlib.metadata.PackageNotFoundError:
-        return "not installed"
 
 
 @register
@@ -88,7 +85,7 @@ class TorchRechubGRU4RecAdapter(Adapter):
         self._tmp: str | None = None
 
     def version(self) -> str:
-        return _version("torch-rechub")
+        return installed_version("torch-rechub")
 
     def capabilities(self) -> dict[str, Any]:
         require_installed("torch_rechub", "torch-rechub",
@@ -110,7 +107,7 @@ class TorchRechubGRU4RecAdapter(Adapter):
             "needs_categories": False,
             "fixed_batch_shape": False,
             "devices": ["cpu"],
-            "framework": {"name": "torch", "version": _version("torch")},
+            "framework": {"name": "torch", "version": installed_version("torch")},
             "shims": [
                 "items remapped to 1..I (0 = padding); samples built by generate_seq_feature_match (mode 2), "
                 "whose per-session 'test' sample (the last transition) is discarded",

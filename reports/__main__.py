@@ -1,9 +1,12 @@
-"""``python -m gru4rec_conformance.reports scoreboard`` and ``python -m gru4rec_conformance.reports render RUN_DIR``.
+"""``python -m gru4rec_conformance.reports scoreboard``, ``... render RUN_DIR`` and ``... checks``.
 
 - ``scoreboard [--out reports/out] [--verdicts reports/verdicts]``: cross-implementation scoreboard from the
   latest run of every implementation (and committed verdicts), written to ``<out>/scoreboard.md`` + ``.html``;
 - ``render RUN_DIR [RUN_DIR ...]``: rewrite results.json and the summaries of run directories from their
-  results.jsonl, e.g. after a run was killed (the report is then marked incomplete).
+  results.jsonl, e.g. after a run was killed (the report is then marked incomplete);
+- ``checks [--out docs/checks.md] [--check]``: write the check catalogue from the check modules
+  (:mod:`gru4rec_conformance.reports.checks_catalogue`); ``--check`` writes nothing and exits 1 when the file
+  differs from what the checks say (for CI).
 """
 
 from __future__ import annotations
@@ -26,7 +29,16 @@ def main(argv: list[str] | None = None) -> int:
                     help="committed verdict reports (default: reports/verdicts; skipped if absent)")
     rd = sub.add_parser("render", help="(re)write the summaries of run directories from results.jsonl")
     rd.add_argument("run_dirs", nargs="+", type=Path)
+    from gru4rec_conformance.reports.checks_catalogue import DEFAULT_OUT
+
+    ck = sub.add_parser("checks", help="write the check catalogue (docs/checks.md) from the check modules")
+    ck.add_argument("--out", type=Path, default=DEFAULT_OUT, help="the catalogue file (default: docs/checks.md)")
+    ck.add_argument("--check", action="store_true", help="write nothing; exit 1 when the file is out of date")
     args = parser.parse_args(argv)
+    if args.command == "checks":
+        from gru4rec_conformance.reports.checks_catalogue import main as write_catalogue
+
+        return write_catalogue(args.out, check=args.check)
     if args.command == "scoreboard":
         md, html = write_scoreboard(args.out, args.verdicts if args.verdicts.is_dir() else None)
         print(f"wrote {md}\nwrote {html}")

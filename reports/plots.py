@@ -12,7 +12,8 @@ import io
 from pathlib import Path
 from typing import Any
 
-from gru4rec_conformance.reports.results import OUTCOMES, RunData, atomic_write_bytes
+from gru4rec_conformance.fileio import atomic_write_bytes
+from gru4rec_conformance.reports.results import OUTCOMES, RunData
 
 COLORS = {
     "passed": "#1a7f37",

@@ -13,7 +13,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from gru4rec_conformance.reports.results import OUTCOMES, RunData, RunDirError, atomic_write_text, iter_run_dirs, load_run
+from gru4rec_conformance.fileio import atomic_write_text
+from gru4rec_conformance.reports.results import OUTCOMES, RunData, RunDirError, iter_run_dirs, load_run
 from gru4rec_conformance.reports.summary import cell_symbol, unavailable_reason, verdict
 
 REPORTS_DIR = Path(__file__).resolve().parent

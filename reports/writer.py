@@ -1,8 +1,8 @@
 """Writing a run directory: crash-safe appends while the run goes, atomic summaries at the end.
 
-``RunWriter.create`` makes a new, unique ``<root>/<impl>/<UTC timestamp>/`` (``os.mkdir`` fails rather than
-reuse a folder, so an earlier run is never overwritten); ``RunWriter.resume`` continues an existing one
-(``--resume``). Every record is one JSON line, flushed and fsynced before the next check starts.
+``RunWriter.create`` makes a new, unique ``<root>/<impl>/<UTC timestamp>/`` (``gru4rec_conformance.fileio``:
+``mkdir`` fails rather than reuse a folder, so an earlier run is never overwritten); ``RunWriter.resume`` continues
+an existing one (``--resume``). Every record is one JSON line, flushed and fsynced before the next check starts.
 :func:`finalize` (re)writes ``results.json``, ``summary.md``, ``summary.html`` and ``plots/*.png``
 atomically from ``results.jsonl``; ``python -m gru4rec_conformance.reports render RUN_DIR`` calls it for a killed run.
 """
@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from gru4rec_conformance.conformance._harness.records import RESULTS_SCHEMA_VERSION, utc_now
-from gru4rec_conformance.reports.results import SCHEMA, RunData, atomic_write_text, load_run
+from gru4rec_conformance.fileio import atomic_write_json, atomic_write_text, new_run_dir
+from gru4rec_conformance.reports.results import SCHEMA, RunData, load_run
 
 __all__ = ["RunWriter", "finalize", "utc_now", "safe_name"]
 
@@ -44,18 +45,8 @@ class RunWriter:
     @classmethod
     def create(cls, root: Path | str, impl_name: str, header: Mapping[str, Any]) -> "RunWriter":
         """New run directory ``<root>/<impl>/<timestamp>[-N]/`` with the header as the first line."""
-        impl_dir = Path(root) / safe_name(impl_name)
-        impl_dir.mkdir(parents=True, exist_ok=True)
-        stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
-        for n in range(1, 10_000):
-            candidate = impl_dir / (stamp if n == 1 else f"{stamp}-{n}")
-            try:
-                candidate.mkdir()
-                break
-            except FileExistsError:
-                continue
-        else:  # pragma: no cover - 10k runs in one second
-            raise RuntimeError(f"{impl_dir}: no free run directory name for {stamp}")
+        # the second run within one second is <stamp>-2, the third <stamp>-3, ...
+        candidate = new_run_dir(Path(root) / safe_name(impl_name), first_suffix=2, attempts=9_999)
         writer = cls(candidate)
         writer.append({"type": "run", "schema": SCHEMA, "run_id": f"{safe_name(impl_name)}/{candidate.name}", **header})
         return writer
@@ -120,5 +111,5 @@ def finalize(directory: Path | str, plots: bool = True) -> RunData:
         "counts": run.counts(),
         "results": run.results,
     }
-    atomic_write_text(directory / "results.json", json.dumps(payload, indent=1, allow_nan=True, default=str))
+    atomic_write_json(directory / "results.json", payload, default=str)
     return run

@@ -33,6 +33,7 @@ if str(REPO / "src") not in sys.path:  # the gru4rec_conformance namespace (neve
     sys.path.insert(0, str(REPO / "src"))
 
 from gru4rec_conformance.benchmarks.workload import best_params, sweep_frame  # noqa: E402
+from gru4rec_conformance.fileio import atomic_write_json  # noqa: E402
 from gru4rec_conformance.reference.gru4rec import GRU4Rec  # noqa: E402
 
 TOL = 1e-4  # relative to each array's largest entry, after 2 epochs
@@ -127,9 +128,7 @@ def main(argv=None) -> int:
     if args.speed_sessions:
         res["speed"] = speed(args.device, args.speed_sessions)
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = args.out.with_name(f".{args.out.name}.tmp")
-    tmp.write_text(json.dumps(res, indent=2, default=str) + "\n")
-    os.replace(tmp, args.out)
+    atomic_write_json(args.out, res, indent=2, default=str, trailing_newline=True)
     print(json.dumps({k: v for k, v in res.items() if k != "speed"}, indent=1, default=str)[:3000])
     for k, v in (res.get("speed") or {}).items():
         if isinstance(v, dict):

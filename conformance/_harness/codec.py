@@ -28,6 +28,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from gru4rec_conformance.fileio import atomic_path
+
 if TYPE_CHECKING:  # imported lazily at run time (see _capabilities_base)
     from gru4rec_conformance.implementations.base import BaseCapabilities
 
@@ -131,10 +133,9 @@ class Codec:
         if arr.size <= _INLINE_MAX and arr.dtype.kind in "biuf":
             return {"__array__": {"dtype": arr.dtype.str, "shape": list(arr.shape), "data": arr.ravel().tolist()}}
         name = f"{self.prefix}{next(self._counter)}.npy"
-        tmp = self.directory / f".{name}.tmp"
-        with open(tmp, "wb") as fh:
+        # atomic, not durable: the exchange folder lives for one call, a crash discards it anyway
+        with atomic_path(self.directory / name, durable=False) as tmp, open(tmp, "wb") as fh:
             np.save(fh, np.ascontiguousarray(arr), allow_pickle=False)
-        os.replace(tmp, self.directory / name)
         return {"__ndarray__": name}
 
     def _try_rows(self, items: list[Any], where: str) -> Any:

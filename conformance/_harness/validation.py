@@ -3,7 +3,7 @@ protocol).
 
 Every adapter a check gets from ``impl.build()`` / ``impl.new()`` / ``reference_impl`` is wrapped in a
 :class:`CheckedAdapter` (in-process adapters and worker proxies alike). For the GRU4Rec protocol
-(implementations/base.py, conformance_checks.md §C) it checks the results of
+(implementations/base.py, implementations/README.md) it checks the results of
 
 - ``fit`` — a :class:`~implementations.base.FitReport`;
 - ``item_ids`` — a 1-D array of distinct integer ids, each of them an item of the last ``fit``'s training frame

@@ -1,4 +1,4 @@
-"""Data integrity checks (finetuner spec §3 rows 6, 8, 22): nothing dropped, truncation reported, model
+"""Data integrity checks (FT-6, FT-8 and FT-22, docs/checks.md): nothing dropped, truncation reported, model
 outputs read correctly, binary mapping and split sizes."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Early-stopping and epoch-loop checks (finetuner spec §3 rows 10 and 13)."""
+"""Early-stopping and epoch-loop checks (FT-10 and FT-13, docs/checks.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Offline-operation checks (finetuner spec §3 rows 23 and 25): no network, no process-wide side effects."""
+"""Offline-operation checks (FT-23 and FT-25, docs/checks.md): no network, no process-wide side effects."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Padding and masking checks (finetuner spec §3 rows 4 and 7): predictions independent of padding,
+"""Padding and masking checks (FT-4 and FT-7, docs/checks.md): predictions independent of padding,
 attention mask passed, dynamic padding to the longest sequence of each batch."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Reporting checks (finetuner spec §3 rows 9, 16-21): losses, metrics, manifest, artifacts, collapse flags
+"""Reporting checks (FT-9 and FT-16..FT-21, docs/checks.md): losses, metrics, manifest, artifacts, collapse flags
 and the aggregate over runs."""
 
 from __future__ import annotations
@@ -210,10 +210,9 @@ def test_protocol_on_full_sst5(impl, tiny_bert, sst5_data, record_metric, reques
     record_metric("collapsed runs", agg["n_collapsed"], dataset=sst5_data.name)
     report_root = Path(request.config.getoption("--report-dir", default=None) or
                        os.environ.get("GRU4REC_REPORT_DIR") or ROOT / "reports" / "out")
-    import time
+    from gru4rec_conformance.fileio import new_run_dir
 
-    out = report_root / impl.name / f"finetuner-protocol-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}"
-    out.mkdir(parents=True, exist_ok=False)
+    out = new_run_dir(report_root / impl.name, prefix="finetuner-protocol-", first_suffix=2)
     res["config"] = dict(max_epochs=2, batch_size=32, learning_rate=2e-3, warmup_ratio=0.0, patience=1,
                          monitor="val_loss")
     plot(res, out)

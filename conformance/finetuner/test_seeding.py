@@ -1,4 +1,4 @@
-"""Seeding checks (finetuner spec §3 row 14): the run seed makes runs repeatable and different seeds differ."""
+"""Seeding checks (FT-14, docs/checks.md): the run seed makes runs repeatable and different seeds differ."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Selection and leakage checks (finetuner spec §3 rows 11, 12, 24): selection and artifacts never depend on
+"""Selection and leakage checks (FT-11, FT-12 and FT-24, docs/checks.md): selection and artifacts never depend on
 test labels; the test split is evaluated once, after selection."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Tokenization checks (finetuner spec §3 rows 1, 2, 5): special tokens exactly once and added by the
+"""Tokenization checks (FT-1, FT-2 and FT-5, docs/checks.md): special tokens exactly once and added by the
 tokenizer, no marker text, truncation that keeps the final SEP."""
 
 from __future__ import annotations

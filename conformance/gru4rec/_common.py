@@ -1,6 +1,6 @@
 """Helpers shared by the GRU4Rec checks: hyperparameter sets, fresh-state ranking, the suite's own metrics.
 
-The suite owns the data, the metrics and the reference formulas (conformance_checks.md §C): ranks and Recall/MRR
+The suite owns the data, the metrics and the reference formulas (implementations/README.md): ranks and Recall/MRR
 are computed here with the oracle's evaluator (``reference.gru4rec.evaluation``, the official protocol of
 gru4rec_reference.md §7) from an adapter's ``score_prefixes``, never with the implementation's own code unless a
 check is about that code.
@@ -60,7 +60,7 @@ def embedding_mode(cfg: Mapping[str, Any]) -> tuple[dict, dict]:
 #: momentum) chosen for Adagrad means nothing for another optimizer, which then runs at its own defaults.
 COUPLED: dict[str, tuple[str, ...]] = {"optimizer": ("learning_rate", "momentum")}
 
-#: The optimizer the spec's learning checks name (conformance_checks.md §B.1 SR-3: "Adagrad lr 0.1"; the
+#: The optimizer the learning checks name (SR-3: "Adagrad lr 0.1", conformance/gru4rec/README.md; the
 #: reference's only optimizer). Requested as an optional value coupled with the learning rate (:data:`COUPLED`).
 ADAGRAD: dict[str, Any] = {"optimizer": "adagrad"}
 
@@ -74,7 +74,7 @@ def _refused_key(exc: Unsupported, keys: Sequence[str]) -> str | None:
 def build(impl: Any, required: Mapping[str, Any] | None = None, optional: Mapping[str, Any] | None = None,
           seed: int | None = None) -> Any:
     """``impl.build(seed, **hparams(impl, required, optional))``, dropping optional values the implementation
-    refuses (conformance_checks.md §B.1 "n_sample > 0 when supported", "or the implementation's minimum").
+    refuses (the checks ask for "n_sample > 0 when supported" or "the implementation's minimum"; docs/checks.md).
 
     When ``build`` raises :class:`~implementations.base.Unsupported` for an optional value (the exception names
     the hyperparameter, ``name`` or ``name:<value>``, or a feature that only that value needs, e.g. recpack's

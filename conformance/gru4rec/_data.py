@@ -1,9 +1,9 @@
 """The only place where the GRU4Rec checks import the suite's dataset package (a rename of the package is a
 one-line change here).
 
-Check datasets (conformance_checks.md §B.1): D-LAG1, D-LONG, D-TAIL, D-VAR and Zipf sessions; metric-conformance
-datasets (``--dataset``): the real Yoochoose 100k slice and its synthetic stand-in, or a folder prepared by
-``python -m gru4rec_conformance.datasets prepare``.
+Check datasets (conformance/gru4rec/README.md, "Data"): D-LAG1, D-LONG, D-TAIL, D-VAR and Zipf sessions;
+metric-conformance datasets (``--dataset``): the real Yoochoose 100k slice and its synthetic stand-in, or a folder
+prepared by ``python -m gru4rec_conformance.datasets prepare``.
 """
 
 from __future__ import annotations

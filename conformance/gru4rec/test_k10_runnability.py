@@ -1,4 +1,4 @@
-"""K10 runnability (conformance_checks.md §B.1): every advertised option trains and scores, on every declared
+"""K10 runnability (docs/checks.md, K10): every advertised option trains and scores, on every declared
 device. Checks RN-1 (option smoke matrix) and RN-2 (device parity, GPU)."""
 
 from __future__ import annotations

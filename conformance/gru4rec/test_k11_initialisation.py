@@ -1,4 +1,4 @@
-"""K11 initialisation (conformance_checks.md §B.1): every weight block is Glorot-uniform U(−σ, σ) with
+"""K11 initialisation (docs/checks.md, K11): every weight block is Glorot-uniform U(−σ, σ) with
 σ = √(6/(fan_in + fan_out)) of the block (GRU matrices split per gate), and every bias is 0 (gru4rec_reference.md
 §2.6). Check IN-1.
 

@@ -1,4 +1,4 @@
-"""K1 state reset (conformance_checks.md §B.1): the hidden state is zeroed exactly at session boundaries, in
+"""K1 state reset (docs/checks.md, K1): the hidden state is zeroed exactly at session boundaries, in
 training and in inference. Checks SR-1..SR-5."""
 
 from __future__ import annotations

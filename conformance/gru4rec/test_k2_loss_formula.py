@@ -1,4 +1,4 @@
-"""K2 loss formula (conformance_checks.md §B.1): the implementation's loss (after its own output transform) on
+"""K2 loss formula (docs/checks.md, K2): the implementation's loss (after its own output transform) on
 given score matrices equals the reference formulas of gru4rec_reference.md §4. Checks LF-1..LF-6.
 
 The reference formulas are the oracle's (``reference.gru4rec.losses.loss_on_scores``, float64, mean over rows).

@@ -1,4 +1,4 @@
-"""K3 sampling order / sampled-score semantics (conformance_checks.md §B.1): the loss sees only the sampled
+"""K3 sampling order / sampled-score semantics (docs/checks.md, K3): the loss sees only the sampled
 columns [targets ; S shared samples], the samples are shared by the minibatch and drawn ∝ support^sample_alpha.
 Checks SO-1..SO-3 (SC-2, also listed under K3 in the spec, lives with K9 in test_k9_scalability.py)."""
 

@@ -1,4 +1,4 @@
-"""K4 dropout semantics (conformance_checks.md §B.1): dropout_p_* are drop probabilities, applied on the input
+"""K4 dropout semantics (docs/checks.md, K4): dropout_p_* are drop probabilities, applied on the input
 embedding and on every GRU layer output (the last one included), independently, with inverted scaling, in
 training only. Checks DO-1..DO-4."""
 

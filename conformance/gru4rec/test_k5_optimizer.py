@@ -1,4 +1,4 @@
-"""K5 optimizer (conformance_checks.md §B.1): Adagrad with a zero initial accumulator and eps 1e-6 inside the
+"""K5 optimizer (docs/checks.md, K5): Adagrad with a zero initial accumulator and eps 1e-6 inside the
 square root, heavy-ball momentum on the scaled step, a constant learning rate (gru4rec_reference.md §5.1).
 Checks OP-1..OP-4, measured on parameter snapshots around ``train_step``."""
 

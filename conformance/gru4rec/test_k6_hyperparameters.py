@@ -1,4 +1,4 @@
-"""K6 hard-coded or silently ignored hyperparameters (conformance_checks.md §B.1): every declared hyperparameter
+"""K6 hard-coded or silently ignored hyperparameters (docs/checks.md, K6): every declared hyperparameter
 changes the model, structure echoes the requested sizes, the batch size drives the number of steps, and
 anything undeclared is refused loudly. Checks HP-1..HP-4 — the capability probes "both ways"."""
 

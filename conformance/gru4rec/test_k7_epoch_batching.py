@@ -1,4 +1,4 @@
-"""K7 epoch boundary / batching (conformance_checks.md §B.1): every transition is trained once per epoch (the
+"""K7 epoch boundary / batching (docs/checks.md, K7): every transition is trained once per epoch (the
 tail included), the epoch count is honoured, finished lanes are refilled session-parallel. Checks EB-1..EB-4."""
 
 from __future__ import annotations

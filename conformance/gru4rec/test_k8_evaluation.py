@@ -1,4 +1,4 @@
-"""K8 evaluation / ranking (conformance_checks.md §B.1): the implementation's own evaluator ranks the full
+"""K8 evaluation / ranking (docs/checks.md, K8): the implementation's own evaluator ranks the full
 catalogue, counts rank ≤ N, drops unknown test items, covers every test event and gives metrics independent
 of the evaluation batch size. Checks EV-1..EV-5."""
 
@@ -110,8 +110,8 @@ def test_ev1_tie_policy(impl, d_lag1, record_metric):
     With all item-indexed parameters zeroed every score ties; the own evaluator must then give the metrics the
     suite computes with the declared tie mode (conservative: the target ranks last, recall@N 0 for N < n_items;
     standard: it ranks first; median: in the middle). An evaluator that breaks ties by item index or counts
-    only strictly higher scores reports optimistic metrics (conformance_checks.md §B.1 EV-1, "all-equal
-    scores")."""
+    only strictly higher scores reports optimistic metrics (the all-equal-scores case of EV-1,
+    docs/checks.md)."""
     mode = _tie_mode(impl)
     model, n_zeroed = _tied_scores_model(impl, d_lag1)
     prefixes = [[int(i)] for i in d_lag1.test.sort_values("Time")["ItemId"].unique()[:8]]

@@ -1,4 +1,4 @@
-"""K9 scalability (conformance_checks.md §B.1): a training step scores only the b + S sampled columns, so its
+"""K9 scalability (docs/checks.md, K9): a training step scores only the b + S sampled columns, so its
 cost does not grow with the catalogue. Checks SC-2 (deterministic, white-box) and SC-1 (timing, slow)."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""Small seeded datasets of the conformance checks (spec: ../shared/spec/conformance_checks.md §B.1, "Synthetic
-datasets used below"): D-LAG1, D-LONG, D-TAIL, D-VAR, and Zipf-distributed sessions for SO-3.
+"""Small seeded datasets of the conformance checks (which check uses which: conformance/gru4rec/README.md, the
+checks themselves: docs/checks.md): D-LAG1, D-LONG, D-TAIL, D-VAR, and Zipf-distributed sessions for SO-3.
 
 Every function returns a :class:`CheckDataset` whose ``train`` and ``test`` are session data frames with columns
 SessionId int64, ItemId int64, Time int64 (seconds), sorted by (SessionId, Time); Time increases with the

@@ -46,6 +46,8 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
+from gru4rec_conformance.fileio import atomic_path, atomic_write_json, remove_stale_temporaries
+
 from .. import _suite_io
 from .readers import RAW_FILES, read_raw
 
@@ -729,13 +731,13 @@ def _write_parquet(df: pd.DataFrame, path: Path, meta: dict) -> None:
     table = pa.table({c: np.asarray(df[c].to_numpy(), dtype=np.int64) for c in ("SessionId", "ItemId", "Time")})
     table = table.replace_schema_metadata({**(table.schema.metadata or {}),
                                            b"gru4rec_conformance": json.dumps(meta).encode()})
-    with _suite_io.atomic_path(path) as tmp:
+    with atomic_path(path) as tmp:
         pq.write_table(table, tmp, use_dictionary=False, compression="snappy", row_group_size=1 << 18)
 
 
 def _write_tsv(df: pd.DataFrame, path: Path) -> None:
     table = pa.Table.from_pandas(df, preserve_index=False)
-    with _suite_io.atomic_path(path) as tmp:
+    with atomic_path(path) as tmp:
         pacsv.write_csv(table, tmp, write_options=pacsv.WriteOptions(delimiter="\t", quoting_style="none"))
 
 
@@ -782,7 +784,7 @@ def prepare(name: str, raw_dir, out_dir, *, index_quirk: bool = True, tsv: bool 
     del frames_in
     bar.step("write")
     out_dir.mkdir(parents=True, exist_ok=True)
-    _suite_io.remove_stale_temporaries(out_dir)
+    remove_stale_temporaries(out_dir)
     old_manifest = out_dir / "manifest.json"
     if old_manifest.exists():
         old_manifest.unlink()  # the folder is incomplete until the new manifest is written
@@ -799,7 +801,7 @@ def prepare(name: str, raw_dir, out_dir, *, index_quirk: bool = True, tsv: bool 
         for part, info in zip(PARTS, pool.map(write_part, PARTS)):
             outputs[part] = info
     stats_path = out_dir / "stats.tsv"
-    with _suite_io.atomic_path(stats_path) as tmp:
+    with atomic_path(stats_path) as tmp:
         res.stats.to_csv(tmp, sep="\t", index=False, float_format="%.4f")
     outputs["stats"] = {"file": stats_path.name, "rows": len(res.stats), "bytes": stats_path.stat().st_size,
                         "sha256": _suite_io.sha256_file(stats_path)}
@@ -832,7 +834,7 @@ def prepare(name: str, raw_dir, out_dir, *, index_quirk: bool = True, tsv: bool 
         "created_utc": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "seconds": round(time.time() - t0, 3),
     }
-    _suite_io.atomic_write_text(out_dir / "manifest.json", json.dumps(manifest, indent=1, default=_json_default))
+    atomic_write_json(out_dir / "manifest.json", manifest, default=_json_default)
     bar.done(f"{len(res.frames['train_full'])} train_full / {len(res.frames['test'])} test events, "
              f"{res.filter_rounds} filter rounds")
     return Prepared(name, out_dir, manifest, False)

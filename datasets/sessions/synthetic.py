@@ -34,7 +34,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
-from .. import _suite_io
+from gru4rec_conformance.fileio import atomic_path
+
 from .readers import RAW_FILES
 
 __all__ = ["PROFILES", "CI_SCALE", "generate_raw", "Profile", "iso_timestamps"]
@@ -464,7 +465,7 @@ class _CsvOut:
         self.header = header
         self.delimiter = delimiter
         self.compression = compression
-        self._ctx = _suite_io.atomic_path(path)
+        self._ctx = atomic_path(path)
         self.tmp = self._ctx.__enter__()
         self.sink = (pa.CompressedOutputStream(str(self.tmp), compression) if compression
                      else pa.OSFile(str(self.tmp), "wb"))

@@ -12,6 +12,8 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
+from gru4rec_conformance.fileio import atomic_write_text
+
 from .examples import Examples
 
 #: pytreebank's ``normalize_string`` replacements, in its order.
@@ -197,9 +199,5 @@ def write_root_trees(examples: Examples, path: str | os.PathLike) -> None:
     This turns stsa sentences into files that tree readers (pytreebank, ``load_sst``) accept; it is the data
     shim of the third-party adapters, whose code reads trees. Only root mode is meaningful on such files.
     """
-    path = os.fspath(path)
     lines = [format_right_branching(y, t.split()) for t, y in zip(examples.texts, examples.labels)]
-    tmp = f"{path}.tmp{os.getpid()}"
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write("\n".join(lines) + "\n")
-    os.replace(tmp, path)
+    atomic_write_text(path, "\n".join(lines) + "\n")

@@ -43,7 +43,8 @@ from typing import Any
 
 import numpy as np
 
-from .._suite_io import atomic_path
+from gru4rec_conformance.fileio import atomic_write_bytes
+
 from .views import EXPECTED_CLASS_COUNTS, SPLITS
 
 #: Version of the generator; part of the cache folder's name, bumped whenever the output changes.
@@ -252,8 +253,8 @@ def _sha256(data: bytes) -> str:
 
 def write_standin(directory: str | os.PathLike, seed: int = 0) -> Path:
     """Write ``stsa.fine.{train,dev,test}`` and ``standin.json`` (generator version, seed, class counts, sha256 of
-    each file) into ``directory`` (created), each file atomically (temp name in the same folder, then
-    ``os.replace``); ``standin.json`` is written last, so its presence means the set is complete.
+    each file) into ``directory`` (created), each file atomically (``gru4rec_conformance.fileio``); ``standin.json``
+    is written last, so its presence means the set is complete.
 
     Returns the directory. Raises ``OSError`` naming the path when it cannot be written.
     """
@@ -272,8 +273,7 @@ def write_standin(directory: str | os.PathLike, seed: int = 0) -> Path:
 
 def _atomic_write(path: Path, data: bytes) -> None:
     try:
-        with atomic_path(path) as tmp:
-            tmp.write_bytes(data)
+        atomic_write_bytes(path, data)
     except OSError as e:
         raise OSError(f"{path}: cannot write the SST-5 stand-in ({e})") from None
 

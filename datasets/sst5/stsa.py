@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import os
 
 from .examples import Examples
@@ -57,11 +56,3 @@ def read_stsa(path: str | os.PathLike, *, split: str | None = None, num_labels: 
         labels.append(label)
     return Examples(split, tuple(ids), tuple(texts), tuple(labels), num_labels, source=path)
 
-
-def file_sha256(path: str | os.PathLike) -> str:
-    """sha256 (hex) of a file's bytes, for manifests and the README's published hashes."""
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()

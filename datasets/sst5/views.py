@@ -5,14 +5,16 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from gru4rec_conformance.fileio import sha256_file
+
 from ..paths import shared_data_candidate, shared_data_dir
 from .examples import Examples
-from .stsa import file_sha256, read_stsa
+from .stsa import read_stsa
 
 #: Binary mapping of the studied code (Munikar ``get_binary_label``): neutral (2) is dropped before mapping.
 BINARY_MAP = {0: 0, 1: 0, 3: 1, 4: 1}
 
-#: Root-level sentence counts of the standard splits (spec §3 row 6, §4.2 item 1).
+#: Root-level sentence counts of the standard splits (FT-6 in docs/checks.md; finetuner spec §4.2 item 1).
 EXPECTED_COUNTS = {
     "fine": {"train": 8544, "dev": 1101, "test": 2210},
     "binary": {"train": 6920, "dev": 872, "test": 1821},
@@ -104,4 +106,4 @@ def load_sst5(data_dir: str | os.PathLike | None = None, *, view: str = "fine",
 
 def data_hashes(data_dir: str | os.PathLike) -> dict[str, str]:
     """sha256 of each stsa.fine file in ``data_dir`` (for manifests)."""
-    return {f"stsa.fine.{s}": file_sha256(Path(data_dir) / f"stsa.fine.{s}") for s in SPLITS}
+    return {f"stsa.fine.{s}": sha256_file(Path(data_dir) / f"stsa.fine.{s}") for s in SPLITS}

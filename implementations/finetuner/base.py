@@ -1,4 +1,4 @@
-"""The narrow fine-tuner adapter protocol (finetuner spec §4.1) as a base class.
+"""The narrow fine-tuner adapter protocol (implementations/finetuner/README.md) as a base class.
 
 An adapter translates between the suite and one fine-tuning implementation; it never fixes a defect of the
 code it wraps. Shims (data written as tree files, model paths pointed at local copies, weight-file format
@@ -38,8 +38,8 @@ FINETUNER_KINDS = {
 
 @dataclasses.dataclass(frozen=True)
 class FinetunerCapabilities(BaseCapabilities):
-    """Closed feature vocabulary of the fine-tuner family (finetuner spec §4.1). Optional methods (hooks) are
-    declared by overriding them (features ``hook:<name>``)."""
+    """Closed feature vocabulary of the fine-tuner family (implementations/finetuner/README.md). Optional methods
+    (hooks) are declared by overriding them (features ``hook:<name>``)."""
 
     models: frozenset = set_field(MODEL_FAMILIES, "model", "model families the implementation can fine-tune")
     encode_max_length: bool = flag_field("encode(texts, max_length=L) honours L")

@@ -2,7 +2,7 @@
 
 Each mutant is a small :class:`MutantAdapter` subclass whose ``gru_class`` is a ``reference.gru4rec.GRU4Rec``
 subclass overriding one extension point (reference/gru4rec/README.md, "Extension points"). It is modelled on a
-real defect of the catalogue (conformance_checks.md §B.2) and declares the checks that must catch it. The
+real defect of the catalogue (its id in ``defect``; docs/checks.md) and declares the checks that must catch it. The
 meta-tests (tests/meta/) run the conformance suite on every mutant and assert that
 
 - every check in ``caught_by`` fails (the check bites),
@@ -26,7 +26,7 @@ class MutantAdapter(ReferenceAdapter):
     """Base of the mutants: the reference adapter with a one-defect ``GRU4Rec`` subclass.
 
     Class attributes (read by the meta-tests and printed in reports):
-        defect: catalogue id(s) the mutant models (conformance_checks.md §B.2), e.g. ``"GP-1"``.
+        defect: catalogue id(s) of the defect the mutant models (listed in docs/checks.md), e.g. ``"GP-1"``.
         kind: the defect kind (``"K1"`` .. ``"K11"``).
         caught_by: check ids that must fail on this mutant.
         also_fails: check ids of other kinds that may fail as a consequence (each justified in ``collateral``).

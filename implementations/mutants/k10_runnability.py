@@ -1,4 +1,4 @@
-"""K10 runnability mutants (conformance_checks.md §B.2: TG-1, GP-11)."""
+"""K10 runnability mutants (defects, docs/checks.md: TG-1, GP-11)."""
 
 from __future__ import annotations
 

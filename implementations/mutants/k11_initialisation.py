@@ -1,4 +1,4 @@
-"""K11 initialisation mutant (conformance_checks.md §B.2: RP-3; GP-13 and TF-10 have the same symptom)."""
+"""K11 initialisation mutant (defects, docs/checks.md: RP-3; GP-13 and TF-10 have the same symptom)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""K1 state-reset mutants (conformance_checks.md §B.2: GP-1, GP-2, KG-3, MS-3)."""
+"""K1 state-reset mutants (defects, docs/checks.md: GP-1, GP-2, KG-3, MS-3)."""
 
 from __future__ import annotations
 

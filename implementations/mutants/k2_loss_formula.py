@@ -1,4 +1,4 @@
-"""K2 loss-formula mutants (conformance_checks.md §B.2: GP-3, TG-4, GP-5, GP-6, RP-1, RP-2)."""
+"""K2 loss-formula mutants (defects, docs/checks.md: GP-3, TG-4, GP-5, GP-6, RP-1, RP-2)."""
 
 from __future__ import annotations
 

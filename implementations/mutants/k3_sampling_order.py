@@ -1,4 +1,4 @@
-"""K3 sampling-order mutants (conformance_checks.md §B.2: GP-4, RP-7, TG/RP sampling distribution)."""
+"""K3 sampling-order mutants (defects, docs/checks.md: GP-4, RP-7, TG/RP sampling distribution)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""K4 dropout mutants (conformance_checks.md §B.2: TF-1, RP-4, GP-7)."""
+"""K4 dropout mutants (defects, docs/checks.md: TF-1, RP-4, GP-7)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""K5 optimizer mutants (conformance_checks.md §B.2: TF-2, TF-3, TF-4/KG-2, GP-9/TG-3)."""
+"""K5 optimizer mutants (defects, docs/checks.md: TF-2, TF-3, TF-4/KG-2, GP-9/TG-3)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""K6 hard-coded / silently ignored hyperparameter mutants (conformance_checks.md §B.2: KG-1, TF-5, GP-9)."""
+"""K6 hard-coded / silently ignored hyperparameter mutants (defects, docs/checks.md: KG-1, TF-5, GP-9)."""
 
 from __future__ import annotations
 

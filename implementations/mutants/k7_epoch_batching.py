@@ -1,4 +1,4 @@
-"""K7 epoch-boundary / batching mutants (conformance_checks.md §B.2: TF-9/GP-12, RP-6; KerasGRU4Rec's epoch
+"""K7 epoch-boundary / batching mutants (defects, docs/checks.md: TF-9/GP-12, RP-6; KerasGRU4Rec's epoch
 off-by-one, §A.4)."""
 
 from __future__ import annotations

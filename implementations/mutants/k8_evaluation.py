@@ -1,4 +1,4 @@
-"""K8 evaluation mutants (conformance_checks.md §B.2: TF-6, GP-12/KG-4 in evaluation, the `<=` cutoff fix of
+"""K8 evaluation mutants (defects, docs/checks.md: TF-6, GP-12/KG-4 in evaluation, the `<=` cutoff fix of
 the TensorFlow fork (§E.2), evaluation-batch dependence, id mapping)."""
 
 from __future__ import annotations
@@ -111,8 +111,8 @@ class EvalDropsTail(MutantAdapter):
 @register
 class ItemMapMisaligned(MutantAdapter):
     """``item_ids()`` lists the items sorted by id while the score columns follow the item map (order of first
-    appearance): every score is attributed to the wrong item (an id-mapping defect; conformance_checks.md §C:
-    ``item_ids()`` is the column order of score matrices)."""
+    appearance): every score is attributed to the wrong item (an id-mapping defect; ``Adapter.item_ids`` in
+    implementations/base.py: ``item_ids()`` is the column order of score matrices)."""
 
     name = "mutant:item_map_misaligned"
     defect = "id mapping (§C item 4)"
@@ -137,7 +137,7 @@ class ItemMapMisaligned(MutantAdapter):
 class EvalOptimisticTies(MutantAdapter):
     """The evaluator ranks a target by the number of strictly higher scores plus one, whatever tie mode it
     declares (``conservative``): tied items are counted below the target, so a model that scores many items
-    alike (e.g. a collapsed one) looks good (conformance_checks.md §B.1 EV-1, "all-equal scores"; the official
+    alike (e.g. a collapsed one) looks good (EV-1's all-equal-scores case, docs/checks.md; the official
     ``batch_eval`` counts ties against the target in its default conservative mode)."""
 
     name = "mutant:eval_optimistic_ties"

@@ -1,4 +1,4 @@
-"""K9 scalability mutant (conformance_checks.md §B.2: GP-10, TG-2, RP-7/RP-8 cost)."""
+"""K9 scalability mutant (defects, docs/checks.md: GP-10, TG-2, RP-7/RP-8 cost)."""
 
 from __future__ import annotations
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import time
 from pathlib import Path
 
 
@@ -53,8 +52,9 @@ def main(argv: list[str] | None = None) -> int:
     if a.lr is not None:
         overrides["learning_rate"] = a.lr
     cfg = FinetuneConfig.replication(**overrides) if a.replication else FinetuneConfig.from_mapping(overrides)
-    out = Path(a.out) / time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
-    out.mkdir(parents=True, exist_ok=False)
+    from gru4rec_conformance.fileio import new_run_dir
+
+    out = new_run_dir(a.out, first_suffix=2)  # never an earlier run's folder: <stamp>-2 on a collision
     spec = ModelSpec(path=str(model), name=Path(model).name if a.model else "MiniLM-L6-H384-uncased")
     from .trainer import ReferenceFineTuner
 

@@ -1,4 +1,4 @@
-"""Early stopping against the best value so far (finetuner spec §3 row 13, §4.2 item 8)."""
+"""Early stopping against the best value so far (FT-13 in docs/checks.md; finetuner spec §4.2 item 8)."""
 
 from __future__ import annotations
 
@@ -64,7 +64,7 @@ class EarlyStopping:
 
 def simulate(values: Sequence[float], patience: int | None, min_delta: float = 0.0,
              mode: str = "min") -> tuple[int, int]:
-    """Run the rule over a given sequence of monitored values (the stub-driven check of spec §3 row 13).
+    """Run the rule over a given sequence of monitored values (the stub-driven FT-13 check, docs/checks.md).
 
     Returns ``(stopped_epoch, restored_epoch)``: the 1-based epoch after which training stops (the length of
     the sequence if it never stops) and the epoch whose weights are restored (the best so far).

@@ -1,5 +1,5 @@
-"""Classification metrics, collapse detection and aggregation over runs (finetuner spec §3 rows 9, 19-21,
-§4.2 items 10 and 12, §4.4 Dodge et al. 2019)."""
+"""Classification metrics, collapse detection and aggregation over runs (FT-9, FT-19..FT-21 in docs/checks.md;
+finetuner spec §4.2 items 10 and 12, §4.4 Dodge et al. 2019)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import numpy as np
 
 def mean_cross_entropy(logits: np.ndarray, labels: Sequence[int] | np.ndarray) -> float:
     """Mean per-example cross-entropy (natural log) of ``logits`` (N, C) against int ``labels`` (N,), computed in
-    float64 with a stable log-softmax. Independent of any batch size (spec §3 row 9).
+    float64 with a stable log-softmax. Independent of any batch size (FT-9, docs/checks.md).
 
     Raises ``ValueError`` on shape mismatch or an empty input.
     """
@@ -56,7 +56,7 @@ def majority_rate(labels: Sequence[int] | np.ndarray) -> float:
 
 def collapse_reasons(predictions: Sequence[int], labels: Sequence[int], mean_ce: float, num_labels: int,
                      *, margin: float = 0.01) -> list[str]:
-    """Why a run counts as collapsed (spec §3 row 19), empty if it does not.
+    """Why a run counts as collapsed (FT-19, docs/checks.md), empty if it does not.
 
     Flags: at most one distinct predicted class; accuracy <= majority rate + margin; mean CE >= ln(C) - margin.
     """
@@ -75,7 +75,7 @@ def collapse_reasons(predictions: Sequence[int], labels: Sequence[int], mean_ce:
 
 
 def describe(values: Sequence[float]) -> dict:
-    """n, mean, std (ddof=1; NaN for n < 2), median, min, max of ``values`` (spec §3 row 20)."""
+    """n, mean, std (ddof=1; NaN for n < 2), median, min, max of ``values`` (FT-20, docs/checks.md)."""
     v = np.asarray(list(values), dtype=np.float64)
     n = int(v.size)
     if n == 0:

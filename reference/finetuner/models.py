@@ -1,14 +1,16 @@
-"""Where models come from: local directories or in-memory configs, never the network (spec §3 row 23, §5, §6)."""
+"""Where models come from: local directories or in-memory configs, never the network (FT-23 in docs/checks.md;
+finetuner spec §5, §6)."""
 
 from __future__ import annotations
 
 import hashlib
 import importlib.util
 import json
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from gru4rec_conformance.fileio import sha256_file
 
 #: Probe text for the tokenizer fingerprint: case, punctuation, an unknown-ish word, accents.
 FINGERPRINT_PROBE = "Hello, World! It's a re-imagining -lrb- Ünïcödé -rrb- [CLS] movie"
@@ -85,14 +87,6 @@ def build_model(spec: ModelSpec, num_labels: int):
     return AutoModelForSequenceClassification.from_config(config)
 
 
-def file_sha256(path: str | os.PathLike) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
-
 def tokenizer_fingerprint(tokenizer) -> str:
     """sha256 over what decides a tokenizer's output: class, vocabulary, special tokens, lower-casing, and the
     ids it gives a probe text. Two tokenizers with equal fingerprints encode the probe identically."""
@@ -114,12 +108,12 @@ def tokenizer_lowercases(tokenizer) -> bool:
 
 
 def model_identity(spec: ModelSpec, tokenizer=None, num_labels: int | None = None) -> dict:
-    """What the manifest must record about the model (spec §3 row 17): path/name, config hash, tokenizer
+    """What the manifest must record about the model (FT-17, docs/checks.md): path/name, config hash, tokenizer
     fingerprint, lower-casing and num_labels. ``config_sha256`` is the sha256 of config.json for a directory and
     of the sorted config JSON for an in-memory config."""
     tok = tokenizer if tokenizer is not None else load_tokenizer(spec)
     if spec.path is not None:
-        config_hash = file_sha256(Path(spec.path) / "config.json")
+        config_hash = sha256_file(Path(spec.path) / "config.json")
     else:
         d = spec.config.to_dict()
         for k in ("transformers_version", "num_labels", "id2label", "label2id"):

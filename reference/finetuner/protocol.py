@@ -3,7 +3,6 @@ per run, results aggregated (finetuner spec §4.2 items 9-12, §4.4)."""
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from pathlib import Path
@@ -12,6 +11,7 @@ from typing import Sequence
 import numpy as np
 
 from gru4rec_conformance.datasets.sst5 import Examples
+from gru4rec_conformance.fileio import atomic_write_json, atomic_write_text
 
 from .config import FinetuneConfig
 from .metrics import aggregate_runs, collapse_reasons
@@ -20,7 +20,7 @@ from .trainer import ReferenceFineTuner, _json_default
 
 
 def run_dir_name(run_id: int, seed: int) -> str:
-    """Directory name of one run's artifacts: carries the run id and the seed (spec §3 row 16)."""
+    """Directory name of one run's artifacts: carries the run id and the seed (FT-16, docs/checks.md)."""
     return f"run-{run_id:02d}-seed{seed}"
 
 
@@ -59,12 +59,8 @@ def run_once(spec: ModelSpec, train: Examples, val: Examples, test: Examples, co
 
 
 def _write_predictions(path: Path, test: Examples, metrics: dict) -> None:
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write("id,prediction\n")  # no labels: artifacts must not depend on test labels (spec §3 row 12)
-        for i, p in zip(test.ids, metrics["predictions"]):
-            f.write(f"{i},{p}\n")
-    os.replace(tmp, path)
+    # no labels: artifacts must not depend on test labels (FT-12, docs/checks.md)
+    atomic_write_text(path, "id,prediction\n" + "".join(f"{i},{p}\n" for i, p in zip(test.ids, metrics["predictions"])))
 
 
 def run_repeats(spec: ModelSpec, train: Examples, val: Examples, test: Examples,
@@ -93,12 +89,9 @@ def run_repeats(spec: ModelSpec, train: Examples, val: Examples, test: Examples,
 
 
 def write_json(path: str | os.PathLike, obj) -> None:
-    """Write ``obj`` as JSON atomically (temporary name in the same folder, then ``os.replace``)."""
-    path = Path(path)
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    with open(tmp, "w", encoding="utf-8") as f:
-        json.dump(obj, f, indent=1, default=_json_default)
-    os.replace(tmp, path)
+    """Write ``obj`` as JSON (indent 1; numpy scalars as numbers, other values JSON cannot hold as their ``str``)
+    atomically (:func:`gru4rec_conformance.fileio.atomic_write_json`; ``OSError`` when it cannot be written)."""
+    atomic_write_json(path, obj, default=_json_default)
 
 
 def summarize(result: dict, label_names: Sequence[str] | None = None) -> str:

@@ -119,7 +119,7 @@ class ReferenceFineTuner:
 
     Usage: ``ft = ReferenceFineTuner(spec, num_labels=5); ft.build(seed); rec = ft.fit(train, val, config);
     test_metrics = ft.evaluate(test)``. ``split_log`` lists every pass over a split (split, purpose, epoch), the
-    data-access hook of spec §4.1 used by the selection/leakage checks.
+    data-access hook (implementations/finetuner/README.md) used by the selection/leakage checks.
     """
 
     def __init__(self, spec: ModelSpec, num_labels: int = 5, *, device: str = "cpu") -> None:
@@ -365,7 +365,7 @@ class ReferenceFineTuner:
         return record
 
     def _collapse_reasons(self, metrics: dict, examples: Examples) -> list[str]:
-        """Collapse flags of one evaluation (spec §3 row 19)."""
+        """Collapse flags of one evaluation (FT-19, docs/checks.md)."""
         return collapse_reasons(metrics["predictions"], examples.labels, metrics["mean_ce"], self.num_labels)
 
     def _evaluate_features(self, features: list[dict], examples: Examples, *, epoch: int | None,

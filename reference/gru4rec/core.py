@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Sequence
@@ -18,6 +17,8 @@ from typing import Any, Callable, Iterator, Sequence
 import numpy as np
 import pandas as pd
 import torch
+
+from gru4rec_conformance.fileio import atomic_path, atomic_write_json
 
 from . import params as P
 from .data import SessionData, SessionParallelIterator, build_training_data, validate_frame
@@ -618,7 +619,7 @@ class GRU4Rec:
     def save(self, path: str | os.PathLike) -> None:
         """Write the model to directory ``path``: ``weights.safetensors`` (parameters, float32), ``items.json``
         (item ids in column order), ``hparams.json`` (hyperparameters, fit keys, format version). Files are
-        written atomically (temporary name in the same directory, then ``os.replace``). No pickles."""
+        written atomically (``gru4rec_conformance.fileio``: old or new file, never a part). No pickles."""
         from safetensors.torch import save_file
         self._require_model()
         path = os.fspath(path)
@@ -632,28 +633,10 @@ class GRU4Rec:
         meta = {"format_version": FORMAT_VERSION, "hparams": self.get_params(), "keys": self.keys,
                 "error_during_train": self.error_during_train, "n_items": int(len(ids)),
                 "supports": [float(s) for s in self.data.supports]}
-
-        def atomic(name: str, write: Callable[[str], None]) -> None:
-            fd, tmp = tempfile.mkstemp(prefix=f".{name}.", dir=path)
-            os.close(fd)
-            try:
-                write(tmp)
-                os.chmod(tmp, 0o644)  # mkstemp creates 0600
-                os.replace(tmp, os.path.join(path, name))
-            except BaseException:
-                if os.path.exists(tmp):
-                    os.unlink(tmp)
-                raise
-
-        def write_json(obj):
-            def w(tmp):
-                with open(tmp, "w", encoding="utf-8") as f:
-                    json.dump(obj, f)
-            return w
-
-        atomic("weights.safetensors", lambda tmp: save_file(tensors, tmp))
-        atomic("items.json", write_json(items))
-        atomic("hparams.json", write_json(meta))
+        with atomic_path(os.path.join(path, "weights.safetensors")) as tmp:
+            save_file(tensors, str(tmp))
+        atomic_write_json(os.path.join(path, "items.json"), items, indent=None)
+        atomic_write_json(os.path.join(path, "hparams.json"), meta, indent=None)
 
     @classmethod
     def load(cls, path: str | os.PathLike, device: str | None = None) -> "GRU4Rec":

@@ -120,6 +120,30 @@ def test_official_runner_needs_a_checkout(tmp_path):
         R.OfficialRunner(tmp_path)
 
 
+def test_official_port_import_applies_the_declared_shim(tmp_path, monkeypatch):
+    """import_official_port: the port's module sees a torch whose ``tensor`` takes a pandas Series (a stand-in
+    checkout; the one place the shim is defined, shared by the runner, the side-by-side benchmark and the golden
+    fixtures' script)."""
+    import sys
+
+    import pandas as pd
+
+    (tmp_path / "gru4rec_pytorch.py").write_text("import torch\n\ndef make(x):\n    return torch.tensor(x)\n")
+    (tmp_path / "evaluation.py").write_text("NAME = 'evaluation stand-in'\n")
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    for name in ("gru4rec_pytorch", "evaluation"):
+        monkeypatch.delitem(sys.modules, name, raising=False)
+    try:
+        gp, ev = R.import_official_port(tmp_path)
+        assert sys.path[0] == str(tmp_path) and ev.NAME == "evaluation stand-in"
+        assert gp.make(pd.Series([1.5, 2.5])).tolist() == [1.5, 2.5]
+        assert gp.torch.float32 is R.torch.float32  # everything else is torch itself
+        assert R.import_official_port(tmp_path)[0] is gp and sys.path.count(str(tmp_path)) == 1
+    finally:
+        for name in ("gru4rec_pytorch", "evaluation"):
+            sys.modules.pop(name, None)
+
+
 def test_peak_rss_reset_is_harmless():
     R.reset_peak_rss()
     hwm = R._status_mb("VmHWM")

@@ -1,4 +1,4 @@
-"""The check datasets of conformance_checks.md §B.1 and the real-slice loaders."""
+"""The check datasets of the GRU4Rec checks (docs/checks.md) and the real-slice loaders."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Meta-test: every mutant (the reference with one defect of finetuner spec §3 switched on) is caught by a
+"""Meta-test: every mutant (the reference with one defect switched on; docs/checks.md) is caught by a
 conformance check that the reference passes.
 
 One conformance run (a subprocess) judges the reference and every mutant. The default run keeps, for each

@@ -140,17 +140,10 @@ def selection_default(mutants: list[Any], reference: str = "reference") -> dict[
 
 
 def _out_dir() -> Path:
+    from gru4rec_conformance.fileio import new_run_dir
+
     root = Path(os.environ.get("GRU4REC_REPORT_DIR") or REPO / "reports" / "out") / "meta"
-    root.mkdir(parents=True, exist_ok=True)
-    stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
-    for n in range(1, 1000):
-        d = root / (stamp if n == 1 else f"{stamp}-{n}")
-        try:
-            d.mkdir()
-            return d
-        except FileExistsError:
-            continue
-    raise RuntimeError(f"{root}: no free run directory name for {stamp}")
+    return new_run_dir(root, first_suffix=2)  # as the run folders of reports/: <stamp>, <stamp>-2, ...
 
 
 SYMBOL = {"F": "✗", "P": "✓", "S": "s", "X": "x"}
@@ -158,7 +151,7 @@ SYMBOL = {"F": "✗", "P": "✓", "S": "s", "X": "x"}
 
 def write_matrix(mode: str, markexpr: str, run: InnerRun, mutants: list[Any], reference: str = "reference") -> Path:
     """Write mutant_matrix.md / .json (atomically) into a new ``reports/out/meta/<timestamp>/``; returns the folder."""
-    from gru4rec_conformance.reports.results import atomic_write_text
+    from gru4rec_conformance.fileio import atomic_write_json, atomic_write_text
 
     kinds = declared_checks()
     rows = []
@@ -217,6 +210,6 @@ def write_matrix(mode: str, markexpr: str, run: InnerRun, mutants: list[Any], re
             if c in r["reasons"]:
                 lines.append(f"  - {c}: {r['reasons'][c]}")
     out = _out_dir()
-    atomic_write_text(out / "mutant_matrix.json", json.dumps(data, indent=1, default=str))
+    atomic_write_json(out / "mutant_matrix.json", data, default=str)
     atomic_write_text(out / "mutant_matrix.md", "\n".join(lines) + "\n")
     return out

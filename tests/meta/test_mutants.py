@@ -1,5 +1,5 @@
 """Every mutant is caught by the checks that claim it, the other checks stay quiet on it, and the reference
-fails no check (conformance_checks.md §B; implementations/mutants/).
+fails no check (docs/checks.md; implementations/mutants/).
 
 The default test runs each mutant on the checks of its kind, its declared catches and a cheap cross-section
 (meta_matrix.CROSS_SECTION), and the reference on every non-slow, non-metric check, in one inner pytest run

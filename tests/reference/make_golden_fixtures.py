@@ -26,12 +26,10 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import importlib
 import json
 import os
 import subprocess
 import sys
-import tempfile
 import time
 import types
 from pathlib import Path
@@ -49,55 +47,26 @@ sys.path.insert(0, str(HERE))
 from ref_golden_cases import (E2E_PARAMS, EVAL_CASE, ITERATOR_CASES, STEP_CASES, eval_data,  # noqa: E402
                               iterator_data, step_data)
 
+from gru4rec_conformance.fileio import atomic_path, atomic_write_json  # noqa: E402
+
 
 # ----------------------------------------------------------------------------------------------- utilities
-def atomic_write_bytes(path: Path, write) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    os.close(fd)
-    try:
-        write(tmp)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-
-
 def save_npz(path: Path, arrays: dict) -> None:
-    def w(tmp):
-        with open(tmp, "wb") as f:
-            np.savez_compressed(f, **arrays)
-    atomic_write_bytes(path, w)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with atomic_path(path) as tmp, open(tmp, "wb") as f:
+        np.savez_compressed(f, **arrays)
 
 
 def save_json(path: Path, obj) -> None:
-    def w(tmp):
-        with open(tmp, "w", encoding="utf-8") as f:
-            json.dump(obj, f, indent=1, sort_keys=True)
-            f.write("\n")
-    atomic_write_bytes(path, w)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_json(path, obj, indent=1, sort_keys=True, trailing_newline=True)
 
 
 def load_official(path: Path):
-    """Import the port's modules from a checkout and apply the declared shims."""
-    sys.path.insert(0, str(path))
-    gp = importlib.import_module("gru4rec_pytorch")
-    ev = importlib.import_module("evaluation")
+    """The port's ``(gru4rec_pytorch, evaluation)`` from a checkout, with the declared shim (benchmarks.runners)."""
+    from gru4rec_conformance.benchmarks.runners import import_official_port
 
-    class _TorchShim(types.ModuleType):
-        def __getattr__(self, k):
-            return getattr(torch, k)
-
-        @staticmethod
-        def tensor(x, *a, **k):
-            if isinstance(x, (pd.Series, pd.Index)):
-                x = x.to_numpy()
-            return torch.tensor(x, *a, **k)
-
-    gp.torch = _TorchShim("torch")
-    return gp, ev
+    return import_official_port(path)
 
 
 def official_commit(path: Path) -> str:

@@ -15,6 +15,8 @@ from typing import Any
 
 import pytest
 
+from gru4rec_conformance.fileio import atomic_write_text
+
 _started = 0
 
 
@@ -27,9 +29,7 @@ def pytest_runtest_protocol(item: Any, nextitem: Any) -> None:
     _started += 1
     if _started == int(after) + 1:
         marker = Path(os.environ["RELIABILITY_PAUSE_FILE"])
-        tmp = marker.with_name(marker.name + ".tmp")
-        tmp.write_text(f"{after}\n{item.nodeid}\n")
-        os.replace(tmp, marker)
+        atomic_write_text(marker, f"{after}\n{item.nodeid}\n", durable=False)  # the waiting test polls for it
         deadline = time.monotonic() + float(os.environ.get("RELIABILITY_PAUSE_MAX_S", "300"))
         while time.monotonic() < deadline:
             time.sleep(0.05)

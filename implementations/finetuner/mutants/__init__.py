@@ -1,9 +1,10 @@
-"""Mutants: the reference fine-tuner with exactly one defect of finetuner spec §3 switched on, one class per
-defect row, grouped in one module per check kind. The meta-test (tests/finetuner/test_meta_mutants.py) proves
-that a check of each mutant's defect row catches it and passes on the reference (default run, slow checks left
-out), and, in its slow variant, the same over every check of the mutant's kind.
+"""Mutants: the reference fine-tuner with exactly one defect switched on (defect row N is caught by check FT-N,
+docs/checks.md), one class per defect row, grouped in one module per check kind. The meta-test
+(tests/finetuner/test_meta_mutants.py) proves that a check of each mutant's defect row catches it and passes on the
+reference (default run, slow checks left out), and, in its slow variant, the same over every check of the mutant's
+kind.
 
-``MUTANTS`` maps adapter name -> class; every class has ``defect_row`` (spec §3 row) and ``kind``.
+``MUTANTS`` maps adapter name -> class; every class has ``defect_row`` (N of check FT-N) and ``kind``.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Data-integrity mutants (spec §3 rows 6, 8, 22)."""
+"""Data-integrity mutants (caught by FT-6, FT-8 and FT-22, docs/checks.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Early-stopping and epoch-loop mutants (spec §3 rows 10 and 13)."""
+"""Early-stopping and epoch-loop mutants (caught by FT-10 and FT-13, docs/checks.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Offline-operation mutants (spec §3 rows 23 and 25)."""
+"""Offline-operation mutants (caught by FT-23 and FT-25, docs/checks.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Padding and masking mutants (spec §3 rows 4 and 7)."""
+"""Padding and masking mutants (caught by FT-4 and FT-7, docs/checks.md)."""
 
 from __future__ import annotations
 

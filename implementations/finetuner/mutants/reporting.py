@@ -1,4 +1,4 @@
-"""Reporting mutants (spec §3 rows 9, 16-21)."""
+"""Reporting mutants (caught by FT-9 and FT-16..FT-21, docs/checks.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Seeding mutant (spec §3 row 14)."""
+"""Seeding mutant (caught by FT-14, docs/checks.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Selection and leakage mutants (spec §3 rows 11, 12, 24): the test split used during training."""
+"""Selection and leakage mutants (caught by FT-11, FT-12 and FT-24, docs/checks.md): the test split used during
+training."""
 
 from __future__ import annotations
 

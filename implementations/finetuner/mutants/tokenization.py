@@ -1,4 +1,4 @@
-"""Tokenization mutants (spec §3 rows 1, 2, 5)."""
+"""Tokenization mutants (caught by FT-1, FT-2 and FT-5, docs/checks.md)."""
 
 from __future__ import annotations
 
