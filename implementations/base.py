@@ -12,6 +12,10 @@ share this module's generic parts:
 The harness (``conformance._harness``) is family-agnostic: it reads ``family`` from the adapter class, asks
 the family's :class:`FamilySpec` for the capability class and the check kinds, and forwards only the
 methods named in ``REQUIRED`` and ``HOOKS`` when it runs an adapter in a worker process.
+
+The result records (:class:`FitReport`, :class:`StepTrace`, :class:`ExchangeRecord`) are the reference GRU4Rec's
+own (``reference/gru4rec/records.py``, re-exported here): the reference and every adapter speak one vocabulary.
+That module needs only the standard library, so importing this protocol imports neither torch nor numpy.
 """
 
 from __future__ import annotations
@@ -20,8 +24,11 @@ import abc
 import dataclasses
 import math
 import os
+import warnings
 from pathlib import Path
-from typing import Any, ClassVar, Iterable, Iterator, Mapping, Sequence
+from typing import Any, Callable, ClassVar, Iterable, Iterator, Mapping, Sequence, TypeVar
+
+from gru4rec_conformance.reference.gru4rec.records import ExchangeRecord, FitReport, StepTrace
 
 __all__ = [
     "Unsupported",
@@ -122,6 +129,9 @@ def installed_version(dist: str) -> str:
         return "not installed"
 
 
+_CapsT = TypeVar("_CapsT", bound="BaseCapabilities")
+
+
 class CapabilityError(ValueError):
     """A capability declaration is invalid: unknown field or value, wrong type, or inconsistent."""
 
@@ -172,11 +182,11 @@ class BaseCapabilities:
     Build with :meth:`from_mapping`, which validates; unknown names raise :class:`CapabilityError`.
     """
 
-    devices: frozenset = set_field(("cpu", "cuda"), "device", "devices the implementation runs on", ("cpu",))
+    devices: frozenset[str] = set_field(("cpu", "cuda"), "device", "devices the implementation runs on", ("cpu",))
     framework: Mapping[str, str] = dataclasses.field(
         default_factory=lambda: {"name": "unknown", "version": "unknown"}, metadata={"kind": "framework"}
     )
-    shims: tuple = dataclasses.field(default=(), metadata={"kind": "shims"})
+    shims: tuple[str, ...] = dataclasses.field(default=(), metadata={"kind": "shims"})
     hyperparameters: Mapping[str, Any] = dataclasses.field(default_factory=dict, metadata={"kind": "hparams"})
 
     HYPERPARAMETERS: ClassVar[frozenset[str] | None] = None
@@ -185,7 +195,9 @@ class BaseCapabilities:
 
     # -- construction and validation -------------------------------------------------------------
     @classmethod
-    def from_mapping(cls, data: "Mapping[str, Any] | BaseCapabilities", *, source: str = "capabilities()"):
+    def from_mapping(
+        cls: type[_CapsT], data: "Mapping[str, Any] | BaseCapabilities", *, source: str = "capabilities()"
+    ) -> _CapsT:
         """Validate a declaration (a mapping of field names, or an instance) and return an instance of ``cls``.
 
         Raises:
@@ -212,7 +224,7 @@ class BaseCapabilities:
         return instance
 
     @classmethod
-    def _validate_field(cls, field: dataclasses.Field, value: Any, source: str) -> Any:
+    def _validate_field(cls, field: dataclasses.Field[Any], value: Any, source: str) -> Any:
         kind = field.metadata.get("kind")
         where = f"{source}: field {field.name!r}"
         if kind == "flag":
@@ -256,7 +268,7 @@ class BaseCapabilities:
         raise CapabilityError(f"{where}: field kind {kind!r} has no validator")  # a bug in a subclass
 
     @classmethod
-    def _validate_layout(cls, field: dataclasses.Field, value: Any, source: str) -> Any:
+    def _validate_layout(cls, field: dataclasses.Field[Any], value: Any, source: str) -> Any:
         raise CapabilityError(f"{source}: field {field.name!r} is not supported by {cls.__name__}")
 
     def _check_consistency(self, source: str) -> None:
@@ -365,7 +377,7 @@ class Capabilities(BaseCapabilities):
     (``final_act:<name>``), ``devices`` (``device:<name>``). Choices: ``score_semantics`` (``raw`` or
     ``post-activation``: what ``score_prefixes`` returns), ``eval_tie_mode`` (tie mode of the
     implementation's own evaluator: ``standard``/``conservative``/``median``, ``None`` without one).
-    ``gate_layout``: order of the GRU gates in the weight matrices returned by ``get_params`` (a
+    ``gate_layout``: order of the GRU gates in the weight matrices returned by ``get_weights`` (a
     permutation of ``reset``, ``update``, ``candidate``), ``None`` without that hook.
     ``hyperparameters``: official GRU4Rec names only (gru4rec_reference.md §6.1).
 
@@ -373,8 +385,10 @@ class Capabilities(BaseCapabilities):
     ``extra_shared_negatives``; ``bpreg`` needs ``loss:bpr-max``; ``logq`` needs ``loss:cross-entropy``.
     """
 
-    losses: frozenset = set_field(("cross-entropy", "bpr-max", "top1", "top1-max", "bpr"), "loss", "training losses")
-    embedding_modes: frozenset = set_field(("none", "separate", "shared"), "embedding", "input embedding modes")
+    losses: frozenset[str] = set_field(
+        ("cross-entropy", "bpr-max", "top1", "top1-max", "bpr"), "loss", "training losses"
+    )
+    embedding_modes: frozenset[str] = set_field(("none", "separate", "shared"), "embedding", "input embedding modes")
     session_parallel: bool = flag_field("session-parallel mini-batches (lanes refilled as sessions end)")
     in_batch_negatives: bool = flag_field("the other targets of the mini-batch are negatives")
     extra_shared_negatives: bool = flag_field("n_sample extra negatives shared by all lanes")
@@ -384,7 +398,7 @@ class Capabilities(BaseCapabilities):
     dropout_embed: bool = flag_field("dropout on the input embedding (dropout_p_embed)")
     dropout_hidden: bool = flag_field("dropout on the GRU outputs (dropout_p_hidden)")
     separate_dropouts: bool = flag_field("embedding and hidden dropout are independent parameters")
-    final_acts: frozenset = set_field(
+    final_acts: frozenset[str] = set_field(
         ("linear", "elu", "tanh", "relu", "leaky", "selu", "softmax", "softmax_logit"), "final_act",
         "final activations of the scores",
     )  # fmt: skip
@@ -400,7 +414,7 @@ class Capabilities(BaseCapabilities):
     GATES: ClassVar[frozenset[str]] = frozenset({"reset", "update", "candidate"})
 
     @classmethod
-    def _validate_layout(cls, field: dataclasses.Field, value: Any, source: str) -> Any:
+    def _validate_layout(cls, field: dataclasses.Field[Any], value: Any, source: str) -> Any:
         if value is None:
             return None
         if isinstance(value, (str, bytes)) or sorted(value) != sorted(cls.GATES) or len(value) != 3:
@@ -422,74 +436,6 @@ class Capabilities(BaseCapabilities):
                 raise CapabilityError(f"{source}: inconsistent declaration: {message}")
 
 
-class ExchangeRecord:
-    """Base of dataclasses that may cross the worker boundary (rebuilt field by field, never unpickled).
-
-    A family's own result records (e.g. the fine-tuner's run record) subclass it and are decorated with
-    ``@dataclasses.dataclass``; fields must be values the codec accepts (conformance/_harness/codec.py).
-    """
-
-    __exchange__: ClassVar[bool] = True
-
-
-@dataclasses.dataclass
-class StepTrace(ExchangeRecord):
-    """One training step as seen by the ``trace`` hook (SR-4, EB-4, SO-2, SO-3, OP-3).
-
-    Attributes:
-        session_ids: int64 array (B,), session id in each lane (-1 for an inactive lane).
-        positions: int64 array (B,), position of the lane's *input* event within its session (0 = first).
-        h_in_norms: float array (B,), L2 norm of the hidden state entering the first GRU layer per lane.
-        n_active: number of active lanes at this step.
-        negative_ids: int64 array (S,) of the extra sampled item ids (empty when n_sample = 0), or None
-            when the implementation does not sample.
-        learning_rate: the effective learning rate applied at this step (None if unknown).
-    """
-
-    session_ids: Any
-    positions: Any
-    h_in_norms: Any
-    n_active: int
-    negative_ids: Any = None
-    learning_rate: float | None = None
-
-
-@dataclasses.dataclass
-class FitReport(ExchangeRecord):
-    """What ``fit`` reports, one entry per epoch.
-
-    Attributes:
-        epoch_losses: mean per-example training loss per epoch (float).
-        n_steps: optimizer updates per epoch (int).
-        n_events_trained: input→target pairs trained per epoch (int).
-        epoch_seconds: wall-clock seconds per epoch (float; informational, never asserted on).
-        trace: per-step :class:`StepTrace` records when tracing was enabled with ``trace(True)``, else None.
-
-    Raises:
-        ValueError: naming the field when the per-epoch lists have different lengths.
-    """
-
-    epoch_losses: list = dataclasses.field(default_factory=list)
-    n_steps: list = dataclasses.field(default_factory=list)
-    n_events_trained: list = dataclasses.field(default_factory=list)
-    epoch_seconds: list = dataclasses.field(default_factory=list)
-    trace: list | None = None
-
-    def __post_init__(self) -> None:
-        lengths = {
-            "epoch_losses": len(self.epoch_losses),
-            "n_steps": len(self.n_steps),
-            "n_events_trained": len(self.n_events_trained),
-            "epoch_seconds": len(self.epoch_seconds),
-        }
-        if len(set(lengths.values())) > 1:
-            raise ValueError(f"FitReport: per-epoch lists differ in length: {lengths}")
-
-    @property
-    def n_epochs(self) -> int:
-        return len(self.epoch_losses)
-
-
 class AdapterBase(abc.ABC):
     """Family-agnostic part of every adapter.
 
@@ -507,7 +453,10 @@ class AdapterBase(abc.ABC):
             adapter, so reports print the published numbers beside ours; None if not in the study.
         reproducibility: static reproducibility-card facts (``installs``, ``offline``, ``pinned``,
             ``hyperparameters``), free-text values.
-        REQUIRED, HOOKS: method names of the family's protocol (the worker proxy forwards exactly these).
+        REQUIRED, HOOKS: method names of the family's protocol (the worker proxy forwards these).
+        DEPRECATED_HOOKS: old hook name → its current name in ``HOOKS``, honoured for one release: a subclass that
+            overrides only the old name gets the current one forwarding to it (a ``DeprecationWarning`` once, when
+            the class is defined), so the harness finds and calls the hook; the proxy forwards the old names too.
 
     The constructor takes ``device`` and the registry entry's keyword arguments (variants); it must be cheap
     and must not import the implementation under test.
@@ -527,6 +476,17 @@ class AdapterBase(abc.ABC):
 
     REQUIRED: ClassVar[tuple[str, ...]] = ("capabilities",)
     HOOKS: ClassVar[tuple[str, ...]] = ()
+    DEPRECATED_HOOKS: ClassVar[Mapping[str, str]] = {}
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        for old, new in cls.DEPRECATED_HOOKS.items():
+            if old in cls.__dict__ and new not in cls.__dict__:
+                # frames: this method, ABCMeta.__new__, the class statement
+                warnings.warn(f"{cls.__module__}.{cls.__qualname__} overrides {old}(), a deprecated hook name: rename "
+                              f"it to {new}() (the old name is honoured for one release)", DeprecationWarning,
+                              stacklevel=3)  # fmt: skip
+                setattr(cls, new, _forward_to_legacy(cls, old, new))
 
     def __init__(self, device: str = "cpu", **options: Any) -> None:
         if options:
@@ -555,8 +515,29 @@ class AdapterBase(abc.ABC):
 
     @classmethod
     def protocol_methods(cls) -> tuple[str, ...]:
-        """Methods a worker proxy forwards: ``version``, ``REQUIRED`` and ``HOOKS``."""
-        return ("version",) + tuple(cls.REQUIRED) + tuple(cls.HOOKS)
+        """Methods a worker proxy forwards: ``version``, ``REQUIRED``, ``HOOKS`` and the deprecated hook names."""
+        return ("version",) + tuple(cls.REQUIRED) + tuple(cls.HOOKS) + tuple(cls.DEPRECATED_HOOKS)
+
+
+_LEGACY_MARK = "__legacy_hook__"
+
+
+def _forward_to_legacy(cls: type, old: str, new: str) -> Callable[..., Any]:
+    """The ``new`` hook of ``cls``: calls the ``old`` one that ``cls`` overrides (marked, see :func:`_is_legacy`)."""
+
+    def hook(self: Any, *args: Any, **kwargs: Any) -> Any:
+        return getattr(self, old)(*args, **kwargs)
+
+    hook.__name__ = new
+    hook.__qualname__ = f"{cls.__qualname__}.{new}"
+    hook.__doc__ = f"Forwards to {old}(), the deprecated name of this hook that {cls.__qualname__} overrides."
+    setattr(hook, _LEGACY_MARK, old)
+    return hook
+
+
+def _is_legacy(cls: type, new: str) -> bool:
+    """Whether ``cls.<new>`` is a forwarder made by ``AdapterBase.__init_subclass__`` for an old hook name."""
+    return getattr(getattr(cls, new, None), _LEGACY_MARK, None) is not None
 
 
 def _family_base(cls: type) -> type:
@@ -570,10 +551,14 @@ class Adapter(AdapterBase):
     Required black-box surface: :meth:`capabilities`, :meth:`build`, :meth:`fit`, :meth:`item_ids`,
     :meth:`score_prefixes`. Optional black-box+ (the implementation's own inference code):
     :meth:`score_stream`, :meth:`evaluate`. Optional white-box hooks: :meth:`loss_on_scores`,
-    :meth:`train_forward`, :meth:`get_params`, :meth:`set_params`, :meth:`train_step`, :meth:`trace`,
+    :meth:`train_forward`, :meth:`get_weights`, :meth:`set_weights`, :meth:`train_step`, :meth:`trace`,
     :meth:`optimizer_info`. An optional method that is not overridden raises :class:`Unsupported`; checks
     that need it are skipped with the reason. The adapter template for outside maintainers is
     ``implementations/template.py``.
+
+    Deprecated (one release): ``get_params``/``set_params`` are the old names of :meth:`get_weights`/
+    :meth:`set_weights` (model weights, not hyperparameters). An adapter that still overrides only the old names
+    keeps working (see ``DEPRECATED_HOOKS``); calling the old names on any adapter warns and calls the new ones.
 
     Data conventions: session frames have ``SessionId`` (int64), ``ItemId`` (int64), ``Time`` (int64 or
     float64) columns, possibly unsorted; the item universe is the set of training items; score matrices are
@@ -583,9 +568,10 @@ class Adapter(AdapterBase):
     family: ClassVar[str] = "gru4rec"
     REQUIRED: ClassVar[tuple[str, ...]] = ("capabilities", "build", "fit", "item_ids", "score_prefixes")
     HOOKS: ClassVar[tuple[str, ...]] = (
-        "score_stream", "evaluate", "loss_on_scores", "train_forward", "get_params", "set_params",
+        "score_stream", "evaluate", "loss_on_scores", "train_forward", "get_weights", "set_weights",
         "train_step", "trace", "optimizer_info",
     )  # fmt: skip
+    DEPRECATED_HOOKS: ClassVar[Mapping[str, str]] = {"get_params": "get_weights", "set_params": "set_weights"}
 
     # -- helpers for subclasses -------------------------------------------------------------------
     def resolve_hparams(self, hparams: Mapping[str, Any]) -> dict[str, Any]:
@@ -655,7 +641,7 @@ class Adapter(AdapterBase):
         """
 
     # -- optional black-box+ ---------------------------------------------------------------------
-    def score_stream(self, test_df: Any, batch_size: int) -> Iterator[tuple]:
+    def score_stream(self, test_df: Any, batch_size: int) -> Iterator[tuple[Any, ...]]:
         """Run the implementation's own session-parallel inference loop over ``test_df``.
 
         Yields:
@@ -666,7 +652,9 @@ class Adapter(AdapterBase):
         """
         raise Unsupported("score_stream")
 
-    def evaluate(self, test_df: Any, cutoffs: Sequence[int] = (1, 5, 10, 20), batch_size: int = 512) -> dict:
+    def evaluate(
+        self, test_df: Any, cutoffs: Sequence[int] = (1, 5, 10, 20), batch_size: int = 512
+    ) -> dict[str, Any]:
         """The implementation's own evaluator: ``{"recall@N": float, "mrr@N": float, "n_events": int}``."""
         raise Unsupported("evaluate")
 
@@ -686,7 +674,7 @@ class Adapter(AdapterBase):
         """
         raise Unsupported("loss_on_scores")
 
-    def train_forward(self, prefix_batch: Any, seed: int) -> dict:
+    def train_forward(self, prefix_batch: Any, seed: int) -> dict[str, Any]:
         """Train-mode forward pass: ``{"embedding_out", "layer_outputs": [...], "scores"}`` as arrays,
         optionally ``"score_tensor_shape"`` and ``"output_rows_touched"`` (SC-2, SO-1).
 
@@ -699,14 +687,28 @@ class Adapter(AdapterBase):
         the output weights reached by the step's loss gradient). Nothing is updated."""
         raise Unsupported("train_forward")
 
-    def get_params(self) -> dict:
-        """Model parameters as ``{name: float array}`` (GRU gates ordered as ``gate_layout`` declares; axes of
-        length n_items in :meth:`item_ids` order; biases 1-D)."""
-        raise Unsupported("get_params")
+    def get_weights(self) -> dict[str, Any]:
+        """Model weights as ``{name: float array}`` (GRU gates ordered as ``gate_layout`` declares; axes of
+        length n_items in :meth:`item_ids` order; biases 1-D). Hyperparameters are not weights: see :meth:`build`."""
+        raise Unsupported("get_weights")
+
+    def set_weights(self, weights: Mapping[str, Any]) -> None:
+        """Load weights (all or a subset) in the layout of :meth:`get_weights`."""
+        raise Unsupported("set_weights")
+
+    def get_params(self) -> dict[str, Any]:
+        """Deprecated name of :meth:`get_weights` (one release): warns and calls it."""
+        warnings.warn("Adapter.get_params() is deprecated: call get_weights()", DeprecationWarning, stacklevel=2)
+        if _is_legacy(type(self), "get_weights"):  # reached through super() from an old-style override
+            raise Unsupported("get_weights")
+        return self.get_weights()
 
     def set_params(self, params: Mapping[str, Any]) -> None:
-        """Load parameters in the layout of :meth:`get_params`."""
-        raise Unsupported("set_params")
+        """Deprecated name of :meth:`set_weights` (one release): warns and calls it."""
+        warnings.warn("Adapter.set_params() is deprecated: call set_weights()", DeprecationWarning, stacklevel=2)
+        if _is_legacy(type(self), "set_weights"):
+            raise Unsupported("set_weights")
+        self.set_weights(params)
 
     def train_step(self, batch_inputs: Any, batch_targets: Any, hidden: Any = None) -> float:
         """One optimizer step on the given input/target item ids (int arrays (B,)); returns the loss."""
@@ -716,7 +718,7 @@ class Adapter(AdapterBase):
         """Record :class:`StepTrace` records during the following ``fit`` calls (into ``FitReport.trace``)."""
         raise Unsupported("trace")
 
-    def optimizer_info(self) -> dict:
+    def optimizer_info(self) -> dict[str, Any]:
         """``{"type", "lr_schedule", "initial_accumulator", "eps", "momentum", "grad_clip"}``."""
         raise Unsupported("optimizer_info")
 

@@ -273,7 +273,7 @@ class CornacGRU4RecAdapter(Adapter):
         blocks = np.split(a, 3, axis=axis)
         return np.concatenate([blocks[i] for i in order], axis=axis)
 
-    def get_params(self) -> dict:
+    def get_weights(self) -> dict:
         """cornac's parameters under their torch names; item-indexed rows in :meth:`item_ids` order without
         cornac's padding row; GRU gate blocks ordered as ``gate_layout`` (reset, update, candidate); biases 1-D."""
         m = self._require_model()
@@ -292,18 +292,18 @@ class CornacGRU4RecAdapter(Adapter):
             out[name] = a
         return out
 
-    def set_params(self, params: Mapping[str, Any]) -> None:
-        """Load arrays in the layout of :meth:`get_params` (padding rows untouched)."""
+    def set_weights(self, weights: Mapping[str, Any]) -> None:
+        """Load arrays in the layout of :meth:`get_weights` (padding rows untouched)."""
         import torch
 
         m = self._require_model()
         n = len(self.item_ids())
         named = dict(m.named_parameters())
-        unknown = sorted(set(params) - set(named))
+        unknown = sorted(set(weights) - set(named))
         if unknown:
-            raise ValueError(f"set_params: unknown parameter name(s) {unknown}; known: {sorted(named)}")
+            raise ValueError(f"set_weights: unknown parameter name(s) {unknown}; known: {sorted(named)}")
         with torch.no_grad():
-            for name, value in params.items():
+            for name, value in weights.items():
                 a = np.asarray(value)
                 if name == "GE.Wx0.weight":
                     a = self._permute_blocks(a, self._GE_FROM_LAYOUT, axis=1)
@@ -316,7 +316,7 @@ class CornacGRU4RecAdapter(Adapter):
                     target = target[:n]
                 t = torch.as_tensor(a, dtype=target.dtype)
                 if tuple(t.shape) != tuple(target.shape):
-                    raise ValueError(f"set_params: {name} has shape {tuple(t.shape)}, expected {tuple(target.shape)}")
+                    raise ValueError(f"set_weights: {name} has shape {tuple(t.shape)}, expected {tuple(target.shape)}")
                 target.copy_(t)
 
     def _columns(self, targets: np.ndarray) -> np.ndarray:

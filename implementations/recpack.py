@@ -273,7 +273,7 @@ class RecpackAdapter(Adapter):
             raise RuntimeError("RecpackAdapter: call fit() first (n_epochs=0 initialises without training)")
         return self.algo.model_
 
-    def get_params(self) -> dict:
+    def get_weights(self) -> dict:
         """recpack's parameters (``GRU4RecTorch``) under their torch names; item-indexed rows in
         :meth:`item_ids` order without recpack's padding row (index I, zeroed in the embedding); GRU gate blocks
         in torch's order (reset, update, candidate) = ``gate_layout``; biases 1-D."""
@@ -287,22 +287,22 @@ class RecpackAdapter(Adapter):
             out[name] = a
         return out
 
-    def set_params(self, params: Any) -> None:
-        """Load arrays in the layout of :meth:`get_params` into recpack's parameters (padding rows untouched)."""
+    def set_weights(self, weights: Any) -> None:
+        """Load arrays in the layout of :meth:`get_weights` into recpack's parameters (padding rows untouched)."""
         import torch
 
         model = self._require_model()
         n = len(self.item_ids())
         named = dict(model.named_parameters())
-        unknown = sorted(set(params) - set(named))
+        unknown = sorted(set(weights) - set(named))
         if unknown:
-            raise ValueError(f"set_params: unknown parameter name(s) {unknown}; known: {sorted(named)}")
+            raise ValueError(f"set_weights: unknown parameter name(s) {unknown}; known: {sorted(named)}")
         with torch.no_grad():
-            for name, value in params.items():
+            for name, value in weights.items():
                 t = torch.as_tensor(np.asarray(value), dtype=named[name].dtype)
                 target = named[name][:n] if name in ("emb.weight", "lin.weight", "lin.bias") else named[name]
                 if tuple(t.shape) != tuple(target.shape):
-                    raise ValueError(f"set_params: {name} has shape {tuple(t.shape)}, expected {tuple(target.shape)}")
+                    raise ValueError(f"set_weights: {name} has shape {tuple(t.shape)}, expected {tuple(target.shape)}")
                 target.copy_(t)
 
     def train_step(self, batch_inputs: Any, batch_targets: Any, hidden: Any = None) -> float:

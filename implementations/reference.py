@@ -15,12 +15,13 @@ Hook semantics that the protocol leaves open are fixed here and documented in co
   the network runs them in training mode from the zero state and the result describes the *last* transition
   (input = second-to-last item, target = last item), with the columns a training step scores;
 - ``loss_on_scores(R, loss, bpreg=, elu_param=, final_act=, logq=, column_q=)``: the mean over rows;
-- ``get_params``: every parameter, item-indexed axes in :meth:`item_ids` order, GRU gate blocks ordered as
+- ``get_weights``: every parameter, item-indexed axes in :meth:`item_ids` order, GRU gate blocks ordered as
   ``gate_layout`` = (reset, update, candidate), biases as 1-D arrays.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, Iterator, Mapping, Sequence
 
 import numpy as np
@@ -149,18 +150,21 @@ class ReferenceAdapter(Adapter):
 
     def fit(self, train_df: Any, n_epochs: int | None = None) -> FitReport:
         gru = self._require_gru()
-        traces: list[StepTrace] | None = [] if self._tracing else None
+        traces: list[StepTrace] = []
 
-        def on_step(t) -> None:
-            traces.append(StepTrace(session_ids=np.asarray(t.session_ids), positions=np.asarray(t.positions),
-                                    h_in_norms=np.asarray(t.h_in_norm, dtype=np.float64), n_active=int(t.n_active),
-                                    negative_ids=np.asarray(t.negative_ids), learning_rate=float(t.learning_rate)))
+        def on_step(t: StepTrace) -> None:  # the reference's own record, with the protocol's dtypes
+            lr = None if t.learning_rate is None else float(t.learning_rate)
+            traces.append(dataclasses.replace(t, session_ids=np.asarray(t.session_ids),
+                                              positions=np.asarray(t.positions),
+                                              h_in_norms=np.asarray(t.h_in_norms, dtype=np.float64),
+                                              n_active=int(t.n_active), negative_ids=np.asarray(t.negative_ids),
+                                              learning_rate=lr))
 
         rep = gru.fit(train_df, sample_cache_max_size=self.sample_cache_max_size, n_epochs=n_epochs,
-                      trace=on_step if traces is not None else None)
+                      trace=on_step if self._tracing else None)
         return FitReport(epoch_losses=[float(x) for x in rep.epoch_losses], n_steps=[int(x) for x in rep.n_steps],
                          n_events_trained=[int(x) for x in rep.n_events_trained],
-                         epoch_seconds=[float(x) for x in rep.epoch_seconds], trace=traces)
+                         epoch_seconds=[float(x) for x in rep.epoch_seconds], trace=traces if self._tracing else None)
 
     def item_ids(self) -> np.ndarray:
         return np.asarray(self._require_gru().item_ids())
@@ -260,15 +264,15 @@ class ReferenceAdapter(Adapter):
         blocks = np.split(a, 3, axis=axis)
         return np.concatenate([blocks[i] for i in order], axis=axis)
 
-    def get_params(self) -> dict:
+    def get_weights(self) -> dict:
         w = self._require_gru().get_weights()
         if "GE.Wx0" in w:
             w["GE.Wx0"] = self._permute_blocks(w["GE.Wx0"], self._GE_TO_LAYOUT, axis=1)
             w["GE.Bh0"] = self._permute_blocks(w["GE.Bh0"], self._GE_TO_LAYOUT, axis=0)
         return w
 
-    def set_params(self, params: Mapping[str, Any]) -> None:
-        w = {k: np.asarray(v) for k, v in params.items()}
+    def set_weights(self, weights: Mapping[str, Any]) -> None:
+        w = {k: np.asarray(v) for k, v in weights.items()}
         if "GE.Wx0" in w:
             w["GE.Wx0"] = self._permute_blocks(w["GE.Wx0"], self._GE_FROM_LAYOUT, axis=1)
         if "GE.Bh0" in w:

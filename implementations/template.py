@@ -133,6 +133,6 @@ class TemplateAdapter(Adapter):
 
     # -- optional hooks ---------------------------------------------------------------------------------
     # Override only the hooks your implementation really has (score_stream, evaluate, loss_on_scores,
-    # train_forward, get_params/set_params, train_step, trace, optimizer_info; see
+    # train_forward, get_weights/set_weights, train_step, trace, optimizer_info; see
     # implementations.base.Adapter). A hook you override counts as declared ("hook:<name>"): raising
     # Unsupported from it then fails the check. Hooks you leave out are skipped with the reason.

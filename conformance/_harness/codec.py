@@ -7,8 +7,8 @@ coming from an implementation is ever unpickled in the suite's process (issue 8)
 - numeric, boolean and fixed-width string numpy arrays (object arrays are refused);
 - pandas DataFrame / Series (column by column; the index is not transferred);
 - list, tuple, set/frozenset, dict (any keys of the supported scalar types);
-- dataclasses marked ``__exchange__ = True`` defined in ``implementations.*`` or ``conformance.*``
-  (e.g. ``FitReport``, ``StepTrace``), rebuilt field by field;
+- dataclasses marked ``__exchange__ = True`` defined in ``implementations.*``, ``conformance.*`` or the result
+  records module ``reference.gru4rec.records`` (``FitReport``, ``StepTrace``), rebuilt field by field;
 - capability objects (:class:`implementations.base.BaseCapabilities`), rebuilt through ``from_mapping``;
 - iterators/generators are materialised into lists (``score_stream``).
 
@@ -38,6 +38,8 @@ __all__ = ["Codec", "ExchangeError", "dumps", "loads"]
 _SAFE_KINDS = set("biufcUS")
 _INLINE_MAX = 256
 _ALLOWED_MODULE_PREFIXES = ("gru4rec_conformance.implementations.", "gru4rec_conformance.conformance.")
+#: single modules outside those prefixes whose exchange records may be rebuilt (the shared result records)
+_ALLOWED_MODULES = ("gru4rec_conformance.reference.gru4rec.records",)
 
 
 class ExchangeError(TypeError):
@@ -62,8 +64,9 @@ def _class_ref(cls: type) -> str:
 
 def _import_ref(ref: str) -> Any:
     module_name, _, qualname = ref.partition(":")
-    if not module_name.startswith(_ALLOWED_MODULE_PREFIXES):
-        raise ExchangeError(f"refusing to rebuild {ref!r}: only classes of {_ALLOWED_MODULE_PREFIXES} may cross")
+    if not (module_name.startswith(_ALLOWED_MODULE_PREFIXES) or module_name in _ALLOWED_MODULES):
+        allowed = _ALLOWED_MODULE_PREFIXES + _ALLOWED_MODULES
+        raise ExchangeError(f"refusing to rebuild {ref!r}: only classes of {allowed} may cross")
     obj: Any = importlib.import_module(module_name)
     for part in qualname.split("."):
         obj = getattr(obj, part)

@@ -172,12 +172,17 @@ class ImplHandle:
         return self.describe().hooks
 
     # -- declarations ----------------------------------------------------------------------------------
+    def _hook_name(self, name: str) -> str:
+        """The current name of a hook (``get_params`` → ``get_weights``: deprecated names, one release)."""
+        aliases: dict[str, str] = dict(getattr(self.spec.cls, "DEPRECATED_HOOKS", {}))
+        return aliases.get(name, name)
+
     def check_feature_name(self, feature: str) -> None:
         """Raise :class:`HarnessError` for a feature name outside the family's vocabulary (typo guard)."""
         prefix, _, rest = feature.partition(":")
         if prefix == "hook" and rest:
             hooks = adapter_class(self.spec).HOOKS
-            if rest not in hooks:
+            if self._hook_name(rest) not in hooks:
                 raise HarnessError(f"unknown hook {rest!r}; hooks of family {self.family}: {list(hooks)}")
             return
         if not self.capabilities.is_known_feature(feature):
@@ -189,8 +194,8 @@ class ImplHandle:
         """Whether the adapter declares ``feature`` (also bare hook and hyperparameter names)."""
         prefix, _, rest = feature.partition(":")
         if prefix == "hook" and rest:
-            return rest in self.hooks
-        if feature in self.hooks:
+            return self._hook_name(rest) in self.hooks
+        if self._hook_name(feature) in self.hooks:
             return True
         caps = self.describe().capabilities
         return caps is not None and caps.declares(feature)

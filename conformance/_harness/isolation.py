@@ -65,8 +65,9 @@ DEFAULT_TIMEOUTS_S: dict[str, float] = {
     "K10": 1800.0,
     "metric": 7200.0,
 }
-LIGHT_METHODS = frozenset({"version", "capabilities", "item_ids", "get_params", "set_params", "optimizer_info",
-                           "trace", "loss_on_scores", "close"})  # fmt: skip
+# get_params/set_params: the deprecated names of get_weights/set_weights (kept for one release)
+LIGHT_METHODS = frozenset({"version", "capabilities", "item_ids", "get_weights", "set_weights", "optimizer_info",
+                           "trace", "loss_on_scores", "close", "get_params", "set_params"})  # fmt: skip
 
 ENV_ALLOW = frozenset({
     "PATH", "LANG", "LANGUAGE", "TZ", "TERM", "LD_LIBRARY_PATH", "PYTHONHASHSEED", "SOURCE_DATE_EPOCH",

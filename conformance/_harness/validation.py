@@ -69,13 +69,13 @@ class CheckedAdapter:
         self.__dict__["_adapter"] = adapter
         self.__dict__["_label"] = label
         self.__dict__["_trained_items"] = None  # np.ndarray of the last fit's item ids, or None when unknown
-        self.__dict__["_item_ids"] = None  # validated item_ids(), cached until the next build/fit/set_params
+        self.__dict__["_item_ids"] = None  # validated item_ids(), cached until the next build/fit/set_weights
         self.__dict__["_item_set"] = None  # the same as a set (score_stream targets: one lookup per row)
 
     # -- forwarding ------------------------------------------------------------------------------------------
     def __getattr__(self, name: str) -> Any:
         value = getattr(self.__dict__["_adapter"], name)
-        if name in ("build", "set_params"):
+        if name in ("build", "set_weights", "set_params"):  # set_params: the deprecated name of set_weights
             return self._invalidating(value)
         return value
 

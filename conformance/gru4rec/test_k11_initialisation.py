@@ -2,7 +2,7 @@
 σ = √(6/(fan_in + fan_out)) of the block (GRU matrices split per gate), and every bias is 0 (gru4rec_reference.md
 §2.6). Check IN-1.
 
-Blocks are found from shapes alone (the protocol's get_params has no per-parameter metadata): a 2-D parameter
+Blocks are found from shapes alone (the protocol's get_weights has no per-parameter metadata): a 2-D parameter
 with an axis of 3·d (or else 2·d) for a layer size d is split into 3 (2) gate blocks along that axis; any other
 2-D parameter is one block; 1-D parameters and parameters named ``*bias*`` are biases. The check builds shapes for
 which this is unambiguous (20 items, layer size 24, embedding 10).
@@ -34,7 +34,7 @@ MODES = {"none": {"embedding": 0, "constrained_embedding": False},
 
 
 @pytest.mark.check("IN-1", kind="K11")
-@pytest.mark.hook("get_params")
+@pytest.mark.hook("get_weights")
 @pytest.mark.parametrize("mode", [pytest.param(m, marks=pytest.mark.embedding(m), id=m) for m in MODES])
 def test_in1_glorot_uniform_per_gate(impl, d_lag1, mode, record_metric):
     """Every weight block starts Glorot-uniform U(−σ, σ) per gate and every bias starts at 0.
@@ -44,7 +44,7 @@ def test_in1_glorot_uniform_per_gate(impl, d_lag1, mode, record_metric):
     model = build(impl, {"layers": [LAYER], **MODES[mode]}, dict(n_sample=0, loss="cross-entropy"))
     model.fit(d_lag1.train, n_epochs=0)
     problems, n_blocks = [], 0
-    for name, value in model.get_params().items():
+    for name, value in model.get_weights().items():
         w = np.asarray(value, dtype=np.float64)
         if w.ndim == 1 or "bias" in name.lower() or (w.ndim == 2 and 1 in w.shape):
             if np.any(w != 0):
@@ -61,5 +61,5 @@ def test_in1_glorot_uniform_per_gate(impl, d_lag1, mode, record_metric):
             if abs(mean) >= sigma / 10:
                 problems.append(f"{bname} {block.shape}: mean {mean:.4g} (asymmetric range; σ/10 = {sigma / 10:.4g})")
     record_metric("weight blocks checked", n_blocks, problems=len(problems))
-    assert n_blocks, "get_params returned no weight matrix"
+    assert n_blocks, "get_weights returned no weight matrix"
     assert not problems, "initialisation is not per-gate Glorot-uniform with zero biases: " + "; ".join(problems[:8])

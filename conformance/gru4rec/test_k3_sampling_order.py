@@ -17,7 +17,7 @@ def _item_axes(params: dict, n_items: int) -> dict[str, list[int]]:
 
 
 @pytest.mark.check("SO-1", kind="K3")
-@pytest.mark.hook("get_params", "set_params", "train_step")
+@pytest.mark.hook("get_weights", "set_weights", "train_step")
 @pytest.mark.parametrize("loss", [pytest.param(x, marks=pytest.mark.loss(x), id=x) for x in ("cross-entropy", "bpr-max")])
 def test_so1_non_sampled_item_invariance(impl, d_lag1, loss, record_metric):
     """The training loss ignores items that are neither targets nor samples (sample, then score).
@@ -33,7 +33,7 @@ def test_so1_non_sampled_item_invariance(impl, d_lag1, loss, record_metric):
     bystander = cycle[15]
     ids = list(np.asarray(model.item_ids()))
     j = ids.index(bystander)
-    p0 = {k: np.array(v, copy=True) for k, v in model.get_params().items()}
+    p0 = {k: np.array(v, copy=True) for k, v in model.get_weights().items()}
     axes = _item_axes(p0, len(ids))
     assert any(axes.values()), f"no parameter has an item axis of length {len(ids)} (got shapes " \
                                f"{ {k: np.shape(v) for k, v in p0.items()} })"
@@ -46,7 +46,7 @@ def test_so1_non_sampled_item_invariance(impl, d_lag1, loss, record_metric):
             idx[ax] = j
             w[tuple(idx)] += 10.0
         shifted[k] = w
-    model.set_params(shifted)
+    model.set_weights(shifted)
     loss_b = float(model.train_step(inputs, targets))
     diff = abs(loss_b - loss_a)
     record_metric("loss change from a non-sampled item", diff, reference=0.0, tolerance=1e-6 * max(1.0, abs(loss_a)))

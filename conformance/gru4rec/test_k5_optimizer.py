@@ -10,7 +10,7 @@ import pytest
 from gru4rec_conformance.implementations.base import Unsupported
 from gru4rec_conformance.conformance.gru4rec._common import build
 
-WB_HOOKS = ("get_params", "train_step")
+WB_HOOKS = ("get_weights", "train_step")
 
 #: OP-3's relative tolerance on a reported learning rate: float32 resolution. TensorFlow/Keras keep η in a float32
 #: variable, so a constant η = 0.05 reads back as 0.05000000074505806 (1.5e-8 relative); a schedule moves it by
@@ -50,11 +50,11 @@ def _steps(model, d_lag1, n: int) -> tuple[list[np.ndarray], np.ndarray]:
     """Parameter vectors before and after each of ``n`` updates on the same batch, and per entry the largest
     representation gap seen (the resolution of a measured step)."""
     inputs, targets = _batch(d_lag1)
-    p = model.get_params()
+    p = model.get_weights()
     snaps, gap = [_flat(p)], _spacing(p)
     for _ in range(n):
         model.train_step(inputs, targets)
-        p = model.get_params()
+        p = model.get_weights()
         snaps.append(_flat(p))
         gap = np.maximum(gap, _spacing(p))
     return snaps, gap

@@ -66,7 +66,7 @@ def test_hp1_sensitivity(impl, d_lag1, name, a, b, base, record_metric):
 def _shapes(impl, d_lag1, **cfg) -> tuple[dict[str, tuple], int]:
     model = build(impl, cfg, dict(n_sample=0, loss="cross-entropy"))
     model.fit(d_lag1.train, n_epochs=0)
-    return {k: tuple(np.shape(v)) for k, v in model.get_params().items()}, len(np.asarray(model.item_ids()))
+    return {k: tuple(np.shape(v)) for k, v in model.get_weights().items()}, len(np.asarray(model.item_ids()))
 
 
 def _with_item_axis(shapes: dict, n_items: int, other: int) -> list[str]:
@@ -83,7 +83,7 @@ HP2_CASES = [
 
 
 @pytest.mark.check("HP-2", kind="K6")
-@pytest.mark.hook("get_params")
+@pytest.mark.hook("get_weights")
 @pytest.mark.parametrize("cfg", HP2_CASES)
 def test_hp2_structural_echo(impl, d_lag1, cfg, record_metric):
     """Parameter shapes echo the configured layer sizes, embedding size and catalogue.

@@ -91,19 +91,19 @@ def test_ev1_evaluator_matches_suite_metrics(impl, d_lag1, record_metric):
 
 def _tied_scores_model(impl, d_lag1):
     """The implementation fitted one epoch on D-LAG1, then every parameter array with an axis of length
-    n_items (output weights and bias, item embeddings) set to zero through set_params: every item scores the
+    n_items (output weights and bias, item embeddings) set to zero through set_weights: every item scores the
     same, whatever the prefix. Returns (model, number of zeroed arrays)."""
     model = build(impl, optional=small(impl, n_epochs=1))
     model.fit(d_lag1.train)
     n_items = len(np.asarray(model.item_ids()))
-    params = {k: np.asarray(v) for k, v in model.get_params().items()}
+    params = {k: np.asarray(v) for k, v in model.get_weights().items()}
     zeroed = {k: np.zeros_like(v) for k, v in params.items() if n_items in v.shape}
-    model.set_params({**params, **zeroed})
+    model.set_weights({**params, **zeroed})
     return model, len(zeroed)
 
 
 @pytest.mark.check("EV-1", kind="K8")
-@pytest.mark.hook("evaluate", "get_params", "set_params")
+@pytest.mark.hook("evaluate", "get_weights", "set_weights")
 def test_ev1_tie_policy(impl, d_lag1, record_metric):
     """The own evaluator applies the declared tie mode when every item has the same score.
 
@@ -118,7 +118,7 @@ def test_ev1_tie_policy(impl, d_lag1, record_metric):
     scores = fresh_scores(model, prefixes)
     spread = float(np.max(scores.max(axis=1) - scores.min(axis=1)))
     if n_zeroed == 0 or not spread == 0.0:
-        pytest.skip(f"inconclusive: zeroing {n_zeroed} item-indexed parameter array(s) through set_params left "
+        pytest.skip(f"inconclusive: zeroing {n_zeroed} item-indexed parameter array(s) through set_weights left "
                     f"score spread {spread:.3g} (the tie case cannot be built for this implementation)")
     test = d_lag1.test
     own = model.evaluate(test, cutoffs=CUTOFFS, batch_size=_eval_batch(test))

@@ -11,8 +11,7 @@ from __future__ import annotations
 import json
 import os
 import time
-from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 import numpy as np
 import pandas as pd
@@ -26,76 +25,16 @@ from .evaluation import SessionParallelEvaluator, check_cutoffs, check_mode
 from .losses import LOSS_CLASSES, make_loss
 from .model import GRU4RecModel
 from .optim import IndexedAdagradM, RowGrad
+from .records import FitReport, StepResult, StepTrace
 from .sampling import SampleCache
+from .steps import STEP_IMPLS as _STEP_IMPLS
+from .steps import TrainingStep, select_step
 
 FORMAT_VERSION = 1
 
 
 class TrainingDivergedError(FloatingPointError):
     """A training step produced a NaN loss; training was aborted (the port sets ``error_during_train``)."""
-
-
-@dataclass
-class FitReport:
-    """What one ``fit`` did, one entry per epoch.
-
-    Attributes:
-        epoch_losses: mean loss per trained example (Σ over steps and lanes of the per-lane loss / number of
-            examples). The port prints the mean of the per-step losses Σ_lanes/B, which differs only through
-            the shrinking tail of an epoch.
-        n_steps: optimizer updates.
-        n_events_trained: input → target pairs trained (Σ over steps of the active lanes b).
-        epoch_seconds: wall-clock seconds of each epoch.
-    """
-
-    epoch_losses: list = field(default_factory=list)
-    n_steps: list = field(default_factory=list)
-    n_events_trained: list = field(default_factory=list)
-    epoch_seconds: list = field(default_factory=list)
-
-    def to_dict(self) -> dict:
-        return {"epoch_losses": list(self.epoch_losses), "n_steps": list(self.n_steps),
-                "n_events_trained": list(self.n_events_trained), "epoch_seconds": list(self.epoch_seconds)}
-
-
-@dataclass
-class StepTrace:
-    """One training step, as passed to ``fit(trace=...)``.
-
-    Attributes:
-        epoch, step: 0-based epoch and step-within-epoch.
-        session_ids: (b,) original session id held by every active lane.
-        positions: (b,) 0-based position within its session of every lane's input event.
-        h_in_norm: (b,) L2 norm of the lane's hidden state entering the step (all layers concatenated, after the
-            reset of new sessions).
-        n_active: b, number of active lanes.
-        negative_ids: (S,) item ids of the shared extra samples (empty when n_sample = 0).
-        learning_rate: the optimizer's effective learning rate for this update.
-        score_shape: shape of the training score matrix fed to the loss, (b, b + S).
-        output_rows_touched: number of rows of the output weights ``Wy`` with a non-zero gradient.
-    """
-
-    epoch: int
-    step: int
-    session_ids: np.ndarray
-    positions: np.ndarray
-    h_in_norm: np.ndarray
-    n_active: int
-    negative_ids: np.ndarray
-    learning_rate: float
-    score_shape: tuple
-    output_rows_touched: int
-
-
-@dataclass
-class StepResult:
-    """Result of ``GRU4Rec.train_step``: ``loss`` (Σ_lanes loss / batch_size, float), ``hidden`` (new state per
-    layer, (b, d_l) float32 arrays) and ``grads`` (name → dense float32 array shaped like the parameter of
-    ``get_weights``, duplicate rows summed; None unless requested)."""
-
-    loss: float
-    hidden: list
-    grads: dict | None = None
 
 
 class GRU4Rec:
@@ -111,11 +50,13 @@ class GRU4Rec:
     scores on CPU) and ``device='cpu'``.
 
     ``step_impl`` (an execution option, not a hyperparameter: not in ``get_params``, not saved) selects the
-    training step of ``fit``: ``'standard'`` (``_step``, shapes follow the shrinking batch), ``'static'`` (the
-    fixed-shape step of ``static_step.py``, captured as a CUDA graph on CUDA; identical results, bit for bit on CPU
+    training step of ``fit`` (``steps/``, behind the ``steps.TrainingStep`` interface): ``'standard'``
+    (``steps.StandardStep``: the seams ``_step`` etc., shapes follow the shrinking batch), ``'static'``
+    (``steps.StaticStep``: fixed shapes, captured as a CUDA graph on CUDA; identical results, bit for bit on CPU
     while all lanes are active) or ``'auto'`` (default: static on CUDA when the model's components allow it,
     standard otherwise). ``step_info`` tells what the last ``fit`` used. A per-step ``trace`` always uses the
-    standard step.
+    standard step. The steps read the model through ``steps.StepHost``: the public state, ``dropout_generator``,
+    ``overridden_methods`` and the documented protected seams listed there.
 
     Raises ValueError naming the parameter for an unknown name or an invalid value.
     """
@@ -135,7 +76,7 @@ class GRU4Rec:
     static_cuda_graph: bool | None = None
 
     #: values of the ``step_impl`` option
-    STEP_IMPLS = ("auto", "standard", "static")
+    STEP_IMPLS = _STEP_IMPLS
 
     def __init__(self, step_impl: str = "auto", **hparams: Any):
         self._hp = dict(P.DEFAULTS)
@@ -160,7 +101,9 @@ class GRU4Rec:
         return self
 
     def get_params(self) -> dict:
-        """Current hyperparameters (resolved), a copy."""
+        """Current hyperparameters (resolved), a copy. (Params are hyperparameters here, as in the official port's
+        ``set_params`` and scikit-learn; the model weights are :meth:`get_weights` / :meth:`set_weights`, the
+        names the adapter protocol uses too.)"""
         return {k: (list(v) if isinstance(v, list) else v) for k, v in self._hp.items()}
 
     def __getattr__(self, name: str):
@@ -172,6 +115,18 @@ class GRU4Rec:
     @property
     def device(self) -> torch.device:
         return torch.device(self._hp["device"])
+
+    @property
+    def dropout_generator(self) -> torch.Generator:
+        """The ``torch.Generator`` (on ``device``) that draws the training dropout masks; seeded from ``seed`` by
+        ``fit``/``load``. Raises AttributeError before the model is built."""
+        return self._gen_dropout
+
+    @classmethod
+    def overridden_methods(cls, names: Iterable[str]) -> list[str]:
+        """The names among ``names`` (methods of ``GRU4Rec``) that ``cls`` overrides, in the given order (a
+        training step that re-implements a seam refuses a model overriding it)."""
+        return [n for n in names if getattr(cls, n) is not getattr(GRU4Rec, n)]
 
     def _seeds(self) -> tuple[int, int, int]:
         """Independent seeds for initialisation, dropout and sampling derived from ``seed``."""
@@ -250,14 +205,12 @@ class GRU4Rec:
         if n_epochs < 0:
             raise ValueError(f"parameter 'n_epochs': must be >= 0, got {n_epochs}")
         self._build(data, sample_cache_max_size, item_key, session_key, time_key)
-        static = self._static_trainer(trace) if n_epochs > 0 else None
+        step = self._training_step(trace) if n_epochs > 0 else None
         report = FitReport()
         for epoch in range(n_epochs):
             t0 = time.perf_counter()
-            if static is not None:
-                loss_sum, n_steps, n_events = static.train_epoch(epoch)
-            else:
-                loss_sum, n_steps, n_events = self._train_epoch(epoch, trace)
+            assert step is not None  # n_epochs > 0
+            loss_sum, n_steps, n_events = step.train_epoch(epoch)
             dt = time.perf_counter() - t0
             report.epoch_losses.append(loss_sum / n_events if n_events else float("nan"))
             report.n_steps.append(n_steps)
@@ -265,35 +218,23 @@ class GRU4Rec:
             report.epoch_seconds.append(dt)
         return report
 
-    def _static_trainer(self, trace):
-        """The fixed-shape trainer selected by ``step_impl`` for this fit, or None (standard step); sets
-        ``step_info``. Raises ValueError when ``step_impl='static'`` cannot run this model."""
-        from .static_step import StaticStepTrainer, unsupported_reason
-        if self.step_impl == "standard":
-            self.step_info = {"step_impl": "standard", "reason": "step_impl='standard'"}
-            return None
-        if trace is not None:
-            self.step_info = {"step_impl": "standard", "reason": "a per-step trace needs the standard step"}
-            return None
-        if self.step_impl == "auto":
-            if self.device.type != "cuda":
-                self.step_info = {"step_impl": "standard", "reason": "step_impl='auto' on a non-CUDA device"}
-                return None
-            why = unsupported_reason(self)
-            if why is not None:
-                self.step_info = {"step_impl": "standard", "reason": why}
-                return None
-        trainer = StaticStepTrainer(self, use_cuda_graph=self.static_cuda_graph)
-        self.step_info = trainer.info
-        return trainer
+    def _training_step(self, trace: Callable[[StepTrace], None] | None) -> TrainingStep:
+        """The training step selected by ``step_impl`` for this fit (``steps.select_step``); sets ``step_info``.
+        Raises ValueError when ``step_impl='static'`` cannot run this model."""
+        step = select_step(self, self.step_impl, trace, use_cuda_graph=self.static_cuda_graph)
+        self.step_info = step.info
+        return step
 
+    # -- the training seams (documented protected members, used by ``steps.StandardStep``; see ``steps.StepHost``)
     def _apply_keep(self, H: list[torch.Tensor], keep: np.ndarray | None) -> list[torch.Tensor]:
+        """Hidden states of the lanes kept by a run: ``H[l][keep]`` per layer (``keep`` (b,) int64, None = all)."""
         if keep is None:
             return H
         k = torch.as_tensor(keep, device=self.device)
         return [h[k] for h in H]
 
     def _reset_lanes(self, H: list[torch.Tensor], mask: np.ndarray) -> list[torch.Tensor]:
+        """Zero the states of the lanes whose session starts (``mask`` (b,) bool, True = reset)."""
         keep = torch.as_tensor(~mask, device=self.device).to(torch.float32)[:, None]
         return [h * keep for h in H]
 
@@ -305,47 +246,9 @@ class GRU4Rec:
         """Item columns scored by a training step: [targets of the b lanes ; S shared samples] (spec §3)."""
         return torch.cat([targets, samples]) if samples is not None else targets
 
-    def _train_epoch(self, epoch: int, trace: Callable | None) -> tuple[float, int, int]:
-        dev = self.device
-        model = self.model
-        H = model.zero_state(self.iterator.n_lanes)
-        acc = torch.zeros((), dtype=torch.float64, device=dev)
-        n_steps = n_events = 0
-        since_check = 0
-        for run in self.iterator:
-            H = self._apply_keep(H, run.keep)
-            xin = torch.as_tensor(run.in_items, device=dev)
-            xout = torch.as_tensor(run.out_items, device=dev)
-            samples = self._sample_block(run.n_steps, run.n_lanes)
-            for i in range(run.n_steps):
-                m = self.iterator.reset_mask(run, i)
-                if m is not None:
-                    H = self._reset_lanes(H, m)
-                s = samples[i] if samples is not None else None
-                if trace is None:
-                    loss, H = self._step(xin[i], xout[i], s, H)
-                else:
-                    h_norm = torch.cat(H, dim=1).norm(dim=1).cpu().numpy()
-                    lr = self.optimizer.current_lr()
-                    loss, H, info = self._step(xin[i], xout[i], s, H, want_info=True)
-                    trace(StepTrace(epoch=epoch, step=n_steps + i,
-                                    session_ids=self.data.session_ids[run.lane_sessions],
-                                    positions=run.start_pos + i, h_in_norm=h_norm, n_active=run.n_lanes,
-                                    negative_ids=(self.data.item_ids[s.cpu().numpy()] if s is not None
-                                                  else self.data.item_ids[:0]),
-                                    learning_rate=lr, score_shape=info["score_shape"],
-                                    output_rows_touched=info["output_rows_touched"]))
-                acc += loss
-            n_steps += run.n_steps
-            n_events += run.n_steps * run.n_lanes
-            since_check += run.n_steps
-            if since_check >= self.nan_check_interval:
-                self._check_nan(acc, epoch, n_steps)
-                since_check = 0
-        self._check_nan(acc, epoch, n_steps)
-        return float(acc), n_steps, n_events
-
     def _check_nan(self, acc: torch.Tensor, epoch: int, n_steps: int) -> None:
+        """Raise :class:`TrainingDivergedError` and set ``error_during_train`` when the accumulated loss ``acc``
+        (0-d tensor) is NaN (a host sync on GPU)."""
         if bool(torch.isnan(acc)):
             self.error_during_train = True
             raise TrainingDivergedError(

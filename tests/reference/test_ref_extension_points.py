@@ -53,7 +53,7 @@ def test_iterator_reset_mask(data):
             return run.reset
     traces = []
     _sub(iterator_class=Stale)(**KW).fit(data, trace=traces.append)
-    assert any(np.any((t.h_in_norm == 0) & (t.positions > 0)) for t in traces)
+    assert any(np.any((t.h_in_norms == 0) & (t.positions > 0)) for t in traces)
 
 
 def test_iterator_should_stop(data):

@@ -4,6 +4,7 @@ import pandas as pd
 import pytest
 
 from gru4rec_conformance.reference.gru4rec import GRU4Rec, TrainingDivergedError
+from gru4rec_conformance.reference.gru4rec.steps import StandardStep
 
 
 SMALL = dict(layers=[32], batch_size=16, n_sample=8, learning_rate=0.1, n_epochs=3)
@@ -83,8 +84,8 @@ def test_trace_hidden_state_is_zero_exactly_at_session_starts(lag1):
     g.fit(lag1, n_epochs=1, trace=traces.append)
     assert len(traces) == g.fit(lag1, n_epochs=1).n_steps[0]
     for t in traces:
-        assert t.h_in_norm.shape == (t.n_active,)
-        np.testing.assert_array_equal(t.h_in_norm == 0, t.positions == 0)
+        assert t.h_in_norms.shape == (t.n_active,)
+        np.testing.assert_array_equal(t.h_in_norms == 0, t.positions == 0)
         assert len(t.negative_ids) == 8 and set(t.negative_ids) <= set(g.item_ids())
         assert t.learning_rate == 0.1
     assert traces[0].n_active == 16 and traces[-1].n_active < 16
@@ -98,7 +99,7 @@ def test_nan_loss_aborts_training_and_blocks_evaluation(lag1, lag1_test):
     w["Wy"][:] = np.nan
     g.set_weights(w)
     with pytest.raises(TrainingDivergedError, match="NaN loss"):
-        g._train_epoch(0, None)
+        StandardStep(g).train_epoch(0)
     assert g.error_during_train
     with pytest.raises(RuntimeError, match="NaN"):
         g.evaluate(lag1_test)

@@ -75,9 +75,9 @@ def test_training_loop_follows_official_lanes_and_resets(case):
     official_reset = np.split(fx[f"{case}.reset"], np.cumsum(lanes)[:-1])
     for j, (t, r) in enumerate(zip(traces, official_reset)):
         if j == 0:
-            assert np.all(t.h_in_norm == 0)  # epoch start: zero state
+            assert np.all(t.h_in_norms == 0)  # epoch start: zero state
         else:
-            np.testing.assert_array_equal(t.h_in_norm == 0, r)
+            np.testing.assert_array_equal(t.h_in_norms == 0, r)
 
 
 # ------------------------------------------------------------------------------------------------ one step

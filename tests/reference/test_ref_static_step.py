@@ -1,4 +1,4 @@
-"""The fixed-shape (static) training step gives the standard step's results (reference/gru4rec/static_step.py).
+"""The fixed-shape (static) training step gives the standard step's results (reference/gru4rec/steps/static.py).
 
 - while all B lanes are active the two are identical bit for bit (weights, optimizer state, epoch losses), with
   lane refills and resets included, for every embedding mode, both losses, dropout on/off, momentum on/off and
@@ -17,7 +17,7 @@ import pytest
 
 from gru4rec_conformance.reference.gru4rec import GRU4Rec, TrainingDivergedError
 from gru4rec_conformance.reference.gru4rec.model import GRU4RecModel
-from gru4rec_conformance.reference.gru4rec.static_step import StaticStepTrainer, unsupported_reason
+from gru4rec_conformance.reference.gru4rec.steps import StandardStep, StaticStep, unsupported_reason
 
 from ref_testdata import lag1_sessions
 
@@ -111,9 +111,10 @@ def test_bitwise_identical_with_lane_refills_before_the_tail(varied, mode, loss)
     b = GRU4Rec(step_impl="static", **hp)
     b.fit(varied, n_epochs=0)
     b.iterator = _NoTail(b.iterator)
-    trainer = StaticStepTrainer(b, block_steps=5)  # several blocks, runs split across block boundaries
+    standard = StandardStep(a)
+    trainer = StaticStep(b, block_steps=5)  # several blocks, runs split across block boundaries
     for epoch in range(2):
-        la, na, ea = a._train_epoch(epoch, None)
+        la, na, ea = standard.train_epoch(epoch)
         lb, nb, eb = trainer.train_epoch(epoch)
         assert (la, na, ea) == (lb, nb, eb)
     assert na > 20
@@ -197,7 +198,7 @@ def test_nan_loss_aborts_the_static_step(varied):
     w["Wy"][:] = np.nan
     g.set_weights(w)
     with pytest.raises(TrainingDivergedError, match="NaN loss"):
-        StaticStepTrainer(g).train_epoch(0)
+        StaticStep(g).train_epoch(0)
     assert g.error_during_train
 
 

@@ -1,7 +1,7 @@
 """Fixed-shape training step of the reference GRU4Rec: the same updates as ``GRU4Rec._step``, in a form a CUDA graph
 can capture and replay (the GPU fast path; gru4rec_reference.md §1.4–§5, performance_notes.md).
 
-The standard loop (``GRU4Rec._train_epoch``) changes tensor shapes whenever the batch shrinks at the end of an
+The standard step (:class:`~.standard.StandardStep`) changes tensor shapes whenever the batch shrinks at the end of an
 epoch, copies every run's lane inputs from NumPy to the device (a host synchronisation on CUDA for pageable
 memory) and updates the embedding tables through ``torch.unique`` (data-dependent shapes). On a GPU such a step is
 bound by Python and kernel-launch overheads (the official port: about 4.4 ms per minibatch whatever its size). Here
@@ -37,25 +37,25 @@ proves this over whole epochs for every embedding mode, loss, dropout and moment
 
 Supported: the stock components (iterator, sampler, model, optimizer, evaluator-independent) with the
 cross-entropy and BPR-max losses and no per-step trace; :func:`unsupported_reason` says why anything else falls back
-to the standard step.
+to the standard step. The model is read only through :class:`~.base.StepHost`.
 """
 from __future__ import annotations
 
 import time
 import warnings
-from typing import TYPE_CHECKING
+from typing import Any
 
 import numpy as np
 import torch
 
-from .data import SessionParallelIterator
-from .losses import EPS_LOG, BPRMaxLoss, CrossEntropyLoss
-from .model import GRU4RecModel
-from .optim import IndexedAdagradM
-from .sampling import SampleCache
+from ..data import SessionParallelIterator
+from ..losses import EPS_LOG, BPRMaxLoss, CrossEntropyLoss
+from ..model import GRU4RecModel
+from ..optim import IndexedAdagradM
+from ..sampling import SampleCache
+from .base import EpochTotals, StepHost, TrainingStep
 
-if TYPE_CHECKING:  # pragma: no cover
-    from .core import GRU4Rec
+__all__ = ["StaticStep", "unsupported_reason", "NEG", "GRAPH_WARMUP_STEPS", "RE_IMPLEMENTED_SEAMS"]
 
 #: score of a masked (padded) column: exp(NEG − row max) underflows to exactly 0; finite, so masked entries times a
 #: zero weight stay 0 (−∞ · 0 would be NaN)
@@ -64,25 +64,23 @@ NEG = -1e30
 #: warm-up steps run eagerly on a side stream before the CUDA graph is captured
 GRAPH_WARMUP_STEPS = 3
 
-_STEP_METHODS = ("_step", "_apply_keep", "_reset_lanes", "_sample_block", "_columns", "_collect_grads",
-                 "_train_epoch")
+#: ``GRU4Rec`` seams whose arithmetic the static step re-implements: a model overriding one keeps the standard step
+RE_IMPLEMENTED_SEAMS = ("_step", "_apply_keep", "_reset_lanes", "_sample_block", "_columns", "_collect_grads")
 
 
-def unsupported_reason(gru: "GRU4Rec") -> str | None:
-    """Why ``gru`` cannot use the static step (None: it can). The static step re-implements the loop around the
-    standard components, so any overridden component or seam (a mutant) keeps the standard step."""
-    from .core import GRU4Rec
-    cls = type(gru)
-    for name in _STEP_METHODS:
-        if getattr(cls, name) is not getattr(GRU4Rec, name):
-            return f"{cls.__name__}.{name} is overridden"
+def unsupported_reason(host: StepHost) -> str | None:
+    """Why ``host`` (a ``GRU4Rec``) cannot use the static step (None: it can). The static step re-implements the
+    loop around the standard components, so any overridden component or seam (a mutant) keeps the standard step."""
+    overridden = host.overridden_methods(RE_IMPLEMENTED_SEAMS)
+    if overridden:
+        return f"{type(host).__name__}.{overridden[0]} is overridden"
     stock = {"iterator_class": SessionParallelIterator, "sampler_class": SampleCache,
              "model_class": GRU4RecModel, "optimizer_class": IndexedAdagradM}
     for attr, base in stock.items():
-        if getattr(gru, attr) is not base:
-            return f"{attr} is {getattr(gru, attr).__name__}, not the stock {base.__name__}"
-    loss = gru._hp["loss"]
-    cls_loss = gru.loss_classes.get(loss)
+        if getattr(host, attr) is not base:
+            return f"{attr} is {getattr(host, attr).__name__}, not the stock {base.__name__}"
+    loss = host.get_params()["loss"]
+    cls_loss = host.loss_classes.get(loss)
     if loss == "cross-entropy" and cls_loss is CrossEntropyLoss:
         return None
     if loss == "bpr-max" and cls_loss is BPRMaxLoss:
@@ -91,11 +89,12 @@ def unsupported_reason(gru: "GRU4Rec") -> str | None:
            "bpr-max with the stock loss classes only)"
 
 
-class StaticStepTrainer:
+class StaticStep(TrainingStep):
     """Runs training epochs of a built ``GRU4Rec`` with the fixed-shape step (see the module docstring).
 
     Args:
-        gru: a ``GRU4Rec`` after ``_build`` (model, optimizer, sampler, iterator, loss and generators exist).
+        gru: a built ``GRU4Rec`` (:class:`~.base.StepHost`: model, optimizer, sampler, iterator, loss and
+            generators exist).
         use_cuda_graph: capture and replay the step as a CUDA graph (only on a CUDA device; None = when the device
             is CUDA). A capture failure falls back to the eager static step with a warning; ``info`` says which.
         block_steps: steps per host-to-device input block (None: about 2^20 ids per block, at most 4096 steps).
@@ -108,7 +107,9 @@ class StaticStepTrainer:
     is requested off CUDA.
     """
 
-    def __init__(self, gru: "GRU4Rec", use_cuda_graph: bool | None = None, block_steps: int | None = None):
+    name = "static"
+
+    def __init__(self, gru: StepHost, use_cuda_graph: bool | None = None, block_steps: int | None = None) -> None:
         why = unsupported_reason(gru)
         if why is not None:
             raise ValueError(f"parameter 'step_impl': the static step cannot run this model: {why}")
@@ -119,7 +120,7 @@ class StaticStepTrainer:
         if use_cuda_graph and self.dev.type != "cuda":
             raise ValueError("use_cuda_graph: CUDA graphs need device='cuda'")
         self.use_cuda_graph = bool(use_cuda_graph)
-        hp = gru._hp
+        hp = gru.get_params()
         model = gru.model
         self.B = B = int(hp["batch_size"])
         self.S = S = int(hp["n_sample"])
@@ -149,8 +150,9 @@ class StaticStepTrainer:
         # dense gradient buffers of the row-sparse tables (zero between steps)
         self.G = {name: torch.zeros_like(model.params[name]) for name in self._row_tables()}
         self.names = model.param_names()
-        self.graph = None
-        self.info = {"step_impl": "static", "cuda_graph": False, "graph_error": None, "block_steps": K}
+        self.graph: torch.cuda.CUDAGraph | None = None
+        self.info: dict[str, Any] = {"step_impl": "static", "cuda_graph": False, "graph_error": None,
+                                     "block_steps": K}
         self._graph_steps_seen = 0
 
     def _row_tables(self) -> list[str]:
@@ -178,7 +180,7 @@ class StaticStepTrainer:
                 + lf.bpreg * torch.sum((O ** 2) * softmax_scores, dim=1))
 
     def _step(self) -> None:
-        gru, model = self.gru, self.gru.model
+        model = self.gru.model
         k = self.k
         x = self.X.index_select(0, k)[0]
         t = self.T.index_select(0, k)[0]
@@ -196,10 +198,10 @@ class StaticStepTrainer:
         rows: list = []
         R, H_new, _ = model.forward_train(x, y, H, self.p_embed, self.p_hidden, None, masks=masks, rows=rows)
         loss_sum = torch.sum(self._loss_rows(R, y, padcol) * valid)
-        L = loss_sum / gru._hp["batch_size"]
+        L = loss_sum / self.B
         params = [model.params[n] for n in self.names]
         grads = torch.autograd.grad(L, params + [leaf for _, _, leaf in rows], allow_unused=True)
-        opt = gru.optimizer
+        opt = self.gru.optimizer
         clr = opt.current_lr()
         with torch.no_grad():
             for name, g in zip(self.names, grads[:len(self.names)]):
@@ -263,28 +265,28 @@ class StaticStepTrainer:
             if pin:
                 src = src.pin_memory()
             getattr(self, name)[:n].copy_(src, non_blocking=pin)
-        if samples is not None:
+        if samples is not None and self.SAMP is not None:  # both exist exactly when n_sample > 0
             self.SAMP[:n].copy_(samples)
         self.k.zero_()
 
-    def train_epoch(self, epoch: int) -> tuple[float, int, int]:
-        """One epoch; returns (Σ loss over steps and lanes, steps, trained events), as ``GRU4Rec._train_epoch``.
+    def train_epoch(self, epoch: int) -> EpochTotals:
+        """One epoch; returns (Σ loss over steps and lanes, steps, trained events), as the standard step.
         Raises ``TrainingDivergedError`` on a NaN loss (checked every ``nan_check_interval`` steps)."""
         gru = self.gru
         B, K = self.B, self.K
         for h in self.H:
             h.zero_()
         self.acc_loss.zero_()
-        host = {"X": np.zeros((K, B), np.int64), "T": np.zeros((K, B), np.int64),
-                "KEEP": np.zeros((K, B), np.int64), "MULT": np.zeros((K, B), np.float32),
-                "VALID": np.zeros((K, B), np.float32)}
+        host: dict[str, np.ndarray] = {"X": np.zeros((K, B), np.int64), "T": np.zeros((K, B), np.int64),
+                                       "KEEP": np.zeros((K, B), np.int64), "MULT": np.zeros((K, B), np.float32),
+                                       "VALID": np.zeros((K, B), np.float32)}
         lanes = np.arange(B, dtype=np.int64)
         b_of_step = np.zeros(K, dtype=np.int64)
         n_steps = n_events = 0
         since_check = 0
         fill = 0
         opt = gru.optimizer
-        gen = gru._gen_dropout
+        gen = gru.dropout_generator
 
         def flush() -> None:
             nonlocal fill, since_check
@@ -336,4 +338,4 @@ class StaticStepTrainer:
                     flush()
         flush()
         gru._check_nan(self.acc_loss, epoch, n_steps)
-        return float(self.acc_loss), n_steps, n_events
+        return EpochTotals(float(self.acc_loss), n_steps, n_events)
