@@ -65,7 +65,7 @@ def _runners(config) -> list:
         state = config.stash.get(STATE_KEY, None)
     except ImportError:  # the conformance plugin is not loaded (benchmarks run on their own)
         state = None
-    for (family, name), handle in (state.handles.items() if state is not None else ()):
+    for (family, _name), handle in (state.handles.items() if state is not None else ()):
         if family == "gru4rec" and handle.spec.role != "reference":
             out.append(R.AdapterRunner(handle))
     config.stash[_RUNNERS_KEY] = out

@@ -58,7 +58,7 @@ class BenchConfig:
         self.seed = 1
 
     def as_dict(self) -> dict:
-        return {k: v for k, v in vars(self).items()}
+        return dict(vars(self).items())
 
 
 def _rates(res: R.EpochResult) -> dict:

@@ -75,7 +75,7 @@ class Parameter:
     log: bool = False
 
     @classmethod
-    def from_json(cls, text: str, where: str) -> "Parameter":
+    def from_json(cls, text: str, where: str) -> Parameter:
         """Parse one line; ValueError naming ``where`` (file:line) for anything paropt would reject."""
         try:
             obj = json.loads(text)
@@ -425,7 +425,7 @@ def run(args) -> dict:
         if bar is not None:
             bar.close()
     counts = _counts(study)
-    complete = [t for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))]
+    complete = list(study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)))
     res = {"study_name": study_name, "storage": _mask(args.storage), "impl": args.impl,
            "impl_version": trainer.version, "loss": args.loss, "device": args.device, "n_trials": args.trials,
            "trials": counts, "worker": worker, "objective": "MRR@20 on train_valid of a model trained on train_tr "

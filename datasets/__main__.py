@@ -72,7 +72,7 @@ def main(argv=None) -> int:
 
         paths = generate_raw(args.name, args.out, args.scale or CI_SCALE[args.name], args.seed,
                              compression=args.compression)
-        for f, path in paths.items():
+        for _f, path in paths.items():
             print(path)
         return 0
     from ._suite_io import RawFormatError

@@ -15,9 +15,9 @@ import re
 import warnings
 import zipfile
 import zlib
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterator
 
 import numpy as np
 import pyarrow as pa
@@ -351,7 +351,7 @@ def _parse_block(parser: _BlockParser, block, line_no: int, out: dict, convert) 
         # row index -> line number (pyarrow skips blank lines)
         lines = bytes(block).split(b"\n")
         seen = -1
-        for k, ln in enumerate(lines):
+        for k, ln in enumerate(lines):  # noqa: B007 (k, the line index, is read after the loop)
             if ln.strip(b"\r"):
                 seen += 1
                 if seen == e.row:

@@ -10,8 +10,9 @@ from __future__ import annotations
 import contextlib
 import random
 import tempfile
+from collections.abc import Callable, Generator, Iterator, Sequence
 from pathlib import Path
-from typing import Any, Callable, Generator, Iterator, Sequence
+from typing import Any
 
 import numpy as np
 

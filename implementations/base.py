@@ -25,8 +25,9 @@ import dataclasses
 import math
 import os
 import warnings
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Callable, ClassVar, Iterable, Iterator, Mapping, Sequence, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 from gru4rec_conformance.reference.gru4rec.records import ExchangeRecord, FitReport, StepTrace
 
@@ -196,7 +197,7 @@ class BaseCapabilities:
     # -- construction and validation -------------------------------------------------------------
     @classmethod
     def from_mapping(
-        cls: type[_CapsT], data: "Mapping[str, Any] | BaseCapabilities", *, source: str = "capabilities()"
+        cls: type[_CapsT], data: Mapping[str, Any] | BaseCapabilities, *, source: str = "capabilities()"
     ) -> _CapsT:
         """Validate a declaration (a mapping of field names, or an instance) and return an instance of ``cls``.
 
@@ -498,13 +499,13 @@ class AdapterBase(abc.ABC):
         return "unknown"
 
     @abc.abstractmethod
-    def capabilities(self) -> "BaseCapabilities | Mapping[str, Any]":
+    def capabilities(self) -> BaseCapabilities | Mapping[str, Any]:
         """Declared capabilities (a mapping or an instance of the family's capability class).
 
         Must not depend on ``build``; it is asked once per run, before any check.
         """
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 (optional: a no-op unless the adapter holds resources)
         """Release resources (temporary files, GPU memory). Called by the harness at test teardown."""
 
     @classmethod
@@ -593,7 +594,7 @@ class Adapter(AdapterBase):
 
     # -- required ------------------------------------------------------------------------------------
     @abc.abstractmethod
-    def capabilities(self) -> "Capabilities | Mapping[str, Any]":
+    def capabilities(self) -> Capabilities | Mapping[str, Any]:
         """Declared capabilities in the closed vocabulary of :class:`Capabilities`."""
 
     @abc.abstractmethod

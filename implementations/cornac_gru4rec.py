@@ -25,7 +25,8 @@ Nothing of cornac is patched; every observation hook is removed when ``fit`` ret
 from __future__ import annotations
 
 import time
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -486,7 +487,7 @@ class _FitObserver:
             self.epoch_losses[-1] = self._loss_sum / n if n else float("nan")
             self.epoch_seconds[-1] = time.perf_counter() - self._t0
 
-    def __enter__(self) -> "_FitObserver":
+    def __enter__(self) -> _FitObserver:
         import torch
         from torch.optim.optimizer import register_optimizer_step_post_hook
 

@@ -21,7 +21,8 @@ from __future__ import annotations
 
 import time
 import types
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 

@@ -25,12 +25,19 @@ import importlib.util
 import os
 import sys
 import time
-from typing import Any, Sequence, TypedDict
+from collections.abc import Sequence
+from typing import Any, TypedDict
 
 import numpy as np
 
 from gru4rec_conformance.implementations._checkout import CHECKOUTS, locate
-from gru4rec_conformance.implementations._thirdparty import TempDir, check_session_frame, layers_list, patched, seed_everything
+from gru4rec_conformance.implementations._thirdparty import (
+    TempDir,
+    check_session_frame,
+    layers_list,
+    patched,
+    seed_everything,
+)
 from gru4rec_conformance.implementations.base import Adapter, FitReport, ImplementationUnavailable, Unsupported
 from gru4rec_conformance.implementations.registry import register
 

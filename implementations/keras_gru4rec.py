@@ -28,12 +28,19 @@ import os
 import sys
 import time
 import types
-from typing import Any, ClassVar, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar
 
 import numpy as np
 
 from gru4rec_conformance.implementations._checkout import CHECKOUTS, locate
-from gru4rec_conformance.implementations._thirdparty import check_session_frame, layers_list, patched, seed_everything, spy_generator
+from gru4rec_conformance.implementations._thirdparty import (
+    check_session_frame,
+    layers_list,
+    patched,
+    seed_everything,
+    spy_generator,
+)
 from gru4rec_conformance.implementations.base import Adapter, FitReport, Unsupported
 from gru4rec_conformance.implementations.registry import register
 
@@ -259,7 +266,7 @@ class KerasGRU4RecAdapter(Adapter):
     def score_prefixes(self, prefixes: Sequence[Sequence[int]]) -> np.ndarray:
         if self.model is None:
             raise RuntimeError("keras_gru4rec: call fit() first")
-        mod = self._module()
+        self._module()  # the checkout's module must be importable here, as in fit()
         model = self.model
         im = self.train_map
         index = dict(zip(im["ItemId"].tolist(), im["item_idx"].tolist()))
@@ -285,7 +292,7 @@ class KerasGRU4RecAdapter(Adapter):
                     if t == max(len(seqs[k]) - 1, 0):
                         if seqs[k]:
                             out[k] = pred[lane, :n_items]
-            for lane, k in enumerate(chunk):  # empty prefixes: the output of the zero state
+            for _lane, k in enumerate(chunk):  # empty prefixes: the output of the zero state
                 if not seqs[k]:
                     h0 = np.zeros((1, self.args.hidden_size), dtype=np.float32)
                     dense = model.layers[-1]

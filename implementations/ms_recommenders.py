@@ -25,7 +25,8 @@ that line, and the committed verdict report and the scoreboard show it.
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from gru4rec_conformance.implementations.base import Adapter, FitReport, ImplementationUnavailable
 from gru4rec_conformance.implementations.registry import register

@@ -15,13 +15,20 @@ from __future__ import annotations
 
 import io
 import time
+from collections.abc import Sequence
 from contextlib import redirect_stdout
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
 from gru4rec_conformance.implementations._checkout import CHECKOUTS, import_path, locate
-from gru4rec_conformance.implementations._thirdparty import check_session_frame, layers_list, patched, seed_everything, spy_generator
+from gru4rec_conformance.implementations._thirdparty import (
+    check_session_frame,
+    layers_list,
+    patched,
+    seed_everything,
+    spy_generator,
+)
 from gru4rec_conformance.implementations.base import Adapter, FitReport, Unsupported
 from gru4rec_conformance.implementations.registry import register
 

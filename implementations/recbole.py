@@ -35,7 +35,8 @@ import os
 import shutil
 import tempfile
 import time
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 

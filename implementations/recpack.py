@@ -35,7 +35,8 @@ recpack-specific settings keep recpack's defaults: ``clipnorm=1.0``, ``bptt=1``.
 from __future__ import annotations
 
 import time
-from typing import Any, Sequence, TypedDict, cast
+from collections.abc import Sequence
+from typing import Any, TypedDict, cast
 
 import numpy as np
 

@@ -22,7 +22,8 @@ Hook semantics that the protocol leaves open are fixed here and documented in co
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 

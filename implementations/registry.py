@@ -19,7 +19,8 @@ import importlib
 import pkgutil
 import re
 import traceback
-from typing import Any, Callable, Iterable, Mapping, TypeVar, overload
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, TypeVar, overload
 
 from gru4rec_conformance.implementations.base import KNOWN_FAMILY_NAMES, ROLES, AdapterBase, families
 
@@ -130,7 +131,7 @@ class Registry:
         self._specs.clear()
         self.problems.clear()
 
-    def copy(self) -> "Registry":
+    def copy(self) -> Registry:
         return Registry(self._specs.values(), self.problems)
 
     # -- queries ---------------------------------------------------------------------------------------

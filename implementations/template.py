@@ -38,7 +38,8 @@ point of a gate; declare known failures in your xfail file (conformance/xfails/R
 from __future__ import annotations
 
 import time
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 

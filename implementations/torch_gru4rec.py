@@ -18,7 +18,8 @@ pairing the study used (``lossType='nll'`` with ``finalAct='softmax_logit'``); T
 from __future__ import annotations
 
 import time
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 

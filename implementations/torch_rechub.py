@@ -32,12 +32,12 @@ The adapter translates only, through torch-rechub's documented matching pipeline
 
 from __future__ import annotations
 
-import os
 import random
 import shutil
 import tempfile
 import time
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 

@@ -20,8 +20,9 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 # The record format and the outcomes are the harness's (conformance/_harness/records.py); re-exported for readers.
 from gru4rec_conformance.conformance._harness.records import BAD_OUTCOMES as BAD_OUTCOMES
@@ -61,7 +62,7 @@ class RunData:
         return self.header.get("impl", {})
 
     def counts(self) -> dict[str, int]:
-        out: dict[str, int] = {o: 0 for o in OUTCOMES}
+        out: dict[str, int] = dict.fromkeys(OUTCOMES, 0)
         for r in self.results:
             out[r.get("outcome", "error")] = out.get(r.get("outcome", "error"), 0) + 1
         out["total"] = len(self.results)

@@ -9,7 +9,6 @@ atomically from ``results.jsonl``; ``python -m gru4rec_conformance.reports rende
 
 from __future__ import annotations
 
-import datetime as _dt
 import json
 import os
 import re
@@ -43,7 +42,7 @@ class RunWriter:
         self.n_results = 0
 
     @classmethod
-    def create(cls, root: Path | str, impl_name: str, header: Mapping[str, Any]) -> "RunWriter":
+    def create(cls, root: Path | str, impl_name: str, header: Mapping[str, Any]) -> RunWriter:
         """New run directory ``<root>/<impl>/<timestamp>[-N]/`` with the header as the first line."""
         # the second run within one second is <stamp>-2, the third <stamp>-3, ...
         candidate = new_run_dir(Path(root) / safe_name(impl_name), first_suffix=2, attempts=9_999)
@@ -52,7 +51,7 @@ class RunWriter:
         return writer
 
     @classmethod
-    def resume(cls, directory: Path | str, record: Mapping[str, Any]) -> "RunWriter":
+    def resume(cls, directory: Path | str, record: Mapping[str, Any]) -> RunWriter:
         """Continue an existing run directory; appends a ``resume`` record."""
         writer = cls(Path(directory))
         writer.append({"type": "resume", **record})

@@ -191,7 +191,7 @@ class Codec:
         if "__tuple__" in obj:
             return tuple(self.decode(v) for v in obj["__tuple__"])
         if "__set__" in obj:
-            return set(self.decode(v) for v in obj["__set__"])
+            return {self.decode(v) for v in obj["__set__"]}
         if "__dict__" in obj:
             return {_hashable(self.decode(k)): self.decode(v) for k, v in obj["__dict__"]}
         if "__rows__" in obj:

@@ -11,14 +11,19 @@ from __future__ import annotations
 import dataclasses
 import os
 import sys
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Callable, Sequence, cast
+from typing import Any, cast
 
 from gru4rec_conformance import import_root
 from gru4rec_conformance.conformance._harness.isolation import IsolationSettings, WorkerError, WorkerProxy
 from gru4rec_conformance.conformance._harness.validation import checked
 from gru4rec_conformance.implementations.base import (
-    AdapterBase, BaseCapabilities, CapabilityError, ImplementationUnavailable, get_family,
+    AdapterBase,
+    BaseCapabilities,
+    CapabilityError,
+    ImplementationUnavailable,
+    get_family,
 )  # fmt: skip
 from gru4rec_conformance.implementations.registry import AdapterSpec
 
@@ -287,7 +292,7 @@ class Impl:
         adapter.build(seed=self.seeds[0] if seed is None else int(seed), **hparams)
         return adapter
 
-    def shared(self, key: Any, make: Callable[["Impl"], Any]) -> Any:
+    def shared(self, key: Any, make: Callable[[Impl], Any]) -> Any:
         """A value made once per implementation and session, e.g. a model fitted on D-LAG1 that several
         checks score: ``model = impl.shared(("d_lag1", 2), lambda i: fitted(i.build(seed=1), d_lag1))``.
 

@@ -34,8 +34,9 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any
 
 from gru4rec_conformance import child_pythonpath, import_root
 from gru4rec_conformance.conformance._harness.codec import Codec, dumps, loads
@@ -494,7 +495,7 @@ class WorkerProxy:
             raise
         except OSError as exc:  # broken pipe: the worker died while we were writing
             self._fail(WorkerCrashed, f"{what}: the worker {self._exit_text()} ({exc})")
-            raise AssertionError("unreachable")  # _fail raises
+            raise AssertionError("unreachable") from exc  # _fail raises
 
     def _send(self, data: bytes, deadline: float, what: str, timeout: float) -> None:
         view = memoryview(data)

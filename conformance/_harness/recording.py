@@ -9,9 +9,9 @@ as a check's teardown report (or an xdist crash report) arrives. The records' sh
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Callable, Protocol, cast
+from typing import Protocol, cast
 
 import pytest
 

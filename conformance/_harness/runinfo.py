@@ -33,7 +33,7 @@ def _toml_loads(text: str) -> dict[str, Any]:
     return tomllib.loads(text)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def suite_version(root: str | None = None) -> SuiteVersion:
     """``{"version", "git_sha", "dirty", "string"}`` of the suite checkout at ``root`` (default: this one).
 

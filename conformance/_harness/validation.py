@@ -23,8 +23,8 @@ Families without validators (the fine-tuner family) get their adapters unwrapped
 
 from __future__ import annotations
 
-from collections.abc import Sized
-from typing import Any, Callable, Iterable, Iterator, cast
+from collections.abc import Callable, Iterable, Iterator, Sized
+from typing import Any, cast
 
 import numpy as np
 

@@ -17,8 +17,9 @@ import dataclasses
 import platform
 import re
 import sys
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 __all__ = ["XfailEntry", "XfailFile", "XfailRegistryError", "load_xfail_file", "default_xfail_path",
            "strip_impl_param", "pattern_matches", "KINDS", "FIX_LEVELS"]  # fmt: skip
@@ -188,7 +189,7 @@ def strip_impl_param(nodeid: str, impl_id: str) -> str:
     params = params[:-1] if params.endswith("]") else params
     if params == impl_id:
         return head
-    for old, new in ((f"{impl_id}-", ""),):
+    for old, _new in ((f"{impl_id}-", ""),):
         if params.startswith(old):
             return f"{head}[{params[len(old):]}]"
     if params.endswith(f"-{impl_id}"):

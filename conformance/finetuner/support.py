@@ -6,10 +6,9 @@ from __future__ import annotations
 import contextlib
 import json
 import socket
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
-
 
 from gru4rec_conformance.datasets.sst5 import Examples
 

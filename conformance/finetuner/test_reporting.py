@@ -153,7 +153,7 @@ def test_artifacts_per_run_reload_in_fresh_process(impl, tiny_bert, slices, tmp_
     with from_pretrained in a fresh process and reproduces the run's logits."""
     texts = list(slices.val.texts[:5])
     dirs, logits = [], []
-    for run_id, seed in enumerate((3, 4)):
+    for _run_id, seed in enumerate((3, 4)):
         a = fresh(impl)
         rec = a.run(slices.train, slices.val, slices.test, dict(max_epochs=1, batch_size=8, learning_rate=1e-3,
                                                                 warmup_ratio=0.0, patience=None),

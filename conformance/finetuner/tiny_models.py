@@ -10,8 +10,8 @@ from __future__ import annotations
 import os
 import re
 from collections import Counter
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Iterable, Sequence
 
 FAMILIES = ("bert", "albert", "distilbert", "roberta")
 

@@ -10,7 +10,6 @@ conformance/README.md "Reliability").
 from __future__ import annotations
 
 import contextlib
-
 import os
 from typing import Any
 

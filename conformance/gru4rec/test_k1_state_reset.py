@@ -7,8 +7,16 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from gru4rec_conformance.conformance.gru4rec._common import (ADAGRAD, build, fresh_scores, lag1_model, lag1_test_pairs, ranks,
-                                         recall_at, target_columns)
+from gru4rec_conformance.conformance.gru4rec._common import (
+    ADAGRAD,
+    build,
+    fresh_scores,
+    lag1_model,
+    lag1_test_pairs,
+    ranks,
+    recall_at,
+    target_columns,
+)
 
 
 def _stream_vs_fresh(adapter, test_df: pd.DataFrame, batch_size: int) -> dict:

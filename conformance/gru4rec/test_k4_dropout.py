@@ -9,8 +9,16 @@ import math
 import numpy as np
 import pytest
 
-from gru4rec_conformance.conformance.gru4rec._common import (ADAGRAD, build, embedding_mode, fresh_scores, hparams, lag1_test_pairs,
-                                         recall_at, small)
+from gru4rec_conformance.conformance.gru4rec._common import (
+    ADAGRAD,
+    build,
+    embedding_mode,
+    fresh_scores,
+    hparams,
+    lag1_test_pairs,
+    recall_at,
+    small,
+)
 
 N_LANES = 256
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from gru4rec_conformance.implementations.base import Unsupported
 from gru4rec_conformance.conformance.gru4rec._common import build
+from gru4rec_conformance.implementations.base import Unsupported
 
 WB_HOOKS = ("get_weights", "train_step")
 

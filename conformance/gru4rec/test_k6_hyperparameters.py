@@ -7,8 +7,15 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from gru4rec_conformance.conformance.gru4rec._common import (
+    build,
+    embedding_mode,
+    epochs_run,
+    fresh_scores,
+    lag1_test_pairs,
+    rel_frobenius,
+)
 from gru4rec_conformance.implementations.base import GRU4REC_HYPERPARAMETERS, Unsupported
-from gru4rec_conformance.conformance.gru4rec._common import build, embedding_mode, epochs_run, fresh_scores, lag1_test_pairs, rel_frobenius
 
 BASE = dict(layers=[16], batch_size=32, n_sample=16, sample_alpha=0.5, learning_rate=0.1, momentum=0.0,
             dropout_p_embed=0.0, dropout_p_hidden=0.0, loss="cross-entropy", n_epochs=1)

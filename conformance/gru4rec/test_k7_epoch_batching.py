@@ -6,7 +6,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from gru4rec_conformance.conformance.gru4rec._common import build, epochs_run, fresh_scores, lag1_pairs, recall_at, small
+from gru4rec_conformance.conformance.gru4rec._common import (
+    build,
+    epochs_run,
+    fresh_scores,
+    lag1_pairs,
+    recall_at,
+    small,
+)
 
 
 def _transitions(df) -> tuple[int, int]:

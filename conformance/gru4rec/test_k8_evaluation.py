@@ -8,7 +8,15 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from gru4rec_conformance.conformance.gru4rec._common import CUTOFFS, build, fresh_scores, lag1_model, lag1_pairs, small, suite_metrics
+from gru4rec_conformance.conformance.gru4rec._common import (
+    CUTOFFS,
+    build,
+    fresh_scores,
+    lag1_model,
+    lag1_pairs,
+    small,
+    suite_metrics,
+)
 from gru4rec_conformance.conformance.gru4rec._data import sessions_frame
 
 UNKNOWN_BASE = 990_001

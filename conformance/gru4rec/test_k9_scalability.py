@@ -64,7 +64,7 @@ def _step_seconds(impl, train: pd.DataFrame, warmup: int = 10, steps: int = 50) 
         ids = np.asarray(model.item_ids())
         rng = np.random.default_rng(1)
         times = []
-        for k in range(warmup + steps):
+        for _k in range(warmup + steps):
             x, y = ids[rng.integers(len(ids), size=32)], ids[rng.integers(len(ids), size=32)]
             t0 = time.perf_counter()
             model.train_step(x, y)

@@ -720,7 +720,7 @@ def _valid_cache(out_dir: Path, key: str) -> dict | None:
         return None
     if m.get("cache_key") != key:
         return None
-    for part, info in m.get("outputs", {}).items():
+    for _part, info in m.get("outputs", {}).items():
         p = out_dir / info["file"]
         if not p.is_file() or p.stat().st_size != info["bytes"] or _suite_io.sha256_file(p) != info["sha256"]:
             return None

@@ -118,7 +118,7 @@ def yoochoose_100k_standin(seed: int = 0) -> dict[str, pd.DataFrame]:
     for k in range(n_sessions):
         r = int(np.searchsorted(cdf, rng.random()))
         t = starts[k]
-        for j in range(int(lengths[k])):
+        for _j in range(int(lengths[k])):
             rows_s.append(k + 1)
             rows_i.append(int(ids[min(r, n_items - 1)]))
             rows_t.append(round(t, 3))

@@ -337,10 +337,10 @@ class _Chunk:
     FIELDS = ("owner", "time", "item", "kind", "sub", "session", "explicit")
 
     @staticmethod
-    def cat(parts: list["_Chunk"]) -> "_Chunk":
+    def cat(parts: list[_Chunk]) -> _Chunk:
         return _Chunk(*(np.concatenate([getattr(p, f) for p in parts]) for f in _Chunk.FIELDS))
 
-    def take(self, idx) -> "_Chunk":
+    def take(self, idx) -> _Chunk:
         return _Chunk(*(getattr(self, f)[idx] for f in _Chunk.FIELDS))
 
     def __len__(self):

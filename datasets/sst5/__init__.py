@@ -6,11 +6,28 @@ from gru4rec_conformance.fileio import sha256_file as file_sha256
 
 from .examples import Examples
 from .ptb import Tree, format_right_branching, load_sst, parse_tree, read_trees, trees_to_examples, write_root_trees
-from .standin import (STANDIN_CLASS_COUNTS, STANDIN_NAME, SST5Data, generate_standin, load_sst5_or_standin,
-                      standin_dir, write_standin)
+from .standin import (
+                      STANDIN_CLASS_COUNTS,
+                      STANDIN_NAME,
+                      SST5Data,
+                      generate_standin,
+                      load_sst5_or_standin,
+                      standin_dir,
+                      write_standin,
+)
 from .stsa import read_stsa
-from .views import (BINARY_MAP, EXPECTED_CLASS_COUNTS, EXPECTED_COUNTS, SPLITS, binary, check_counts, data_hashes,
-                    fine_grained, load_sst5, sst5_dir)
+from .views import (
+                      BINARY_MAP,
+                      EXPECTED_CLASS_COUNTS,
+                      EXPECTED_COUNTS,
+                      SPLITS,
+                      binary,
+                      check_counts,
+                      data_hashes,
+                      fine_grained,
+                      load_sst5,
+                      sst5_dir,
+)
 
 __all__ = [
     "Examples", "Tree", "format_right_branching", "load_sst", "parse_tree", "read_trees", "trees_to_examples",

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Iterable, Sequence
 
 
 @dataclass(frozen=True)
@@ -57,13 +57,13 @@ class Examples:
         ids: Sequence[str] | None = None,
         num_labels: int = 5,
         source: str = "",
-    ) -> "Examples":
+    ) -> Examples:
         """Build from plain lists; ids default to ``'<split>-<1-based index>'``."""
         if ids is None:
             ids = [f"{split}-{i + 1:06d}" for i in range(len(texts))]
         return cls(split, tuple(ids), tuple(texts), tuple(int(y) for y in labels), num_labels, source)
 
-    def subset(self, indices: Iterable[int], *, split: str | None = None) -> "Examples":
+    def subset(self, indices: Iterable[int], *, split: str | None = None) -> Examples:
         """The examples at ``indices`` (in that order), keeping their ids."""
         idx = list(indices)
         return Examples(
@@ -75,11 +75,11 @@ class Examples:
             self.source,
         )
 
-    def head(self, n: int) -> "Examples":
+    def head(self, n: int) -> Examples:
         """The first ``n`` examples (a small slice for fast checks)."""
         return self.subset(range(min(n, len(self))))
 
-    def with_labels(self, labels: Sequence[int]) -> "Examples":
+    def with_labels(self, labels: Sequence[int]) -> Examples:
         """Same ids and texts with other labels (used by the shuffled-test-label checks)."""
         return Examples(self.split, self.ids, self.texts, tuple(int(y) for y in labels), self.num_labels, self.source)
 

@@ -38,7 +38,7 @@ class Tree:
     """
 
     label: int
-    children: list["Tree"] = field(default_factory=list)
+    children: list[Tree] = field(default_factory=list)
     word: str | None = None
 
     def words(self) -> list[str]:

@@ -86,7 +86,7 @@ def main(job_path: str) -> int:
     log_path = out / "loguru.log"
     logger.add(str(log_path), format="{message}", level="INFO")
     keep: list = []
-    mapping = {n: job["model_dir"] for n in job["hub_names"]}
+    mapping = dict.fromkeys(job["hub_names"], job["model_dir"])
     if job["impl"] == "munikar":
         import pytorch_transformers as lib
 

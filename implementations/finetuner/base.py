@@ -13,12 +13,21 @@ and raises ``Unsupported`` for a given name it cannot express).
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, ClassVar, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar
 
 import numpy as np
 
-from gru4rec_conformance.implementations.base import (AdapterBase, BaseCapabilities, FamilySpec, ImplementationUnavailable, Unsupported,
-                                  flag_field, register_family, set_field)
+from gru4rec_conformance.implementations.base import (
+    AdapterBase,
+    BaseCapabilities,
+    FamilySpec,
+    ImplementationUnavailable,
+    Unsupported,
+    flag_field,
+    register_family,
+    set_field,
+)
 
 #: Model families the suite's tiny models come in (capability set ``models``, features ``model:<family>``).
 MODEL_FAMILIES = ("bert", "albert", "distilbert", "roberta")

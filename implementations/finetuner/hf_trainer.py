@@ -19,16 +19,21 @@ import re
 import shutil
 import tempfile
 import time
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
 
-from gru4rec_conformance.reference.finetuner import FinetuneConfig, aggregate_runs, classification_report, model_identity
-from gru4rec_conformance.reference.finetuner.trainer import resolve_max_length, special_ids
-
 from gru4rec_conformance.implementations.registry import register
+from gru4rec_conformance.reference.finetuner import (
+    FinetuneConfig,
+    aggregate_runs,
+    classification_report,
+    model_identity,
+)
+from gru4rec_conformance.reference.finetuner.trainer import resolve_max_length, special_ids
 
 from .base import MODEL_FAMILIES, FinetunerAdapter, ImplementationUnavailable, Unsupported
 

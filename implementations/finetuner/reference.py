@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
+from gru4rec_conformance.implementations.registry import register
 from gru4rec_conformance.reference.finetuner import FinetuneConfig, ReferenceFineTuner, aggregate_runs, run_once
 from gru4rec_conformance.reference.finetuner import simulate as _simulate
-
-from gru4rec_conformance.implementations.registry import register
 
 from .base import MODEL_FAMILIES, FinetunerAdapter, Unsupported
 

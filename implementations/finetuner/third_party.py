@@ -29,19 +29,18 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from gru4rec_conformance import child_pythonpath  # noqa: E402
 from gru4rec_conformance.datasets.sst5 import Examples, write_root_trees
-
 from gru4rec_conformance.implementations.base import ImplementationUnavailable, cache_dir
 from gru4rec_conformance.implementations.registry import register
 
 from .base import FinetunerAdapter, Unsupported
-
-from gru4rec_conformance import child_pythonpath  # noqa: E402
 
 if TYPE_CHECKING:  # adapter modules import cheaply (registry)
     from gru4rec_conformance.reference.finetuner import ModelSpec

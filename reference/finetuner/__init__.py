@@ -2,8 +2,15 @@
 
 from .config import FinetuneConfig
 from .early_stopping import EarlyStopping, simulate
-from .metrics import aggregate_runs, classification_report, collapse_reasons, describe, expected_max, \
-    majority_rate, mean_cross_entropy
+from .metrics import (
+    aggregate_runs,
+    classification_report,
+    collapse_reasons,
+    describe,
+    expected_max,
+    majority_rate,
+    mean_cross_entropy,
+)
 from .models import ModelSpec, build_model, load_tokenizer, minilm_dir, model_identity, tokenizer_fingerprint
 from .protocol import plot, run_dir_name, run_once, run_repeats, summarize, write_json
 from .trainer import Encoded, ReferenceFineTuner, encode, load_saved, resolve_max_length, set_seed, special_ids

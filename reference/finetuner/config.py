@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 OPTIMIZERS = ("adamw", "adam")
 SCHEDULES = ("linear", "constant")
@@ -93,7 +94,7 @@ class FinetuneConfig:
         object.__setattr__(self, "betas", tuple(float(b) for b in self.betas))
 
     @classmethod
-    def from_mapping(cls, values: Mapping[str, Any] | None = None, **overrides: Any) -> "FinetuneConfig":
+    def from_mapping(cls, values: Mapping[str, Any] | None = None, **overrides: Any) -> FinetuneConfig:
         """Build from a mapping of field names. Raises ``ValueError`` naming any unknown parameter."""
         merged = dict(values or {}, **overrides)
         names = {f.name for f in dataclasses.fields(cls)}
@@ -103,7 +104,7 @@ class FinetuneConfig:
         return cls(**merged)
 
     @classmethod
-    def replication(cls, **overrides: Any) -> "FinetuneConfig":
+    def replication(cls, **overrides: Any) -> FinetuneConfig:
         """The studied code's optimisation (spec §2 "Optimizer"): Adam lr 1e-5, no decay, warmup, schedule or
         clipping, batch size 8; selection and stopping stay on validation."""
         base = dict(optimizer="adam", learning_rate=1e-5, weight_decay=0.0, schedule="constant", warmup_ratio=0.0,
@@ -111,7 +112,7 @@ class FinetuneConfig:
         base.update(overrides)
         return cls.from_mapping(base)
 
-    def replace(self, **changes: Any) -> "FinetuneConfig":
+    def replace(self, **changes: Any) -> FinetuneConfig:
         """A copy with some fields changed (validated)."""
         return self.from_mapping(self.to_dict(), **changes)
 

@@ -4,7 +4,7 @@ finetuner spec §4.2 items 10 and 12, §4.4 Dodge et al. 2019)."""
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 

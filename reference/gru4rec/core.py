@@ -11,7 +11,8 @@ from __future__ import annotations
 import json
 import os
 import time
-from typing import Any, Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -90,7 +91,7 @@ class GRU4Rec:
         self.set_params(**hparams)
 
     # ------------------------------------------------------------------ hyperparameters
-    def set_params(self, **kw: Any) -> "GRU4Rec":
+    def set_params(self, **kw: Any) -> GRU4Rec:
         """Set hyperparameters with the official string semantics (see ``params.coerce``); 'layersize' is
         resolved after all values are set. Unknown names raise ValueError. A fitted model is unaffected until
         the next ``fit``."""
@@ -542,7 +543,7 @@ class GRU4Rec:
         atomic_write_json(os.path.join(path, "hparams.json"), meta, indent=None)
 
     @classmethod
-    def load(cls, path: str | os.PathLike, device: str | None = None) -> "GRU4Rec":
+    def load(cls, path: str | os.PathLike, device: str | None = None) -> GRU4Rec:
         """Load a directory written by :meth:`save`; scores are reproduced exactly. ``device`` overrides the
         saved one. Raises ValueError for a missing file or an unsupported format version."""
         from safetensors.torch import load_file

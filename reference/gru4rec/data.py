@@ -7,8 +7,8 @@ The input frame is never modified (the port sorts the caller's frame in place).
 """
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Iterator
 
 import numpy as np
 import pandas as pd

@@ -15,7 +15,7 @@ accumulates MRR in float32), so results are identical for every evaluation batch
 from __future__ import annotations
 
 import math
-from typing import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 
 import numpy as np
 import pandas as pd

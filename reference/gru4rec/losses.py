@@ -11,7 +11,7 @@ top1-max, bpr and the final activations).
 """
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 import torch

@@ -104,7 +104,7 @@ class GRU4RecModel:
         p["By"] = self.init_bias(N, generator).reshape(N, 1)
         self.params = {k: v.contiguous().requires_grad_(True) for k, v in p.items()}
 
-    def to(self, device) -> "GRU4RecModel":
+    def to(self, device) -> GRU4RecModel:
         self.device = torch.device(device)
         self.params = {k: v.detach().to(self.device).requires_grad_(True) for k, v in self.params.items()}
         return self

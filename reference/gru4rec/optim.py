@@ -22,12 +22,12 @@ class RowGrad(NamedTuple):
     values: torch.Tensor
 
     @classmethod
-    def from_rows(cls, idx: torch.Tensor, rows: torch.Tensor) -> "RowGrad":
+    def from_rows(cls, idx: torch.Tensor, rows: torch.Tensor) -> RowGrad:
         """Sum the gradient rows of duplicate indices (the port's ``coalesce``); idx (n,), rows (n, d)."""
         return cls.from_parts([(idx, rows)])
 
     @classmethod
-    def from_parts(cls, parts: list) -> "RowGrad":
+    def from_parts(cls, parts: list) -> RowGrad:
         """As :meth:`from_rows` for several (idx, rows) lookups of one table, without concatenating the rows."""
         idx = torch.cat([i for i, _ in parts]) if len(parts) > 1 else parts[0][0]
         uniq, inv = torch.unique(idx, sorted=True, return_inverse=True)

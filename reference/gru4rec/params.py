@@ -60,13 +60,13 @@ def _to_layers(v: Any) -> list[int]:
         try:
             v = [int(x) for x in v.split("/")]
         except ValueError:
-            raise ValueError(f"parameter 'layers': cannot parse {v!r}; use sizes separated by '/', e.g. '100/100'")
+            raise ValueError(f"parameter 'layers': cannot parse {v!r}; use sizes separated by '/', e.g. '100/100'") from None
     elif isinstance(v, (int,)) and not isinstance(v, bool):
         v = [v]
     try:
         layers = [int(x) for x in v]
     except (TypeError, ValueError):
-        raise ValueError(f"parameter 'layers': expected a list of positive ints, got {v!r}")
+        raise ValueError(f"parameter 'layers': expected a list of positive ints, got {v!r}") from None
     if not layers or any(x <= 0 for x in layers) or any(float(x) != float(y) for x, y in zip(layers, v)):
         raise ValueError(f"parameter 'layers': expected a non-empty list of positive ints, got {v!r}")
     return layers
@@ -82,12 +82,12 @@ def _cast_like(name: str, current: Any, v: Any) -> Any:
                 raise ValueError
             return int(v) if not isinstance(v, str) else int(v.strip())
         except (TypeError, ValueError):
-            raise ValueError(f"parameter {name!r}: expected an int, got {v!r}")
+            raise ValueError(f"parameter {name!r}: expected an int, got {v!r}") from None
     if isinstance(current, float):
         try:
             return float(v)
         except (TypeError, ValueError):
-            raise ValueError(f"parameter {name!r}: expected a float, got {v!r}")
+            raise ValueError(f"parameter {name!r}: expected a float, got {v!r}") from None
     return v
 
 
@@ -126,7 +126,7 @@ def coerce(name: str, v: Any, current: Any) -> Any:
         try:
             torch.device(v)
         except RuntimeError as e:
-            raise ValueError(f"parameter 'device': {e}")
+            raise ValueError(f"parameter 'device': {e}") from None
         return v
     if name == "loss":
         if v not in LOSSES:

@@ -28,8 +28,9 @@ import sys
 import traceback
 import warnings
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -103,7 +104,7 @@ class Case:
     enters: str
     input: str
     answer: Raises | Warns | UsageError | RunErrors | CheckFails | Handled
-    run: Callable[["Ctx"], Any] | None = None
+    run: Callable[[Ctx], Any] | None = None
     skip_if: Callable[[], str | None] | None = None
 
 

@@ -20,8 +20,19 @@ from pathlib import Path
 sys.path[:0] = [str(Path(__file__).resolve().parent), str(Path(__file__).resolve().parents[2])]
 
 from bad_input_corpus import (  # noqa: E402
-    BAD_INPUTS, CASES, QUIET, REPO, CheckFails, Ctx, Handled, adapter_results, first_line, inner_env, observe,
-    start_adapter_run, verify,
+    BAD_INPUTS,
+    CASES,
+    QUIET,
+    REPO,
+    CheckFails,
+    Ctx,
+    Handled,
+    adapter_results,
+    first_line,
+    inner_env,
+    observe,
+    start_adapter_run,
+    verify,
 )
 
 

@@ -12,9 +12,17 @@ from gru4rec_conformance.implementations.registry import discover
 
 discover()  # the registry's modules and the broken adapters are imported before pytester snapshots sys.modules,
 import bad_input_adapters  # noqa: E402,F401  so that in-process inner runs never register an adapter twice
-
-from bad_input_corpus import (
-    BAD_INPUTS, CASES, QUIET, REPO, CheckFails, Ctx, adapter_results, observe, start_adapter_run, verify,
+from bad_input_corpus import (  # noqa: E402
+    BAD_INPUTS,
+    CASES,
+    QUIET,
+    REPO,
+    CheckFails,
+    Ctx,
+    adapter_results,
+    observe,
+    start_adapter_run,
+    verify,
 )  # fmt: skip  # noqa: E402
 
 

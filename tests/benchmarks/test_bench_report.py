@@ -1,13 +1,14 @@
 """benchmarks/report.py: the Markdown + PNG report from a pytest-benchmark JSON (a trimmed real run, fixture)."""
 from __future__ import annotations
 
-from pathlib import Path
 import json
 import re
+from pathlib import Path
 
 import pytest
 
 from gru4rec_conformance.benchmarks.report import build_markdown, load, main, write_report
+
 FIXTURES = Path(__file__).parent / "fixtures"
 
 SAMPLE = FIXTURES / "benchmark_sample.json"

@@ -3,17 +3,18 @@ train_full evaluated on test; SQLite storage shared by two worker processes; an 
 killed worker's trial is failed by its missing heartbeat and retried with the same parameters)."""
 from __future__ import annotations
 
-from pathlib import Path
 import json
 import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
 import gru4rec_conformance.benchmarks.workload as workload
 from gru4rec_conformance.benchmarks import tune
+
 REPO = Path(__file__).resolve().parents[2]
 
 SYNTH = "synth:diginetica@ci*0.3"

@@ -3,8 +3,14 @@ from __future__ import annotations
 
 import pytest
 
-from gru4rec_conformance.benchmarks.workload import (best_params, parse_scale, published_shape, study_epoch_rows, sweep_frame,
-                                 trained_events)
+from gru4rec_conformance.benchmarks.workload import (
+    best_params,
+    parse_scale,
+    published_shape,
+    study_epoch_rows,
+    sweep_frame,
+    trained_events,
+)
 
 # gru4rec_reference.md §9.1, typed in from the spec table (independent of reports/data/study_results.csv)
 SPEC_9_1 = {

@@ -10,7 +10,12 @@ import pytest
 
 from gru4rec_conformance.datasets._suite_io import TruncatedLastLineWarning
 from gru4rec_conformance.datasets.sessions.pipeline import prepare, process
-from gru4rec_conformance.datasets.sessions.readers import read_diginetica, read_rees46, read_retailrocket, read_yoochoose
+from gru4rec_conformance.datasets.sessions.readers import (
+    read_diginetica,
+    read_rees46,
+    read_retailrocket,
+    read_yoochoose,
+)
 
 
 def counts(df):

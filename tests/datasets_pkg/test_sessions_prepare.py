@@ -19,7 +19,6 @@ import pyarrow.parquet as pq
 import pytest
 
 from gru4rec_conformance import child_pythonpath
-
 from gru4rec_conformance.datasets.sessions import pipeline
 from gru4rec_conformance.datasets.sessions.pipeline import PARTS, load_prepared, prepare
 

@@ -169,7 +169,7 @@ def test_diginetica_header_spellings(tmp_path):
 
 def test_full_scale_sizes_are_reachable():
     """scale=1 targets the full raw sizes (datasets.md §1.6(a)) without generating them here."""
-    for name, prof in synthetic.PROFILES.items():
+    for _name, prof in synthetic.PROFILES.items():
         world = synthetic._world(prof, 1.0, np.random.default_rng(0))
         assert world.n_events == prof.full_events
         assert world.n_items <= prof.items_full

@@ -7,8 +7,14 @@ import pandas as pd
 import pytest
 
 from gru4rec_conformance.datasets.sessions import readers
-from gru4rec_conformance.datasets.sessions.pipeline import (_first_appearance_codes, dedup_consecutive, stable_lexsort,
-                                              stats_table, support_filter, time_split)
+from gru4rec_conformance.datasets.sessions.pipeline import (
+    _first_appearance_codes,
+    dedup_consecutive,
+    stable_lexsort,
+    stats_table,
+    support_filter,
+    time_split,
+)
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])

@@ -10,9 +10,23 @@ import pytest
 import torch
 
 from gru4rec_conformance.datasets.sst5 import Examples
-from gru4rec_conformance.reference.finetuner import (EarlyStopping, FinetuneConfig, ModelSpec, ReferenceFineTuner, aggregate_runs,
-                                 collapse_reasons, describe, encode, expected_max, load_saved, mean_cross_entropy,
-                                 minilm_dir, model_identity, run_repeats, simulate)
+from gru4rec_conformance.reference.finetuner import (
+    EarlyStopping,
+    FinetuneConfig,
+    ModelSpec,
+    ReferenceFineTuner,
+    aggregate_runs,
+    collapse_reasons,
+    describe,
+    encode,
+    expected_max,
+    load_saved,
+    mean_cross_entropy,
+    minilm_dir,
+    model_identity,
+    run_repeats,
+    simulate,
+)
 
 TEXTS = ["a stirring , funny and finally transporting movie", "it 's not a bad film at all",
          "the plot is dull and the acting is worse", "one of the best movies of the year", "a mess of a movie",

@@ -4,9 +4,22 @@ from __future__ import annotations
 
 import pytest
 
-from gru4rec_conformance.datasets.sst5 import (BINARY_MAP, EXPECTED_CLASS_COUNTS, EXPECTED_COUNTS, Examples, binary, check_counts,
-                           format_right_branching, load_sst, load_sst5, parse_tree, read_stsa, read_trees,
-                           trees_to_examples, write_root_trees)
+from gru4rec_conformance.datasets.sst5 import (
+    BINARY_MAP,
+    EXPECTED_CLASS_COUNTS,
+    EXPECTED_COUNTS,
+    Examples,
+    binary,
+    check_counts,
+    format_right_branching,
+    load_sst,
+    load_sst5,
+    parse_tree,
+    read_stsa,
+    read_trees,
+    trees_to_examples,
+    write_root_trees,
+)
 
 TREES = {
     "train": ["(3 (2 it) (4 (2 's) (4 (3 great) (2 fun))))",

@@ -10,8 +10,19 @@ import time
 import numpy as np
 import pytest
 
-from gru4rec_conformance.datasets.sst5 import (EXPECTED_CLASS_COUNTS, SPLITS, STANDIN_CLASS_COUNTS, STANDIN_NAME, binary,
-                           generate_standin, load_sst5, load_sst5_or_standin, read_stsa, standin_dir, write_standin)
+from gru4rec_conformance.datasets.sst5 import (
+    EXPECTED_CLASS_COUNTS,
+    SPLITS,
+    STANDIN_CLASS_COUNTS,
+    STANDIN_NAME,
+    binary,
+    generate_standin,
+    load_sst5,
+    load_sst5_or_standin,
+    read_stsa,
+    standin_dir,
+    write_standin,
+)
 
 
 @pytest.fixture(scope="module")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from gru4rec_conformance.implementations.base import Adapter, CapabilityError, Capabilities, FitReport, Unsupported
+from gru4rec_conformance.implementations.base import Adapter, Capabilities, CapabilityError, FitReport, Unsupported
 from gru4rec_conformance.implementations.registry import Registry, RegistryError, load_import_path
 from gru4rec_conformance.implementations.template import TemplateAdapter
 

@@ -8,7 +8,13 @@ import os
 import pytest
 
 from gru4rec_conformance.conformance._harness.isolation import (
-    IsolationSettings, WorkerCallError, WorkerCrashed, WorkerProxy, WorkerStateLost, WorkerTimeout, network_isolation,
+    IsolationSettings,
+    WorkerCallError,
+    WorkerCrashed,
+    WorkerProxy,
+    WorkerStateLost,
+    WorkerTimeout,
+    network_isolation,
 )  # fmt: skip
 from gru4rec_conformance.implementations.base import Capabilities, Unsupported
 from gru4rec_conformance.implementations.template import TemplateAdapter

@@ -23,7 +23,7 @@ class FakeImpl:
 
     def __init__(self, refuse, hyperparameters=None, features=None):
         names = ("layers", "n_sample", "optimizer", "learning_rate", "momentum", "loss", "batch_size")
-        self.capabilities = _Caps(hyperparameters or {n: None for n in names}, features or {})
+        self.capabilities = _Caps(hyperparameters or dict.fromkeys(names), features or {})
         self.refuse = refuse
         self.notes: list[tuple[str, dict]] = []
         self.builds: list[dict] = []

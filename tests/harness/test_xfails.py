@@ -7,7 +7,10 @@ from pathlib import Path
 import pytest
 
 from gru4rec_conformance.conformance._harness.xfails import (
-    XfailRegistryError, load_xfail_file, pattern_matches, strip_impl_param,
+    XfailRegistryError,
+    load_xfail_file,
+    pattern_matches,
+    strip_impl_param,
 )  # fmt: skip
 
 CHECKS = '''

@@ -9,9 +9,9 @@ write the mutant × check matrix to reports/out/meta/<UTC timestamp>/mutant_matr
 
 from __future__ import annotations
 
+import meta_matrix
 import pytest
 
-import meta_matrix
 from gru4rec_conformance.implementations.base import GRU4REC_KINDS
 from gru4rec_conformance.implementations.mutants import mutant_classes
 

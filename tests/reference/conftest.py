@@ -17,6 +17,7 @@ if str(Path(__file__).parent) not in sys.path:  # for ref_testdata, whatever pyt
     sys.path.insert(0, str(Path(__file__).parent))
 
 from ref_testdata import lag1_sessions  # noqa: E402
+
 from gru4rec_conformance.datasets.paths import shared_data_candidate  # noqa: E402  (our package: REPO is first on sys.path)
 
 
@@ -56,7 +57,9 @@ def yoochoose_100k():
     want = shared_data_candidate() / YOOCHOOSE_100K  # datasets.shared_data_dir()'s rule, one place
     if not want.is_dir():
         pytest.skip(f"real data absent: {want} not found (set GRU4REC_SHARED_DATA to the shared data folder)")
-    read = lambda name: pd.read_csv(want / f"yoochoose-clicks-100k_{name}.txt", sep="\t")
+    def read(name):
+        return pd.read_csv(want / f"yoochoose-clicks-100k_{name}.txt", sep="\t")
+
     return {"train_full": read("train_full"), "test": read("test")}
 
 

@@ -44,8 +44,7 @@ FIXTURES = HERE / "fixtures"
 sys.path.insert(0, str(REPO / "src"))
 sys.path.insert(0, str(HERE))
 
-from ref_golden_cases import (E2E_PARAMS, EVAL_CASE, ITERATOR_CASES, STEP_CASES, eval_data,  # noqa: E402
-                              iterator_data, step_data)
+from ref_golden_cases import E2E_PARAMS, EVAL_CASE, ITERATOR_CASES, STEP_CASES, eval_data, iterator_data, step_data  # noqa: E402
 
 from gru4rec_conformance.fileio import atomic_path, atomic_write_json  # noqa: E402
 
@@ -112,7 +111,7 @@ def make_iterator(gp) -> dict:
             it = gp.SessionDataIterator(df.copy(), B, n_sample=S, sample_alpha=0.5, sample_cache_max_size=1000,
                                         device=torch.device("cpu"))
         H = [torch.ones((B, 1))]
-        hook = lambda n_valid, fm, vm: gru._adjust_hidden(n_valid, fm, vm, H)  # noqa: E731
+        hook = lambda n_valid, fm, vm: gru._adjust_hidden(n_valid, fm, vm, H)  # noqa: E731, B023 (used in this iteration)
         ins, outs, resets, lanes, nsamp = [], [], [], [], []
         for in_idx, y in it(enable_neg_samples=(S > 0), reset_hook=hook):
             b = len(in_idx)

@@ -82,7 +82,7 @@ def _case(name, hp, seed, n_steps=1, b=None, S=5, masks=False):
             weights[k] = rng.uniform(-0.6, 0.6, size=shp).astype(np.float32)
     hidden = [rng.normal(0, 0.5, size=(b, d)).astype(np.float32) for d in hp["layers"]]
     steps = []
-    for j in range(n_steps):
+    for _j in range(n_steps):
         targets = rng.choice(N_ITEMS, size=b, replace=False).astype(np.int64)
         inp = rng.integers(0, N_ITEMS, size=b).astype(np.int64)
         inp[0] = targets[1]  # an input item that is also a target (merged rows in constrained mode)
@@ -176,7 +176,7 @@ def eval_data():
     t = 0
     for s in range(12):
         L = int(rng.integers(1, 6))
-        for j in range(L):
+        for _j in range(L):
             it = int(rng.choice(ids)) if rng.random() > 0.15 else 9000 + int(rng.integers(0, 5))  # unknown
             rows.append((s, it, t))
             t += 1

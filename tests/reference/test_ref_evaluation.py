@@ -2,11 +2,16 @@
 import numpy as np
 import pandas as pd
 import pytest
-
-from gru4rec_conformance.reference.gru4rec import GRU4Rec, evaluate_prefix_scorer, evaluate_scores, metrics_from_ranks, rank
-from gru4rec_conformance.reference.gru4rec.evaluation import prediction_points
-
 from ref_testdata import lag1_sessions
+
+from gru4rec_conformance.reference.gru4rec import (
+    GRU4Rec,
+    evaluate_prefix_scorer,
+    evaluate_scores,
+    metrics_from_ranks,
+    rank,
+)
+from gru4rec_conformance.reference.gru4rec.evaluation import prediction_points
 
 
 @pytest.fixture(scope="module")

@@ -10,13 +10,18 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
+from ref_testdata import lag1_sessions
 
-from gru4rec_conformance.reference.gru4rec import (GRU4Rec, GRU4RecModel, IndexedAdagradM, SampleCache, SessionParallelEvaluator,
-                               SessionParallelIterator)
+from gru4rec_conformance.reference.gru4rec import (
+    GRU4Rec,
+    GRU4RecModel,
+    IndexedAdagradM,
+    SampleCache,
+    SessionParallelEvaluator,
+    SessionParallelIterator,
+)
 from gru4rec_conformance.reference.gru4rec.evaluation import hits
 from gru4rec_conformance.reference.gru4rec.losses import LOSS_CLASSES, CrossEntropyLoss, loss_on_scores
-
-from ref_testdata import lag1_sessions
 
 KW = dict(layers=[16], batch_size=8, n_sample=6, learning_rate=0.1, n_epochs=1, seed=3)
 

@@ -6,7 +6,6 @@ import pytest
 from gru4rec_conformance.reference.gru4rec import GRU4Rec, TrainingDivergedError
 from gru4rec_conformance.reference.gru4rec.steps import StandardStep
 
-
 SMALL = dict(layers=[32], batch_size=16, n_sample=8, learning_rate=0.1, n_epochs=3)
 
 

@@ -11,13 +11,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from ref_golden_cases import ITERATOR_CASES
+from ref_golden_cases import STEP_CASES as _STEP_DEFS
+from ref_golden_step import RTOL, assert_step_matches, run_steps, sensitivity, tolerance
+from ref_golden_step import frame as _frame
+from ref_golden_step import load as _load
 
 from gru4rec_conformance.reference.gru4rec import GRU4Rec, SessionParallelIterator, evaluate_prefix_scorer, rank
 from gru4rec_conformance.reference.gru4rec.data import build_training_data
-
-from ref_golden_cases import ITERATOR_CASES, STEP_CASES as _STEP_DEFS
-from ref_golden_step import (RTOL, assert_step_matches, frame as _frame, load as _load, run_steps,
-                             sensitivity, tolerance)
 
 
 def assert_close(ours, official, what, rtol=RTOL):

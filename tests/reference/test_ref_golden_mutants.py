@@ -9,11 +9,10 @@ A left-out mutant that can run a step must pass the comparison, which checks tha
 from __future__ import annotations
 
 import pytest
-
-from gru4rec_conformance.implementations.mutants import mutant_classes
-
 from ref_golden_cases import STEP_CASES
 from ref_golden_step import build, run_steps, step_mismatches
+
+from gru4rec_conformance.implementations.mutants import mutant_classes
 
 MUTANTS = {c.name: c for c in mutant_classes()}
 CASES = {c["name"]: c for c in STEP_CASES if c["name"] != "xe_shared_tail_logq1"}  # that one differs by design

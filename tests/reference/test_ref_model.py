@@ -4,10 +4,9 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
+from ref_testdata import lag1_sessions
 
 from gru4rec_conformance.reference.gru4rec import GRU4Rec
-
-from ref_testdata import lag1_sessions
 
 MODES = {
     "shared": dict(constrained_embedding=True),

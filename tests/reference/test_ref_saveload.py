@@ -4,10 +4,9 @@ import os
 
 import numpy as np
 import pytest
+from ref_testdata import lag1_sessions
 
 from gru4rec_conformance.reference.gru4rec import GRU4Rec
-
-from ref_testdata import lag1_sessions
 
 
 @pytest.mark.parametrize("kw", [

@@ -14,12 +14,11 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from ref_testdata import lag1_sessions
 
 from gru4rec_conformance.reference.gru4rec import GRU4Rec, TrainingDivergedError
 from gru4rec_conformance.reference.gru4rec.model import GRU4RecModel
 from gru4rec_conformance.reference.gru4rec.steps import StandardStep, StaticStep, unsupported_reason
-
-from ref_testdata import lag1_sessions
 
 MODES = {"shared": dict(constrained_embedding=True),
          "separate": dict(constrained_embedding=False, embedding=12),

@@ -3,10 +3,9 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
+from ref_testdata import lag1_sessions
 
 from gru4rec_conformance.reference.gru4rec import GRU4Rec
-
-from ref_testdata import lag1_sessions
 
 
 @pytest.fixture

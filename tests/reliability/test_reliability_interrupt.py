@@ -15,9 +15,16 @@ import time
 from collections import Counter
 
 import pytest
-
 from reliability_support import (
-    REPO, SUITE, describe, jsonl_records, results_json, run_suite, suite_command, suite_env, the_run_dir,
+    REPO,
+    SUITE,
+    describe,
+    jsonl_records,
+    results_json,
+    run_suite,
+    suite_command,
+    suite_env,
+    the_run_dir,
 )  # fmt: skip
 
 SELECTION = ("--impl", "reference", "-k", "lf1_fixed_score_matrix or lf2_row_separability")

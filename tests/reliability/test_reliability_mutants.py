@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import pandas as pd
 import pytest
-
 from reliability_support import describe, results_json, run_suite, the_run_dir
 
 MUTANTS = ("mutant:crash", "mutant:hang", "mutant:leak")

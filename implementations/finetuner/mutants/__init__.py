@@ -9,8 +9,16 @@ kind.
 
 from __future__ import annotations
 
-from . import data_integrity, early_stopping, offline, padding_masking, reporting, seeding, selection_leakage, \
-    tokenization
+from . import (
+    data_integrity,
+    early_stopping,
+    offline,
+    padding_masking,
+    reporting,
+    seeding,
+    selection_leakage,
+    tokenization,
+)
 
 MUTANTS: dict[str, type] = {}
 for _module in (tokenization, padding_masking, data_integrity, selection_leakage, early_stopping, seeding,

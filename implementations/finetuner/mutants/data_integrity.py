@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from gru4rec_conformance.datasets.sst5 import Examples
+from gru4rec_conformance.implementations.registry import register
 from gru4rec_conformance.reference.finetuner import ReferenceFineTuner
 from gru4rec_conformance.reference.finetuner.trainer import resolve_max_length
 
-from gru4rec_conformance.implementations.registry import register
 from ._common import MutantAdapter
 
 

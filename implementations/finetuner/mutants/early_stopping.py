@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import math
 
+from gru4rec_conformance.implementations.registry import register
 from gru4rec_conformance.reference.finetuner import EarlyStopping, ReferenceFineTuner
 
-from gru4rec_conformance.implementations.registry import register
 from ._common import MutantAdapter
 
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import os
 import urllib.request
 
+from gru4rec_conformance.implementations.registry import register
 from gru4rec_conformance.reference.finetuner import ReferenceFineTuner
 
-from gru4rec_conformance.implementations.registry import register
 from ._common import MutantAdapter
 
 #: pytreebank 0.2.7's SST download (what the studied code fetches at import time when the trees are missing).

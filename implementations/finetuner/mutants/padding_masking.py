@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from gru4rec_conformance.implementations.registry import register
 from gru4rec_conformance.reference.finetuner import ReferenceFineTuner
 
-from gru4rec_conformance.implementations.registry import register
 from ._common import MutantAdapter
 
 

@@ -7,10 +7,10 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from gru4rec_conformance.implementations.registry import register
 from gru4rec_conformance.reference.finetuner import ReferenceFineTuner
 from gru4rec_conformance.reference.finetuner.metrics import describe, mean_cross_entropy
 
-from gru4rec_conformance.implementations.registry import register
 from ._common import MutantAdapter
 
 

@@ -6,9 +6,9 @@ import os
 
 import torch
 
+from gru4rec_conformance.implementations.registry import register
 from gru4rec_conformance.reference.finetuner import ReferenceFineTuner
 
-from gru4rec_conformance.implementations.registry import register
 from ._common import MutantAdapter
 
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from gru4rec_conformance.implementations.registry import register
 from gru4rec_conformance.reference.finetuner import ReferenceFineTuner
 
-from gru4rec_conformance.implementations.registry import register
 from ._common import MutantAdapter
 
 

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+from gru4rec_conformance.implementations.registry import register
 from gru4rec_conformance.reference.finetuner import ReferenceFineTuner
 from gru4rec_conformance.reference.finetuner.trainer import Encoded, encode, resolve_max_length, special_ids
 
-from gru4rec_conformance.implementations.registry import register
 from ._common import MutantAdapter
 
 
