@@ -27,6 +27,7 @@ Environment (all optional):
 With ``--benchmark-json=PATH`` the terminal summary also writes the Markdown + PNG report
 (``benchmarks/report.py``) into ``reports/out/benchmarks/<UTC timestamp>/``.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -62,10 +63,11 @@ def _runners(config) -> list:
         out.append(R.OfficialRunner(official, device))
     try:
         from gru4rec_conformance.conformance._harness.plugin import STATE_KEY
+
         state = config.stash.get(STATE_KEY, None)
     except ImportError:  # the conformance plugin is not loaded (benchmarks run on their own)
         state = None
-    for (family, _name), handle in (state.handles.items() if state is not None else ()):
+    for (family, _name), handle in state.handles.items() if state is not None else ():
         if family == "gru4rec" and handle.spec.role != "reference":
             out.append(R.AdapterRunner(handle))
     config.stash[_RUNNERS_KEY] = out
@@ -119,6 +121,7 @@ def bench_impl(request) -> R.Runner:
 
 def _warm_up(runner: R.Runner) -> None:
     from gru4rec_conformance.benchmarks.workload import best_params, sweep_frame
+
     df = sweep_frame(400, 2_000, seed=0)
     for loss in LOSSES:
         try:
@@ -142,12 +145,14 @@ def bench_config(pytestconfig) -> BenchConfig:
 def epoch_datasets(bench_config):
     """Synthetic prepared data per dataset shape at the session's scale, generated (and cached on disk) once."""
     from gru4rec_conformance.benchmarks.workload import epoch_data, parse_scale
+
     made: dict = {}
 
     def get(name: str):
         if name not in made:
             made[name] = epoch_data(name, parse_scale(bench_config.scale, name))
         return made[name]
+
     return get
 
 
@@ -160,9 +165,12 @@ def _bench_threads(bench_config):
 
 
 def pytest_benchmark_update_json(config, benchmarks, output_json):
-    output_json["gru4rec_bench"] = {"device": bench_device(config), "versions": R.versions(bench_device(config)),
-                                    "implementations": [r.describe() for r in _runners(config)],
-                                    "env": {k: v for k, v in os.environ.items() if k.startswith("GRU4REC_")}}
+    output_json["gru4rec_bench"] = {
+        "device": bench_device(config),
+        "versions": R.versions(bench_device(config)),
+        "implementations": [r.describe() for r in _runners(config)],
+        "env": {k: v for k, v in os.environ.items() if k.startswith("GRU4REC_")},
+    }
 
 
 def _fmt(v, width: int, prec: int) -> str:
@@ -174,10 +182,13 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
         return
     tr = terminalreporter
     tr.write_sep("-", "GRU4Rec benchmarks (best round; ratio = this / reference, > 1: slower than the reference)")
-    tr.write_line("CPU-time rates (per CPU second of the process) are steadier than wall-clock rates on a shared "
-                  "machine.")
-    tr.write_line(f"{'group':<34}{'case':<26}{'impl':<12}{'seconds':>9}{'mb/s':>9}{'ev/s':>10}{'mb/CPUs':>9}"
-                  f"{'ev/CPUs':>10}{'peakMB':>8}{'ratio':>7}{'ratioCPU':>9}")
+    tr.write_line(
+        "CPU-time rates (per CPU second of the process) are steadier than wall-clock rates on a shared machine."
+    )
+    tr.write_line(
+        f"{'group':<34}{'case':<26}{'impl':<12}{'seconds':>9}{'mb/s':>9}{'ev/s':>10}{'mb/CPUs':>9}"
+        f"{'ev/CPUs':>10}{'peakMB':>8}{'ratio':>7}{'ratioCPU':>9}"
+    )
     for (group, case), per in _RESULTS.items():
         for impl, s in per.items():
             sec = s.get("epoch_seconds", s.get("eval_seconds"))
@@ -185,14 +196,17 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
             ev = s.get("events_per_s", s.get("eval_events_per_s"))
             evc = s.get("events_per_cpu_s", s.get("eval_events_per_cpu_s"))
 
-            tr.write_line(f"{group[:33]:<34}{case[:25]:<26}{impl[:11]:<12}{_fmt(sec, 9, 2)}"
-                          f"{_fmt(s.get('minibatches_per_s'), 9, 1)}{_fmt(ev, 10, 0)}"
-                          f"{_fmt(s.get('minibatches_per_cpu_s'), 9, 1)}{_fmt(evc, 10, 0)}"
-                          f"{_fmt(s.get('peak_rss_mb') or s.get('cuda_max_allocated_mb'), 8, 0)}{_fmt(ratio, 7, 2)}"
-                          f"{_fmt(s.get('cpu_seconds_over_reference'), 9, 2)}")
+            tr.write_line(
+                f"{group[:33]:<34}{case[:25]:<26}{impl[:11]:<12}{_fmt(sec, 9, 2)}"
+                f"{_fmt(s.get('minibatches_per_s'), 9, 1)}{_fmt(ev, 10, 0)}"
+                f"{_fmt(s.get('minibatches_per_cpu_s'), 9, 1)}{_fmt(evc, 10, 0)}"
+                f"{_fmt(s.get('peak_rss_mb') or s.get('cuda_max_allocated_mb'), 8, 0)}{_fmt(ratio, 7, 2)}"
+                f"{_fmt(s.get('cpu_seconds_over_reference'), 9, 2)}"
+            )
     path = config.getoption("benchmark_json", None)
     if path and Path(path).is_file() and not os.environ.get("GRU4REC_BENCH_NO_REPORT"):
         from gru4rec_conformance.benchmarks.report import write_report
+
         out_root = Path(os.environ.get("GRU4REC_BENCH_REPORT_DIR", str(ROOT / "reports" / "out" / "benchmarks")))
         with contextlib.suppress(FileNotFoundError):
             folder = write_report(Path(path), out_root)

@@ -16,6 +16,7 @@ declares one), the study's published ratios of the third-party implementations, 
 each and a PNG of epoch time against the swept quantity, one line per implementation) and the evaluation throughput.
 Raises ValueError naming the file when the JSON is not a pytest-benchmark report.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -33,6 +34,7 @@ DEFAULT_OUT = REPO / "reports" / "out" / "benchmarks"
 
 # ----------------------------------------------------------------------------------------------------------------
 # loading
+
 
 def load(path: Path) -> dict:
     """The pytest-benchmark JSON at ``path``; ValueError naming the file when it is not one."""
@@ -66,6 +68,7 @@ def _rows(data: dict, prefix: str) -> list[dict]:
 # ----------------------------------------------------------------------------------------------------------------
 # formatting
 
+
 def _f(v, spec: str = ".2f") -> str:
     if v is None or v == "":
         return "–"
@@ -85,12 +88,12 @@ def _study(dataset: str | None, loss: str | None) -> dict:
     if not dataset or not loss:
         return {}
     from gru4rec_conformance.benchmarks.workload import study_epoch_rows
+
     try:
         rows = study_epoch_rows(dataset, loss)
     except (ValueError, OSError):
         return {}
-    best = next((r for r in rows if r["implementation"] == "GRU4Rec Official" and r["variant"] == "Best params"),
-                None)
+    best = next((r for r in rows if r["implementation"] == "GRU4Rec Official" and r["variant"] == "Best params"), None)
     return {"best": best, "rows": rows}
 
 
@@ -98,8 +101,10 @@ def _study_ratio(study_decl: dict | None, st: dict) -> str:
     if not study_decl or not st:
         return "–"
     for r in st["rows"]:
-        if (r["implementation"].lower() == str(study_decl.get("implementation", "")).lower()
-                and r["variant"].lower() == str(study_decl.get("variant", "")).lower()):
+        if (
+            r["implementation"].lower() == str(study_decl.get("implementation", "")).lower()
+            and r["variant"].lower() == str(study_decl.get("variant", "")).lower()
+        ):
             return _f(r["x_best"])
     return "–"
 
@@ -122,34 +127,47 @@ def _header(data: dict, title: str) -> list[str]:
     vers = first.get("versions") or info.get("versions") or {}  # measured during the runs (threads as set there)
     settings = first.get("settings") or {}
     device = info.get("device") or first.get("device") or "?"
-    lines = [f"# {title}", "",
-             f"- run: {data.get('datetime', '?')} (pytest-benchmark {data.get('version', '?')}); commit "
-             f"{ci.get('id', '?')[:12]}{' (dirty)' if ci.get('dirty') else ''} on branch {ci.get('branch', '?')}",
-             f"- device: **{device}**" + (f", GPU {vers['gpu']} (CUDA {vers.get('cuda')})" if vers.get("gpu") else "")
-             + f"; CPU {vers.get('cpu', mi.get('cpu', {}).get('brand_raw', '?'))}, {vers.get('cpus', '?')} cores; "
-             f"torch {vers.get('torch', '?')} with {vers.get('torch_threads', '?')} thread(s), numpy "
-             f"{vers.get('numpy', '?')}, pandas {vers.get('pandas', '?')}, Python {vers.get('python', '?')}",
-             f"- settings: data scale `{settings.get('scale', '?')}` (fraction of the full §1.6a raw size, or `ci` = "
-             f"a few 10^4 raw rows per dataset), {settings.get('rounds', '?')} timed round(s) after "
-             f"{settings.get('warmup', '?')} warm-up round(s) per epoch benchmark (best round shown), sweep grid "
-             f"`{settings.get('sweeps', '?')}`"]
+    lines = [
+        f"# {title}",
+        "",
+        f"- run: {data.get('datetime', '?')} (pytest-benchmark {data.get('version', '?')}); commit "
+        f"{ci.get('id', '?')[:12]}{' (dirty)' if ci.get('dirty') else ''} on branch {ci.get('branch', '?')}",
+        f"- device: **{device}**"
+        + (f", GPU {vers['gpu']} (CUDA {vers.get('cuda')})" if vers.get("gpu") else "")
+        + f"; CPU {vers.get('cpu', mi.get('cpu', {}).get('brand_raw', '?'))}, {vers.get('cpus', '?')} cores; "
+        f"torch {vers.get('torch', '?')} with {vers.get('torch_threads', '?')} thread(s), numpy "
+        f"{vers.get('numpy', '?')}, pandas {vers.get('pandas', '?')}, Python {vers.get('python', '?')}",
+        f"- settings: data scale `{settings.get('scale', '?')}` (fraction of the full §1.6a raw size, or `ci` = "
+        f"a few 10^4 raw rows per dataset), {settings.get('rounds', '?')} timed round(s) after "
+        f"{settings.get('warmup', '?')} warm-up round(s) per epoch benchmark (best round shown), sweep grid "
+        f"`{settings.get('sweeps', '?')}`",
+    ]
     impls = info.get("implementations") or []
     if impls:
-        lines.append("- implementations: " + "; ".join(
-            f"**{d.get('impl')}** ({d.get('kind')}, {d.get('impl_version')}"
-            + (f", step_impl={d['step_impl']}" if d.get("step_impl") else "")
-            + (f", shims: {', '.join(d['shims'])}" if d.get("shims") else "") + ")" for d in impls))
+        lines.append(
+            "- implementations: "
+            + "; ".join(
+                f"**{d.get('impl')}** ({d.get('kind')}, {d.get('impl_version')}"
+                + (f", step_impl={d['step_impl']}" if d.get("step_impl") else "")
+                + (f", shims: {', '.join(d['shims'])}" if d.get("shims") else "")
+                + ")"
+                for d in impls
+            )
+        )
     env = info.get("env") or {}
     if env:
         lines.append("- environment: " + ", ".join(f"`{k}={v}`" for k, v in sorted(env.items())))
-    lines += ["",
-              "Epoch time is each implementation's own epoch timer (the official port's printed epoch time, the "
-              "reference's `FitReport.epoch_seconds`); mb/s and ev/s divide the minibatches and trained events of the "
-              "epoch by it. *CPU* columns divide by the process CPU time of the whole `fit` instead (data preparation "
-              "included): on a shared, loaded machine wall-clock rates vary with other load, CPU-time rates much "
-              "less. Ratios are this implementation's time over the reference's in the same run (> 1: slower than the "
-              "reference). The study's numbers were measured on the full datasets on the study's GPU: compare rates "
-              "and ratios, not absolute times.", ""]
+    lines += [
+        "",
+        "Epoch time is each implementation's own epoch timer (the official port's printed epoch time, the "
+        "reference's `FitReport.epoch_seconds`); mb/s and ev/s divide the minibatches and trained events of the "
+        "epoch by it. *CPU* columns divide by the process CPU time of the whole `fit` instead (data preparation "
+        "included): on a shared, loaded machine wall-clock rates vary with other load, CPU-time rates much "
+        "less. Ratios are this implementation's time over the reference's in the same run (> 1: slower than the "
+        "reference). The study's numbers were measured on the full datasets on the study's GPU: compare rates "
+        "and ratios, not absolute times.",
+        "",
+    ]
     return lines
 
 
@@ -163,20 +181,57 @@ def _epoch_section(data: dict) -> list[str]:
         st = _study(r.get("dataset"), r.get("loss"))
         best = st.get("best") or {}
         shape = r.get("shape") or {}
-        body.append([r.get("dataset"), r.get("loss"), f"**{r['impl']}**", _f(shape.get("train_events"), "d"),
-                     _f(r.get("minibatches"), "d"), _f(r.get("epoch_seconds")), _f(r.get("minibatches_per_s"), ".1f"),
-                     _f(r.get("events_per_s"), ".0f"), _f(r.get("minibatches_per_cpu_s"), ".1f"),
-                     _f(r.get("events_per_cpu_s"), ".0f"), _mem(r), _f(r.get("epoch_seconds_over_reference")),
-                     _f(r.get("cpu_seconds_over_reference")), _f(best.get("epoch_seconds")),
-                     _f(best.get("minibatches_per_second"), ".0f"), _f(best.get("events_per_second"), ".0f"),
-                     _study_ratio(r.get("study"), st)])
-    lines += _table(["dataset", "loss", "impl", "train events", "mb", "epoch s", "mb/s", "ev/s", "mb/CPU s",
-                     "ev/CPU s", "peak MB", "× ref", "× ref CPU", "study: official epoch s", "study mb/s",
-                     "study ev/s", "study × best"], body)
-    lines += ["", "*peak MB*: the process's peak resident memory during the fit (its growth during the fit in "
-              "brackets; CUDA: peak allocated device memory). *study*: the official implementation with the best "
-              "parameters on the full dataset (§9.5); *study × best*: the study's epoch-time ratio of the "
-              "implementation's declared study row to that run.", ""]
+        body.append(
+            [
+                r.get("dataset"),
+                r.get("loss"),
+                f"**{r['impl']}**",
+                _f(shape.get("train_events"), "d"),
+                _f(r.get("minibatches"), "d"),
+                _f(r.get("epoch_seconds")),
+                _f(r.get("minibatches_per_s"), ".1f"),
+                _f(r.get("events_per_s"), ".0f"),
+                _f(r.get("minibatches_per_cpu_s"), ".1f"),
+                _f(r.get("events_per_cpu_s"), ".0f"),
+                _mem(r),
+                _f(r.get("epoch_seconds_over_reference")),
+                _f(r.get("cpu_seconds_over_reference")),
+                _f(best.get("epoch_seconds")),
+                _f(best.get("minibatches_per_second"), ".0f"),
+                _f(best.get("events_per_second"), ".0f"),
+                _study_ratio(r.get("study"), st),
+            ]
+        )
+    lines += _table(
+        [
+            "dataset",
+            "loss",
+            "impl",
+            "train events",
+            "mb",
+            "epoch s",
+            "mb/s",
+            "ev/s",
+            "mb/CPU s",
+            "ev/CPU s",
+            "peak MB",
+            "× ref",
+            "× ref CPU",
+            "study: official epoch s",
+            "study mb/s",
+            "study ev/s",
+            "study × best",
+        ],
+        body,
+    )
+    lines += [
+        "",
+        "*peak MB*: the process's peak resident memory during the fit (its growth during the fit in "
+        "brackets; CUDA: peak allocated device memory). *study*: the official implementation with the best "
+        "parameters on the full dataset (§9.5); *study × best*: the study's epoch-time ratio of the "
+        "implementation's declared study row to that run.",
+        "",
+    ]
     return lines
 
 
@@ -187,19 +242,34 @@ def _study_section(data: dict) -> list[str]:
             pairs[(r["dataset"], r["loss"])] = True
     if not pairs:
         return []
-    lines = ["## The study's published epoch times (gru4rec_reference.md §9.5)", "",
-             "Out-of-the-box third-party implementations against the official implementation with the best "
-             "parameters, same dataset and loss (source: reports/data/study_results.csv).", ""]
+    lines = [
+        "## The study's published epoch times (gru4rec_reference.md §9.5)",
+        "",
+        "Out-of-the-box third-party implementations against the official implementation with the best "
+        "parameters, same dataset and loss (source: reports/data/study_results.csv).",
+        "",
+    ]
     body = []
     for dataset, loss in pairs:
         st = _study(dataset, loss)
         best = st.get("best")
         if not best:
             continue
-        oob = [f"{r['implementation']} {_f(r['x_best'])}×" for r in st["rows"] if r["variant"].startswith("OOB =")
-               or r["variant"] == "OOB"]
-        body.append([dataset, loss, _f(best["epoch_seconds"]), _f(best["events_per_second"], ".0f"),
-                     _f(best["minibatches_per_second"], ".0f"), "; ".join(oob) or "–"])
+        oob = [
+            f"{r['implementation']} {_f(r['x_best'])}×"
+            for r in st["rows"]
+            if r["variant"].startswith("OOB =") or r["variant"] == "OOB"
+        ]
+        body.append(
+            [
+                dataset,
+                loss,
+                _f(best["epoch_seconds"]),
+                _f(best["events_per_second"], ".0f"),
+                _f(best["minibatches_per_second"], ".0f"),
+                "; ".join(oob) or "–",
+            ]
+        )
     lines += _table(["dataset", "loss", "official epoch s", "ev/s", "mb/s", "out of the box: epoch time × best"], body)
     return lines + [""]
 
@@ -208,10 +278,14 @@ def _sweep_section(data: dict, plots: dict) -> list[str]:
     rows = _rows(data, "sweep/")
     if not rows:
         return []
-    lines = ["## Scalability sweeps", "",
-             "Base: the study's best Diginetica cross-entropy parameters on Zipf session data; one quantity varied. "
-             "Epoch time should grow with batch size × (batch size + n_sample), hidden size and sessions, and stay flat "
-             "over the catalogue size for an implementation that scores only the sampled columns.", ""]
+    lines = [
+        "## Scalability sweeps",
+        "",
+        "Base: the study's best Diginetica cross-entropy parameters on Zipf session data; one quantity varied. "
+        "Epoch time should grow with batch size × (batch size + n_sample), hidden size and sessions, and stay flat "
+        "over the catalogue size for an implementation that scores only the sampled columns.",
+        "",
+    ]
     by: OrderedDict[str, list[dict]] = OrderedDict()
     for r in rows:
         by.setdefault(r.get("sweep") or r["group"].split("/", 1)[1], []).append(r)
@@ -219,11 +293,20 @@ def _sweep_section(data: dict, plots: dict) -> list[str]:
         lines += [f"### {name}", ""]
         if name in plots:
             lines += [f"![{name}]({plots[name]})", ""]
-        body = [[_f(r.get("value"), "d") if isinstance(r.get("value"), int) else r.get("value"), f"**{r['impl']}**",
-                 _f((r.get("shape") or {}).get("n_items"), "d"), _f(r.get("minibatches"), "d"),
-                 _f(r.get("epoch_seconds")), _f(r.get("events_per_s"), ".0f"), _f(r.get("events_per_cpu_s"), ".0f"),
-                 _mem(r), _f(r.get("epoch_seconds_over_reference"))]
-                for r in sorted(rs, key=lambda r: (r.get("value") or 0, r["impl"] != "reference", r["impl"]))]
+        body = [
+            [
+                _f(r.get("value"), "d") if isinstance(r.get("value"), int) else r.get("value"),
+                f"**{r['impl']}**",
+                _f((r.get("shape") or {}).get("n_items"), "d"),
+                _f(r.get("minibatches"), "d"),
+                _f(r.get("epoch_seconds")),
+                _f(r.get("events_per_s"), ".0f"),
+                _f(r.get("events_per_cpu_s"), ".0f"),
+                _mem(r),
+                _f(r.get("epoch_seconds_over_reference")),
+            ]
+            for r in sorted(rs, key=lambda r: (r.get("value") or 0, r["impl"] != "reference", r["impl"]))
+        ]
         lines += _table([name, "impl", "items", "mb", "epoch s", "ev/s", "ev/CPU s", "peak MB", "× ref"], body) + [""]
     return lines
 
@@ -235,9 +318,19 @@ def _eval_section(data: dict, plots: dict) -> list[str]:
     lines = ["## Evaluation throughput (full-catalogue ranking, conservative ties, cutoffs 1/5/10/20)", ""]
     if "eval" in plots:
         lines += [f"![evaluation]({plots['eval']})", ""]
-    body = [[r.get("dataset"), f"**{r['impl']}**", _f((r.get("shape") or {}).get("n_items"), "d"),
-             _f(r.get("eval_events"), "d"), _f(r.get("eval_seconds"), ".3f"), _f(r.get("eval_events_per_s"), ".0f"),
-             _f(r.get("eval_events_per_cpu_s"), ".0f"), _f(r.get("eval_seconds_over_reference"))] for r in rows]
+    body = [
+        [
+            r.get("dataset"),
+            f"**{r['impl']}**",
+            _f((r.get("shape") or {}).get("n_items"), "d"),
+            _f(r.get("eval_events"), "d"),
+            _f(r.get("eval_seconds"), ".3f"),
+            _f(r.get("eval_events_per_s"), ".0f"),
+            _f(r.get("eval_events_per_cpu_s"), ".0f"),
+            _f(r.get("eval_seconds_over_reference")),
+        ]
+        for r in rows
+    ]
     lines += _table(["dataset", "impl", "items", "test events", "seconds", "events/s", "events/CPU s", "× ref"], body)
     return lines + ["", "(Untrained models: ranking costs the same; the metrics are not meaningful here.)", ""]
 
@@ -245,10 +338,12 @@ def _eval_section(data: dict, plots: dict) -> list[str]:
 # ----------------------------------------------------------------------------------------------------------------
 # plots
 
+
 def _plots(data: dict, folder: Path) -> dict:
     """PNG plots into ``folder``: one per sweep (epoch seconds against the value, log-log, one line per
     implementation), one of the epoch rates and one of the evaluation rates. Returns {name: relative path}."""
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     import matplotlib.ticker
@@ -293,8 +388,9 @@ def _plots(data: dict, folder: Path) -> dict:
         fig, ax = plt.subplots(figsize=(max(6, 1.1 * len(cases)), 3.8))
         w = 0.8 / max(1, len(impls))
         for k, impl in enumerate(impls):
-            vals = {f"{r.get('dataset')}\n{r.get('loss')}": r.get("minibatches_per_s") for r in epochs
-                    if r["impl"] == impl}
+            vals = {
+                f"{r.get('dataset')}\n{r.get('loss')}": r.get("minibatches_per_s") for r in epochs if r["impl"] == impl
+            }
             ax.bar([i + k * w for i in range(len(cases))], [vals.get(c) or 0 for c in cases], width=w, label=impl)
         ax.set_xticks([i + w * (len(impls) - 1) / 2 for i in range(len(cases))])
         ax.set_xticklabels(cases, fontsize=7)
@@ -311,8 +407,9 @@ def _plots(data: dict, folder: Path) -> dict:
         w = 0.8 / max(1, len(impls))
         for k, impl in enumerate(impls):
             rates = {r.get("dataset"): r.get("eval_events_per_s") for r in evals if r["impl"] == impl}
-            ax.bar([i + k * w for i in range(len(datasets))], [rates.get(c) or 0 for c in datasets], width=w,
-                   label=impl)
+            ax.bar(
+                [i + k * w for i in range(len(datasets))], [rates.get(c) or 0 for c in datasets], width=w, label=impl
+            )
         ax.set_xticks([i + w * (len(impls) - 1) / 2 for i in range(len(datasets))])
         ax.set_xticklabels(datasets, fontsize=8)
         ax.set_ylabel("test events / s")
@@ -324,6 +421,7 @@ def _plots(data: dict, folder: Path) -> dict:
 
 # ----------------------------------------------------------------------------------------------------------------
 # the report
+
 
 def build_markdown(data: dict, plots: dict | None = None, title: str = "GRU4Rec benchmarks") -> str:
     """The Markdown report of a loaded pytest-benchmark JSON (``plots``: {name: relative PNG path})."""
@@ -338,8 +436,13 @@ def build_markdown(data: dict, plots: dict | None = None, title: str = "GRU4Rec 
     return "\n".join(lines).rstrip() + "\n"
 
 
-def write_report(json_path: Path, out_root: Path = DEFAULT_OUT, title: str = "GRU4Rec benchmarks",
-                 plots: bool = True, compact: bool = False) -> Path:
+def write_report(
+    json_path: Path,
+    out_root: Path = DEFAULT_OUT,
+    title: str = "GRU4Rec benchmarks",
+    plots: bool = True,
+    compact: bool = False,
+) -> Path:
     """Write ``report.md``, ``benchmark.json`` and ``plots/*.png`` into a new ``<out_root>/<UTC timestamp>/``
     folder and return it. ``compact``: the copied JSON without pytest-benchmark's per-round timing arrays
     (``stats.data``), for committing. Raises ValueError (naming the file) for a JSON that is not a pytest-benchmark
@@ -359,7 +462,9 @@ def write_report(json_path: Path, out_root: Path = DEFAULT_OUT, title: str = "GR
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m gru4rec_conformance.benchmarks.report", description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(
+        prog="python -m gru4rec_conformance.benchmarks.report", description=__doc__.split("\n\n")[0]
+    )
     ap.add_argument("json", type=Path, help="pytest-benchmark JSON (pytest benchmarks/ --benchmark-json=PATH)")
     ap.add_argument("--out-root", type=Path, default=DEFAULT_OUT, help="parent folder of the report folder")
     ap.add_argument("--title", default="GRU4Rec benchmarks")

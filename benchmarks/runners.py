@@ -16,6 +16,7 @@ epoch time, the process CPU time of the fit (in-process runners; steadier than w
 peak resident memory during the fit (Linux VmHWM, reset before the fit; in-process runners only) and, on CUDA, the
 peak allocated device memory. ``evaluate_*`` time full-catalogue evaluation.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -74,6 +75,7 @@ class EvalResult:
 # ----------------------------------------------------------------------------------------------------------------
 # measurement helpers
 
+
 def _status_mb(key: str) -> float | None:
     try:
         with open("/proc/self/status", encoding="ascii") as f:
@@ -121,9 +123,16 @@ class _Meter:
 
 def versions(device: str) -> dict:
     """Library versions, interpreter, CPU and (on CUDA) GPU and CUDA versions, for ``extra_info``."""
-    out = {"python": platform.python_version(), "torch": torch.__version__, "numpy": np.__version__,
-           "pandas": pd.__version__, "torch_threads": torch.get_num_threads(), "machine": platform.machine(),
-           "cpu": _cpu_model(), "cpus": os.cpu_count()}
+    out = {
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "numpy": np.__version__,
+        "pandas": pd.__version__,
+        "torch_threads": torch.get_num_threads(),
+        "machine": platform.machine(),
+        "cpu": _cpu_model(),
+        "cpus": os.cpu_count(),
+    }
     if str(device).startswith("cuda") and torch.cuda.is_available():
         out.update(cuda=torch.version.cuda, gpu=torch.cuda.get_device_name(), cudnn=torch.backends.cudnn.version())
     return out
@@ -162,6 +171,7 @@ def eval_events(test: pd.DataFrame, item_ids) -> int:
 # ----------------------------------------------------------------------------------------------------------------
 # runners
 
+
 class Runner:
     """Common interface. ``name`` (report label), ``kind`` ('reference' | 'official' | 'adapter'), ``device``,
     ``version``, ``in_process``, ``study`` (the study row the implementation corresponds to, if any)."""
@@ -196,8 +206,13 @@ class Runner:
         """Release what ``prepare`` made."""
 
     def describe(self) -> dict:
-        return {"impl": self.name, "kind": self.kind, "impl_version": self.version, "device": self.device,
-                "in_process": self.in_process}
+        return {
+            "impl": self.name,
+            "kind": self.kind,
+            "impl_version": self.version,
+            "device": self.device,
+            "in_process": self.in_process,
+        }
 
 
 class ReferenceRunner(Runner):
@@ -219,18 +234,32 @@ class ReferenceRunner(Runner):
 
     def prepare(self, train, hp, seed):
         from gru4rec_conformance.reference.gru4rec import GRU4Rec
-        return {"model": GRU4Rec(**hp, n_epochs=1, seed=seed, device=self.device, step_impl=self.step_impl),
-                "train": train, "cache": cache_size(hp, len(train))}
+
+        return {
+            "model": GRU4Rec(**hp, n_epochs=1, seed=seed, device=self.device, step_impl=self.step_impl),
+            "train": train,
+            "cache": cache_size(hp, len(train)),
+        }
 
     def run(self, state) -> EpochResult:
         g = state["model"]
         with _Meter(self.device) as m:
             rep = g.fit(state["train"], sample_cache_max_size=state["cache"])
-        return EpochResult(rep.epoch_seconds[0], m.wall, rep.n_steps[0], rep.n_events_trained[0], m.cpu, m.peak,
-                           m.base, m.cuda_peak, info=dict(g.step_info))
+        return EpochResult(
+            rep.epoch_seconds[0],
+            m.wall,
+            rep.n_steps[0],
+            rep.n_events_trained[0],
+            m.cpu,
+            m.peak,
+            m.base,
+            m.cuda_peak,
+            info=dict(g.step_info),
+        )
 
     def prepare_eval(self, train, test, hp, seed):
         from gru4rec_conformance.reference.gru4rec import GRU4Rec
+
         g = GRU4Rec(**hp, seed=seed, device=self.device, step_impl=self.step_impl)
         g.fit(train, n_epochs=0, sample_cache_max_size=1)
         return {"model": g, "test": test}
@@ -244,6 +273,7 @@ class ReferenceRunner(Runner):
 def _suite_version() -> str:
     try:
         from gru4rec_conformance.conformance._harness.runinfo import suite_version
+
         return suite_version()["string"]
     except Exception:  # the harness is optional for the benchmarks
         return "unknown"
@@ -297,8 +327,10 @@ class OfficialRunner(Runner):
         super().__init__(device)
         self.path = Path(path)
         if not (self.path / "gru4rec_pytorch.py").is_file():
-            raise FileNotFoundError(f"OFFICIAL_GRU4REC_PATH={self.path}: gru4rec_pytorch.py is missing (expected a "
-                                    "checkout of hidasib/GRU4Rec_PyTorch_Official)")
+            raise FileNotFoundError(
+                f"OFFICIAL_GRU4REC_PATH={self.path}: gru4rec_pytorch.py is missing (expected a "
+                "checkout of hidasib/GRU4Rec_PyTorch_Official)"
+            )
         self._mod = None
         self._eval: types.ModuleType | None = None  # the checkout's evaluation.py, imported by module()
 
@@ -328,8 +360,12 @@ class OfficialRunner(Runner):
             return gp.GRU4Rec(**hp, n_epochs=n_epochs, device=torch.device(self.device))
 
     def prepare(self, train, hp, seed):
-        return {"model": self._build(hp, seed, 1), "train": train.copy(), "cache": cache_size(hp, len(train)),
-                "events": int(len(train) - train["SessionId"].nunique())}
+        return {
+            "model": self._build(hp, seed, 1),
+            "train": train.copy(),
+            "cache": cache_size(hp, len(train)),
+            "events": int(len(train) - train["SessionId"].nunique()),
+        }
 
     def run(self, state) -> EpochResult:
         g = state["model"]
@@ -355,10 +391,14 @@ class OfficialRunner(Runner):
         assert self._eval is not None  # prepare_eval built the model through module()
         n = eval_events(test, g.data_iterator.itemidmap.index)
         with _Meter(self.device) as m, contextlib.redirect_stdout(io.StringIO()):
-            recall, mrr = self._eval.batch_eval(g, test, cutoff=list(CUTOFFS), batch_size=eval_batch(test),
-                                                mode="conservative")
-        metrics = {**{f"recall@{c}": float(v) for c, v in recall.items()},
-                   **{f"mrr@{c}": float(v) for c, v in mrr.items()}, "n_events": n}
+            recall, mrr = self._eval.batch_eval(
+                g, test, cutoff=list(CUTOFFS), batch_size=eval_batch(test), mode="conservative"
+            )
+        metrics = {
+            **{f"recall@{c}": float(v) for c, v in recall.items()},
+            **{f"mrr@{c}": float(v) for c, v in mrr.items()},
+            "n_events": n,
+        }
         return EvalResult(m.wall, n, m.cpu, metrics)
 
 
@@ -397,8 +437,9 @@ class AdapterRunner(Runner):
         with _Meter(self.device, self.in_process) as m:
             rep = state["adapter"].fit(state["train"], n_epochs=1)
         epoch = rep.epoch_seconds[0] if rep.epoch_seconds else m.wall
-        return EpochResult(float(epoch), m.wall, int(rep.n_steps[0]), int(rep.n_events_trained[0]), m.cpu, m.peak,
-                           m.base, m.cuda_peak)
+        return EpochResult(
+            float(epoch), m.wall, int(rep.n_steps[0]), int(rep.n_events_trained[0]), m.cpu, m.peak, m.base, m.cuda_peak
+        )
 
     def close(self, state) -> None:
         adapter = state.get("adapter") if isinstance(state, dict) else state
@@ -422,6 +463,8 @@ class AdapterRunner(Runner):
                 res = adapter.evaluate(test, cutoffs=CUTOFFS, batch_size=eval_batch(test))
             else:
                 from gru4rec_conformance.reference.gru4rec.evaluation import evaluate_prefix_scorer
-                res = evaluate_prefix_scorer(adapter.score_prefixes, adapter.item_ids(), test, CUTOFFS,
-                                             "conservative", eval_batch(test))
+
+                res = evaluate_prefix_scorer(
+                    adapter.score_prefixes, adapter.item_ids(), test, CUTOFFS, "conservative", eval_batch(test)
+                )
         return EvalResult(m.wall, int(res["n_events"]), m.cpu, dict(res))

@@ -7,6 +7,7 @@ Groups ``epoch/<dataset>/<loss>`` and ``eval/<dataset>``; ``extra_info`` holds t
 shape, hyperparameters, library versions, the epoch time, minibatches/s, events/s, the CPU-time rates, peak memory
 and the ratio to the reference measured in the same run. Speed is reported, never asserted.
 """
+
 from __future__ import annotations
 
 import pytest
@@ -20,12 +21,22 @@ def test_epoch(benchmark, bench_impl, bench_config, epoch_datasets, bench_datase
     data = epoch_datasets(bench_dataset)
     hp = best_params(bench_dataset, bench_loss)
     if data.shape()["train_sessions"] < hp["batch_size"]:
-        pytest.skip(f"{bench_dataset} at scale {data.scale:g} has {data.shape()['train_sessions']} sessions, fewer "
-                    f"than batch_size={hp['batch_size']}: raise GRU4REC_BENCH_SCALE")
-    s = time_epochs(benchmark, bench_impl, bench_config, group=f"epoch/{bench_dataset}/{bench_loss}",
-                    case=f"{bench_dataset}/{bench_loss}", train=data.train, hp=hp,
-                    extra={"dataset": bench_dataset, "loss": bench_loss, "shape": data.shape()},
-                    rounds=bench_config.rounds, warmup=bench_config.warmup)
+        pytest.skip(
+            f"{bench_dataset} at scale {data.scale:g} has {data.shape()['train_sessions']} sessions, fewer "
+            f"than batch_size={hp['batch_size']}: raise GRU4REC_BENCH_SCALE"
+        )
+    s = time_epochs(
+        benchmark,
+        bench_impl,
+        bench_config,
+        group=f"epoch/{bench_dataset}/{bench_loss}",
+        case=f"{bench_dataset}/{bench_loss}",
+        train=data.train,
+        hp=hp,
+        extra={"dataset": bench_dataset, "loss": bench_loss, "shape": data.shape()},
+        rounds=bench_config.rounds,
+        warmup=bench_config.warmup,
+    )
     if bench_impl.kind == "reference":
         # every transition of every session is trained once (n_sample = 2048 > 0: the epoch runs to the last lane)
         assert s["events"] == len(data.train) - data.train["SessionId"].nunique()
@@ -35,9 +46,17 @@ def test_epoch(benchmark, bench_impl, bench_config, epoch_datasets, bench_datase
 def test_evaluation(benchmark, bench_impl, bench_config, epoch_datasets, bench_dataset):
     data = epoch_datasets(bench_dataset)
     hp = best_params(bench_dataset, "cross-entropy")
-    s = time_eval(benchmark, bench_impl, bench_config, group=f"eval/{bench_dataset}", case=bench_dataset,
-                  train=data.train, test=data.test, hp=hp,
-                  extra={"dataset": bench_dataset, "shape": data.shape(), "cutoffs": [1, 5, 10, 20],
-                         "mode": "conservative"},
-                  rounds=bench_config.rounds, warmup=bench_config.warmup)
+    s = time_eval(
+        benchmark,
+        bench_impl,
+        bench_config,
+        group=f"eval/{bench_dataset}",
+        case=bench_dataset,
+        train=data.train,
+        test=data.test,
+        hp=hp,
+        extra={"dataset": bench_dataset, "shape": data.shape(), "cutoffs": [1, 5, 10, 20], "mode": "conservative"},
+        rounds=bench_config.rounds,
+        warmup=bench_config.warmup,
+    )
     assert s["eval_events"] > 0

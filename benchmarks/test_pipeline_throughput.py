@@ -55,8 +55,9 @@ def yoochoose_raw() -> tuple[Path, int]:
 def test_pipeline_throughput(benchmark, yoochoose_raw, tmp_path):
     raw, rows = yoochoose_raw
     out = tmp_path / "out"
-    result = benchmark.pedantic(lambda: prepare("yoochoose", raw, out, force=True), rounds=1, iterations=1,
-                                warmup_rounds=0)
+    result = benchmark.pedantic(
+        lambda: prepare("yoochoose", raw, out, force=True), rounds=1, iterations=1, warmup_rounds=0
+    )
     assert result.manifest["steps"][0]["rows"] + result.manifest["steps"][1]["rows"] == rows
     benchmark.extra_info["raw_events"] = rows
     stats = getattr(benchmark, "stats", None)
@@ -93,8 +94,10 @@ def test_pipeline_peak_memory(yoochoose_raw, tmp_path, record_property):
     per_row = (m["peak_mb"] - m["base_mb"]) * 2**20 / rows
     for k, v in {**m, "bytes_per_raw_row": per_row, "raw_events": rows}.items():
         record_property(k, v)
-    print(f"\npeak RSS {m['peak_mb']:.0f} MB ({per_row:.0f} bytes per raw row above the interpreter's "
-          f"{m['base_mb']:.0f} MB); wall {m['wall_s']:.2f} s, CPU {m['cpu_s']:.2f} s, "
-          f"{rows / m['wall_s']:,.0f} raw events/s")
+    print(
+        f"\npeak RSS {m['peak_mb']:.0f} MB ({per_row:.0f} bytes per raw row above the interpreter's "
+        f"{m['base_mb']:.0f} MB); wall {m['wall_s']:.2f} s, CPU {m['cpu_s']:.2f} s, "
+        f"{rows / m['wall_s']:,.0f} raw events/s"
+    )
     # bounded memory: the pipeline keeps a few compact int64 columns per row, not text or Python objects
     assert per_row < 400 or m["peak_mb"] < 600

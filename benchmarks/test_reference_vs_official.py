@@ -16,6 +16,7 @@ benchmarks/conftest.py), ``GRU4REC_BENCH_ROUNDS`` (default 3), ``GRU4REC_BENCH_T
 threads, default 1), ``GRU4REC_BENCH_DEVICE`` (default cpu). The official code runs from its checkout, with one
 declared shim: ``torch.tensor(pandas.Series)`` (its logQ supports) converts the Series to NumPy first.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -48,12 +49,38 @@ COVEO = {"sessions": 165_673, "items": 10_868, "events_per_session": 8.52}
 
 #: The study's best Coveo parameters (gru4rec_reference.md §9.1, official READMEs' paramfiles).
 PARAMS = {
-    "bpr-max": dict(loss="bpr-max", constrained_embedding=True, embedding=0, elu_param=1.0, layers=[512],
-                    batch_size=144, dropout_p_embed=0.35, dropout_p_hidden=0.0, learning_rate=0.05, momentum=0.4,
-                    n_sample=2048, sample_alpha=0.2, bpreg=1.85, logq=0.0),
-    "cross-entropy": dict(loss="cross-entropy", constrained_embedding=True, embedding=0, elu_param=0.0,
-                          layers=[512], batch_size=32, dropout_p_embed=0.4, dropout_p_hidden=0.15,
-                          learning_rate=0.03, momentum=0.0, n_sample=2048, sample_alpha=0.0, bpreg=0.0, logq=1.0),
+    "bpr-max": dict(
+        loss="bpr-max",
+        constrained_embedding=True,
+        embedding=0,
+        elu_param=1.0,
+        layers=[512],
+        batch_size=144,
+        dropout_p_embed=0.35,
+        dropout_p_hidden=0.0,
+        learning_rate=0.05,
+        momentum=0.4,
+        n_sample=2048,
+        sample_alpha=0.2,
+        bpreg=1.85,
+        logq=0.0,
+    ),
+    "cross-entropy": dict(
+        loss="cross-entropy",
+        constrained_embedding=True,
+        embedding=0,
+        elu_param=0.0,
+        layers=[512],
+        batch_size=32,
+        dropout_p_embed=0.4,
+        dropout_p_hidden=0.15,
+        learning_rate=0.03,
+        momentum=0.0,
+        n_sample=2048,
+        sample_alpha=0.0,
+        bpreg=0.0,
+        logq=1.0,
+    ),
 }
 # cross-entropy's batch is 4.5× smaller: a smaller slice gives a comparable number of minibatches
 LOSS_SCALE = {"bpr-max": 1.0, "cross-entropy": 0.25}
@@ -69,9 +96,13 @@ def coveo_like(scale: float, seed: int = 0) -> pd.DataFrame:
     lens = 1 + rng.geometric(1.0 / (COVEO["events_per_session"] - 1.0), size=n_sessions)
     p = 1.0 / np.arange(1, COVEO["items"] + 1)
     items = rng.choice(COVEO["items"], size=int(lens.sum()), p=p / p.sum())
-    return pd.DataFrame({"SessionId": np.repeat(np.arange(n_sessions, dtype=np.int64), lens),
-                         "ItemId": (items + 1_000_000).astype(np.int64),
-                         "Time": np.cumsum(rng.integers(1, 5000, size=int(lens.sum()))).astype(np.int64)})
+    return pd.DataFrame(
+        {
+            "SessionId": np.repeat(np.arange(n_sessions, dtype=np.int64), lens),
+            "ItemId": (items + 1_000_000).astype(np.int64),
+            "Time": np.cumsum(rng.integers(1, 5000, size=int(lens.sum()))).astype(np.int64),
+        }
+    )
 
 
 @pytest.fixture(scope="module")
@@ -110,12 +141,18 @@ def _summary(request):
 
 def _write_summary(tr) -> None:
     tr.write_line("")
-    tr.write_line(f"GRU4Rec one epoch, Coveo-shaped synthetic data (scale {SCALE}), device {DEVICE}, "
-                  f"{THREADS} torch thread(s); best of {ROUNDS} rounds")
-    tr.write_line("epoch s, mb/s, events/s: wall clock of the epoch; fit CPU s: process CPU time of the whole fit, "
-                  "and mb and events per CPU second of it; ratios official/reference (> 1: reference faster)")
-    tr.write_line(f"{'loss':<14}{'impl':<11}{'events':>8}{'mb':>6}{'epoch s':>9}{'mb/s':>8}{'events/s':>10}"
-                  f"{'fit CPU s':>10}{'mb/CPU s':>10}{'ev/CPU s':>10}{'ratio wall':>11}{'ratio CPU':>10}")
+    tr.write_line(
+        f"GRU4Rec one epoch, Coveo-shaped synthetic data (scale {SCALE}), device {DEVICE}, "
+        f"{THREADS} torch thread(s); best of {ROUNDS} rounds"
+    )
+    tr.write_line(
+        "epoch s, mb/s, events/s: wall clock of the epoch; fit CPU s: process CPU time of the whole fit, "
+        "and mb and events per CPU second of it; ratios official/reference (> 1: reference faster)"
+    )
+    tr.write_line(
+        f"{'loss':<14}{'impl':<11}{'events':>8}{'mb':>6}{'epoch s':>9}{'mb/s':>8}{'events/s':>10}"
+        f"{'fit CPU s':>10}{'mb/CPU s':>10}{'ev/CPU s':>10}{'ratio wall':>11}{'ratio CPU':>10}"
+    )
     for loss in PARAMS:
         ref = _RESULTS.get((loss, "reference"))
         for impl in ("reference", "official"):
@@ -125,16 +162,23 @@ def _write_summary(tr) -> None:
             ratio = f"{r['epoch_seconds'] / ref['epoch_seconds']:.2f}" if ref and impl == "official" else ""
             cpu_ratio = f"{r['fit_cpu_seconds'] / ref['fit_cpu_seconds']:.2f}" if ref and impl == "official" else ""
             cpu = r["fit_cpu_seconds"]
-            tr.write_line(f"{loss:<14}{impl:<11}{r['events']:>8}{r['minibatches']:>6}{r['epoch_seconds']:>9.2f}"
-                          f"{r['minibatches_per_s']:>8.1f}{r['events_per_s']:>10.0f}{cpu:>10.1f}"
-                          f"{r['minibatches'] / cpu:>10.1f}{r['events'] / cpu:>10.0f}{ratio:>11}{cpu_ratio:>10}")
+            tr.write_line(
+                f"{loss:<14}{impl:<11}{r['events']:>8}{r['minibatches']:>6}{r['epoch_seconds']:>9.2f}"
+                f"{r['minibatches_per_s']:>8.1f}{r['events_per_s']:>10.0f}{cpu:>10.1f}"
+                f"{r['minibatches'] / cpu:>10.1f}{r['events'] / cpu:>10.0f}{ratio:>11}{cpu_ratio:>10}"
+            )
 
 
 def _record(benchmark, loss, impl, epochs: list[tuple[float, int, int, float]]):
     best = min(epochs)  # (epoch wall seconds, minibatches, events, CPU seconds of the whole fit)
-    res = {"epoch_seconds": best[0], "minibatches": best[1], "events": best[2],
-           "minibatches_per_s": best[1] / best[0], "events_per_s": best[2] / best[0],
-           "fit_cpu_seconds": min(e[3] for e in epochs)}
+    res = {
+        "epoch_seconds": best[0],
+        "minibatches": best[1],
+        "events": best[2],
+        "minibatches_per_s": best[1] / best[0],
+        "events_per_s": best[2] / best[0],
+        "fit_cpu_seconds": min(e[3] for e in epochs),
+    }
     _RESULTS[(loss, impl)] = res
     benchmark.extra_info.update(res)
     ref = _RESULTS.get((loss, "reference"))

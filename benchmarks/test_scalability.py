@@ -11,6 +11,7 @@ its trained events stay fixed (the catalogue is padded with one-event sessions, 
 Grids (``GRU4REC_BENCH_SWEEPS``): ``ci`` two small points each (code paths only), ``cpu`` up to 3 x 10^5 items and
 1024 hidden units, ``gpu`` up to 10^6 items and 3 x 10^5 sessions.
 """
+
 from __future__ import annotations
 
 import pytest
@@ -19,18 +20,34 @@ from gru4rec_conformance.benchmarks.timing import BenchConfig, time_epochs
 from gru4rec_conformance.benchmarks.workload import best_params, sweep_frame, trained_events
 
 GRIDS = {
-    "ci": {"batch_size": [32, 256], "n_sample": [0, 512], "hidden": [32, 128], "n_items": [2_000, 20_000],
-           "n_sessions": [600, 1_200]},
-    "cpu": {"batch_size": [32, 64, 128, 256, 512, 1024, 2048], "n_sample": [0, 128, 512, 2048, 8192],
-            "hidden": [64, 128, 256, 512, 1024], "n_items": [10_000, 30_000, 100_000, 300_000],
-            "n_sessions": [1_000, 3_000, 10_000, 30_000]},
-    "gpu": {"batch_size": [32, 64, 128, 256, 512, 1024, 2048], "n_sample": [0, 128, 512, 2048, 8192],
-            "hidden": [64, 128, 256, 512, 1024], "n_items": [10_000, 30_000, 100_000, 300_000, 1_000_000],
-            "n_sessions": [10_000, 30_000, 100_000, 300_000]},
+    "ci": {
+        "batch_size": [32, 256],
+        "n_sample": [0, 512],
+        "hidden": [32, 128],
+        "n_items": [2_000, 20_000],
+        "n_sessions": [600, 1_200],
+    },
+    "cpu": {
+        "batch_size": [32, 64, 128, 256, 512, 1024, 2048],
+        "n_sample": [0, 128, 512, 2048, 8192],
+        "hidden": [64, 128, 256, 512, 1024],
+        "n_items": [10_000, 30_000, 100_000, 300_000],
+        "n_sessions": [1_000, 3_000, 10_000, 30_000],
+    },
+    "gpu": {
+        "batch_size": [32, 64, 128, 256, 512, 1024, 2048],
+        "n_sample": [0, 128, 512, 2048, 8192],
+        "hidden": [64, 128, 256, 512, 1024],
+        "n_items": [10_000, 30_000, 100_000, 300_000, 1_000_000],
+        "n_sessions": [10_000, 30_000, 100_000, 300_000],
+    },
 }
 #: base data per grid: sessions and catalogue size held fixed while another quantity varies
-BASE = {"ci": {"n_sessions": 600, "n_items": 2_000}, "cpu": {"n_sessions": 5_000, "n_items": 20_000},
-        "gpu": {"n_sessions": 50_000, "n_items": 40_000}}
+BASE = {
+    "ci": {"n_sessions": 600, "n_items": 2_000},
+    "cpu": {"n_sessions": 5_000, "n_items": 20_000},
+    "gpu": {"n_sessions": 50_000, "n_items": 40_000},
+}
 SWEEPS = ("batch_size", "n_sample", "hidden", "n_items", "n_sessions")
 
 
@@ -50,6 +67,7 @@ def frames():
         if key not in made:
             made[key] = sweep_frame(n_sessions, n_items, seed=0)
         return made[key]
+
     return get
 
 
@@ -72,9 +90,22 @@ def test_sweep(benchmark, bench_impl, bench_config, frames, sweep_point):
     if n_sessions < hp["batch_size"]:
         pytest.skip(f"{n_sessions} sessions < batch_size {hp['batch_size']}")
     df = frames(n_sessions, n_items)
-    shape = {"train_events": len(df), "train_sessions": int(df["SessionId"].nunique()),
-             "n_items": int(df["ItemId"].nunique()), "trained_events": trained_events(df)}
-    s = time_epochs(benchmark, bench_impl, bench_config, group=f"sweep/{name}", case=f"{name}={value}", train=df,
-                    hp=hp, extra={"sweep": name, "value": value, "shape": shape},
-                    rounds=bench_config.sweep_rounds, warmup=bench_config.sweep_warmup)
+    shape = {
+        "train_events": len(df),
+        "train_sessions": int(df["SessionId"].nunique()),
+        "n_items": int(df["ItemId"].nunique()),
+        "trained_events": trained_events(df),
+    }
+    s = time_epochs(
+        benchmark,
+        bench_impl,
+        bench_config,
+        group=f"sweep/{name}",
+        case=f"{name}={value}",
+        train=df,
+        hp=hp,
+        extra={"sweep": name, "value": value, "shape": shape},
+        rounds=bench_config.sweep_rounds,
+        warmup=bench_config.sweep_warmup,
+    )
     assert s["minibatches"] > 0

@@ -5,6 +5,7 @@ modules import these helpers as ``gru4rec_conformance.benchmarks.timing``; the r
 must be one object for both. Settings come from the ``GRU4REC_BENCH_*`` variables listed in
 benchmarks/conftest.py's docstring.
 """
+
 from __future__ import annotations
 
 import os
@@ -62,11 +63,18 @@ class BenchConfig:
 
 
 def _rates(res: R.EpochResult) -> dict:
-    out = {"epoch_seconds": res.epoch_seconds, "fit_seconds": res.fit_seconds, "minibatches": res.n_steps,
-           "events": res.n_events, "minibatches_per_s": res.n_steps / res.epoch_seconds,
-           "events_per_s": res.n_events / res.epoch_seconds, "cpu_seconds": res.cpu_seconds,
-           "peak_rss_mb": res.peak_rss_mb, "base_rss_mb": res.base_rss_mb,
-           "cuda_max_allocated_mb": res.cuda_max_allocated_mb}
+    out = {
+        "epoch_seconds": res.epoch_seconds,
+        "fit_seconds": res.fit_seconds,
+        "minibatches": res.n_steps,
+        "events": res.n_events,
+        "minibatches_per_s": res.n_steps / res.epoch_seconds,
+        "events_per_s": res.n_events / res.epoch_seconds,
+        "cpu_seconds": res.cpu_seconds,
+        "peak_rss_mb": res.peak_rss_mb,
+        "base_rss_mb": res.base_rss_mb,
+        "cuda_max_allocated_mb": res.cuda_max_allocated_mb,
+    }
     if res.cpu_seconds:
         out["minibatches_per_cpu_s"] = res.n_steps / res.cpu_seconds
         out["events_per_cpu_s"] = res.n_events / res.cpu_seconds
@@ -81,8 +89,19 @@ def _unsupported(exc: BaseException) -> bool:
     return isinstance(exc, Unsupported)
 
 
-def time_epochs(benchmark, runner: R.Runner, cfg: BenchConfig, *, group: str, case: str, train, hp: dict,
-                extra: dict, rounds: int, warmup: int) -> dict:
+def time_epochs(
+    benchmark,
+    runner: R.Runner,
+    cfg: BenchConfig,
+    *,
+    group: str,
+    case: str,
+    train,
+    hp: dict,
+    extra: dict,
+    rounds: int,
+    warmup: int,
+) -> dict:
     """Time one-epoch fits of ``runner`` with pytest-benchmark (``pedantic``: a fresh model per round, built in
     the untimed setup) and record the best round (smallest epoch time) in ``extra_info`` and the session summary.
     An ``Unsupported`` from the implementation skips the test with its reason. Returns the recorded summary."""
@@ -98,22 +117,34 @@ def time_epochs(benchmark, runner: R.Runner, cfg: BenchConfig, *, group: str, ca
 
     benchmark.group = group
     try:
-        benchmark.pedantic(target, setup=setup, teardown=runner.close, rounds=rounds, iterations=1,
-                           warmup_rounds=warmup)
+        benchmark.pedantic(
+            target, setup=setup, teardown=runner.close, rounds=rounds, iterations=1, warmup_rounds=warmup
+        )
     except Exception as exc:
         if _unsupported(exc):
             pytest.skip(f"unsupported by {runner.name}: {exc}")
         raise
     timed = results[-rounds:] if len(results) >= rounds else results
     best = min(timed, key=lambda r: r.epoch_seconds)
-    summary = {**_rates(best), "rounds_epoch_seconds": [r.epoch_seconds for r in timed],
-               "step_info": best.info or None}
+    summary = {**_rates(best), "rounds_epoch_seconds": [r.epoch_seconds for r in timed], "step_info": best.info or None}
     record(benchmark, runner, cfg, group, case, summary, hp=hp, extra=extra)
     return summary
 
 
-def time_eval(benchmark, runner: R.Runner, cfg: BenchConfig, *, group: str, case: str, train, test, hp: dict,
-              extra: dict, rounds: int, warmup: int) -> dict:
+def time_eval(
+    benchmark,
+    runner: R.Runner,
+    cfg: BenchConfig,
+    *,
+    group: str,
+    case: str,
+    train,
+    test,
+    hp: dict,
+    extra: dict,
+    rounds: int,
+    warmup: int,
+) -> dict:
     """Time full-catalogue evaluation of a freshly initialised model (untrained: ranking costs the same)."""
     results: list[R.EvalResult] = []
 
@@ -127,25 +158,32 @@ def time_eval(benchmark, runner: R.Runner, cfg: BenchConfig, *, group: str, case
 
     benchmark.group = group
     try:
-        benchmark.pedantic(target, setup=setup, teardown=runner.close, rounds=rounds, iterations=1,
-                           warmup_rounds=warmup)
+        benchmark.pedantic(
+            target, setup=setup, teardown=runner.close, rounds=rounds, iterations=1, warmup_rounds=warmup
+        )
     except Exception as exc:
         if _unsupported(exc):
             pytest.skip(f"unsupported by {runner.name}: {exc}")
         raise
     timed = results[-rounds:] if len(results) >= rounds else results
     best = min(timed, key=lambda r: r.seconds)
-    summary = {"eval_seconds": best.seconds, "eval_events": best.n_events,
-               "eval_events_per_s": best.n_events / best.seconds, "eval_cpu_seconds": best.cpu_seconds,
-               "recall@20": best.metrics.get("recall@20"), "mrr@20": best.metrics.get("mrr@20")}
+    summary = {
+        "eval_seconds": best.seconds,
+        "eval_events": best.n_events,
+        "eval_events_per_s": best.n_events / best.seconds,
+        "eval_cpu_seconds": best.cpu_seconds,
+        "recall@20": best.metrics.get("recall@20"),
+        "mrr@20": best.metrics.get("mrr@20"),
+    }
     if best.cpu_seconds:
         summary["eval_events_per_cpu_s"] = best.n_events / best.cpu_seconds
     record(benchmark, runner, cfg, group, case, summary, hp=hp, extra=extra)
     return summary
 
 
-def record(benchmark, runner: R.Runner, cfg: BenchConfig, group: str, case: str, summary: dict, *, hp: dict,
-           extra: dict) -> None:
+def record(
+    benchmark, runner: R.Runner, cfg: BenchConfig, group: str, case: str, summary: dict, *, hp: dict, extra: dict
+) -> None:
     """Put the run's description, settings and results into ``extra_info`` (and the ratio to the reference's
     result of the same group and case, when the reference ran before in this session)."""
     key = (group, case)
@@ -156,7 +194,21 @@ def record(benchmark, runner: R.Runner, cfg: BenchConfig, group: str, case: str,
         if summary.get("cpu_seconds") and ref.get("cpu_seconds"):
             summary["cpu_seconds_over_reference"] = summary["cpu_seconds"] / ref["cpu_seconds"]
     RESULTS.setdefault(key, {})[runner.name] = summary
-    benchmark.extra_info.update({**runner.describe(), "case": case, "hparams": hp, **extra, **summary,
-                                 "settings": {"scale": cfg.scale, "rounds": cfg.rounds, "warmup": cfg.warmup,
-                                              "threads": cfg.threads, "sweeps": cfg.sweeps},
-                                 "versions": R.versions(cfg.device), "study": runner.study})
+    benchmark.extra_info.update(
+        {
+            **runner.describe(),
+            "case": case,
+            "hparams": hp,
+            **extra,
+            **summary,
+            "settings": {
+                "scale": cfg.scale,
+                "rounds": cfg.rounds,
+                "warmup": cfg.warmup,
+                "threads": cfg.threads,
+                "sweeps": cfg.sweeps,
+            },
+            "versions": R.versions(cfg.device),
+            "study": runner.study,
+        }
+    )

@@ -31,6 +31,7 @@ Implementations (``--impl``): ``reference`` (this repository's, in this process)
 name or ``module:Class`` (built through the conformance harness, in a worker process when the adapter is isolated;
 its own ``evaluate`` when it has one, else the suite's protocol over its ``score_prefixes``).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -61,6 +62,7 @@ LOSSES = ("cross-entropy", "bpr-max")
 
 # ----------------------------------------------------------------------------------------------------------------
 # search space (the official paropt.py format)
+
 
 @dataclass
 class Parameter:
@@ -96,18 +98,21 @@ class Parameter:
     def __call__(self, trial) -> Any:
         if self.dtype == "int":
             assert self.step is not None  # from_json gives int parameters step 1
-            return trial.suggest_int(self.name, int(self.values[0]), int(self.values[1]), step=int(self.step),
-                                     log=self.log)
+            return trial.suggest_int(
+                self.name, int(self.values[0]), int(self.values[1]), step=int(self.step), log=self.log
+            )
         if self.dtype == "float":
-            return trial.suggest_float(self.name, float(self.values[0]), float(self.values[1]), step=self.step,
-                                       log=self.log)
+            return trial.suggest_float(
+                self.name, float(self.values[0]), float(self.values[1]), step=self.step, log=self.log
+            )
         return trial.suggest_categorical(self.name, self.values)
 
     def describe(self) -> str:
         if self.dtype == "categorical":
             return f"{self.name}: one of {self.values}"
-        return f"{self.name}: {self.dtype} [{self.values[0]}..{self.values[1]}] step {self.step}" + \
-            (" (log)" if self.log else "")
+        return f"{self.name}: {self.dtype} [{self.values[0]}..{self.values[1]}] step {self.step}" + (
+            " (log)" if self.log else ""
+        )
 
 
 def load_space(path: Path) -> list[Parameter]:
@@ -132,11 +137,15 @@ def fit_space_to_data(space: list[Parameter], n_sessions: int) -> list[str]:
             assert p.step is not None  # from_json gives int parameters step 1
             low, step = int(p.values[0]), int(p.step)
             if low > n_sessions:
-                raise ValueError(f"parameter space: batch_size starts at {low}, above the {n_sessions} training "
-                                 "sessions of the dataset")
+                raise ValueError(
+                    f"parameter space: batch_size starts at {low}, above the {n_sessions} training "
+                    "sessions of the dataset"
+                )
             high = low + (n_sessions - low) // step * step
-            notes.append(f"batch_size range capped from [{p.values[0]}..{p.values[1]}] to [{low}..{high}]: the "
-                         f"training data (train_tr) have {n_sessions} sessions")
+            notes.append(
+                f"batch_size range capped from [{p.values[0]}..{p.values[1]}] to [{low}..{high}]: the "
+                f"training data (train_tr) have {n_sessions} sessions"
+            )
             p.values = [low, high]
     return notes
 
@@ -160,35 +169,43 @@ def fixed_params(loss: str) -> dict:
 # ----------------------------------------------------------------------------------------------------------------
 # data
 
+
 def load_dataset(name: str, fallback: bool = True) -> dict:
     """{'train_tr', 'train_valid', 'train_full', 'test' frames, 'source': str, 'name': str}.
 
     Raises ValueError for an unknown name; FileNotFoundError (naming the path) for the real Diginetica slice when
     the shared data are absent and ``fallback`` is false."""
     from gru4rec_conformance.benchmarks.workload import CACHE, DATASETS, epoch_data, parse_scale
+
     if name == "yoochoose_100k":
         from gru4rec_conformance.datasets.sessions import real
+
         try:
             frames = real.yoochoose_100k(fallback=False)
             source = f"real Yoochoose 100k slice ({real.slice_path('yoochoose_100k')})"
         except real.SharedDataMissing as exc:
             if not fallback:
                 raise
-            print(f"notice: real Yoochoose 100k slice unavailable ({exc}); using its synthetic stand-in",
-                  file=sys.stderr)
+            print(
+                f"notice: real Yoochoose 100k slice unavailable ({exc}); using its synthetic stand-in", file=sys.stderr
+            )
             frames = real.yoochoose_100k_standin()
             source = "synthetic stand-in of the Yoochoose 100k slice (datasets.sessions.real.yoochoose_100k_standin)"
         return {**frames, "source": source, "name": name}
     if name == "diginetica":
         from gru4rec_conformance.datasets.sessions import real
         from gru4rec_conformance.datasets.sessions.pipeline import prepare
+
         try:
             raw_file = real.slice_path("diginetica_sample")
         except real.SharedDataMissing as exc:
             if not fallback:
                 raise
-            print(f"notice: the real Diginetica slice is unavailable ({exc}); using the synthetic stand-in "
-                  "synth:diginetica", file=sys.stderr)
+            print(
+                f"notice: the real Diginetica slice is unavailable ({exc}); using the synthetic stand-in "
+                "synth:diginetica",
+                file=sys.stderr,
+            )
             return {**load_dataset("synth:diginetica"), "name": name}
         folder = CACHE / "real" / "diginetica_sample"
         raw = folder / "raw"
@@ -198,22 +215,31 @@ def load_dataset(name: str, fallback: bool = True) -> dict:
             with atomic_path(target) as tmp:
                 shutil.copyfile(raw_file, tmp)
         prep = prepare("diginetica", raw, folder / "prepared")
-        return {**{p: prep.load(p) for p in ("train_tr", "train_valid", "train_full", "test")},
-                "source": f"real Diginetica slice ({raw_file}) through the study's preprocessing", "name": name}
+        return {
+            **{p: prep.load(p) for p in ("train_tr", "train_valid", "train_full", "test")},
+            "source": f"real Diginetica slice ({raw_file}) through the study's preprocessing",
+            "name": name,
+        }
     if name.startswith("synth:"):
-        spec = name[len("synth:"):]
+        spec = name[len("synth:") :]
         ds, _, scale_txt = spec.partition("@")
         if ds not in DATASETS:
             raise ValueError(f"--dataset {name!r}: unknown dataset {ds!r}; one of {', '.join(DATASETS)}")
         scale = parse_scale(scale_txt or "ci", ds)
         data = epoch_data(ds, scale)
         from gru4rec_conformance.datasets.sessions.pipeline import load_prepared
+
         prep = load_prepared(data.folder / "prepared")
-        return {**{p: prep.load(p) for p in ("train_tr", "train_valid", "train_full", "test")},
-                "source": f"synthetic stand-in of {ds} at scale {scale:g} (datasets.sessions.synthetic, the study's "
-                          f"preprocessing; {data.folder})", "name": name}
-    raise ValueError(f"--dataset {name!r}: one of diginetica, yoochoose_100k, synth:<name>[@<scale>] "
-                     f"(<name> in {', '.join(DATASETS)})")
+        return {
+            **{p: prep.load(p) for p in ("train_tr", "train_valid", "train_full", "test")},
+            "source": f"synthetic stand-in of {ds} at scale {scale:g} (datasets.sessions.synthetic, the study's "
+            f"preprocessing; {data.folder})",
+            "name": name,
+        }
+    raise ValueError(
+        f"--dataset {name!r}: one of diginetica, yoochoose_100k, synth:<name>[@<scale>] "
+        f"(<name> in {', '.join(DATASETS)})"
+    )
 
 
 def _shape(df) -> dict:
@@ -222,6 +248,7 @@ def _shape(df) -> dict:
 
 # ----------------------------------------------------------------------------------------------------------------
 # implementations
+
 
 class Trainer:
     """Builds, trains and evaluates one implementation: ``train_eval(train, test, hp, seed, cutoffs) -> metrics``.
@@ -236,6 +263,7 @@ class Trainer:
         if impl != "reference":
             from gru4rec_conformance.conformance._harness.handle import ImplHandle
             from gru4rec_conformance.implementations.registry import RegistryError, default_registry
+
             try:
                 specs = [s for s in default_registry().resolve([impl]) if s.family == "gru4rec"]
             except RegistryError as exc:
@@ -249,12 +277,15 @@ class Trainer:
         if self.handle is not None:
             return str(self.handle.version)
         from gru4rec_conformance.benchmarks.runners import _suite_version
+
         return _suite_version()
 
     def train_eval(self, train, test, hp: dict, seed: int, cutoffs=CUTOFFS) -> dict:
         from gru4rec_conformance.benchmarks.runners import eval_batch
+
         if self.handle is None:
             from gru4rec_conformance.reference.gru4rec import GRU4Rec
+
             g = GRU4Rec(**hp, seed=seed, device=self.device)
             g.fit(train)
             return g.evaluate(test, cutoffs=cutoffs, batch_size=eval_batch(test), mode="conservative")
@@ -265,14 +296,17 @@ class Trainer:
             if "evaluate" in self.handle.hooks:
                 return dict(adapter.evaluate(test, cutoffs=cutoffs, batch_size=eval_batch(test)))
             from gru4rec_conformance.reference.gru4rec.evaluation import evaluate_prefix_scorer
-            return evaluate_prefix_scorer(adapter.score_prefixes, adapter.item_ids(), test, cutoffs, "conservative",
-                                          eval_batch(test))
+
+            return evaluate_prefix_scorer(
+                adapter.score_prefixes, adapter.item_ids(), test, cutoffs, "conservative", eval_batch(test)
+            )
         finally:
             adapter.close()
 
 
 # ----------------------------------------------------------------------------------------------------------------
 # the study
+
 
 def _storage(url: str, heartbeat: int):
     """Optuna RDB storage with heartbeats: a trial whose worker died is failed after 2 × ``heartbeat`` seconds and
@@ -281,9 +315,10 @@ def _storage(url: str, heartbeat: int):
 
     import optuna
     from optuna import storages
+
     kwargs: dict = {}
     if url.startswith("sqlite:///"):
-        Path(url[len("sqlite:///"):]).parent.mkdir(parents=True, exist_ok=True)
+        Path(url[len("sqlite:///") :]).parent.mkdir(parents=True, exist_ok=True)
         kwargs["engine_kwargs"] = {"connect_args": {"timeout": 120}}  # concurrent workers wait for the lock
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
@@ -317,9 +352,12 @@ def _mask(url: str) -> str:
 
 def _counts(study) -> dict:
     from optuna.trial import TrialState
+
     trials = study.get_trials(deepcopy=False)
-    return {s.name.lower(): sum(t.state == s for t in trials) for s in
-            (TrialState.COMPLETE, TrialState.FAIL, TrialState.PRUNED, TrialState.RUNNING, TrialState.WAITING)}
+    return {
+        s.name.lower(): sum(t.state == s for t in trials)
+        for s in (TrialState.COMPLETE, TrialState.FAIL, TrialState.PRUNED, TrialState.RUNNING, TrialState.WAITING)
+    }
 
 
 class _StopAt:
@@ -340,26 +378,40 @@ class _StopAt:
 
 def _markdown(res: dict) -> str:
     b, f = res.get("best_trial") or {}, res.get("final") or {}
-    lines = [f"# Tuning: {res['impl']} on {res['dataset']['name']}, {res['loss']}", "",
-             f"- study `{res['study_name']}` in `{res['storage']}`: {res['trials']['complete']} complete, "
-             f"{res['trials']['fail']} failed trial(s) (target {res['n_trials']})",
-             f"- data: {res['dataset']['source']}; train_tr {res['dataset']['shapes']['train_tr']}, train_valid "
-             f"{res['dataset']['shapes']['train_valid']}, train_full {res['dataset']['shapes']['train_full']}, test "
-             f"{res['dataset']['shapes']['test']}",
-             f"- objective: {res['objective']}",
-             f"- fixed: {json.dumps(res['fixed'])}",
-             "- search space: " + "; ".join(res["search_space"])]
+    lines = [
+        f"# Tuning: {res['impl']} on {res['dataset']['name']}, {res['loss']}",
+        "",
+        f"- study `{res['study_name']}` in `{res['storage']}`: {res['trials']['complete']} complete, "
+        f"{res['trials']['fail']} failed trial(s) (target {res['n_trials']})",
+        f"- data: {res['dataset']['source']}; train_tr {res['dataset']['shapes']['train_tr']}, train_valid "
+        f"{res['dataset']['shapes']['train_valid']}, train_full {res['dataset']['shapes']['train_full']}, test "
+        f"{res['dataset']['shapes']['test']}",
+        f"- objective: {res['objective']}",
+        f"- fixed: {json.dumps(res['fixed'])}",
+        "- search space: " + "; ".join(res["search_space"]),
+    ]
     lines += [f"- note: {n}" for n in res.get("notes", [])]
     lines += ["", "## Best trial", ""]
     if b:
-        lines += [f"trial {b['number']}: MRR@20 on train_valid = {b['value']:.4f} (Recall@20 "
-                  f"{b.get('recall@20', float('nan')):.4f})", "", "| parameter | value |", "|---|---|"]
+        lines += [
+            f"trial {b['number']}: MRR@20 on train_valid = {b['value']:.4f} (Recall@20 "
+            f"{b.get('recall@20', float('nan')):.4f})",
+            "",
+            "| parameter | value |",
+            "|---|---|",
+        ]
         lines += [f"| {k} | {v} |" for k, v in b["params"].items()]
     if f:
         m = f["test_metrics"]
-        lines += ["", "## Retrained on train_full, evaluated on test", "",
-                  f"({m.get('n_events')} test events, conservative ties; {f['seconds']:.1f} s)", "",
-                  "| cutoff | Recall | MRR |", "|---|---|---|"]
+        lines += [
+            "",
+            "## Retrained on train_full, evaluated on test",
+            "",
+            f"({m.get('n_events')} test events, conservative ties; {f['seconds']:.1f} s)",
+            "",
+            "| cutoff | Recall | MRR |",
+            "|---|---|---|",
+        ]
         lines += [f"| {c} | {m[f'recall@{c}']:.4f} | {m[f'mrr@{c}']:.4f} |" for c in CUTOFFS]
     return "\n".join(lines) + "\n"
 
@@ -376,8 +428,11 @@ def run(args) -> dict:
     space_file = Path(args.param_space) if args.param_space else DATA / f"parspace_{args.loss}.jsonl"
     space = load_space(space_file)
     notes = fit_space_to_data(space, int(data["train_tr"]["SessionId"].nunique()))
-    notes += [] if data["train_full"]["SessionId"].nunique() >= data["train_tr"]["SessionId"].nunique() else \
-        ["train_full has fewer sessions than train_tr"]
+    notes += (
+        []
+        if data["train_full"]["SessionId"].nunique() >= data["train_tr"]["SessionId"].nunique()
+        else ["train_full has fewer sessions than train_tr"]
+    )
     fixed = fixed_params(args.loss)
     if args.n_epochs is not None:
         fixed["n_epochs"] = int(args.n_epochs)
@@ -386,17 +441,25 @@ def run(args) -> dict:
     study_name = args.study_name or f"gru4rec-{args.impl}-{args.dataset}-{args.loss}".replace(":", "_")
     storage = _storage(args.storage, args.heartbeat)
     sampler = optuna.samplers.TPESampler(seed=args.sampler_seed) if args.sampler_seed is not None else None
-    study = optuna.create_study(study_name=study_name, storage=storage, direction="maximize", sampler=sampler,
-                                load_if_exists=True)
-    meta = {"impl": args.impl, "dataset": args.dataset, "loss": args.loss, "objective": OBJECTIVE,
-            "space_file": str(space_file)}
+    study = optuna.create_study(
+        study_name=study_name, storage=storage, direction="maximize", sampler=sampler, load_if_exists=True
+    )
+    meta = {
+        "impl": args.impl,
+        "dataset": args.dataset,
+        "loss": args.loss,
+        "objective": OBJECTIVE,
+        "space_file": str(space_file),
+    }
     for k, v in meta.items():
         old = study.user_attrs.get(k)
         if old is None:
             study.set_user_attr(k, v)
         elif k != "space_file" and old != v:
-            raise ValueError(f"--study-name {study_name!r}: the study in {_mask(args.storage)} was made for "
-                             f"{k}={old!r}, not {v!r}; choose another --study-name")
+            raise ValueError(
+                f"--study-name {study_name!r}: the study in {_mask(args.storage)} was made for "
+                f"{k}={old!r}, not {v!r}; choose another --study-name"
+            )
     worker = f"{socket.gethostname()}:{os.getpid()}"
 
     def objective(trial) -> float:
@@ -415,40 +478,75 @@ def run(args) -> dict:
     bar = None
     if not args.no_progress:
         from tqdm import tqdm
-        bar = tqdm(total=args.trials, initial=min(done, args.trials), desc=f"trials ({study_name})", unit="trial",
-                   file=sys.stderr, dynamic_ncols=True)
+
+        bar = tqdm(
+            total=args.trials,
+            initial=min(done, args.trials),
+            desc=f"trials ({study_name})",
+            unit="trial",
+            file=sys.stderr,
+            dynamic_ncols=True,
+        )
     try:
         if done < args.trials:
-            study.optimize(objective, n_trials=None, catch=(FloatingPointError,),
-                           callbacks=[_StopAt(args.trials, args.max_failed or args.trials, bar)])
+            study.optimize(
+                objective,
+                n_trials=None,
+                catch=(FloatingPointError,),
+                callbacks=[_StopAt(args.trials, args.max_failed or args.trials, bar)],
+            )
     finally:
         if bar is not None:
             bar.close()
     counts = _counts(study)
     complete = list(study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)))
-    res = {"study_name": study_name, "storage": _mask(args.storage), "impl": args.impl,
-           "impl_version": trainer.version, "loss": args.loss, "device": args.device, "n_trials": args.trials,
-           "trials": counts, "worker": worker, "objective": "MRR@20 on train_valid of a model trained on train_tr "
-                                                            "(conservative ties), maximised",
-           "dataset": {"name": data["name"], "requested": args.dataset, "source": data["source"],
-                       "shapes": {p: _shape(data[p]) for p in ("train_tr", "train_valid", "train_full", "test")}},
-           "fixed": fixed, "search_space": [p.describe() for p in space], "search_space_file": str(space_file),
-           "notes": notes, "seed": args.seed, "created": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+    res = {
+        "study_name": study_name,
+        "storage": _mask(args.storage),
+        "impl": args.impl,
+        "impl_version": trainer.version,
+        "loss": args.loss,
+        "device": args.device,
+        "n_trials": args.trials,
+        "trials": counts,
+        "worker": worker,
+        "objective": "MRR@20 on train_valid of a model trained on train_tr (conservative ties), maximised",
+        "dataset": {
+            "name": data["name"],
+            "requested": args.dataset,
+            "source": data["source"],
+            "shapes": {p: _shape(data[p]) for p in ("train_tr", "train_valid", "train_full", "test")},
+        },
+        "fixed": fixed,
+        "search_space": [p.describe() for p in space],
+        "search_space_file": str(space_file),
+        "notes": notes,
+        "seed": args.seed,
+        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+    }
     if not complete:
         res["best_trial"] = None
         return res
     best = study.best_trial
     shown = {k: (round(v, 10) if isinstance(v, float) else v) for k, v in best.params.items()}  # as trained
-    res["best_trial"] = {"number": best.number, "value": best.value, "params": shown,
-                         "recall@20": best.user_attrs.get("recall@20"), "worker": best.user_attrs.get("worker")}
+    res["best_trial"] = {
+        "number": best.number,
+        "value": best.value,
+        "params": shown,
+        "recall@20": best.user_attrs.get("recall@20"),
+        "worker": best.user_attrs.get("worker"),
+    }
     if args.no_final:
         return res
     hp = model_params(fixed, best.params)
     t0 = time.perf_counter()
     metrics = trainer.train_eval(data["train_full"], data["test"], hp, args.seed, cutoffs=CUTOFFS)
-    res["final"] = {"hparams": hp, "train": "train_full", "test_metrics": {k: (float(v) if k != "n_events" else
-                                                                                int(v)) for k, v in metrics.items()},
-                    "seconds": time.perf_counter() - t0}
+    res["final"] = {
+        "hparams": hp,
+        "train": "train_full",
+        "test_metrics": {k: (float(v) if k != "n_events" else int(v)) for k, v in metrics.items()},
+        "seconds": time.perf_counter() - t0,
+    }
     folder = new_run_dir(Path(args.out) / study_name)  # <stamp>, then <stamp>-1, <stamp>-2, ...
     atomic_write_json(folder / "result.json", res, indent=2, default=str, trailing_newline=True)
     atomic_write_text(folder / "result.md", _markdown(res))
@@ -457,28 +555,42 @@ def run(args) -> dict:
 
 
 def parse_args(argv=None):
-    ap = argparse.ArgumentParser(prog="python -m gru4rec_conformance.benchmarks.tune",
-                                 description="Optuna hyperparameter search of a GRU4Rec implementation over the "
-                                             "study's search space (see the module docstring).")
+    ap = argparse.ArgumentParser(
+        prog="python -m gru4rec_conformance.benchmarks.tune",
+        description="Optuna hyperparameter search of a GRU4Rec implementation over the "
+        "study's search space (see the module docstring).",
+    )
     ap.add_argument("--impl", default="reference", help="reference, or a registered adapter name / module:Class")
     ap.add_argument("--dataset", required=True, help="diginetica | yoochoose_100k | synth:<name>[@<scale>]")
     ap.add_argument("--loss", required=True, choices=LOSSES)
     ap.add_argument("--trials", type=int, required=True, help="complete trials the study should reach")
-    ap.add_argument("--storage", default=DEFAULT_STORAGE,
-                    help="Optuna RDB URL: sqlite:///path.db or postgresql://user:pw@host/db (default: %(default)s)")
+    ap.add_argument(
+        "--storage",
+        default=DEFAULT_STORAGE,
+        help="Optuna RDB URL: sqlite:///path.db or postgresql://user:pw@host/db (default: %(default)s)",
+    )
     ap.add_argument("--study-name", default=None, help="default: gru4rec-<impl>-<dataset>-<loss>")
     ap.add_argument("--n-epochs", type=int, default=None, help="epochs per training (default: the study's 10)")
     ap.add_argument("--param-space", default=None, help="a paropt-format parameter file instead of the study's")
     ap.add_argument("--device", default="cpu")
-    ap.add_argument("--threads", type=int, default=1,
-                    help="torch intra-op threads of this worker (default 1: scale out with workers; on a loaded "
-                         "machine several threads per process spin and slow each other down)")
+    ap.add_argument(
+        "--threads",
+        type=int,
+        default=1,
+        help="torch intra-op threads of this worker (default 1: scale out with workers; on a loaded "
+        "machine several threads per process spin and slow each other down)",
+    )
     ap.add_argument("--seed", type=int, default=42, help="model seed of every trial and of the final retrain")
     ap.add_argument("--sampler-seed", type=int, default=None, help="seed of the TPE sampler (one worker only)")
-    ap.add_argument("--heartbeat", type=int, default=60, help="seconds between a running trial's heartbeats; a "
-                                                              "trial silent for twice this long is failed and retried")
-    ap.add_argument("--max-failed", type=int, default=None, help="stop after this many failed trials (default: "
-                                                                  "--trials)")
+    ap.add_argument(
+        "--heartbeat",
+        type=int,
+        default=60,
+        help="seconds between a running trial's heartbeats; a trial silent for twice this long is failed and retried",
+    )
+    ap.add_argument(
+        "--max-failed", type=int, default=None, help="stop after this many failed trials (default: --trials)"
+    )
     ap.add_argument("--out", default=str(DEFAULT_OUT), help="parent folder of the result folders")
     ap.add_argument("--no-final", action="store_true", help="do not retrain on train_full (extra workers)")
     ap.add_argument("--no-fallback", action="store_true", help="fail instead of using a synthetic stand-in")

@@ -14,6 +14,7 @@
 
 Scales are read from the environment by :func:`parse_scale` (``GRU4REC_BENCH_SCALE``).
 """
+
 from __future__ import annotations
 
 import json
@@ -30,8 +31,13 @@ REPO = Path(__file__).resolve().parents[1]
 CACHE = Path(os.environ.get("GRU4REC_BENCH_CACHE", str(REPO / ".cache" / "benchmarks")))
 
 #: our dataset names → the study's spelling in reports/data/study_results.csv
-DATASETS = {"yoochoose": "Yoochoose", "rees46": "Rees46", "coveo": "Coveo", "retailrocket": "Retailrocket",
-            "diginetica": "Diginetica"}
+DATASETS = {
+    "yoochoose": "Yoochoose",
+    "rees46": "Rees46",
+    "coveo": "Coveo",
+    "retailrocket": "Retailrocket",
+    "diginetica": "Diginetica",
+}
 LOSSES = ("cross-entropy", "bpr-max")
 
 
@@ -50,6 +56,7 @@ def _check_dataset(name: str) -> None:
 
 def _study_rows() -> tuple:
     from gru4rec_conformance.reports.study import rows
+
     return rows()
 
 
@@ -65,19 +72,33 @@ def best_params(name: str, loss: str) -> dict:
     if loss not in LOSSES:
         raise ValueError(f"loss: unknown {loss!r}; one of {', '.join(LOSSES)}")
     for r in _study_rows():
-        if (r["dataset"], r["implementation"], r["variant"], r["loss"]) == (DATASETS[name], "GRU4Rec Official",
-                                                                            "Best params", loss):
+        if (r["dataset"], r["implementation"], r["variant"], r["loss"]) == (
+            DATASETS[name],
+            "GRU4Rec Official",
+            "Best params",
+            loss,
+        ):
             fa = r["final_act"]
             elu = float(fa.split("-", 1)[1]) if fa.startswith("elu-") else 0.0
-            return {"loss": loss, "constrained_embedding": r["constrained_embedding"] == "true",
-                    "embedding": int(r["embedding"]), "layers": [int(r["layers"])],
-                    "batch_size": int(r["batch_size"]), "dropout_p_embed": float(r["dropout_p_embed"]),
-                    "dropout_p_hidden": float(r["dropout_p_hidden"]), "learning_rate": float(r["learning_rate"]),
-                    "momentum": float(r["momentum"]), "n_sample": int(r["n_sample"]),
-                    "sample_alpha": float(r["sample_alpha"]), "bpreg": float(r["bpreg"]),
-                    "logq": float(r["logq"]), "elu_param": elu}
-    raise ValueError(f"reports/data/study_results.csv: no 'GRU4Rec Official / Best params' row for "
-                     f"{DATASETS[name]} / {loss}")
+            return {
+                "loss": loss,
+                "constrained_embedding": r["constrained_embedding"] == "true",
+                "embedding": int(r["embedding"]),
+                "layers": [int(r["layers"])],
+                "batch_size": int(r["batch_size"]),
+                "dropout_p_embed": float(r["dropout_p_embed"]),
+                "dropout_p_hidden": float(r["dropout_p_hidden"]),
+                "learning_rate": float(r["learning_rate"]),
+                "momentum": float(r["momentum"]),
+                "n_sample": int(r["n_sample"]),
+                "sample_alpha": float(r["sample_alpha"]),
+                "bpreg": float(r["bpreg"]),
+                "logq": float(r["logq"]),
+                "elu_param": elu,
+            }
+    raise ValueError(
+        f"reports/data/study_results.csv: no 'GRU4Rec Official / Best params' row for {DATASETS[name]} / {loss}"
+    )
 
 
 def study_epoch_rows(name: str, loss: str) -> list[dict]:
@@ -90,9 +111,14 @@ def study_epoch_rows(name: str, loss: str) -> list[dict]:
     for r in _study_rows():
         if r["dataset"] != DATASETS[name] or r["loss"] != loss:
             continue
-        row = {"implementation": r["implementation"], "variant": r["variant"], "n_sample": r["n_sample"],
-               "epoch_seconds": float(r["epoch_seconds"]), "events_per_second": float(r["events_per_second"]),
-               "minibatches_per_second": float(r["minibatches_per_second"])}
+        row = {
+            "implementation": r["implementation"],
+            "variant": r["variant"],
+            "n_sample": r["n_sample"],
+            "epoch_seconds": float(r["epoch_seconds"]),
+            "events_per_second": float(r["events_per_second"]),
+            "minibatches_per_second": float(r["minibatches_per_second"]),
+        }
         if r["implementation"] == "GRU4Rec Official" and r["variant"] == "Best params":
             best = row["epoch_seconds"]
         out.append(row)
@@ -104,9 +130,11 @@ def study_epoch_rows(name: str, loss: str) -> list[dict]:
 # ----------------------------------------------------------------------------------------------------------------
 # scale
 
+
 def ci_scale(name: str) -> float:
     """``datasets.sessions.synthetic.CI_SCALE[name]``: about 3-4 x 10^4 raw rows."""
     from gru4rec_conformance.datasets.sessions.synthetic import CI_SCALE
+
     return CI_SCALE[name]
 
 
@@ -133,6 +161,7 @@ def parse_scale(raw: str | None, name: str, default: str = "ci") -> float:
 # ----------------------------------------------------------------------------------------------------------------
 # data
 
+
 @dataclass
 class EpochData:
     """Synthetic prepared data of one dataset shape: ``train`` (train_full) and ``test`` frames (SessionId, ItemId,
@@ -148,9 +177,13 @@ class EpochData:
     def shape(self) -> dict:
         """Events, sessions and items of the training data, and test events (for reports)."""
         tr = self.train
-        return {"train_events": int(len(tr)), "train_sessions": int(tr["SessionId"].nunique()),
-                "n_items": int(tr["ItemId"].nunique()), "test_events": int(len(self.test)),
-                "scale": self.scale}
+        return {
+            "train_events": int(len(tr)),
+            "train_sessions": int(tr["SessionId"].nunique()),
+            "n_items": int(tr["ItemId"].nunique()),
+            "test_events": int(len(self.test)),
+            "scale": self.scale,
+        }
 
 
 def epoch_data(name: str, scale: float, seed: int = 0, cache: Path | None = None) -> EpochData:
@@ -165,6 +198,7 @@ def epoch_data(name: str, scale: float, seed: int = 0, cache: Path | None = None
     _check_dataset(name)
     from gru4rec_conformance.datasets.sessions.pipeline import prepare
     from gru4rec_conformance.datasets.sessions.synthetic import generate_raw
+
     folder = (cache or CACHE) / "synth" / f"{name}-scale{scale:.6g}-seed{seed}"
     raw = folder / "raw"
     marker = raw / "COMPLETE"
@@ -187,8 +221,14 @@ def epoch_data(name: str, scale: float, seed: int = 0, cache: Path | None = None
     return EpochData(name, scale, seed, prep.load("train_full"), prep.load("test"), folder)
 
 
-def sweep_frame(n_sessions: int, n_items: int, events_per_session: float = 4.7, seed: int = 0,
-                pad_catalogue: bool = True, zipf: float = 1.0) -> pd.DataFrame:
+def sweep_frame(
+    n_sessions: int,
+    n_items: int,
+    events_per_session: float = 4.7,
+    seed: int = 0,
+    pad_catalogue: bool = True,
+    zipf: float = 1.0,
+) -> pd.DataFrame:
     """Training sessions for a scalability sweep.
 
     ``n_sessions`` sessions of 2 + Geometric length (mean ``events_per_session``), items Zipf(``zipf``) over
@@ -198,8 +238,10 @@ def sweep_frame(n_sessions: int, n_items: int, events_per_session: float = 4.7, 
     Raises ValueError for n_sessions < 1, n_items < 2 or events_per_session <= 2.
     """
     if n_sessions < 1 or n_items < 2 or not events_per_session > 2:
-        raise ValueError(f"sweep_frame: need n_sessions >= 1, n_items >= 2, events_per_session > 2; got "
-                         f"{n_sessions}, {n_items}, {events_per_session}")
+        raise ValueError(
+            f"sweep_frame: need n_sessions >= 1, n_items >= 2, events_per_session > 2; got "
+            f"{n_sessions}, {n_items}, {events_per_session}"
+        )
     rng = np.random.default_rng(seed)
     lens = 1 + rng.geometric(1.0 / (events_per_session - 1.0), size=n_sessions)
     p = 1.0 / np.arange(1, n_items + 1) ** zipf

@@ -25,8 +25,10 @@ def _info(name: str) -> int:
         raw = stats["raw_inputs"][n]
         print(f"raw files: {', '.join(raw['files'])} (plain, .gz, .bz2, .zip or inside a .zip)")
         print(f"raw size: {raw['known_size']}")
-        print(f"Time unit: {TIME_UNIT[n]}; test period: {tday} {TIME_UNIT[n]}; tsplit: "
-              f"{'max Time of the full data' if tsplit is None else tsplit}; study prefix: {STUDY_PREFIX[n]}")
+        print(
+            f"Time unit: {TIME_UNIT[n]}; test period: {tday} {TIME_UNIT[n]}; tsplit: "
+            f"{'max Time of the full data' if tsplit is None else tsplit}; study prefix: {STUDY_PREFIX[n]}"
+        )
         print("expected statistics (published, train_full / test):")
         print(f"  {'':6} {'events':>12} {'sessions':>11} {'days':>5} {'ev/sess':>8}")
         for part in ("train", "test"):
@@ -34,16 +36,19 @@ def _info(name: str) -> int:
             print(f"  {part:6} {p['events']:>12,} {p['sessions']:>11,} {p['days']:>5} {p['events_per_session']:>8.2f}")
         print(f"  items  {pub['items']:>12,}")
         acc = stats["reference_accuracy_official_best_params"][n]
-        print(f"reference accuracy (official GRU4Rec, best params): Recall@20 {acc['recall@20']}, "
-              f"MRR@20 {acc['mrr@20']}")
+        print(
+            f"reference accuracy (official GRU4Rec, best params): Recall@20 {acc['recall@20']}, MRR@20 {acc['mrr@20']}"
+        )
     print(f"source: {stats['source']}")
     return 0
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m gru4rec_conformance.datasets",
-                                 description="The study's session datasets: prepare raw files, show expected "
-                                             "statistics, write synthetic raw files.")
+    ap = argparse.ArgumentParser(
+        prog="python -m gru4rec_conformance.datasets",
+        description="The study's session datasets: prepare raw files, show expected "
+        "statistics, write synthetic raw files.",
+    )
     sub = ap.add_subparsers(dest="cmd", required=True)
     names = ["yoochoose", "rees46", "coveo", "retailrocket", "diginetica"]
     p = sub.add_parser("prepare", help="run the study's preprocessing on raw files (Parquet + stats + manifest)")
@@ -52,8 +57,11 @@ def main(argv=None) -> int:
     p.add_argument("--out", required=True, type=Path, help="output folder")
     p.add_argument("--tsv", action="store_true", help="also write the study's TSV files")
     p.add_argument("--force", action="store_true", help="recompute even when the cache is valid")
-    p.add_argument("--no-index-quirk", action="store_true",
-                   help="Yoochoose: row-wise removal instead of the study's removal by duplicated index label")
+    p.add_argument(
+        "--no-index-quirk",
+        action="store_true",
+        help="Yoochoose: row-wise removal instead of the study's removal by duplicated index label",
+    )
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     i = sub.add_parser("info", help="download pages and the published statistics (datasets.md §1.6a)")
     i.add_argument("name", choices=names + ["all"])
@@ -70,8 +78,9 @@ def main(argv=None) -> int:
     if args.cmd == "synth":
         from .sessions.synthetic import CI_SCALE, generate_raw
 
-        paths = generate_raw(args.name, args.out, args.scale or CI_SCALE[args.name], args.seed,
-                             compression=args.compression)
+        paths = generate_raw(
+            args.name, args.out, args.scale or CI_SCALE[args.name], args.seed, compression=args.compression
+        )
         for _f, path in paths.items():
             print(path)
         return 0
@@ -82,8 +91,15 @@ def main(argv=None) -> int:
         warnings.simplefilter("always")
         warnings.formatwarning = lambda m, c, *a, **k: f"warning: {m}\n"
         try:
-            res = prepare(args.name, args.raw, args.out, index_quirk=not args.no_index_quirk, tsv=args.tsv,
-                          force=args.force, progress=not args.quiet)
+            res = prepare(
+                args.name,
+                args.raw,
+                args.out,
+                index_quirk=not args.no_index_quirk,
+                tsv=args.tsv,
+                force=args.force,
+                progress=not args.quiet,
+            )
         except (RawFormatError, FileNotFoundError) as e:
             print(f"error: {e}", file=sys.stderr)
             return 2

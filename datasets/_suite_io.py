@@ -119,8 +119,10 @@ def open_raw(path) -> Iterator[tuple[io.BufferedIOBase, Callable[[], int], int]]
             names = [n for n in zf.namelist() if not n.endswith("/")]
             if member is None:
                 if len(names) != 1:
-                    raise RawFormatError(archive, f"zip archive holds {len(names)} files; name the member "
-                                         f"(archive.zip/member): {names[:5]}")
+                    raise RawFormatError(
+                        archive,
+                        f"zip archive holds {len(names)} files; name the member (archive.zip/member): {names[:5]}",
+                    )
                 member = names[0]
             with zf.open(member) as f:
                 yield f, raw.tell, total
@@ -130,8 +132,10 @@ def open_raw(path) -> Iterator[tuple[io.BufferedIOBase, Callable[[], int], int]]
         # decompression errors surface while the caller reads; name the file instead of gzip/bz2/zlib internals
         if suffix not in COMPRESSED_SUFFIXES or isinstance(e, FileNotFoundError):
             raise
-        raise RawFormatError(archive, f"cannot decompress the {suffix[1:]} data ({type(e).__name__}: {e}); "
-                             "the file is corrupt or truncated") from e
+        raise RawFormatError(
+            archive,
+            f"cannot decompress the {suffix[1:]} data ({type(e).__name__}: {e}); the file is corrupt or truncated",
+        ) from e
     finally:
         raw.close()
 
@@ -190,17 +194,27 @@ class _BlockParser:
         kw = {}
         if spec.timestamp_parsers is not None:
             kw["timestamp_parsers"] = list(spec.timestamp_parsers)
-        self.convert = pacsv.ConvertOptions(column_types=types, include_columns=include,
-                                            null_values=list(spec.null_values), strings_can_be_null=True, **kw)
+        self.convert = pacsv.ConvertOptions(
+            column_types=types,
+            include_columns=include,
+            null_values=list(spec.null_values),
+            strings_can_be_null=True,
+            **kw,
+        )
         self.parse_opts = pacsv.ParseOptions(delimiter=spec.delimiter)
 
     def read_opts(self):
-        return pacsv.ReadOptions(column_names=self.names, autogenerate_column_names=False, use_threads=True,
-                                 block_size=1 << 22)
+        return pacsv.ReadOptions(
+            column_names=self.names, autogenerate_column_names=False, use_threads=True, block_size=1 << 22
+        )
 
     def parse(self, data) -> pa.Table:
-        return pacsv.read_csv(pa.BufferReader(pa.py_buffer(data)), read_options=self.read_opts(),
-                              parse_options=self.parse_opts, convert_options=self.convert)
+        return pacsv.read_csv(
+            pa.BufferReader(pa.py_buffer(data)),
+            read_options=self.read_opts(),
+            parse_options=self.parse_opts,
+            convert_options=self.convert,
+        )
 
     def check_nulls(self, table: pa.Table) -> int | None:
         """Index of the first row with an empty required (non-nullable) value, or None; sets self.null_col."""
@@ -242,9 +256,13 @@ class _BlockParser:
     def describe(self, line_no: int, text: str, exc: Exception | None) -> RawFormatError:
         n_fields = len(text.split(self.spec.delimiter))
         if n_fields != len(self.names):
-            return RawFormatError(self.path, f"expected {len(self.names)} fields separated by "
-                                  f"{self.spec.delimiter!r}, found {n_fields}: {text[:200]!r}"
-                                  f"{_sep_hint(text, self.spec.delimiter)}", line=line_no)
+            return RawFormatError(
+                self.path,
+                f"expected {len(self.names)} fields separated by "
+                f"{self.spec.delimiter!r}, found {n_fields}: {text[:200]!r}"
+                f"{_sep_hint(text, self.spec.delimiter)}",
+                line=line_no,
+            )
         try:
             t = self.parse(text.encode() + b"\n")
         except (pa.ArrowInvalid, pa.ArrowTypeError) as e:
@@ -254,13 +272,20 @@ class _BlockParser:
             msg = _COLUMN_RE.sub("", msg).split(". If these timestamps")[0]
             return RawFormatError(self.path, f"{msg}; line: {text[:200]!r}", line=line_no, column=col)
         if self.check_nulls(t) is not None:
-            return RawFormatError(self.path, f"empty value (or NaN/NA); line: {text[:200]!r}", line=line_no,
-                                  column=self.null_col)
+            return RawFormatError(
+                self.path, f"empty value (or NaN/NA); line: {text[:200]!r}", line=line_no, column=self.null_col
+            )
         return RawFormatError(self.path, f"cannot parse line ({exc}); line: {text[:200]!r}", line=line_no)
 
 
-def read_csv_table(path, spec: CsvSpec, *, progress: Callable[[int, int], None] | None = None,
-                   convert: Callable[[pa.Table], dict] | None = None, block_bytes: int = BLOCK_BYTES) -> dict:
+def read_csv_table(
+    path,
+    spec: CsvSpec,
+    *,
+    progress: Callable[[int, int], None] | None = None,
+    convert: Callable[[pa.Table], dict] | None = None,
+    block_bytes: int = BLOCK_BYTES,
+) -> dict:
     """Parse a raw CSV-like file block by block with pyarrow.
 
     Returns a dict column name -> list of per-block values (what ``convert(table)`` returns for each block,
@@ -281,8 +306,9 @@ def read_csv_table(path, spec: CsvSpec, *, progress: Callable[[int, int], None] 
                 raise RawFormatError(path, "empty file (no bytes)")
             if not rest.strip():
                 raise RawFormatError(path, "empty file (only blank lines)")
-            raise RawFormatError(path, "the first line is blank; expected "
-                                 + ("a header" if spec.header != "none" else "data"), line=1)
+            raise RawFormatError(
+                path, "the first line is blank; expected " + ("a header" if spec.header != "none" else "data"), line=1
+            )
         head_text = first.decode("utf-8", "replace").lstrip("\ufeff").rstrip("\r\n")
         names, data_starts_at_line, carry = _header(path, spec, head_text, first)
         parser = _BlockParser(path, spec, names)
@@ -292,7 +318,7 @@ def read_csv_table(path, spec: CsvSpec, *, progress: Callable[[int, int], None] 
             # read straight into a buffer after the carried-over partial line (no concatenation copies)
             buf = bytearray(len(carry) + block_bytes)
             buf[: len(carry)] = carry
-            got = _readinto(stream, memoryview(buf)[len(carry):])
+            got = _readinto(stream, memoryview(buf)[len(carry) :])
             if not got:
                 break
             view = memoryview(buf)[: len(carry) + got]
@@ -314,14 +340,19 @@ def read_csv_table(path, spec: CsvSpec, *, progress: Callable[[int, int], None] 
             try:
                 n_rows += _parse_block(parser, carry + b"\n", line_no, out, convert)
             except RawFormatError as e:
-                warnings.warn(TruncatedLastLineWarning(
-                    f"{path}:{line_no}: last line has no line end and does not parse; skipped as truncated "
-                    f"({str(e).split(': ', 1)[-1][:300]})"), stacklevel=3)
+                warnings.warn(
+                    TruncatedLastLineWarning(
+                        f"{path}:{line_no}: last line has no line end and does not parse; skipped as truncated "
+                        f"({str(e).split(': ', 1)[-1][:300]})"
+                    ),
+                    stacklevel=3,
+                )
         if progress is not None:
             progress(total, total)
     if n_rows == 0:
-        raise RawFormatError(path, "no data rows" + (" after the header" if data_starts_at_line > 1 else ""),
-                             line=data_starts_at_line)
+        raise RawFormatError(
+            path, "no data rows" + (" after the header" if data_starts_at_line > 1 else ""), line=data_starts_at_line
+        )
     return out
 
 
@@ -357,8 +388,9 @@ def _parse_block(parser: _BlockParser, block, line_no: int, out: dict, convert) 
                 if seen == e.row:
                     break
         text = lines[k].decode("utf-8", "replace").rstrip("\r")
-        raise RawFormatError(parser.path, f"{e.message}; line: {text[:200]!r}", line=line_no + k,
-                             column=e.column) from None
+        raise RawFormatError(
+            parser.path, f"{e.message}; line: {text[:200]!r}", line=line_no + k, column=e.column
+        ) from None
     for k, v in cols.items():
         out.setdefault(k, []).append(v)
     return table.num_rows
@@ -376,16 +408,24 @@ def _header(path, spec: CsvSpec, head_text: str, first_raw: bytes) -> tuple[list
     if not has_header:
         names = list(spec.names)
         if len(fields) != len(names):
-            raise RawFormatError(path, f"expected {len(names)} fields separated by {spec.delimiter!r} "
-                                 f"({', '.join(names)}), found {len(fields)}: {head_text[:200]!r}"
-                                 f"{_sep_hint(head_text, spec.delimiter)}", line=1)
+            raise RawFormatError(
+                path,
+                f"expected {len(names)} fields separated by {spec.delimiter!r} "
+                f"({', '.join(names)}), found {len(fields)}: {head_text[:200]!r}"
+                f"{_sep_hint(head_text, spec.delimiter)}",
+                line=1,
+            )
         return names, 1, first_raw
     names = [spec.aliases.get(f, f) for f in fields]
     missing = [c for c in spec.required if c not in names]
     if missing:
-        raise RawFormatError(path, f"header lacks column(s) {', '.join(map(repr, missing))}; header is "
-                             f"{head_text[:200]!r}{_sep_hint(head_text, spec.delimiter)}", line=1,
-                             column=missing[0])
+        raise RawFormatError(
+            path,
+            f"header lacks column(s) {', '.join(map(repr, missing))}; header is "
+            f"{head_text[:200]!r}{_sep_hint(head_text, spec.delimiter)}",
+            line=1,
+            column=missing[0],
+        )
     dup = sorted({n for n in names if names.count(n) > 1})
     if dup:
         raise RawFormatError(path, f"duplicate column(s) in header: {dup}", line=1)

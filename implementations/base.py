@@ -214,9 +214,7 @@ class BaseCapabilities:
         fields = {f.name: f for f in dataclasses.fields(cls)}
         unknown = sorted(set(data) - set(fields))
         if unknown:
-            raise CapabilityError(
-                f"{source}: unknown capability field(s) {unknown}; known fields: {sorted(fields)}"
-            )
+            raise CapabilityError(f"{source}: unknown capability field(s) {unknown}; known fields: {sorted(fields)}")
         values: dict[str, Any] = {}
         for name, value in data.items():
             values[name] = cls._validate_field(fields[name], value, source)
@@ -238,9 +236,7 @@ class BaseCapabilities:
             items = list(value)
             bad = sorted(str(v) for v in items if v not in field.metadata["vocab"])
             if bad:
-                raise CapabilityError(
-                    f"{where}: unknown value(s) {bad}; allowed: {sorted(field.metadata['vocab'])}"
-                )
+                raise CapabilityError(f"{where}: unknown value(s) {bad}; allowed: {sorted(field.metadata['vocab'])}")
             return frozenset(items)
         if kind == "choice":
             if value not in field.metadata["vocab"]:
@@ -653,9 +649,7 @@ class Adapter(AdapterBase):
         """
         raise Unsupported("score_stream")
 
-    def evaluate(
-        self, test_df: Any, cutoffs: Sequence[int] = (1, 5, 10, 20), batch_size: int = 512
-    ) -> dict[str, Any]:
+    def evaluate(self, test_df: Any, cutoffs: Sequence[int] = (1, 5, 10, 20), batch_size: int = 512) -> dict[str, Any]:
         """The implementation's own evaluator: ``{"recall@N": float, "mrr@N": float, "n_events": int}``."""
         raise Unsupported("evaluate")
 

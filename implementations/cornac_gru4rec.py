@@ -77,9 +77,9 @@ class CornacGRU4RecAdapter(Adapter):
         "installs": "yes: cornac==3.0.1 from PyPI with torch==2.13.0 (+pandas) on Python 3.11, numpy 2 / pandas 3",
         "offline": "yes (no download at run time)",
         "pinned": "tox env 'cornac': cornac==3.0.1, torch==2.13.0; cornac itself declares numpy>2.0.0, scipy, "
-                  "tqdm, powerlaw unpinned and does not declare torch",
+        "tqdm, powerlaw unpinned and does not declare torch",
         "hyperparameters": "every official hyperparameter except final_act; init ignores the seed (fixed "
-                           "np.random.seed(42) compatibility init)",
+        "np.random.seed(42) compatibility init)",
     }
 
     def __init__(self, device: str = "cpu", **options: Any) -> None:
@@ -100,8 +100,7 @@ class CornacGRU4RecAdapter(Adapter):
         return installed_version("cornac")
 
     def capabilities(self) -> dict[str, Any]:
-        require_installed("cornac", "cornac",
-                          "run the checks with `tox -e cornac` (installs cornac==3.0.1)")
+        require_installed("cornac", "cornac", "run the checks with `tox -e cornac` (installs cornac==3.0.1)")
         return {
             "losses": list(_LOSSES),
             "embedding_modes": ["none", "separate", "shared"],
@@ -176,8 +175,9 @@ class CornacGRU4RecAdapter(Adapter):
             raise RuntimeError("CornacGRU4RecAdapter.fit: call build() first")
         epochs = int(self.hparams["n_epochs"] if n_epochs is None else n_epochs)
         df = train_df.sort_values(["SessionId", "Time"], kind="stable")
-        tuples = list(zip(df["SessionId"].to_numpy().tolist(), df["ItemId"].to_numpy().tolist(),
-                          df["Time"].to_numpy().tolist()))
+        tuples = list(
+            zip(df["SessionId"].to_numpy().tolist(), df["ItemId"].to_numpy().tolist(), df["Time"].to_numpy().tolist())
+        )
         train_set = SequentialDataset.build(tuples, fmt="SIT", seed=self.seed)
         model = self._make(epochs)
         torch.manual_seed(self.seed)
@@ -241,15 +241,24 @@ class CornacGRU4RecAdapter(Adapter):
         n_targets = int(hparams.get("n_targets") or b)
         if n_targets != b:
             raise Unsupported("loss_on_scores:n_targets", "cornac splits in-batch columns at the row count")
-        kwargs: dict[str, Any] = dict(bpreg=float(hparams.get("bpreg", 1.0)), elu_param=elu_param, n_sample=k - b,
-                                      batch_size=b, logq=0.0, P0=None, sample_alpha=1.0, out_iids=None)
+        kwargs: dict[str, Any] = dict(
+            bpreg=float(hparams.get("bpreg", 1.0)),
+            elu_param=elu_param,
+            n_sample=k - b,
+            batch_size=b,
+            logq=0.0,
+            P0=None,
+            sample_alpha=1.0,
+            out_iids=None,
+        )
         logq = float(hparams.get("logq", 0.0) or 0.0)
         if loss == "cross-entropy" and logq > 0:
             q = hparams.get("column_q")
             if q is None:
                 raise ValueError("column_q: needed when logq > 0")
-            kwargs.update(logq=logq, P0=torch.as_tensor(np.asarray(q), dtype=dtype),
-                          out_iids=torch.arange(k, dtype=torch.long))
+            kwargs.update(
+                logq=logq, P0=torch.as_tensor(np.asarray(q), dtype=dtype), out_iids=torch.arange(k, dtype=torch.long)
+            )
         value = get_loss_function(loss)(R, **kwargs)
         value.backward()
         assert R.grad is not None  # R is a leaf that requires grad
@@ -335,9 +344,16 @@ class CornacGRU4RecAdapter(Adapter):
 
     def _loss_kwargs(self, b: int, y: Any) -> dict:
         hp = self.hparams
-        return dict(P0=self.model.P0, logq=float(hp["logq"]), sample_alpha=float(hp["sample_alpha"]), batch_size=b,
-                    bpreg=float(hp["bpreg"]), elu_param=float(hp["elu_param"]), n_sample=int(hp["n_sample"]),
-                    out_iids=y)
+        return dict(
+            P0=self.model.P0,
+            logq=float(hp["logq"]),
+            sample_alpha=float(hp["sample_alpha"]),
+            batch_size=b,
+            bpreg=float(hp["bpreg"]),
+            elu_param=float(hp["elu_param"]),
+            n_sample=int(hp["n_sample"]),
+            out_iids=y,
+        )
 
     def _mapped(self, ids: Any, what: str) -> np.ndarray:
         out = [self._index.get(int(i)) for i in np.asarray(ids).ravel()]
@@ -367,8 +383,9 @@ class CornacGRU4RecAdapter(Adapter):
         else:
             H = [torch.as_tensor(np.asarray(h), dtype=torch.float32, device=self.device) for h in hidden]
         if self._opt is None:
-            self._opt = IndexedAdagradM(m.parameters(), float(self.hparams["learning_rate"]),
-                                        float(self.hparams["momentum"]))
+            self._opt = IndexedAdagradM(
+                m.parameters(), float(self.hparams["learning_rate"]), float(self.hparams["momentum"])
+            )
         y = self._columns(t)
         X = torch.tensor(x, dtype=torch.long, device=self.device)
         Y = torch.tensor(y, dtype=torch.long, device=self.device)
@@ -402,8 +419,12 @@ class CornacGRU4RecAdapter(Adapter):
         m.train()
         with torch.no_grad():
             for k in range(arr.shape[1] - 2):
-                m.forward(torch.tensor(arr[:, k], device=self.device), H,
-                          torch.tensor(arr[:, k + 1], device=self.device), training=True)
+                m.forward(
+                    torch.tensor(arr[:, k], device=self.device),
+                    H,
+                    torch.tensor(arr[:, k + 1], device=self.device),
+                    training=True,
+                )
         captured: dict[str, Any] = {"layers": []}
         none_mode = not (m.constrained_embedding or m.embedding)
         handles = [m.DE.register_forward_hook(lambda mod, a, o: captured.__setitem__("embed", o.detach()))]
@@ -440,8 +461,15 @@ class CornacGRU4RecAdapter(Adapter):
             raise RuntimeError("CornacGRU4RecAdapter.optimizer_info: call build() first")
         # cornac.models.seq_utils.optim.IndexedAdagradM(params, lr, momentum) with its default eps=1e-6, zero
         # initial accumulator, no schedule, no clipping (recom_gru4rec.py GRU4Rec.fit).
-        return {"type": "IndexedAdagradM", "lr_schedule": None, "initial_accumulator": 0.0, "eps": 1e-6,
-                "momentum": float(hp["momentum"]), "grad_clip": None, "learning_rate": float(hp["learning_rate"])}
+        return {
+            "type": "IndexedAdagradM",
+            "lr_schedule": None,
+            "initial_accumulator": 0.0,
+            "eps": 1e-6,
+            "momentum": float(hp["momentum"]),
+            "grad_clip": None,
+            "learning_rate": float(hp["learning_rate"]),
+        }
 
 
 class _FitObserver:
@@ -554,18 +582,29 @@ class _FitObserver:
         m = self._model
         if m.constrained_embedding:
             xy, exy = step["wy"][-1]
-            O = exy[xy.shape[0] - y.shape[0]:]
+            O = exy[xy.shape[0] - y.shape[0] :]
         else:
             O = step["wy"][-1][1]
         R = torch.mm(h, O.T) + bias.T
         hp = self.hp
-        kwargs = dict(P0=m.P0, logq=float(hp["logq"]), sample_alpha=float(hp["sample_alpha"]), batch_size=b,
-                      bpreg=float(hp["bpreg"]), elu_param=float(hp["elu_param"]), n_sample=int(hp["n_sample"]),
-                      out_iids=y)
+        kwargs = dict(
+            P0=m.P0,
+            logq=float(hp["logq"]),
+            sample_alpha=float(hp["sample_alpha"]),
+            batch_size=b,
+            bpreg=float(hp["bpreg"]),
+            elu_param=float(hp["elu_param"]),
+            n_sample=int(hp["n_sample"]),
+            out_iids=y,
+        )
         with torch.no_grad():
             loss = float(get_loss_function(hp["loss"])(R, **kwargs))
         return b, loss
 
     def report(self, n_epochs: int) -> FitReport:
-        return FitReport(epoch_losses=list(self.epoch_losses), n_steps=list(self.epoch_steps),
-                         n_events_trained=list(self.epoch_events), epoch_seconds=list(self.epoch_seconds))
+        return FitReport(
+            epoch_losses=list(self.epoch_losses),
+            n_steps=list(self.epoch_steps),
+            n_events_trained=list(self.epoch_events),
+            epoch_seconds=list(self.epoch_seconds),
+        )

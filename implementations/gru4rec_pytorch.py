@@ -123,8 +123,12 @@ class GRU4RecPytorchAdapter(Adapter):
         acts = ["tanh", "relu", "softmax", "softmax_logit", "elu", "leaky"] + (["linear"] if self.fork else [])
         shims = [
             "training data written to a temporary CSV ("
-            + ("TAB, SessionId/ItemId/Time, as the fork's main.py" if self.fork else "comma, SessionID/ItemID/Time, "
-               "the upstream Dataset defaults") + ") and read by lib.Dataset",
+            + (
+                "TAB, SessionId/ItemId/Time, as the fork's main.py"
+                if self.fork
+                else "comma, SessionID/ItemID/Time, the upstream Dataset defaults"
+            )
+            + ") and read by lib.Dataset",
             "Trainer.train_epoch called once per epoch (Trainer.train also evaluates a validation set and "
             "writes a checkpoint every epoch)",
             "FitReport.n_steps / n_events_trained counted by wrapping the optimizer step (lanes per step)",
@@ -293,8 +297,11 @@ class GRU4RecPytorchAdapter(Adapter):
         for epoch in range(epochs):
             counts["steps"] = counts["events"] = 0
             t0 = time.perf_counter()
-            with patched(self.optim.optimizer, "step", counting_step), patched(lib, "DataLoader", SpyLoader), \
-                    patched(model, "forward", traced_forward):
+            with (
+                patched(self.optim.optimizer, "step", counting_step),
+                patched(lib, "DataLoader", SpyLoader),
+                patched(model, "forward", traced_forward),
+            ):
                 out = trainer.train_epoch(epoch)
             loss = out[0] if isinstance(out, tuple) else out
             report.epoch_losses.append(float(loss))
@@ -511,8 +518,10 @@ class GRU4RecPytorchMajorFix(GRU4RecPytorchForkAdapter):
 
     level_name = "major_fix"
     name = "gru4rec_pytorch:major_fix"
-    description = ("czappi44/GRU4REC-pytorch @eaad3eb (the study's fork), major fix: --eval_hidden_reset "
-                   "--use_correct_loss --use_correct_mask_reset")
+    description = (
+        "czappi44/GRU4REC-pytorch @eaad3eb (the study's fork), major fix: --eval_hidden_reset "
+        "--use_correct_loss --use_correct_mask_reset"
+    )
     study = {"implementation": "GRU4REC-pytorch", "variant": "Correct full"}
 
 

@@ -136,7 +136,9 @@ class GRU4RecTensorflowFork(Adapter):
     worker_env = ("GRU4REC_TENSORFLOW_FORK_PATH", "TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS")
     worker_python = os.environ.get("GRU4REC_TF_PYTHON") or None
     homepage = "https://github.com/czappi44/GRU4Rec_TensorFlow"
-    description = "czappi44/GRU4Rec_TensorFlow @f3ba65f (the study's compat.v1 fork), OOB: B=50, decay 0.96, accumulator 0.1"
+    description = (
+        "czappi44/GRU4Rec_TensorFlow @f3ba65f (the study's compat.v1 fork), OOB: B=50, decay 0.96, accumulator 0.1"
+    )
     study = {"implementation": "GRU4Rec_Tensorflow", "variant": "OOB"}
     reproducibility = {
         "installs": "yes on TensorFlow 2.21 (tensorflow.compat.v1 graph mode, legacy rnn_cell) with numpy 2 / pandas 3",
@@ -181,9 +183,15 @@ class GRU4RecTensorflowFork(Adapter):
 
         fixed = LEVELS[self.level]
         hparams = {
-            "layers": [100], "loss": "cross-entropy", "final_act": "softmax", "embedding": "layersize",
-            "batch_size": fixed["batch_size"] or 256, "learning_rate": 0.05, "dropout_p_hidden": 0.3,
-            "n_epochs": 5, "optimizer": "adagrad",
+            "layers": [100],
+            "loss": "cross-entropy",
+            "final_act": "softmax",
+            "embedding": "layersize",
+            "batch_size": fixed["batch_size"] or 256,
+            "learning_rate": 0.05,
+            "dropout_p_hidden": 0.3,
+            "n_epochs": 5,
+            "optimizer": "adagrad",
         }
         if fixed["batch_size"] is not None:
             del hparams["batch_size"]  # hard-coded at OOB (B=50, as upstream's Args), TF-5
@@ -423,8 +431,11 @@ class GRU4RecTensorflowFork(Adapter):
         if self.gru is None:
             raise RuntimeError("gru4rec_tensorflow: call fit() first")
         a = self.args
-        schedule = "constant" if a["decay"] == 1.0 else (
-            f"exponential decay x{a['decay']} every 10000 steps (staircase), floor 1e-5")
+        schedule = (
+            "constant"
+            if a["decay"] == 1.0
+            else (f"exponential decay x{a['decay']} every 10000 steps (staircase), floor 1e-5")
+        )
         return {"type": "adagrad", "learning_rate": a["learning_rate"], "lr_schedule": schedule,
                 "initial_accumulator": a["initial_accumulator_value"], "eps": 0.0, "momentum": 0.0,
                 "grad_clip": None, "effective_learning_rates": getattr(self, "_lrs", [])[-1:]}  # fmt: skip
@@ -446,8 +457,10 @@ class GRU4RecTensorflowMinorFix(GRU4RecTensorflowFork):
 
     name = "gru4rec_tensorflow:minor_fix"
     level = "minor_fix"
-    description = ("czappi44/GRU4Rec_TensorFlow @f3ba65f (the study's compat.v1 fork), minor fix: decay 1.0, "
-                   "accumulator 1e-12, batch size free")
+    description = (
+        "czappi44/GRU4Rec_TensorFlow @f3ba65f (the study's compat.v1 fork), minor fix: decay 1.0, "
+        "accumulator 1e-12, batch size free"
+    )
     study = {"implementation": "GRU4Rec_Tensorflow", "variant": "Correct Exp"}
 
 

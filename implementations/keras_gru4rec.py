@@ -109,9 +109,13 @@ class KerasGRU4RecAdapter(Adapter):
         if self.free:  # the fork's flags; upstream hard-codes them in create_model (KG-1)
             hp.update(layers=[100], dropout_p_hidden=0.25, learning_rate=0.001, optimizer=self.optim)
         shims = [
-            "Keras 2 API: TF_USE_LEGACY_KERAS=1 with tf-keras " + tf_keras.__version__
-            + (" and `import keras` resolved to tf_keras (requirements.txt pins keras 2.4.3, a redirect to "
-               "tf.keras)" if not self.fork else ""),
+            "Keras 2 API: TF_USE_LEGACY_KERAS=1 with tf-keras "
+            + tf_keras.__version__
+            + (
+                " and `import keras` resolved to tf_keras (requirements.txt pins keras 2.4.3, a redirect to tf.keras)"
+                if not self.fork
+                else ""
+            ),
             "tf.keras.optimizers.Adam/Adagrad resolved to tf.keras.optimizers.legacy.Adam/Adagrad while the model "
             "is compiled (the Keras <= 2.10 optimizers of the study's TF 2.9 env; Keras >= 2.11 rejects decay=)",
             "args namespace built for create_model/train_model/get_metrics (train_data/test_data DataFrames)",
@@ -171,8 +175,10 @@ class KerasGRU4RecAdapter(Adapter):
         tf = mod.tf
         a = types.SimpleNamespace(**vars(self.args))
         a.batch_size = int(batch_size)
-        with patched(tf.keras.optimizers, "Adam", tf.keras.optimizers.legacy.Adam), \
-                patched(tf.keras.optimizers, "Adagrad", tf.keras.optimizers.legacy.Adagrad):
+        with (
+            patched(tf.keras.optimizers, "Adam", tf.keras.optimizers.legacy.Adam),
+            patched(tf.keras.optimizers, "Adagrad", tf.keras.optimizers.legacy.Adagrad),
+        ):
             return mod.create_model(a)
 
     # -- required ----------------------------------------------------------------------------------------
@@ -250,8 +256,11 @@ class KerasGRU4RecAdapter(Adapter):
             epoch["losses"].append(float(np.asarray(loss).reshape(-1)[0]))
             return loss
 
-        with patched(mod, "SessionDataLoader", SpyLoader), patched(model, "train_on_batch", tob), \
-                patched(mod, "get_metrics", lambda *x, **k: ((float("nan"), 0), (float("nan"), 0))):
+        with (
+            patched(mod, "SessionDataLoader", SpyLoader),
+            patched(model, "train_on_batch", tob),
+            patched(mod, "get_metrics", lambda *x, **k: ((float("nan"), 0), (float("nan"), 0))),
+        ):
             mod.train_model(model, a)
         close()
         if self.train_map is None:  # zero epochs ran: the map train_model would have built
@@ -401,7 +410,9 @@ class KerasGRU4RecMajorFix(KerasGRU4RecOOB):
 
     name = "keras_gru4rec:major_fix"
     level = "major_fix"
-    description = "czappi44/KerasGRU4Rec @bf4b7c8 (the study's fork), major fix: --optim adagrad --use_correct_mask_reset"
+    description = (
+        "czappi44/KerasGRU4Rec @bf4b7c8 (the study's fork), major fix: --optim adagrad --use_correct_mask_reset"
+    )
     study = {"implementation": "KerasGRU4Rec", "variant": "Correct full"}
 
 

@@ -65,12 +65,16 @@ def why_unavailable() -> str:
         return f"recommenders is not installed in this environment: {_PROVIDE}"
     err = _import_error()
     if err is not None:
-        return (f"recommenders {version} cannot run on Python {py}: importing GRUModel (the renamed GRU4RecModel) "
-                f"fails with {err} — keras.layers.legacy_rnn ships only with keras<=2.8 (TensorFlow<=2.8, no "
-                f"Python 3.11 wheels), and the GRU4RecModel of recommenders<=1.1.1 requires Python<3.10")
-    return (f"recommenders {version} GRUModel imports on Python {py}, but it is not a GRU4Rec (item categories "
-            f"required, an MLP scorer, sampled-group metrics: conformance_checks.md MS-1..MS-5) and no adapter "
-            f"drives it")
+        return (
+            f"recommenders {version} cannot run on Python {py}: importing GRUModel (the renamed GRU4RecModel) "
+            f"fails with {err} — keras.layers.legacy_rnn ships only with keras<=2.8 (TensorFlow<=2.8, no "
+            f"Python 3.11 wheels), and the GRU4RecModel of recommenders<=1.1.1 requires Python<3.10"
+        )
+    return (
+        f"recommenders {version} GRUModel imports on Python {py}, but it is not a GRU4Rec (item categories "
+        f"required, an MLP scorer, sampled-group metrics: conformance_checks.md MS-1..MS-5) and no adapter "
+        f"drives it"
+    )
 
 
 @register
@@ -85,10 +89,10 @@ class MsRecommendersAdapter(Adapter):
     study = None
     reproducibility = {
         "installs": "pip resolves recommenders==1.2.1 + tensorflow-cpu==2.15.1 on Python 3.11, but GRUModel does "
-                    "not import (keras.layers.legacy_rnn needs keras<=2.8); recommenders<=1.1.1 needs Python<3.10",
+        "not import (keras.layers.legacy_rnn needs keras<=2.8); recommenders<=1.1.1 needs Python<3.10",
         "offline": "not testable (does not import)",
         "pinned": "tox env 'ms_recommenders': recommenders==1.2.1, tensorflow-cpu==2.15.1, numpy==1.26.4, "
-                  "pandas==2.3.3; the package pins tensorflow<2.16, pandas<3, cornac<3",
+        "pandas==2.3.3; the package pins tensorflow<2.16, pandas<3, cornac<3",
         "hyperparameters": "YAML hparams (prepare_hparams); not testable here",
     }
 

@@ -188,8 +188,12 @@ class OfficialPytorchAdapter(Adapter):
             return inner_step(opt, *a, **k)
 
         out = io.StringIO()
-        with patched(g.SessionDataIterator, "__call__", epoch_call), patched(gru, "loss_function", counting_loss), \
-                patched(g.IndexedAdagradM, "step", counting_step), redirect_stdout(out):
+        with (
+            patched(g.SessionDataIterator, "__call__", epoch_call),
+            patched(gru, "loss_function", counting_loss),
+            patched(g.IndexedAdagradM, "step", counting_step),
+            redirect_stdout(out),
+        ):
             gru.fit(df, compatibility_mode=True)
         close_epoch()
         if gru.n_epochs == 0 or not report.epoch_losses:
@@ -265,8 +269,11 @@ class OfficialPytorchAdapter(Adapter):
                     rows.append((int(sess[j]), int(pos[j]), int(item_ids[tgt[j]]), sc[j].astype(np.float32)))
             return O
 
-        with patched(ev, "SessionDataIterator", SpyIterator), patched(gru.model, "forward", recording_forward), \
-                redirect_stdout(io.StringIO()):
+        with (
+            patched(ev, "SessionDataIterator", SpyIterator),
+            patched(gru.model, "forward", recording_forward),
+            redirect_stdout(io.StringIO()),
+        ):
             recall, mrr = ev.batch_eval(gru, df, cutoff=list(cutoffs), batch_size=int(batch_size), mode="conservative")
         n = int(sum(len(s) for s, _, _ in labels))
         return recall, mrr, n, rows

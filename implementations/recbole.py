@@ -66,12 +66,12 @@ class RecboleGRU4RecAdapter(Adapter):
     study = None
     reproducibility = {
         "installs": "only re-pinned: on a fresh Python 3.11 install the import fails (ray<=2.6.3 needs numpy<2 "
-                    "for np.bool8 and setuptools<81 for pkg_resources)",
+        "for np.bool8 and setuptools<81 for pkg_resources)",
         "offline": "yes (no download at run time)",
         "pinned": "tox env 'recbole': recbole==1.2.1, torch==2.13.0, numpy==1.26.4, pandas==2.3.3, "
-                  "setuptools==80.10.2; recbole pins ray<=2.6.3, colorlog==4.7.2, colorama==0.4.4 only",
+        "setuptools==80.10.2; recbole pins ray<=2.6.3, colorlog==4.7.2, colorama==0.4.4 only",
         "hyperparameters": "config keys: hidden/embedding size, layers, one (embedding) dropout, lr, batch, "
-                           "epochs, optimizer; no hidden dropout, no GRU bias, MAX_ITEM_LIST_LENGTH 50",
+        "epochs, optimizer; no hidden dropout, no GRU bias, MAX_ITEM_LIST_LENGTH 50",
     }
 
     def __init__(self, device: str = "cpu", **options: Any) -> None:
@@ -89,8 +89,9 @@ class RecboleGRU4RecAdapter(Adapter):
         return installed_version("recbole")
 
     def capabilities(self) -> dict[str, Any]:
-        require_installed("recbole", "recbole",
-                          "run the checks with `tox -e recbole` (installs recbole==1.2.1 with numpy 1.26)")
+        require_installed(
+            "recbole", "recbole", "run the checks with `tox -e recbole` (installs recbole==1.2.1 with numpy 1.26)"
+        )
         return {
             "losses": ["cross-entropy", "bpr"],
             "embedding_modes": ["shared"],
@@ -112,16 +113,21 @@ class RecboleGRU4RecAdapter(Adapter):
             "shims": [
                 "session frame written as a RecBole atomic .inter file (timestamp = event rank), read by "
                 "RecBole's Config/create_dataset; every prefix sample trains (no RecBole split)",
-                "Trainer.fit(valid_data=None, saved=False): no best-model reload (torch>=2.6 weights-only load "
-                "fails)",
+                "Trainer.fit(valid_data=None, saved=False): no best-model reload (torch>=2.6 weights-only load fails)",
                 "torch.autograd.set_detect_anomaly(False) after import (recbole's sine.py turns it on globally)",
                 "score_prefixes: full_sort_predict on right-padded prefixes (last 50 items); [PAD] column "
                 "dropped; an empty prefix is the single padding item (zero embedding = zero state)",
                 "FitReport observed by wrapping the instance methods calculate_loss and Trainer._train_epoch",
             ],
             "hyperparameters": {
-                "layers": [128], "constrained_embedding": True, "dropout_p_embed": 0.3, "loss": "cross-entropy",
-                "learning_rate": 0.001, "batch_size": 2048, "n_epochs": 300, "optimizer": "adam",
+                "layers": [128],
+                "constrained_embedding": True,
+                "dropout_p_embed": 0.3,
+                "loss": "cross-entropy",
+                "learning_rate": 0.001,
+                "batch_size": 2048,
+                "n_epochs": 300,
+                "optimizer": "adam",
             },
             "score_semantics": "raw",
             "eval_tie_mode": None,
@@ -187,8 +193,7 @@ class RecboleGRU4RecAdapter(Adapter):
         df = train_df.sort_values(["SessionId", "Time"], kind="stable")
         with open(os.path.join(folder, "sessions.inter"), "w", encoding="utf-8") as f:
             f.write("session_id:token\titem_id:token\ttimestamp:float\n")
-            for s, i, t in zip(df["SessionId"].to_numpy().tolist(), df["ItemId"].to_numpy().tolist(),
-                               range(len(df))):
+            for s, i, t in zip(df["SessionId"].to_numpy().tolist(), df["ItemId"].to_numpy().tolist(), range(len(df))):
                 f.write(f"{s}\t{i}\t{t}\n")
         config = self._config(self._tmp, max(epochs, 1))
         init_seed(config["seed"], config["reproducibility"])
@@ -232,7 +237,7 @@ class RecboleGRU4RecAdapter(Adapter):
         chunk = 256
         for start in range(0, len(prefixes), chunk):
             rows = []
-            for prefix in prefixes[start:start + chunk]:
+            for prefix in prefixes[start : start + chunk]:
                 known = [self._index[int(i)] for i in prefix if int(i) in self._index][-_MAX_LEN:]
                 rows.append(known or [0])
             seq = torch.zeros((len(rows), _MAX_LEN), dtype=torch.long)
@@ -241,7 +246,7 @@ class RecboleGRU4RecAdapter(Adapter):
             lengths = torch.as_tensor([len(k) for k in rows], dtype=torch.long)
             with torch.no_grad():
                 scores = self.model.full_sort_predict(Interaction({"item_id_list": seq, "item_length": lengths}))
-            out[start:start + len(rows)] = scores.cpu().numpy()[:, self._cols]
+            out[start : start + len(rows)] = scores.cpu().numpy()[:, self._cols]
         return out
 
     def close(self) -> None:
@@ -289,5 +294,9 @@ class _Observer:
             obj.__dict__.pop(name, None)
 
     def report(self) -> FitReport:
-        return FitReport(epoch_losses=list(self.losses), n_steps=list(self.steps), n_events_trained=list(self.events),
-                         epoch_seconds=list(self.seconds))
+        return FitReport(
+            epoch_losses=list(self.losses),
+            n_steps=list(self.steps),
+            n_events_trained=list(self.events),
+            epoch_seconds=list(self.seconds),
+        )

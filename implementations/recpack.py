@@ -77,12 +77,12 @@ class RecpackAdapter(Adapter):
     study = {"implementation": "Recpack", "variant": "OOB"}
     reproducibility = {
         "installs": "yes: recpack==0.3.6 with torch==2.13.0 on Python 3.11 (resolves numpy 1.26, pandas 2.3); "
-                    "fit fails at its end on torch>=2.6 unless keep_last=True",
+        "fit fails at its end on torch>=2.6 unless keep_last=True",
         "offline": "yes (no download at run time)",
         "pinned": "tox env 'recpack': recpack==0.3.6, torch==2.13.0, numpy<2, pandas<3; recpack pins majors "
-                  "only (numpy==1.*, pandas==2.*, torch==2.*)",
+        "only (numpy==1.*, pandas==2.*, torch==2.*)",
         "hyperparameters": "layers, embedding size, one dropout, lr, batch size, epochs, negatives settable; "
-                           "bpreg fixed at 1.0, init U(-0.01, 0.01), no logQ / sample_alpha / Adagrad momentum",
+        "bpreg fixed at 1.0, init U(-0.01, 0.01), no logQ / sample_alpha / Adagrad momentum",
     }
 
     def __init__(self, device: str = "cpu", variant: str = "cross_entropy", **options: Any) -> None:
@@ -113,8 +113,9 @@ class RecpackAdapter(Adapter):
         return hp
 
     def capabilities(self) -> dict[str, Any]:
-        require_installed("recpack", "recpack",
-                          "run the checks with `tox -e recpack` (installs recpack==0.3.6 with numpy 1.26)")
+        require_installed(
+            "recpack", "recpack", "run the checks with `tox -e recpack` (installs recpack==0.3.6 with numpy 1.26)"
+        )
         v = _VARIANTS[self.variant]
         return {
             "losses": list(v["losses"]),
@@ -163,9 +164,11 @@ class RecpackAdapter(Adapter):
             raise Unsupported("layers", f"recpack's nn.GRU layers share one hidden_size, got {layers}")
         hp["layers"] = layers
         if float(hp["dropout_p_embed"]) != float(hp["dropout_p_hidden"]):
-            raise Unsupported("separate_dropouts",
-                              "recpack has one dropout for the embedding and the GRU output "
-                              f"(dropout_p_embed={hp['dropout_p_embed']} != dropout_p_hidden={hp['dropout_p_hidden']})")
+            raise Unsupported(
+                "separate_dropouts",
+                "recpack has one dropout for the embedding and the GRU output "
+                f"(dropout_p_embed={hp['dropout_p_embed']} != dropout_p_hidden={hp['dropout_p_hidden']})",
+            )
         if self.variant == "neg_sampling" and int(hp["n_sample"]) < 1:
             # GRU4Rec's n_sample=0 means "the other targets of the mini-batch are the only negatives"; recpack has
             # no in-batch negatives, and with num_negatives=0 its losses see no negative at all.
@@ -198,10 +201,10 @@ class RecpackAdapter(Adapter):
         import pandas as pd
         from recpack.matrix import InteractionMatrix
 
-        df = pd.DataFrame({"uid": users.astype(np.int64), "iid": items.astype(np.int64),
-                           "ts": times.astype(np.int64)})
-        return InteractionMatrix(df, item_ix="iid", user_ix="uid", timestamp_ix="ts",
-                                 shape=(int(n_users), len(self.item_ids())))
+        df = pd.DataFrame({"uid": users.astype(np.int64), "iid": items.astype(np.int64), "ts": times.astype(np.int64)})
+        return InteractionMatrix(
+            df, item_ix="iid", user_ix="uid", timestamp_ix="ts", shape=(int(n_users), len(self.item_ids()))
+        )
 
     def fit(self, train_df: Any, n_epochs: int | None = None) -> FitReport:
         if not self.hparams:
@@ -360,11 +363,13 @@ class RecpackAdapter(Adapter):
         b, n = len(seqs), len(ids)
         pos = torch.as_tensor(seqs, dtype=torch.long)
         if self.variant == "neg_sampling":
-            X = self._matrix(np.repeat(np.arange(b), pos.shape[1]), pos.numpy().ravel(),
-                             np.arange(pos.numel(), dtype=np.int64), b)
+            X = self._matrix(
+                np.repeat(np.arange(b), pos.shape[1]), pos.numpy().ravel(), np.arange(pos.numel(), dtype=np.int64), b
+            )
             np.random.seed(int(seed))
-            sampler = SequenceMiniBatchPositivesTargetsNegativesSampler(algo.num_negatives, algo.pad_token,
-                                                                         batch_size=b)
+            sampler = SequenceMiniBatchPositivesTargetsNegativesSampler(
+                algo.num_negatives, algo.pad_token, batch_size=b
+            )
             uids, pos, targets, negatives = next(iter(sampler.sample(X)))
             order = np.argsort(uids.numpy(), kind="stable")
             pos, targets, negatives = pos[order], targets[order], negatives[order]
@@ -443,8 +448,9 @@ class RecpackAdapter(Adapter):
         else:
             from recpack.algorithms import loss_functions as lf
 
-            fn = {"bpr-max": lf.bpr_max_loss, "top1": lf.top1_loss, "top1-max": lf.top1_max_loss,
-                  "bpr": lf.bpr_loss}[loss]
+            fn = {"bpr-max": lf.bpr_max_loss, "top1": lf.top1_loss, "top1-max": lf.top1_max_loss, "bpr": lf.bpr_loss}[
+                loss
+            ]
             mask = ~torch.eye(b, n_cols, dtype=torch.bool)
             pos = torch.diagonal(R).unsqueeze(-1)
             neg = R[mask].view(b, n_cols - 1)
@@ -525,9 +531,16 @@ class _EpochObserver:
                 sid[:n_active] = np.asarray(sessions)[uids[:n_active]]  # active rows come first (sorted by length)
                 pos[:n_active] = state["position"]
                 norms[:n_active] = hidden[0].detach().norm(dim=1).cpu().numpy()
-                trace.append(StepTrace(session_ids=sid, positions=pos, h_in_norms=norms, n_active=n_active,
-                                       negative_ids=None,
-                                       learning_rate=float(algo.optimizer.param_groups[0]["lr"])))
+                trace.append(
+                    StepTrace(
+                        session_ids=sid,
+                        positions=pos,
+                        h_in_norms=norms,
+                        n_active=n_active,
+                        negative_ids=None,
+                        learning_rate=float(algo.optimizer.param_groups[0]["lr"]),
+                    )
+                )
                 state["position"] += int(x.shape[1])
             return forward(x, hidden)
 
@@ -543,8 +556,13 @@ class _EpochObserver:
             obj.__dict__.pop(name, None)
 
     def report(self) -> FitReport:
-        return FitReport(epoch_losses=list(self.losses), n_steps=list(self.steps), n_events_trained=list(self.events),
-                         epoch_seconds=list(self.seconds), trace=self.trace)
+        return FitReport(
+            epoch_losses=list(self.losses),
+            n_steps=list(self.steps),
+            n_events_trained=list(self.events),
+            epoch_seconds=list(self.seconds),
+            trace=self.trace,
+        )
 
 
 @register(name="recpack:cross_entropy", variant="cross_entropy")

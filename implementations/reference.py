@@ -155,17 +155,31 @@ class ReferenceAdapter(Adapter):
 
         def on_step(t: StepTrace) -> None:  # the reference's own record, with the protocol's dtypes
             lr = None if t.learning_rate is None else float(t.learning_rate)
-            traces.append(dataclasses.replace(t, session_ids=np.asarray(t.session_ids),
-                                              positions=np.asarray(t.positions),
-                                              h_in_norms=np.asarray(t.h_in_norms, dtype=np.float64),
-                                              n_active=int(t.n_active), negative_ids=np.asarray(t.negative_ids),
-                                              learning_rate=lr))
+            traces.append(
+                dataclasses.replace(
+                    t,
+                    session_ids=np.asarray(t.session_ids),
+                    positions=np.asarray(t.positions),
+                    h_in_norms=np.asarray(t.h_in_norms, dtype=np.float64),
+                    n_active=int(t.n_active),
+                    negative_ids=np.asarray(t.negative_ids),
+                    learning_rate=lr,
+                )
+            )
 
-        rep = gru.fit(train_df, sample_cache_max_size=self.sample_cache_max_size, n_epochs=n_epochs,
-                      trace=on_step if self._tracing else None)
-        return FitReport(epoch_losses=[float(x) for x in rep.epoch_losses], n_steps=[int(x) for x in rep.n_steps],
-                         n_events_trained=[int(x) for x in rep.n_events_trained],
-                         epoch_seconds=[float(x) for x in rep.epoch_seconds], trace=traces if self._tracing else None)
+        rep = gru.fit(
+            train_df,
+            sample_cache_max_size=self.sample_cache_max_size,
+            n_epochs=n_epochs,
+            trace=on_step if self._tracing else None,
+        )
+        return FitReport(
+            epoch_losses=[float(x) for x in rep.epoch_losses],
+            n_steps=[int(x) for x in rep.n_steps],
+            n_events_trained=[int(x) for x in rep.n_events_trained],
+            epoch_seconds=[float(x) for x in rep.epoch_seconds],
+            trace=traces if self._tracing else None,
+        )
 
     def item_ids(self) -> np.ndarray:
         return np.asarray(self._require_gru().item_ids())
@@ -179,8 +193,9 @@ class ReferenceAdapter(Adapter):
             yield int(sid), int(pos), int(target), np.asarray(row)
 
     def evaluate(self, test_df: Any, cutoffs: Sequence[int] = (1, 5, 10, 20), batch_size: int = 512) -> dict:
-        return self._require_gru().evaluate(test_df, cutoffs=tuple(cutoffs), batch_size=int(batch_size),
-                                            mode="conservative")
+        return self._require_gru().evaluate(
+            test_df, cutoffs=tuple(cutoffs), batch_size=int(batch_size), mode="conservative"
+        )
 
     # -- white-box ---------------------------------------------------------------------------------------
     def loss_on_scores(self, scores: Any, loss: str, **hparams: Any) -> tuple[float, Any]:
@@ -234,16 +249,18 @@ class ReferenceAdapter(Adapter):
         model.score_all = recording_score_all  # instance attribute: sees full-catalogue scoring inside a step
         lookups: list = []
         try:
-            R, _, cap = model.forward_train(cols[-2], y, H, p_embed, p_hidden, gru._gen_dropout, capture=True,
-                                            rows=lookups)
+            R, _, cap = model.forward_train(
+                cols[-2], y, H, p_embed, p_hidden, gru._gen_dropout, capture=True, rows=lookups
+            )
             loss = gru.loss_function(R, y, b) / gru.batch_size
             names = model.param_names()
-            grads = torch.autograd.grad(loss, [model.params[k] for k in names] + [leaf for _, _, leaf in lookups],
-                                        allow_unused=True)
+            grads = torch.autograd.grad(
+                loss, [model.params[k] for k in names] + [leaf for _, _, leaf in lookups], allow_unused=True
+            )
         finally:
             del model.score_all
         shapes.append(tuple(R.shape))
-        gd = gru._collect_grads(names, grads[:len(names)], lookups, grads[len(names):])
+        gd = gru._collect_grads(names, grads[: len(names)], lookups, grads[len(names) :])
         rows = _rows_touched(gd.get("Wy"))
         emb = cap["embedding_out"]
         return {

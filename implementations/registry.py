@@ -27,7 +27,11 @@ from gru4rec_conformance.implementations.base import KNOWN_FAMILY_NAMES, ROLES, 
 __all__ = ["AdapterSpec", "Registry", "RegistryError", "register", "discover", "default_registry"]
 
 _NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_.:@-]*$")
-_SKIP_MODULES = {"gru4rec_conformance.implementations.base", "gru4rec_conformance.implementations.registry", "gru4rec_conformance.implementations.template"}
+_SKIP_MODULES = {
+    "gru4rec_conformance.implementations.base",
+    "gru4rec_conformance.implementations.registry",
+    "gru4rec_conformance.implementations.template",
+}
 
 
 class RegistryError(ValueError):
@@ -104,8 +108,7 @@ class Registry:
         old = self._specs.get(key)
         if old is not None and (old.cls is not spec.cls or dict(old.init_kwargs) != dict(spec.init_kwargs)):
             raise RegistryError(
-                f"implementation name {spec.name!r} (family {spec.family}) registered twice: "
-                f"{old.ref} and {spec.ref}"
+                f"implementation name {spec.name!r} (family {spec.family}) registered twice: {old.ref} and {spec.ref}"
             )
         self._specs[key] = spec
 
@@ -211,7 +214,9 @@ def load_import_path(path: str) -> AdapterSpec:
     try:
         module = importlib.import_module(module_name)
     except Exception as exc:  # the module's own error, reported with its type
-        raise RegistryError(f"--impl {path!r}: cannot import module {module_name!r}: {type(exc).__name__}: {exc}") from exc
+        raise RegistryError(
+            f"--impl {path!r}: cannot import module {module_name!r}: {type(exc).__name__}: {exc}"
+        ) from exc
     obj: Any = module
     for part in qualname.split("."):
         if not hasattr(obj, part):

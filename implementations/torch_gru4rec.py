@@ -285,7 +285,7 @@ class TorchGRU4RecAdapter(Adapter):
         norms = hidden[0].detach().norm(dim=1).cpu().numpy().astype(np.float64)
         target = np.asarray(loc["_target"])
         ids = self.item_ids()
-        negs = ids[target[len(iters):]] if len(target) > len(iters) else np.zeros(0, dtype=np.int64)
+        negs = ids[target[len(iters) :]] if len(target) > len(iters) else np.zeros(0, dtype=np.int64)
         return StepTrace(session_ids=sess.astype(np.int64), positions=(rows - first).astype(np.int64),
                          h_in_norms=norms, n_active=int(len(iters)), negative_ids=np.asarray(negs, dtype=np.int64),
                          learning_rate=float(self.settings["lr"]))  # fmt: skip

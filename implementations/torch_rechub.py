@@ -69,9 +69,9 @@ class TorchRechubGRU4RecAdapter(Adapter):
         "installs": "yes: torch-rechub==0.9.0 with torch==2.13.0 on Python 3.11, numpy 2.4 / pandas 3.1",
         "offline": "yes (no download at run time)",
         "pinned": "tox env 'torch_rechub': torch-rechub==0.9.0, torch==2.13.0; the package itself declares "
-                  "lower bounds only (numpy>=1.19, pandas>=1.2, torch>=1.10)",
+        "lower bounds only (numpy>=1.19, pandas>=1.2, torch>=1.10)",
         "hyperparameters": "lr, batch size, epochs, negatives settable; GRU layer count hard-coded to 2 "
-                           "(num_layers is read but breaks the MLP); no seed argument (global RNGs)",
+        "(num_layers is read but breaks the MLP); no seed argument (global RNGs)",
     }
 
     def __init__(self, device: str = "cpu", **options: Any) -> None:
@@ -88,8 +88,9 @@ class TorchRechubGRU4RecAdapter(Adapter):
         return installed_version("torch-rechub")
 
     def capabilities(self) -> dict[str, Any]:
-        require_installed("torch_rechub", "torch-rechub",
-                          "run the checks with `tox -e torch_rechub` (installs torch-rechub==0.9.0)")
+        require_installed(
+            "torch_rechub", "torch-rechub", "run the checks with `tox -e torch_rechub` (installs torch-rechub==0.9.0)"
+        )
         return {
             "losses": ["cross-entropy"],
             "embedding_modes": ["shared"],
@@ -120,8 +121,13 @@ class TorchRechubGRU4RecAdapter(Adapter):
                 "FitReport observed by wrapping the instance methods train_one_epoch and forward",
             ],
             "hyperparameters": {
-                "constrained_embedding": True, "loss": "cross-entropy", "n_sample": 4,
-                "learning_rate": 0.001, "batch_size": 256, "n_epochs": 10, "optimizer": "adam",
+                "constrained_embedding": True,
+                "loss": "cross-entropy",
+                "n_sample": 4,
+                "learning_rate": 0.001,
+                "batch_size": 256,
+                "n_epochs": 10,
+                "optimizer": "adam",
             },
             "score_semantics": "raw",
             "eval_tie_mode": None,
@@ -179,13 +185,18 @@ class TorchRechubGRU4RecAdapter(Adapter):
         self._item_ids = np.unique(df["ItemId"].to_numpy(dtype=np.int64))
         self._index = {int(i): k + 1 for k, i in enumerate(self._item_ids)}
         n_items = len(self._item_ids)
-        data = pd.DataFrame({"session_id": df["SessionId"].to_numpy(),
-                             "item_id": np.searchsorted(self._item_ids, df["ItemId"].to_numpy(dtype=np.int64)) + 1,
-                             "time": np.arange(len(df), dtype=np.int64)})
+        data = pd.DataFrame(
+            {
+                "session_id": df["SessionId"].to_numpy(),
+                "item_id": np.searchsorted(self._item_ids, df["ItemId"].to_numpy(dtype=np.int64)) + 1,
+                "time": np.arange(len(df), dtype=np.int64),
+            }
+        )
         mode = 2  # list-wise softmax over the positive and neg_ratio negatives
         self._seed()
-        df_train, _ = generate_seq_feature_match(data, "session_id", "item_id", time_col="time", sample_method=0,
-                                                 mode=mode, neg_ratio=int(hp["n_sample"]))
+        df_train, _ = generate_seq_feature_match(
+            data, "session_id", "item_id", time_col="time", sample_method=0, mode=mode, neg_ratio=int(hp["n_sample"])
+        )
         user_profile = pd.DataFrame({"session_id": data["session_id"].unique()})
         item_profile = pd.DataFrame({"item_id": np.arange(1, n_items + 1)})
         x_train = gen_model_input(df_train, user_profile, "session_id", item_profile, "item_id", seq_max_len=_MAX_LEN)
@@ -200,18 +211,32 @@ class TorchRechubGRU4RecAdapter(Adapter):
                                  shared_with="item_id", padding_idx=0)],
         )  # fmt: skip
         self._seed()
-        model = GRU4Rec(self._features["user"], self._features["history"], self._features["item"],
-                        self._features["neg"], user_params={"dims": [d]},
-                        temperature=1.0)
+        model = GRU4Rec(
+            self._features["user"],
+            self._features["history"],
+            self._features["item"],
+            self._features["neg"],
+            user_params={"dims": [d]},
+            temperature=1.0,
+        )
         opt = {"adam": torch.optim.Adam, "adagrad": torch.optim.Adagrad, "sgd": torch.optim.SGD}[hp["optimizer"]]
-        trainer = MatchTrainer(model, mode=mode, optimizer_fn=opt,
-                               optimizer_params={"lr": float(hp["learning_rate"]), "weight_decay": 1e-5},
-                               n_epoch=epochs, device="cpu", model_path=self._tmp)
+        trainer = MatchTrainer(
+            model,
+            mode=mode,
+            optimizer_fn=opt,
+            optimizer_params={"lr": float(hp["learning_rate"]), "weight_decay": 1e-5},
+            n_epoch=epochs,
+            device="cpu",
+            model_path=self._tmp,
+        )
         y = np.zeros(len(df_train), dtype=np.int64)
         gen = MatchDataGenerator(x=x_train, y=y)
-        train_dl, _, _ = gen.generate_dataloader({"session_id": np.ones(1, dtype=np.int64)},
-                                                 {"item_id": np.arange(1, n_items + 1)},
-                                                 batch_size=int(hp["batch_size"]), num_workers=0)
+        train_dl, _, _ = gen.generate_dataloader(
+            {"session_id": np.ones(1, dtype=np.int64)},
+            {"item_id": np.arange(1, n_items + 1)},
+            batch_size=int(hp["batch_size"]),
+            num_workers=0,
+        )
         observer = _Observer(model, trainer)
         try:
             trainer.fit(train_dl)
@@ -235,7 +260,7 @@ class TorchRechubGRU4RecAdapter(Adapter):
         for r, prefix in enumerate(prefixes):
             known = [self._index[int(i)] for i in prefix if int(i) in self._index][-_MAX_LEN:]
             if known:
-                hist[r, _MAX_LEN - len(known):] = known  # 'pre' padding, as gen_model_input
+                hist[r, _MAX_LEN - len(known) :] = known  # 'pre' padding, as gen_model_input
         x_user = {"session_id": np.ones(len(prefixes), dtype=np.int64), "hist_item_id": hist}
         x_item = {"item_id": np.arange(1, len(self._item_ids) + 1, dtype=np.int64)}
         user_dl = DataLoader(PredictDataset(x_user), batch_size=512, shuffle=False, num_workers=0)
@@ -288,5 +313,9 @@ class _Observer:
             obj.__dict__.pop(name, None)
 
     def report(self) -> FitReport:
-        return FitReport(epoch_losses=list(self.losses), n_steps=list(self.steps), n_events_trained=list(self.events),
-                         epoch_seconds=list(self.seconds))
+        return FitReport(
+            epoch_losses=list(self.losses),
+            n_steps=list(self.steps),
+            n_events_trained=list(self.events),
+            epoch_seconds=list(self.seconds),
+        )

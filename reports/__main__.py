@@ -25,8 +25,12 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     sb = sub.add_parser("scoreboard", help="build the cross-implementation scoreboard")
     sb.add_argument("--out", type=Path, default=REPORTS_DIR / "out", help="run output folder (default: reports/out)")
-    sb.add_argument("--verdicts", type=Path, default=REPORTS_DIR / "verdicts",
-                    help="committed verdict reports (default: reports/verdicts; skipped if absent)")
+    sb.add_argument(
+        "--verdicts",
+        type=Path,
+        default=REPORTS_DIR / "verdicts",
+        help="committed verdict reports (default: reports/verdicts; skipped if absent)",
+    )
     rd = sub.add_parser("render", help="(re)write the summaries of run directories from results.jsonl")
     rd.add_argument("run_dirs", nargs="+", type=Path)
     from gru4rec_conformance.reports.checks_catalogue import DEFAULT_OUT

@@ -114,7 +114,9 @@ def write_plots(run: RunData, directory: Path) -> dict[str, str]:
         names = [f"{(r.get('check') or {}).get('id') or ''} {m['name']}".strip() for m, r in metrics]
         ours = np.array([m["value"] for m, _ in metrics], dtype=float)
         ref = np.array([m["reference"] for m, _ in metrics], dtype=float)
-        tol = np.array([m.get("tolerance") if isinstance(m.get("tolerance"), (int, float)) else 0.0 for m, _ in metrics])
+        tol = np.array(
+            [m.get("tolerance") if isinstance(m.get("tolerance"), (int, float)) else 0.0 for m, _ in metrics]
+        )
         x = np.arange(len(metrics))
         fig, ax = plt.subplots(figsize=(min(14.0, max(6.0, 0.5 * len(metrics) + 2)), 3.6))
         ax.bar(x - 0.2, ref, width=0.4, color="#57606a", label="reference", yerr=tol, capsize=3, error_kw={"lw": 1})

@@ -71,7 +71,9 @@ def render_markdown(s: dict[str, Any]) -> str:
     if s["hyperparameters"]:
         lines += [""] + _table(["hyperparameter", "default"], [[k, v] for k, v in s["hyperparameters"]])
 
-    lines += ["", "## Reproducibility card", ""] + _table(["", "", "source"], [[r["field"], r["value"], r["source"]] for r in s["card"]])
+    lines += ["", "## Reproducibility card", ""] + _table(
+        ["", "", "source"], [[r["field"], r["value"], r["source"]] for r in s["card"]]
+    )
 
     lines += ["", "## Expected failures (xfail registry)", ""]
     if s["xfails"]:

@@ -102,7 +102,9 @@ def load_run(directory: Path | str) -> RunData:
         json_path = directory / "results.json"
         if json_path.is_file():  # committed verdicts may keep only the final JSON
             data = json.loads(json_path.read_text(encoding="utf-8"))
-            return RunData(directory, data.get("run", {}), data.get("results", []), data.get("resumes", []), data.get("end"))
+            return RunData(
+                directory, data.get("run", {}), data.get("results", []), data.get("resumes", []), data.get("end")
+            )
         raise RunDirError(f"{directory}: not a run directory (no results.jsonl)")
     records = read_jsonl(path)
     if not records or records[0].get("type") != "run":

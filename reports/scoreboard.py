@@ -139,8 +139,19 @@ def render_markdown(board: dict[str, Any]) -> str:
         for r in rows:
             c = r["counts"]
             metric = "; ".join(f"{n} {d * 100:+.1f}%" for n, d in r["metrics"][:2]) or "–"
-            cells = [r["name"] + (" (reference)" if r["role"] == "reference" else ""), r["version"], r["verdict"], r["status"],
-                     c["passed"], c["failed"], c["error"], c["xfail"], c["xpass"], c["skipped-unsupported"], c["skipped"]]
+            cells = [
+                r["name"] + (" (reference)" if r["role"] == "reference" else ""),
+                r["version"],
+                r["verdict"],
+                r["status"],
+                c["passed"],
+                c["failed"],
+                c["error"],
+                c["xfail"],
+                c["xpass"],
+                c["skipped-unsupported"],
+                c["skipped"],
+            ]
             cells += [r["kinds"].get(k, "–") for k in kinds]
             cells += [metric, f"{r['source']}: {r['where']}"]
             lines.append("| " + " | ".join(str(x).replace("|", "\\|") for x in cells) + " |")

@@ -61,7 +61,9 @@ def _float(x: str | None) -> float | None:
         return None
 
 
-def published(metric: str, dataset: str | None, loss: str | None, study: dict[str, str] | None) -> dict[str, Any] | None:
+def published(
+    metric: str, dataset: str | None, loss: str | None, study: dict[str, str] | None
+) -> dict[str, Any] | None:
     """Published value of ``metric`` for the declared study row, with its change against official best.
 
     Returns ``{"value", "official_best", "delta_rel", "row": "<impl> / <variant>"}`` or None when the

@@ -33,8 +33,15 @@ CARD_FIELDS = {
     "hyperparameters": "Hyperparameters settable (not hard-coded)",
     "pinned": "Dependencies pinned",
 }
-SHORT = {"passed": "pass", "failed": "fail", "error": "error", "xpass": "xpass", "xfail": "xfail",
-         "skipped-unsupported": "n/a", "skipped": "skip"}
+SHORT = {
+    "passed": "pass",
+    "failed": "fail",
+    "error": "error",
+    "xpass": "xpass",
+    "xfail": "xfail",
+    "skipped-unsupported": "n/a",
+    "skipped": "skip",
+}
 NO_KIND = "(no kind)"
 
 
@@ -94,8 +101,12 @@ def _pct(x: float | None) -> str:
 def _datasets_used(results: list[dict[str, Any]]) -> str:
     """The header's dataset when ``--dataset`` was not given: the ``dataset`` values the checks recorded in their
     metric contexts (e.g. ``sst5_standin`` when the fine-tuner checks ran on the synthetic stand-in)."""
-    used = dict.fromkeys(str(m["context"]["dataset"]) for r in results for m in r.get("metrics", [])
-                         if (m.get("context") or {}).get("dataset"))
+    used = dict.fromkeys(
+        str(m["context"]["dataset"])
+        for r in results
+        for m in r.get("metrics", [])
+        if (m.get("context") or {}).get("dataset")
+    )
     return f"(checks' defaults: {', '.join(used)})" if used else "(checks' defaults)"
 
 
@@ -200,7 +211,9 @@ def build_summary(run: RunData, plots: dict[str, str] | None = None, plot_error:
             delta = value - ref if isinstance(value, (int, float)) and isinstance(ref, (int, float)) else None
             rel = delta / abs(ref) if delta is not None and ref else None
             ctx = m.get("context") or {}
-            pub = study.published(m.get("name", ""), ctx.get("dataset") or h.get("dataset"), ctx.get("loss"), impl.get("study"))
+            pub = study.published(
+                m.get("name", ""), ctx.get("dataset") or h.get("dataset"), ctx.get("loss"), impl.get("study")
+            )
             metrics.append({
                 "check": (r.get("check") or {}).get("id") or "–",
                 "nodeid": r["nodeid"],

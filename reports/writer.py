@@ -65,9 +65,13 @@ class RunWriter:
         if record.get("type") == "result":
             self.n_results += 1
 
-    def finish(self, status: str, exitstatus: int, extra: Mapping[str, Any] | None = None, plots: bool = True) -> RunData:
+    def finish(
+        self, status: str, exitstatus: int, extra: Mapping[str, Any] | None = None, plots: bool = True
+    ) -> RunData:
         """Write the ``end`` record, close the file and write the summaries (see :func:`finalize`)."""
-        self.append({"type": "end", "status": status, "exitstatus": int(exitstatus), "finished": utc_now(), **(extra or {})})
+        self.append(
+            {"type": "end", "status": status, "exitstatus": int(exitstatus), "finished": utc_now(), **(extra or {})}
+        )
         self._fh.close()
         return finalize(self.directory, plots=plots)
 

@@ -14,6 +14,7 @@ standard step, the eager static step and the static step in a CUDA graph (miniba
 Exit status 0 even when (a) disagrees (the JSON says so: ``"agree": false``); 2 on a usage error. This script is
 part of the GPU check of benchmarks/gpu/run_gpu_benchmarks.sh; it runs on CPU too (graph rows then say so).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -44,19 +45,48 @@ def lag_sessions(n_sessions=160, n_items=40, seed=3) -> pd.DataFrame:
     lens = rng.integers(2, 10, n_sessions)
     start = rng.integers(0, n_items, n_sessions)
     items = np.concatenate([(s + np.arange(L)) % n_items for s, L in zip(start, lens)])
-    return pd.DataFrame({"SessionId": np.repeat(np.arange(n_sessions), lens), "ItemId": 1000 + items,
-                         "Time": np.arange(len(items), dtype=float)})
+    return pd.DataFrame(
+        {
+            "SessionId": np.repeat(np.arange(n_sessions), lens),
+            "ItemId": 1000 + items,
+            "Time": np.arange(len(items), dtype=float),
+        }
+    )
 
 
 CONFIGS = {
-    "shared/xe/dropout": dict(constrained_embedding=True, loss="cross-entropy", logq=1.0, sample_alpha=0.5,
-                              dropout_p_embed=0.3, dropout_p_hidden=0.2, momentum=0.0),
-    "shared/bprmax/dropout+momentum": dict(constrained_embedding=True, loss="bpr-max", elu_param=1.0, bpreg=1.0,
-                                           sample_alpha=0.3, dropout_p_embed=0.3, dropout_p_hidden=0.2, momentum=0.4),
-    "separate/xe/momentum": dict(constrained_embedding=False, embedding=12, loss="cross-entropy", logq=1.0,
-                                 sample_alpha=0.5, momentum=0.4),
-    "none/bprmax/dropout+momentum": dict(constrained_embedding=False, embedding=0, loss="bpr-max", elu_param=0.5,
-                                         dropout_p_embed=0.3, dropout_p_hidden=0.2, momentum=0.4, layers=[24, 16]),
+    "shared/xe/dropout": dict(
+        constrained_embedding=True,
+        loss="cross-entropy",
+        logq=1.0,
+        sample_alpha=0.5,
+        dropout_p_embed=0.3,
+        dropout_p_hidden=0.2,
+        momentum=0.0,
+    ),
+    "shared/bprmax/dropout+momentum": dict(
+        constrained_embedding=True,
+        loss="bpr-max",
+        elu_param=1.0,
+        bpreg=1.0,
+        sample_alpha=0.3,
+        dropout_p_embed=0.3,
+        dropout_p_hidden=0.2,
+        momentum=0.4,
+    ),
+    "separate/xe/momentum": dict(
+        constrained_embedding=False, embedding=12, loss="cross-entropy", logq=1.0, sample_alpha=0.5, momentum=0.4
+    ),
+    "none/bprmax/dropout+momentum": dict(
+        constrained_embedding=False,
+        embedding=0,
+        loss="bpr-max",
+        elu_param=0.5,
+        dropout_p_embed=0.3,
+        dropout_p_hidden=0.2,
+        momentum=0.4,
+        layers=[24, 16],
+    ),
 }
 
 
@@ -75,9 +105,13 @@ def agreement(device: str) -> dict:
         worst = max(float(np.max(np.abs(wa[k] - wb[k])) / (np.max(np.abs(wa[k])) or 1.0)) for k in wa)
         bitwise = all(np.array_equal(wa[k], wb[k]) for k in wa)
         loss_rel = max(abs(a - b) / abs(a) for a, b in zip(ra.epoch_losses, rb.epoch_losses))
-        out[name] = {"max_rel_weight_diff": worst, "bitwise": bitwise, "max_rel_epoch_loss_diff": loss_rel,
-                     "agree": bool(worst <= TOL and loss_rel <= TOL and ra.n_steps == rb.n_steps),
-                     "static_step_info": info}
+        out[name] = {
+            "max_rel_weight_diff": worst,
+            "bitwise": bitwise,
+            "max_rel_epoch_loss_diff": loss_rel,
+            "agree": bool(worst <= TOL and loss_rel <= TOL and ra.n_steps == rb.n_steps),
+            "static_step_info": info,
+        }
     return out
 
 
@@ -99,10 +133,13 @@ def speed(device: str, sessions: int) -> dict:
             t0 = time.perf_counter()
             rep = g.fit(df, sample_cache_max_size=cache)
             wall = time.perf_counter() - t0
-            out[f"{loss}/{label}"] = {"epoch_seconds": rep.epoch_seconds[0], "fit_seconds": wall,
-                                      "minibatches": rep.n_steps[0],
-                                      "minibatches_per_s": rep.n_steps[0] / rep.epoch_seconds[0],
-                                      "step_info": dict(g.step_info)}
+            out[f"{loss}/{label}"] = {
+                "epoch_seconds": rep.epoch_seconds[0],
+                "fit_seconds": wall,
+                "minibatches": rep.n_steps[0],
+                "minibatches_per_s": rep.n_steps[0] / rep.epoch_seconds[0],
+                "step_info": dict(g.step_info),
+            }
         base = out[f"{loss}/standard"]["epoch_seconds"]
         for label, _, _ in variants:
             out[f"{loss}/{label}"]["speedup_over_standard"] = base / out[f"{loss}/{label}"]["epoch_seconds"]
@@ -118,9 +155,13 @@ def main(argv=None) -> int:
     if args.device.startswith("cuda") and not torch.cuda.is_available():
         ap.error("--device cuda: CUDA is not available")
     torch.set_num_threads(int(os.environ.get("GRU4REC_BENCH_THREADS", "1")))
-    res = {"device": args.device, "torch": torch.__version__,
-           "gpu": torch.cuda.get_device_name() if args.device.startswith("cuda") else None,
-           "cuda": torch.version.cuda, "tolerance": TOL}
+    res = {
+        "device": args.device,
+        "torch": torch.__version__,
+        "gpu": torch.cuda.get_device_name() if args.device.startswith("cuda") else None,
+        "cuda": torch.version.cuda,
+        "tolerance": TOL,
+    }
     t0 = time.perf_counter()
     res["agreement"] = agreement(args.device)
     res["agree"] = all(v["agree"] for v in res["agreement"].values())
@@ -132,8 +173,10 @@ def main(argv=None) -> int:
     print(json.dumps({k: v for k, v in res.items() if k != "speed"}, indent=1, default=str)[:3000])
     for k, v in (res.get("speed") or {}).items():
         if isinstance(v, dict):
-            print(f"{k:<32} {v['minibatches_per_s']:8.1f} mb/s  {v['epoch_seconds']:7.2f} s  "
-                  f"x{v['speedup_over_standard']:.2f} vs standard  graph={v['step_info'].get('cuda_graph')}")
+            print(
+                f"{k:<32} {v['minibatches_per_s']:8.1f} mb/s  {v['epoch_seconds']:7.2f} s  "
+                f"x{v['speedup_over_standard']:.2f} vs standard  graph={v['step_info'].get('cuda_graph')}"
+            )
     return 0
 
 

@@ -111,24 +111,40 @@ class Codec:
         if isinstance(value, (set, frozenset)):
             return {"__set__": [self.encode(v, f"{where}{{}}") for v in sorted(value, key=repr)]}
         if isinstance(value, dict):
-            return {"__dict__": [[self.encode(k, f"{where} key"), self.encode(v, f"{where}[{k!r}]")] for k, v in value.items()]}
+            return {
+                "__dict__": [
+                    [self.encode(k, f"{where} key"), self.encode(v, f"{where}[{k!r}]")] for k, v in value.items()
+                ]
+            }
         caps = _capabilities_base()
         if caps is not None and isinstance(value, caps):
             return {"__capabilities__": _class_ref(type(value)), "data": value.to_dict()}
         if dataclasses.is_dataclass(value) and getattr(value, "__exchange__", False):
-            fields = {f.name: self.encode(getattr(value, f.name), f"{where}.{f.name}") for f in dataclasses.fields(value)}
+            fields = {
+                f.name: self.encode(getattr(value, f.name), f"{where}.{f.name}") for f in dataclasses.fields(value)
+            }
             return {"__dataclass__": _class_ref(type(value)), "fields": fields}
         pd = _pandas_if_loaded()
         if pd is not None and isinstance(value, pd.DataFrame):
             names = [str(c) for c in value.columns]
             if len(set(names)) != len(names):
-                raise ExchangeError(f"{where}: DataFrame column names must be unique strings, got {list(value.columns)}")
-            cols = [self._encode_array(_column_array(value[c], f"{where}[{c!r}]"), f"{where}[{c!r}]") for c in value.columns]
+                raise ExchangeError(
+                    f"{where}: DataFrame column names must be unique strings, got {list(value.columns)}"
+                )
+            cols = [
+                self._encode_array(_column_array(value[c], f"{where}[{c!r}]"), f"{where}[{c!r}]") for c in value.columns
+            ]
             return {"__dataframe__": {"columns": names, "data": cols}}
         if pd is not None and isinstance(value, pd.Series):
-            return {"__series__": {"name": None if value.name is None else str(value.name),
-                                   "data": self._encode_array(_column_array(value, where), where)}}
-        raise ExchangeError(f"{where}: values of type {type(value).__module__}.{type(value).__qualname__} cannot be exchanged")
+            return {
+                "__series__": {
+                    "name": None if value.name is None else str(value.name),
+                    "data": self._encode_array(_column_array(value, where), where),
+                }
+            }
+        raise ExchangeError(
+            f"{where}: values of type {type(value).__module__}.{type(value).__qualname__} cannot be exchanged"
+        )
 
     def _encode_array(self, arr: np.ndarray, where: str) -> Any:
         if arr.dtype.kind not in _SAFE_KINDS:
@@ -156,7 +172,10 @@ class Codec:
                 if arr.dtype.kind not in "biuf":
                     return None
                 kinds.append("scalar")
-            elif all(isinstance(v, np.ndarray) and v.dtype.kind in "biuf" for v in col) and len({v.shape for v in col}) == 1:
+            elif (
+                all(isinstance(v, np.ndarray) and v.dtype.kind in "biuf" for v in col)
+                and len({v.shape for v in col}) == 1
+            ):
                 arr = np.stack(col)
                 kinds.append("array")
             else:
@@ -172,8 +191,13 @@ class Codec:
             return None
         lengths = np.fromiter((len(s) for s in items), dtype=np.int64, count=len(items))
         flat = np.fromiter((int(v) for s in items for v in s), dtype=np.int64, count=int(lengths.sum()))
-        return {"__ragged__": {"values": self._encode_array(flat, where), "lengths": self._encode_array(lengths, where),
-                               "tuples": isinstance(items[0], tuple)}}
+        return {
+            "__ragged__": {
+                "values": self._encode_array(flat, where),
+                "lengths": self._encode_array(lengths, where),
+                "tuples": isinstance(items[0], tuple),
+            }
+        }
 
     # -- decoding ----------------------------------------------------------------------------------------
     def decode(self, obj: Any) -> Any:
@@ -204,7 +228,7 @@ class Codec:
             values, lengths = self.decode(r["values"]), self.decode(r["lengths"])
             bounds = np.concatenate([[0], np.cumsum(lengths)])
             conv = tuple if r.get("tuples") else list
-            return [conv(values[bounds[i]:bounds[i + 1]].tolist()) for i in range(len(lengths))]
+            return [conv(values[bounds[i] : bounds[i + 1]].tolist()) for i in range(len(lengths))]
         if "__dataframe__" in obj:
             import pandas as pd
 
@@ -229,7 +253,13 @@ class Codec:
         raise ExchangeError(f"unknown exchange tag {next(iter(obj))!r}")
 
     def _load(self, name: str) -> np.ndarray:
-        if not isinstance(name, str) or "/" in name or "\\" in name or name.startswith(".") or not name.endswith(".npy"):
+        if (
+            not isinstance(name, str)
+            or "/" in name
+            or "\\" in name
+            or name.startswith(".")
+            or not name.endswith(".npy")
+        ):
             raise ExchangeError(f"refusing exchange file name {name!r}")
         arr: np.ndarray = np.load(self.directory / name, allow_pickle=False)
         return arr

@@ -60,8 +60,9 @@ def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool 
         if family not in state.ignored_families:
             state.ignored_families.append(family)
             selected = ", ".join(s.label for s in state.specs)
-            state.notes.append(f"{family} checks not collected: no selected implementation of family {family} "
-                               f"(selected: {selected})")
+            state.notes.append(
+                f"{family} checks not collected: no selected implementation of family {family} (selected: {selected})"
+            )
         return True
     return None
 
@@ -79,7 +80,7 @@ def family_of(node: pytest.Item, state: State) -> str | None:
     parts = Path(str(node.path)).parts
     if "conformance" not in parts:
         return None
-    after = parts[len(parts) - 1 - parts[::-1].index("conformance") + 1:]
+    after = parts[len(parts) - 1 - parts[::-1].index("conformance") + 1 :]
     if after and after[0] in known:
         return after[0]
     raise HarnessError(
@@ -218,7 +219,7 @@ def check_id(item: pytest.Item) -> str:
             rel = path.relative_to(root).as_posix()
         except ValueError:
             continue
-        return rel + nodeid[nodeid.index("::"):] if "::" in nodeid else rel
+        return rel + nodeid[nodeid.index("::") :] if "::" in nodeid else rel
     return nodeid
 
 
@@ -322,8 +323,9 @@ def apply_xfails(state: State, session: pytest.Session, handle: ImplHandle, item
     context = when_context(handle.device, handle.version, ("numpy", "pandas", "torch", "tensorflow", "transformers"))
     impl_id = spec.name
     for entry in xf.entries:
-        matched = [it for it in items
-                   if pattern_matches(entry.pattern, strip_impl_param(check_id(it), impl_id), check_id(it))]
+        matched = [
+            it for it in items if pattern_matches(entry.pattern, strip_impl_param(check_id(it), impl_id), check_id(it))
+        ]
         if not matched:
             file_part = pattern_file_part(entry.pattern)
             on_disk = [(r, f) for r in roots for f in (files_matching(r, file_part) if file_part else [])]
@@ -345,4 +347,3 @@ def apply_xfails(state: State, session: pytest.Session, handle: ImplHandle, item
             else:
                 it.add_marker(pytest.mark.xfail(reason=reason, strict=True))
     return errors
-

@@ -97,8 +97,14 @@ def reference_impl(request: pytest.FixtureRequest) -> Impl:
     handle = state.reference_handles.get(family)
     if handle is None:
         o = state.options
-        handle = ImplHandle(refs[0], device=o.device, seeds=o.seeds, dataset=o.dataset,
-                            isolation="always" if o.isolation == "always" else "never", settings=o.settings)
+        handle = ImplHandle(
+            refs[0],
+            device=o.device,
+            seeds=o.seeds,
+            dataset=o.dataset,
+            isolation="always" if o.isolation == "always" else "never",
+            settings=o.settings,
+        )
         state.reference_handles[family] = handle
     return _impl_view(request, handle)
 

@@ -281,8 +281,9 @@ class Impl:
 
         Its results are validated against the protocol (:mod:`conformance._harness.validation`): a malformed
         result fails the check with a message naming the adapter and the method."""
-        adapter = checked(self.handle.new_adapter(timeout_kind=lambda: (self._kind, self._timeout)), self.name,
-                          self.family)
+        adapter = checked(
+            self.handle.new_adapter(timeout_kind=lambda: (self._kind, self._timeout)), self.name, self.family
+        )
         (self.handle._session_adapters if self._making_shared else self._adapters).append(adapter)
         return adapter
 

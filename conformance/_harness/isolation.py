@@ -111,7 +111,9 @@ class WorkerCallError(WorkerError):
         self.remote_traceback = remote_traceback
 
     def __str__(self) -> str:
-        return super().__str__() + ("\n--- remote traceback ---\n" + self.remote_traceback.rstrip() if self.remote_traceback else "")
+        return super().__str__() + (
+            "\n--- remote traceback ---\n" + self.remote_traceback.rstrip() if self.remote_traceback else ""
+        )
 
 
 class WorkerCrashed(WorkerError):
@@ -324,7 +326,9 @@ class WorkerProxy:
     # -- public ----------------------------------------------------------------------------------------
     def __getattr__(self, name: str) -> Any:
         if name.startswith("_") or name not in self.__dict__.get("_methods", ()):
-            raise AttributeError(f"{type(self).__name__} for {self.__dict__.get('_label', '?')!r} has no attribute {name!r}")
+            raise AttributeError(
+                f"{type(self).__name__} for {self.__dict__.get('_label', '?')!r} has no attribute {name!r}"
+            )
         return lambda *args, **kwargs: self.call(name, *args, **kwargs)
 
     def capabilities(self) -> Any:
@@ -436,7 +440,9 @@ class WorkerProxy:
         if self._settings.network == "deny" and not self._needs_network:
             prefix, self.isolation_info = network_isolation()
         else:
-            self.isolation_info = "not isolated: network allowed" + (" (adapter needs it)" if self._needs_network else "")
+            self.isolation_info = "not isolated: network allowed" + (
+                " (adapter needs it)" if self._needs_network else ""
+            )
         cmd = prefix + [self._python, "-m", "gru4rec_conformance.conformance._harness.worker", str(to_child_r), str(from_child_w),
                         str(self._dir / "xchg")]  # fmt: skip
         self._stdout = open(self._dir / "stdout.log", "wb")
@@ -531,7 +537,9 @@ class WorkerProxy:
         if limit is not None:
             rss = _tree_rss_mb(self._proc.pid)
             if rss > limit:
-                self._fail(WorkerMemoryExceeded, f"{what}: worker memory {rss:.0f} MiB exceeded the limit of {limit:.0f} MiB")
+                self._fail(
+                    WorkerMemoryExceeded, f"{what}: worker memory {rss:.0f} MiB exceeded the limit of {limit:.0f} MiB"
+                )
         if time.monotonic() > deadline:
             self._fail(WorkerTimeout, f"{what}: no answer within the timeout of {timeout:g} s")
 

@@ -74,48 +74,129 @@ class Options:
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     g = parser.getgroup("conformance", "conformance suite (GRU4Rec and fine-tuner implementations)")
-    g.addoption("--impl", action="append", dest="conformance_impl", default=None, metavar="NAME",
-                help="implementation under test: a registered name, 'all', or some.module:AdapterClass; repeatable "
-                     f"and comma-separated (env {ENV_IMPL})")
-    g.addoption("--device", dest="conformance_device", choices=("cpu", "cuda"), default="cpu",
-                help="device the implementations run on (default cpu)")
-    g.addoption("--dataset", dest="conformance_dataset", default=None, metavar="NAME",
-                help="dataset of the metric-conformance checks (default: each check's own)")
-    g.addoption("--seeds", dest="conformance_seeds", default=None, metavar="S1,S2,...",
-                help=f"seeds for checks that repeat over seeds (default {','.join(map(str, DEFAULT_SEEDS))})")
-    g.addoption("--gate", action="store_true", dest="conformance_gate",
-                help="CI gate: fail on any failure not covered by a declared xfail, on unmatched xfail entries, "
-                     "and when no check ran")
-    g.addoption("--resume", action="append", dest="conformance_resume", default=[], metavar="RUN_DIR",
-                help="continue a run directory: skip checks that already have a verdict there for the same "
-                     "implementation and suite version (repeatable, one per implementation)")
-    g.addoption("--xfail-mark", dest="conformance_xfail_mark", choices=("xfail", "skip"),
-                default=os.environ.get("GRU4REC_XFAIL_MARK", "xfail"),
-                help="apply xfail-registry entries as strict xfail (default) or skip them (faster)")
-    g.addoption("--xfails", action="append", dest="conformance_xfails", default=[], metavar="TOML",
-                help="xfail file of an outside adapter (its 'implementation' key names it); overrides "
-                     "conformance/xfails/<impl>.toml")
-    g.addoption("--report-dir", dest="conformance_report_dir", default=os.environ.get("GRU4REC_REPORT_DIR"),
-                metavar="DIR", help="where run directories go (default <rootdir>/reports/out)")
-    g.addoption("--no-report", action="store_true", dest="conformance_no_report",
-                help="do not write a report (results.jsonl and summaries)")
-    g.addoption("--no-report-plots", action="store_true", dest="conformance_no_plots",
-                help="write the report without PNG plots (faster; e.g. for meta-tests over many mutants)")
-    g.addoption("--isolation", dest="conformance_isolation", choices=("auto", "always", "never"),
-                default=os.environ.get("GRU4REC_ISOLATION", "auto"),
-                help="run adapters in worker processes: auto (adapters declaring isolated=True), always, never")
-    g.addoption("--call-timeout", dest="conformance_call_timeout", type=float, default=None, metavar="SECONDS",
-                help="timeout of every worker call (default: per check kind, "
-                     + ", ".join(f"{k} {v:g}s" for k, v in DEFAULT_TIMEOUTS_S.items()) + ")")
-    g.addoption("--worker-memory-mb", dest="conformance_worker_memory", type=float, default=None, metavar="MiB",
-                help="kill a worker whose resident memory exceeds this (default 80%% of RAM; 0 = no limit)")
-    g.addoption("--worker-network", dest="conformance_worker_network", choices=("deny", "allow"), default="deny",
-                help="cut workers off the network where the platform allows (default deny)")
+    g.addoption(
+        "--impl",
+        action="append",
+        dest="conformance_impl",
+        default=None,
+        metavar="NAME",
+        help="implementation under test: a registered name, 'all', or some.module:AdapterClass; repeatable "
+        f"and comma-separated (env {ENV_IMPL})",
+    )
+    g.addoption(
+        "--device",
+        dest="conformance_device",
+        choices=("cpu", "cuda"),
+        default="cpu",
+        help="device the implementations run on (default cpu)",
+    )
+    g.addoption(
+        "--dataset",
+        dest="conformance_dataset",
+        default=None,
+        metavar="NAME",
+        help="dataset of the metric-conformance checks (default: each check's own)",
+    )
+    g.addoption(
+        "--seeds",
+        dest="conformance_seeds",
+        default=None,
+        metavar="S1,S2,...",
+        help=f"seeds for checks that repeat over seeds (default {','.join(map(str, DEFAULT_SEEDS))})",
+    )
+    g.addoption(
+        "--gate",
+        action="store_true",
+        dest="conformance_gate",
+        help="CI gate: fail on any failure not covered by a declared xfail, on unmatched xfail entries, "
+        "and when no check ran",
+    )
+    g.addoption(
+        "--resume",
+        action="append",
+        dest="conformance_resume",
+        default=[],
+        metavar="RUN_DIR",
+        help="continue a run directory: skip checks that already have a verdict there for the same "
+        "implementation and suite version (repeatable, one per implementation)",
+    )
+    g.addoption(
+        "--xfail-mark",
+        dest="conformance_xfail_mark",
+        choices=("xfail", "skip"),
+        default=os.environ.get("GRU4REC_XFAIL_MARK", "xfail"),
+        help="apply xfail-registry entries as strict xfail (default) or skip them (faster)",
+    )
+    g.addoption(
+        "--xfails",
+        action="append",
+        dest="conformance_xfails",
+        default=[],
+        metavar="TOML",
+        help="xfail file of an outside adapter (its 'implementation' key names it); overrides "
+        "conformance/xfails/<impl>.toml",
+    )
+    g.addoption(
+        "--report-dir",
+        dest="conformance_report_dir",
+        default=os.environ.get("GRU4REC_REPORT_DIR"),
+        metavar="DIR",
+        help="where run directories go (default <rootdir>/reports/out)",
+    )
+    g.addoption(
+        "--no-report",
+        action="store_true",
+        dest="conformance_no_report",
+        help="do not write a report (results.jsonl and summaries)",
+    )
+    g.addoption(
+        "--no-report-plots",
+        action="store_true",
+        dest="conformance_no_plots",
+        help="write the report without PNG plots (faster; e.g. for meta-tests over many mutants)",
+    )
+    g.addoption(
+        "--isolation",
+        dest="conformance_isolation",
+        choices=("auto", "always", "never"),
+        default=os.environ.get("GRU4REC_ISOLATION", "auto"),
+        help="run adapters in worker processes: auto (adapters declaring isolated=True), always, never",
+    )
+    g.addoption(
+        "--call-timeout",
+        dest="conformance_call_timeout",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="timeout of every worker call (default: per check kind, "
+        + ", ".join(f"{k} {v:g}s" for k, v in DEFAULT_TIMEOUTS_S.items())
+        + ")",
+    )
+    g.addoption(
+        "--worker-memory-mb",
+        dest="conformance_worker_memory",
+        type=float,
+        default=None,
+        metavar="MiB",
+        help="kill a worker whose resident memory exceeds this (default 80%% of RAM; 0 = no limit)",
+    )
+    g.addoption(
+        "--worker-network",
+        dest="conformance_worker_network",
+        choices=("deny", "allow"),
+        default="deny",
+        help="cut workers off the network where the platform allows (default deny)",
+    )
     env_threads = os.environ.get("GRU4REC_WORKER_THREADS", "")
-    g.addoption("--worker-threads", dest="conformance_worker_threads", type=int,
-                default=int(env_threads) if env_threads.isdigit() else None, metavar="N",
-                help="OMP/MKL/OpenBLAS and torch threads of each worker (default: OMP_NUM_THREADS etc. as set "
-                     "here, else 1; env GRU4REC_WORKER_THREADS)")
+    g.addoption(
+        "--worker-threads",
+        dest="conformance_worker_threads",
+        type=int,
+        default=int(env_threads) if env_threads.isdigit() else None,
+        metavar="N",
+        help="OMP/MKL/OpenBLAS and torch threads of each worker (default: OMP_NUM_THREADS etc. as set "
+        "here, else 1; env GRU4REC_WORKER_THREADS)",
+    )
     g.addoption("--keep-worker-dirs", action="store_true", dest="conformance_keep_worker_dirs",
                 help="keep worker temporary directories (debugging)")  # fmt: skip
 
@@ -157,9 +238,13 @@ def read_options(config: pytest.Config) -> Options:
 def check_options(options: Options) -> None:
     """Raise ``pytest.UsageError`` for values the environment defaults let through or that contradict."""
     if options.xfail_mark not in ("xfail", "skip"):
-        raise pytest.UsageError(f"--xfail-mark / GRU4REC_XFAIL_MARK must be 'xfail' or 'skip', got {options.xfail_mark!r}")
+        raise pytest.UsageError(
+            f"--xfail-mark / GRU4REC_XFAIL_MARK must be 'xfail' or 'skip', got {options.xfail_mark!r}"
+        )
     if options.isolation not in ("auto", "always", "never"):
-        raise pytest.UsageError(f"--isolation / GRU4REC_ISOLATION must be auto, always or never, got {options.isolation!r}")
+        raise pytest.UsageError(
+            f"--isolation / GRU4REC_ISOLATION must be auto, always or never, got {options.isolation!r}"
+        )
     if options.gate and options.xfail_mark == "skip":
         raise pytest.UsageError("--gate needs strict xfails: do not combine it with --xfail-mark=skip")
     _check_worker_limits(options.settings)
@@ -175,7 +260,9 @@ def _parse_seeds(raw: str | None) -> list[int]:
         try:
             seed = int(tok)
         except ValueError:
-            raise pytest.UsageError(f"--seeds {raw!r}: {tok!r} is not an integer (expected e.g. --seeds 1,2,3)") from None
+            raise pytest.UsageError(
+                f"--seeds {raw!r}: {tok!r} is not an integer (expected e.g. --seeds 1,2,3)"
+            ) from None
         if not 0 <= seed < MAX_SEED:
             # numpy's SeedSequence refuses negative seeds and np.random.seed those >= 2**32, deep inside checks
             raise pytest.UsageError(f"--seeds {raw!r}: seed {seed} is out of range; seeds are integers in "

@@ -58,7 +58,7 @@ def _skip_reason(longrepr: object) -> str:
         text = str(longrepr[2])
     else:
         text = str(longrepr or "")
-    return text[len("Skipped: "):] if text.startswith("Skipped: ") else text
+    return text[len("Skipped: ") :] if text.startswith("Skipped: ") else text
 
 
 def _failure_reason(report: pytest.TestReport) -> str:
@@ -207,7 +207,11 @@ class Recorder:
                 else:
                     outcome = "skipped-unsupported" if unsupported else "skipped"
                     reason = _skip_reason(call.longrepr)
-        if teardown is not None and teardown.failed and outcome in ("passed", "xfail", "skipped", "skipped-unsupported"):
+        if (
+            teardown is not None
+            and teardown.failed
+            and outcome in ("passed", "xfail", "skipped", "skipped-unsupported")
+        ):
             outcome, reason = "error", f"teardown failed: {_failure_reason(teardown)}"
         return outcome, reason, details
 
@@ -229,4 +233,3 @@ def impl_from_nodeid(nodeid: str, names: list[str]) -> str | None:
     params = "-" + nodeid.split("[", 1)[1].rstrip("]") + "-"
     hits = [n for n in names if f"-{n}-" in params]
     return max(hits, key=len) if hits else None
-

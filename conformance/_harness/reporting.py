@@ -215,6 +215,7 @@ def _reporter_name(config: pytest.Config) -> str:
 
 def start_recording(state: State) -> None:
     """Controller side: make the recorder and register the :class:`Reporter` that feeds it."""
+
     def sink(name: str, family: str | None) -> RunSink | None:
         return writer_for(state, name, family) if state.options.report_enabled else None
 
@@ -261,9 +262,12 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int | pytest.ExitC
         try:
             # "reused" is known only after collection (on xdist: when the workers are down), after the
             # resume record was written at session start: the end record carries it (reports.results.load_run)
-            writer.finish(status, int(session.exitstatus), {"gate": result if state.options.gate else None,
-                                                            "reused": state.reused.get(name, 0)},
-                          plots=state.options.plots)
+            writer.finish(
+                status,
+                int(session.exitstatus),
+                {"gate": result if state.options.gate else None, "reused": state.reused.get(name, 0)},
+                plots=state.options.plots,
+            )
         except Exception as exc:  # the run's verdicts are in results.jsonl; say why the summary is missing
             state.notes.append(f"report of {name}: summaries not written ({type(exc).__name__}: {exc}); "
                                f"run: python -m gru4rec_conformance.reports render {writer.directory}")  # fmt: skip
@@ -294,4 +298,3 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, exitstatu
         tr.write_sep("-", "conformance")
         for line in lines:
             tr.write_line(line)
-

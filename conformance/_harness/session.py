@@ -85,8 +85,10 @@ def _check_family_extras(state: State) -> None:
         if missing:
             names = ", ".join(s.name for s in state.specs if s.family == family)
             extra = f"pip install 'gru4rec-conformance[{fam.extra}]'" if fam and fam.extra else "install them"
-            raise pytest.UsageError(f"--impl {names}: the {family} checks need {', '.join(missing)}, which "
-                                    f"{'is' if len(missing) == 1 else 'are'} not installed here: {extra}")
+            raise pytest.UsageError(
+                f"--impl {names}: the {family} checks need {', '.join(missing)}, which "
+                f"{'is' if len(missing) == 1 else 'are'} not installed here: {extra}"
+            )
 
 
 def _sigterm_to_interrupt(signum: int, frame: FrameType | None) -> None:

@@ -170,14 +170,19 @@ class CheckedAdapter:
         if not finite.all():
             n_nan = int(np.isnan(arr).sum())
             n_inf = int((~finite).sum()) - n_nan
-            self._fail(method, f"{n_nan} NaN and {n_inf} infinite score(s) ({_first_bad(~finite)})",
-                       "expected finite scores")
+            self._fail(
+                method, f"{n_nan} NaN and {n_inf} infinite score(s) ({_first_bad(~finite)})", "expected finite scores"
+            )
 
     def score_prefixes(self, prefixes: Iterable[Iterable[int]], *args: Any, **kwargs: Any) -> Any:
         prefixes = prefixes if hasattr(prefixes, "__len__") else list(prefixes)
         value = self._adapter.score_prefixes(prefixes, *args, **kwargs)
-        self._check_scores("score_prefixes", value, (len(cast(Sized, prefixes)), self._n_items()),
-                           "(len(prefixes), len(item_ids())): one row per prefix, one column per item")
+        self._check_scores(
+            "score_prefixes",
+            value,
+            (len(cast(Sized, prefixes)), self._n_items()),
+            "(len(prefixes), len(item_ids())): one row per prefix, one column per item",
+        )
         return value
 
     def score_stream(self, test_df: Any, batch_size: int, *args: Any, **kwargs: Any) -> Any:

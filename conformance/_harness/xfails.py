@@ -131,7 +131,9 @@ def load_xfail_file(path: Path, expected_impl: str | None = None) -> XfailFile:
     data = _toml_load(path)
     unknown_top = sorted(set(data) - {"implementation", "xfail"})
     if unknown_top:
-        raise XfailRegistryError(f"{path}: unknown top-level key(s) {unknown_top}; expected 'implementation' and [[xfail]] entries")
+        raise XfailRegistryError(
+            f"{path}: unknown top-level key(s) {unknown_top}; expected 'implementation' and [[xfail]] entries"
+        )
     impl = data.get("implementation", expected_impl)
     if not isinstance(impl, str) or not impl:
         raise XfailRegistryError(f"{path}: 'implementation = \"<name>\"' is required in this file")
@@ -191,7 +193,7 @@ def strip_impl_param(nodeid: str, impl_id: str) -> str:
         return head
     for old, _new in ((f"{impl_id}-", ""),):
         if params.startswith(old):
-            return f"{head}[{params[len(old):]}]"
+            return f"{head}[{params[len(old) :]}]"
     if params.endswith(f"-{impl_id}"):
         return f"{head}[{params[: -len(impl_id) - 1]}]"
     if f"-{impl_id}-" in params:
@@ -236,7 +238,12 @@ def when_context(device: str, impl_version: str, distributions: Iterable[str] = 
     """Values the ``when`` conditions are evaluated against."""
     import importlib.metadata
 
-    ctx = {"device": device, "platform": sys.platform, "python": platform.python_version(), "impl_version": impl_version}
+    ctx = {
+        "device": device,
+        "platform": sys.platform,
+        "python": platform.python_version(),
+        "impl_version": impl_version,
+    }
     for dist in distributions:
         try:
             ctx[dist] = importlib.metadata.version(dist)

@@ -12,8 +12,13 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 
 # Offline, quiet transformers for every check (FT-23, docs/checks.md).
-for _k, _v in {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TRANSFORMERS_VERBOSITY": "error",
-               "HF_HUB_DISABLE_PROGRESS_BARS": "1", "TOKENIZERS_PARALLELISM": "false"}.items():
+for _k, _v in {
+    "HF_HUB_OFFLINE": "1",
+    "TRANSFORMERS_OFFLINE": "1",
+    "TRANSFORMERS_VERBOSITY": "error",
+    "HF_HUB_DISABLE_PROGRESS_BARS": "1",
+    "TOKENIZERS_PARALLELISM": "false",
+}.items():
     os.environ.setdefault(_k, _v)
 
 import torch  # noqa: E402
@@ -62,9 +67,11 @@ def sst5_real(sst5_data):
     """The full fine-grained splits of the real SST-5, for checks that assert its standard split sizes; skipped
     with the reason on the synthetic stand-in."""
     if not sst5_data.real:
-        pytest.skip(f"asserts the real SST-5 split sizes (8544/1101/2210, binary 6920/872/1821); this run uses the "
-                    f"synthetic stand-in ({sst5_data.name}): set GRU4REC_SHARED_DATA to the folder holding "
-                    "sst5/stsa.fine.*")
+        pytest.skip(
+            f"asserts the real SST-5 split sizes (8544/1101/2210, binary 6920/872/1821); this run uses the "
+            f"synthetic stand-in ({sst5_data.name}): set GRU4REC_SHARED_DATA to the folder holding "
+            "sst5/stsa.fine.*"
+        )
     return sst5_data.splits
 
 
@@ -74,8 +81,9 @@ def _record_dataset(request):
     entry, the way the GRU4Rec metric checks put ``dataset`` in their metric context."""
     if "sst5_data" in request.fixturenames and "impl" in request.fixturenames:
         data = request.getfixturevalue("sst5_data")
-        request.getfixturevalue("impl").note("SST-5 data", dataset=data.name,
-                                             source="real" if data.real else "synthetic stand-in, seed 0")
+        request.getfixturevalue("impl").note(
+            "SST-5 data", dataset=data.name, source="real" if data.real else "synthetic stand-in, seed 0"
+        )
     yield
 
 
@@ -92,8 +100,10 @@ def tiny_models(tmp_path_factory, sst5_full, slices):
 
     texts = [t for split in ("train", "dev", "test") for t in sst5_full[split].texts]
     base = tmp_path_factory.mktemp("tiny_models")
-    return {f: ModelSpec(path=str(make_tiny_model(f, base / f, texts, vocab_size=24000)), name=f"tiny-{f}")
-            for f in FAMILIES}
+    return {
+        f: ModelSpec(path=str(make_tiny_model(f, base / f, texts, vocab_size=24000)), name=f"tiny-{f}")
+        for f in FAMILIES
+    }
 
 
 @pytest.fixture(scope="session")

@@ -9,10 +9,17 @@ import pytest
 
 def pytest_addoption(parser):
     group = parser.getgroup("finetuner", "fine-tuner conformance (meta-test helpers)")
-    group.addoption("--ft-results", default=None,
-                    help="append one JSON line per fine-tuner check result (nodeid, impl, check, kind, outcome)")
-    group.addoption("--ft-mutant-scope", choices=("all", "kind", "row"), default="all",
-                    help="for mutant implementations, keep only the checks of the mutant's kind or defect row")
+    group.addoption(
+        "--ft-results",
+        default=None,
+        help="append one JSON line per fine-tuner check result (nodeid, impl, check, kind, outcome)",
+    )
+    group.addoption(
+        "--ft-mutant-scope",
+        choices=("all", "kind", "row"),
+        default="all",
+        help="for mutant implementations, keep only the checks of the mutant's kind or defect row",
+    )
 
 
 def _impl_name(item) -> str | None:
@@ -34,8 +41,7 @@ def pytest_collection_modifyitems(config, items):
         if cls is None or mark is None:
             keep.append(item)
             continue
-        same = (mark.kwargs.get("kind") == cls.kind) if scope == "kind" else \
-            (mark.args[0] == f"FT-{cls.defect_row}")
+        same = (mark.kwargs.get("kind") == cls.kind) if scope == "kind" else (mark.args[0] == f"FT-{cls.defect_row}")
         (keep if same else drop).append(item)
     if drop:
         config.hook.pytest_deselected(items=drop)
@@ -50,8 +56,7 @@ def pytest_runtest_logreport(report):
         return
     import json
 
-    rec = {"nodeid": report.nodeid, "when": report.when, "outcome": report.outcome,
-           **getattr(report, "ft_meta", {})}
+    rec = {"nodeid": report.nodeid, "when": report.when, "outcome": report.outcome, **getattr(report, "ft_meta", {})}
     with open(path, "a", encoding="utf-8") as f:
         f.write(json.dumps(rec) + "\n")
 
@@ -61,9 +66,12 @@ def pytest_runtest_makereport(item, call):
     outcome = yield
     report = outcome.get_result()
     mark = item.get_closest_marker("check")
-    report.ft_meta = {"impl": _impl_name(item), "check": mark.args[0] if mark else None,
-                      "kind": mark.kwargs.get("kind") if mark else None,
-                      "real_sst5_only": "sst5_real" in getattr(item, "fixturenames", ())}
+    report.ft_meta = {
+        "impl": _impl_name(item),
+        "check": mark.args[0] if mark else None,
+        "kind": mark.kwargs.get("kind") if mark else None,
+        "real_sst5_only": "sst5_real" in getattr(item, "fixturenames", ()),
+    }
 
 
 def pytest_sessionstart(session):

@@ -35,11 +35,17 @@ def make_slices(full: dict) -> Slices:
     """Build the fixed slices from the full fine-grained splits (deterministic: leading examples)."""
     test = full["test"]
     base = test.head(32)
-    longs = [" ".join(test.texts[i:i + 4]) for i in (40, 50, 60)]
-    long_ex = Examples.from_lists(longs, [test.labels[40], test.labels[50], test.labels[60]], split="test",
-                                  ids=[f"test-long-{k}" for k in range(3)], source="joined test sentences")
-    joined = Examples("test", base.ids + long_ex.ids, base.texts + long_ex.texts, base.labels + long_ex.labels, 5,
-                      base.source)
+    longs = [" ".join(test.texts[i : i + 4]) for i in (40, 50, 60)]
+    long_ex = Examples.from_lists(
+        longs,
+        [test.labels[40], test.labels[50], test.labels[60]],
+        split="test",
+        ids=[f"test-long-{k}" for k in range(3)],
+        source="joined test sentences",
+    )
+    joined = Examples(
+        "test", base.ids + long_ex.ids, base.texts + long_ex.texts, base.labels + long_ex.labels, 5, base.source
+    )
     return Slices(full["train"].head(64), full["dev"].head(32), joined, full)
 
 
@@ -89,8 +95,9 @@ def stable_json_hash(path: Path) -> str:
 
     def strip(o):
         if isinstance(o, dict):
-            return {k: strip(v) for k, v in o.items()
-                    if not any(w in str(k) for w in ("seconds", "runtime", "per_second"))}
+            return {
+                k: strip(v) for k, v in o.items() if not any(w in str(k) for w in ("seconds", "runtime", "per_second"))
+            }
         if isinstance(o, list):
             return [strip(v) for v in o]
         return o

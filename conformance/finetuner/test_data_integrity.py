@@ -30,14 +30,16 @@ def test_no_example_dropped_and_truncation_reported(impl, tiny_bert, slices):
     assert list(test["ids"]) == list(slices.test.ids), "prediction rows do not match the test ids one to one"
     assert len(test["predictions"]) == len(slices.test)
     n_ex = rec.get("n_examples", {})
-    assert n_ex.get("train") == len(slices.train) and n_ex.get("val") == len(slices.val), \
+    assert n_ex.get("train") == len(slices.train) and n_ex.get("val") == len(slices.val), (
         f"examples used {n_ex}, expected train {len(slices.train)} and val {len(slices.val)}"
+    )
     L = L or a.encode(["movie"])["max_length"]
     tok = AutoTokenizer.from_pretrained(tiny_bert.path, local_files_only=True)
     expected = sum(len(ids) > L for ids in tok(list(slices.test.texts))["input_ids"])
     assert expected > 0, "the test slice should contain sentences longer than the max length"
-    assert test.get("n_truncated") == expected, \
+    assert test.get("n_truncated") == expected, (
         f"reported truncated test examples {test.get('n_truncated')}, tokenizer count {expected}"
+    )
 
 
 @pytest.mark.check("FT-6", kind=KIND)
@@ -49,8 +51,9 @@ def test_full_splits_evaluated_whole(impl, tiny_bert, sst5_real):
     for split in ("dev", "test"):
         ex = sst5_real[split]
         res = a.evaluate(ex)
-        assert res["n"] == EXPECTED_COUNTS["fine"][split] == len(ex), \
+        assert res["n"] == EXPECTED_COUNTS["fine"][split] == len(ex), (
             f"{split}: evaluated {res['n']} examples, expected {EXPECTED_COUNTS['fine'][split]}"
+        )
         assert list(res["ids"]) == list(ex.ids), f"{split}: prediction ids differ from the split's ids"
 
 
@@ -75,8 +78,11 @@ def test_overfits_32_examples(impl, tiny_bert, slices):
     a = fresh(impl)
     a.build(0, model_spec=tiny_bert, num_labels=5)
     train = slices.train.head(32)
-    a.fit(train, train, dict(max_epochs=40, batch_size=8, learning_rate=3e-3, warmup_ratio=0.0, patience=None,
-                             schedule="constant"))
+    a.fit(
+        train,
+        train,
+        dict(max_epochs=40, batch_size=8, learning_rate=3e-3, warmup_ratio=0.0, patience=None, schedule="constant"),
+    )
     acc = a.evaluate(train)["accuracy"]
     assert acc >= 0.9, f"train accuracy {acc:.3f} < 0.9 after 40 epochs on 32 examples"
 

@@ -34,12 +34,14 @@ def test_stops_on_patience_and_restores_best(impl, tiny_bert, slices):
     losses = [e["val_loss"] for e in rec["epochs"]]
     stopped, best = simulate(losses, 2)
     assert rec["stop_reason"] == "patience", f"did not stop on patience (val losses {losses})"
-    assert rec["stopped_epoch"] == stopped == len(losses), \
+    assert rec["stopped_epoch"] == stopped == len(losses), (
         f"stopped after epoch {rec['stopped_epoch']}; the best-so-far rule stops after {stopped} ({losses})"
+    )
     assert rec["selected_epoch"] == best, f"selected epoch {rec['selected_epoch']}, best val loss at {best}"
     now = a.evaluate(val)["mean_ce"]
-    assert math.isclose(now, losses[best - 1], abs_tol=1e-5), \
+    assert math.isclose(now, losses[best - 1], abs_tol=1e-5), (
         f"final model's val loss {now:.6f} is not the best epoch's {losses[best - 1]:.6f} (weights not restored)"
+    )
 
 
 @pytest.mark.check("FT-10", kind=KIND)

@@ -21,8 +21,15 @@ def test_no_network_access(impl, tiny_bert, slices, monkeypatch):
     with network_guard() as attempts:
         try:
             a = fresh(impl)
-            a.run(slices.train.head(16), slices.val.head(8), slices.test.head(8), CFG, seed=0,
-                  model_spec=tiny_bert, num_labels=5)
+            a.run(
+                slices.train.head(16),
+                slices.val.head(8),
+                slices.test.head(8),
+                CFG,
+                seed=0,
+                model_spec=tiny_bert,
+                num_labels=5,
+            )
             a.predict(["a movie"])
         except OSError as e:
             pytest.fail(f"network use broke the run: {e}; attempts {attempts}")
@@ -38,8 +45,15 @@ def test_no_environment_side_effects(impl, tiny_bert, slices, monkeypatch):
     before = dict(os.environ)
     a = fresh(impl)
     try:
-        a.run(slices.train.head(16), slices.val.head(8), slices.test.head(8), CFG, seed=0, model_spec=tiny_bert,
-              num_labels=5)
+        a.run(
+            slices.train.head(16),
+            slices.val.head(8),
+            slices.test.head(8),
+            CFG,
+            seed=0,
+            model_spec=tiny_bert,
+            num_labels=5,
+        )
         after = dict(os.environ)
         changed = {k: after.get(k) for k in set(before) | set(after) if before.get(k) != after.get(k)}
         if impl.supports("hook:environment_changes"):  # changes inside the implementation's own workers

@@ -58,8 +58,7 @@ def test_dynamic_padding_width(impl, tiny_bert):
     sp = a.encode(["movie"])["special_ids"]
     six = [sp["cls"], 10, 11, 12, 13, sp["sep"]]
     three = [sp["cls"], 10, sp["sep"]]
-    batch = a.collate([{"input_ids": six, "attention_mask": [1] * 6},
-                       {"input_ids": three, "attention_mask": [1] * 3}])
+    batch = a.collate([{"input_ids": six, "attention_mask": [1] * 6}, {"input_ids": three, "attention_mask": [1] * 3}])
     ids = np.asarray(batch["input_ids"])
     assert ids.shape == (2, 6), f"batch of lengths 6 and 3 has shape {ids.shape}, expected (2, 6)"
     assert (ids[1, 3:] == sp["pad"]).all(), f"padded slots hold {ids[1, 3:].tolist()}, not pad id {sp['pad']}"
@@ -73,7 +72,11 @@ def test_encoded_width_not_fixed(impl, tiny_bert):
     a = fresh(impl)
     a.build(0, model_spec=tiny_bert, num_labels=5)
     enc = a.encode(["a movie", "a funny movie"])
-    tok_lens = [unpadded_length(ids, None if enc["attention_mask"] is None else enc["attention_mask"][i],
-                                enc["special_ids"]["pad"]) for i, ids in enumerate(enc["input_ids"])]
+    tok_lens = [
+        unpadded_length(
+            ids, None if enc["attention_mask"] is None else enc["attention_mask"][i], enc["special_ids"]["pad"]
+        )
+        for i, ids in enumerate(enc["input_ids"])
+    ]
     widths = [len(ids) for ids in enc["input_ids"]]
     assert max(widths) <= max(tok_lens), f"encoded widths {widths} exceed the longest sequence {max(tok_lens)}"

@@ -41,8 +41,11 @@ def test_val_loss_independent_of_eval_batch_size(impl, tiny_bert, slices):
     for bs in (1, 64):
         a = fresh(impl)
         a.build(0, model_spec=tiny_bert, num_labels=5)
-        rec = a.fit(slices.train, slices.val, dict(max_epochs=1, batch_size=8, eval_batch_size=bs,
-                                                   learning_rate=1e-3, warmup_ratio=0.0, patience=None))
+        rec = a.fit(
+            slices.train,
+            slices.val,
+            dict(max_epochs=1, batch_size=8, eval_batch_size=bs, learning_rate=1e-3, warmup_ratio=0.0, patience=None),
+        )
         losses.append(rec["epochs"][0]["val_loss"])
     assert abs(losses[0] - losses[1]) <= 1e-6, f"val loss {losses[0]:.7f} (bs 1) vs {losses[1]:.7f} (bs 64)"
 
@@ -56,8 +59,9 @@ def test_metrics_match_sklearn(impl, base_run, slices):
     y, p = np.asarray(slices.val.labels), np.asarray(res["predictions"])
     labels = list(range(5))
     assert res["accuracy"] == accuracy_score(y, p)
-    assert res["macro_f1"] == f1_score(y, p, labels=labels, average="macro", zero_division=0), \
+    assert res["macro_f1"] == f1_score(y, p, labels=labels, average="macro", zero_division=0), (
         f"macro-F1 {res['macro_f1']} != sklearn {f1_score(y, p, labels=labels, average='macro', zero_division=0)}"
+    )
     cm = np.asarray(res["confusion_matrix"])
     assert cm.shape == (5, 5), f"confusion matrix shape {cm.shape} (margins?)"
     assert (cm == confusion_matrix(y, p, labels=labels)).all() and cm.sum() == len(y)
@@ -80,8 +84,20 @@ def test_manifest_model_identity(impl, base_run, tiny_bert):
     assert a.encode(probe)["input_ids"][0][: len(tok(probe[0])["input_ids"])] == tok(probe[0])["input_ids"]
 
 
-REQUIRED_HP = ("optimizer", "learning_rate", "betas", "eps", "weight_decay", "warmup_ratio", "schedule",
-               "clip_norm", "batch_size", "max_epochs", "patience", "seed")
+REQUIRED_HP = (
+    "optimizer",
+    "learning_rate",
+    "betas",
+    "eps",
+    "weight_decay",
+    "warmup_ratio",
+    "schedule",
+    "clip_norm",
+    "batch_size",
+    "max_epochs",
+    "patience",
+    "seed",
+)
 
 
 @pytest.mark.check("FT-18", kind=KIND)
@@ -89,8 +105,18 @@ REQUIRED_HP = ("optimizer", "learning_rate", "betas", "eps", "weight_decay", "wa
 def test_hyperparameters_recorded_and_schedule_followed(impl, tiny_bert, slices):
     """The manifest records every optimisation hyperparameter as requested, and the learning rate used at
     step 0, at the end of warmup and at the last step follows the configured warmup + linear decay."""
-    cfg = dict(max_epochs=2, batch_size=8, learning_rate=1e-3, warmup_ratio=0.25, schedule="linear",
-               optimizer="adamw", weight_decay=0.01, clip_norm=1.0, patience=None, seed=0)
+    cfg = dict(
+        max_epochs=2,
+        batch_size=8,
+        learning_rate=1e-3,
+        warmup_ratio=0.25,
+        schedule="linear",
+        optimizer="adamw",
+        weight_decay=0.01,
+        clip_norm=1.0,
+        patience=None,
+        seed=0,
+    )
     a = fresh(impl)
     a.build(0, model_spec=tiny_bert, num_labels=5)
     rec = a.fit(slices.train, slices.val, cfg)
@@ -106,8 +132,9 @@ def test_hyperparameters_recorded_and_schedule_followed(impl, tiny_bert, slices)
     w = full.warmup_steps(total)
     assert len(lrs) == total, f"{len(lrs)} steps traced, {total} planned"
     for step in (0, w, total - 1):
-        assert math.isclose(lrs[step], full.lr_at(step, total), rel_tol=1e-6, abs_tol=1e-12), \
+        assert math.isclose(lrs[step], full.lr_at(step, total), rel_tol=1e-6, abs_tol=1e-12), (
             f"lr at step {step} is {lrs[step]:.3e}, schedule says {full.lr_at(step, total):.3e}"
+        )
 
 
 @pytest.mark.check("FT-19", kind=KIND)
@@ -116,12 +143,14 @@ def test_collapse_flagged(impl, tiny_bert, slices):
     a = fresh(impl)
     a.build(0, model_spec=tiny_bert, num_labels=5)
     train = slices.train.with_labels([1] * len(slices.train))
-    rec = a.fit(train, slices.val, dict(max_epochs=3, batch_size=8, learning_rate=3e-3, warmup_ratio=0.0,
-                                        patience=None))
+    rec = a.fit(
+        train, slices.val, dict(max_epochs=3, batch_size=8, learning_rate=3e-3, warmup_ratio=0.0, patience=None)
+    )
     preds = a.evaluate(slices.val)["predictions"]
     assert len(set(preds)) == 1, f"setup: expected a constant predictor, got classes {sorted(set(preds))}"
-    assert rec.get("collapsed") is True and rec.get("collapse_reasons"), \
+    assert rec.get("collapsed") is True and rec.get("collapse_reasons"), (
         f"collapsed run not flagged: collapsed={rec.get('collapsed')!r}, reasons={rec.get('collapse_reasons')!r}"
+    )
 
 
 @pytest.mark.check("FT-20", kind=KIND)
@@ -130,9 +159,14 @@ def test_aggregate_over_runs(impl, tiny_bert, slices):
     """N=3 runs (early stopping, so lengths may differ) aggregate to n, mean, std (ddof=1), min and max of
     the val-selected test accuracy and macro-F1; collapsed runs are counted, not dropped."""
     a = fresh(impl)
-    res = a.run_repeats(slices.train, slices.val, slices.test,
-                        dict(max_epochs=4, batch_size=8, learning_rate=2e-3, warmup_ratio=0.0, patience=1),
-                        seeds=[0, 1, 2], model_spec=tiny_bert)
+    res = a.run_repeats(
+        slices.train,
+        slices.val,
+        slices.test,
+        dict(max_epochs=4, batch_size=8, learning_rate=2e-3, warmup_ratio=0.0, patience=1),
+        seeds=[0, 1, 2],
+        model_spec=tiny_bert,
+    )
     runs, agg = res["runs"], res["aggregate"]
     assert len(runs) == 3
     for key, field in (("test_accuracy", "accuracy"), ("test_macro_f1", "macro_f1")):
@@ -140,8 +174,9 @@ def test_aggregate_over_runs(impl, tiny_bert, slices):
         d = agg[key]
         assert d["n"] == 3, f"{key}: n={d['n']}"
         assert math.isclose(d["mean"], v.mean(), abs_tol=1e-12), f"{key}: mean {d['mean']} vs {v.mean()}"
-        assert d.get("std") is not None and math.isclose(d["std"], v.std(ddof=1), abs_tol=1e-12), \
+        assert d.get("std") is not None and math.isclose(d["std"], v.std(ddof=1), abs_tol=1e-12), (
             f"{key}: std {d.get('std')} vs ddof=1 {v.std(ddof=1)}"
+        )
         assert d["min"] == v.min() and d["max"] == v.max()
     assert agg["n_collapsed"] == sum(bool(r["collapsed"]) for r in runs)
 
@@ -155,9 +190,16 @@ def test_artifacts_per_run_reload_in_fresh_process(impl, tiny_bert, slices, tmp_
     dirs, logits = [], []
     for _run_id, seed in enumerate((3, 4)):
         a = fresh(impl)
-        rec = a.run(slices.train, slices.val, slices.test, dict(max_epochs=1, batch_size=8, learning_rate=1e-3,
-                                                                warmup_ratio=0.0, patience=None),
-                    seed=seed, model_spec=tiny_bert, num_labels=5, out_dir=tmp_path)
+        rec = a.run(
+            slices.train,
+            slices.val,
+            slices.test,
+            dict(max_epochs=1, batch_size=8, learning_rate=1e-3, warmup_ratio=0.0, patience=None),
+            seed=seed,
+            model_spec=tiny_bert,
+            num_labels=5,
+            out_dir=tmp_path,
+        )
         d = rec.get("artifact_dir") or rec.get("selected_checkpoint")
         assert d and f"seed{seed}" in str(d), f"checkpoint path {d!r} does not name the seed {seed}"
         dirs.append(str(d))
@@ -176,8 +218,14 @@ def test_artifacts_per_run_reload_in_fresh_process(impl, tiny_bert, slices, tmp_
         print(json.dumps(out))
     """)
     env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
-    out = subprocess.run([sys.executable, "-c", script, json.dumps(dirs), json.dumps(texts)], capture_output=True,
-                         text=True, env=env, cwd=ROOT, timeout=300)
+    out = subprocess.run(
+        [sys.executable, "-c", script, json.dumps(dirs), json.dumps(texts)],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=ROOT,
+        timeout=300,
+    )
     assert out.returncode == 0, f"reload of {dirs} failed:\n{out.stderr[-2000:]}"
     reloaded = json.loads(out.stdout.strip().splitlines()[-1])
     for d, z, got in zip(dirs, logits, reloaded):
@@ -197,24 +245,34 @@ def test_protocol_on_full_sst5(impl, tiny_bert, sst5_data, record_metric, reques
     sst5_full = sst5_data.splits
     n_test = EXPECTED_COUNTS["fine"]["test"] if sst5_data.real else len(sst5_full["test"])
     a = fresh(impl)
-    res = a.run_repeats(sst5_full["train"], sst5_full["dev"], sst5_full["test"],
-                        dict(max_epochs=2, batch_size=32, learning_rate=2e-3, warmup_ratio=0.0, patience=1),
-                        seeds=[0, 1, 2], model_spec=tiny_bert)
+    res = a.run_repeats(
+        sst5_full["train"],
+        sst5_full["dev"],
+        sst5_full["test"],
+        dict(max_epochs=2, batch_size=32, learning_rate=2e-3, warmup_ratio=0.0, patience=1),
+        seeds=[0, 1, 2],
+        model_spec=tiny_bert,
+    )
     for r in res["runs"]:
-        assert r["test"]["n"] == n_test and sum(np.asarray(r["test"]["confusion_matrix"]).ravel()) == n_test, \
+        assert r["test"]["n"] == n_test and sum(np.asarray(r["test"]["confusion_matrix"]).ravel()) == n_test, (
             f"test evaluated on {r['test']['n']} examples, expected {n_test}"
+        )
     agg = res["aggregate"]
     for key in ("test_accuracy", "test_macro_f1"):
         record_metric(f"{key} mean", agg[key]["mean"], dataset=sst5_data.name, seeds="0,1,2")
         record_metric(f"{key} std", agg[key]["std"], dataset=sst5_data.name, seeds="0,1,2")
     record_metric("collapsed runs", agg["n_collapsed"], dataset=sst5_data.name)
-    report_root = Path(request.config.getoption("--report-dir", default=None) or
-                       os.environ.get("GRU4REC_REPORT_DIR") or ROOT / "reports" / "out")
+    report_root = Path(
+        request.config.getoption("--report-dir", default=None)
+        or os.environ.get("GRU4REC_REPORT_DIR")
+        or ROOT / "reports" / "out"
+    )
     from gru4rec_conformance.fileio import new_run_dir
 
     out = new_run_dir(report_root / impl.name, prefix="finetuner-protocol-", first_suffix=2)
-    res["config"] = dict(max_epochs=2, batch_size=32, learning_rate=2e-3, warmup_ratio=0.0, patience=1,
-                         monitor="val_loss")
+    res["config"] = dict(
+        max_epochs=2, batch_size=32, learning_rate=2e-3, warmup_ratio=0.0, patience=1, monitor="val_loss"
+    )
     plot(res, out)
     (out / "summary.md").write_text(summarize(res), encoding="utf-8")
     assert (out / "confusion.png").is_file() and (out / "curves.png").is_file()

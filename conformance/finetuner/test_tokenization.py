@@ -55,12 +55,13 @@ def test_no_marker_text(impl, family, tiny_models, slices):
     sp = enc["special_ids"]
     for i, ids in enumerate(enc["input_ids"]):
         mask = enc["attention_mask"][i] if enc["attention_mask"] is not None else None
-        real = ids[:unpadded_length(ids, mask, sp["pad"])]
+        real = ids[: unpadded_length(ids, mask, sp["pad"])]
         decoded = tok.decode(real, skip_special_tokens=True)
         assert "[CLS]" not in decoded and "[SEP]" not in decoded, f"marker text in input {i}: {decoded!r}"
         want = tok.decode(tok(texts[i], add_special_tokens=False)["input_ids"], skip_special_tokens=True)
-        assert "".join(decoded.split()) == "".join(want.split()), \
+        assert "".join(decoded.split()) == "".join(want.split()), (
             f"sentence {i} does not round-trip:\n  in:  {want!r}\n  out: {decoded!r}"
+        )
     word = "movie"
     one = a.encode([word])
     mask = one["attention_mask"][0] if one["attention_mask"] is not None else None

@@ -46,8 +46,13 @@ def _tokenizer(family: str, texts: Sequence[str], vocab_size: int):
         from tokenizers import ByteLevelBPETokenizer
 
         bpe = ByteLevelBPETokenizer()
-        bpe.train_from_iterator(list(texts), vocab_size=vocab_size, min_frequency=1,
-                                special_tokens=["<s>", "<pad>", "</s>", "<unk>", "<mask>"], show_progress=False)
+        bpe.train_from_iterator(
+            list(texts),
+            vocab_size=vocab_size,
+            min_frequency=1,
+            special_tokens=["<s>", "<pad>", "</s>", "<unk>", "<mask>"],
+            show_progress=False,
+        )
         import json
         import tempfile
 
@@ -66,25 +71,61 @@ def _config(family: str, vocab_size: int, tokenizer, max_positions: int):
     from transformers import AlbertConfig, BertConfig, DistilBertConfig, RobertaConfig
 
     if family == "bert":
-        return BertConfig(vocab_size=vocab_size, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-                          intermediate_size=37, max_position_embeddings=max_positions,
-                          pad_token_id=tokenizer.pad_token_id)
+        return BertConfig(
+            vocab_size=vocab_size,
+            hidden_size=32,
+            num_hidden_layers=2,
+            num_attention_heads=2,
+            intermediate_size=37,
+            max_position_embeddings=max_positions,
+            pad_token_id=tokenizer.pad_token_id,
+        )
     if family == "albert":
-        return AlbertConfig(vocab_size=vocab_size, embedding_size=16, hidden_size=32, num_hidden_layers=2,
-                            num_attention_heads=2, intermediate_size=37, max_position_embeddings=max_positions,
-                            pad_token_id=tokenizer.pad_token_id, bos_token_id=tokenizer.cls_token_id,
-                            eos_token_id=tokenizer.sep_token_id)
+        return AlbertConfig(
+            vocab_size=vocab_size,
+            embedding_size=16,
+            hidden_size=32,
+            num_hidden_layers=2,
+            num_attention_heads=2,
+            intermediate_size=37,
+            max_position_embeddings=max_positions,
+            pad_token_id=tokenizer.pad_token_id,
+            bos_token_id=tokenizer.cls_token_id,
+            eos_token_id=tokenizer.sep_token_id,
+        )
     if family == "distilbert":
-        return DistilBertConfig(vocab_size=vocab_size, dim=32, n_layers=2, n_heads=2, hidden_dim=37,
-                                max_position_embeddings=max_positions, pad_token_id=tokenizer.pad_token_id)
-    return RobertaConfig(vocab_size=vocab_size, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-                         intermediate_size=37, max_position_embeddings=max_positions + 2,
-                         pad_token_id=tokenizer.pad_token_id, bos_token_id=tokenizer.bos_token_id,
-                         eos_token_id=tokenizer.eos_token_id, type_vocab_size=1)
+        return DistilBertConfig(
+            vocab_size=vocab_size,
+            dim=32,
+            n_layers=2,
+            n_heads=2,
+            hidden_dim=37,
+            max_position_embeddings=max_positions,
+            pad_token_id=tokenizer.pad_token_id,
+        )
+    return RobertaConfig(
+        vocab_size=vocab_size,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=37,
+        max_position_embeddings=max_positions + 2,
+        pad_token_id=tokenizer.pad_token_id,
+        bos_token_id=tokenizer.bos_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+        type_vocab_size=1,
+    )
 
 
-def make_tiny_model(family: str, directory: str | os.PathLike, texts: Sequence[str], *, seed: int = 0,
-                    vocab_size: int = 400, max_positions: int = 256) -> Path:
+def make_tiny_model(
+    family: str,
+    directory: str | os.PathLike,
+    texts: Sequence[str],
+    *,
+    seed: int = 0,
+    vocab_size: int = 400,
+    max_positions: int = 256,
+) -> Path:
     """Build a tiny random ``family`` base model and its tokenizer (vocabulary made from ``texts``) and
     ``save_pretrained`` both into ``directory`` (created). Same arguments -> bitwise-identical weights.
 

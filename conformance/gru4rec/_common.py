@@ -18,9 +18,18 @@ from gru4rec_conformance.implementations.base import Unsupported
 from gru4rec_conformance.reference.gru4rec import evaluation as oracle_eval
 
 #: Small, fast training configuration of the black-box checks on D-LAG1-sized data (CPU, seconds).
-SMALL: dict[str, Any] = dict(layers=[32], batch_size=32, n_sample=16, sample_alpha=0.5, optimizer="adagrad",
-                             learning_rate=0.1, momentum=0.0, dropout_p_embed=0.0, dropout_p_hidden=0.0,
-                             loss="cross-entropy")
+SMALL: dict[str, Any] = dict(
+    layers=[32],
+    batch_size=32,
+    n_sample=16,
+    sample_alpha=0.5,
+    optimizer="adagrad",
+    learning_rate=0.1,
+    momentum=0.0,
+    dropout_p_embed=0.0,
+    dropout_p_hidden=0.0,
+    loss="cross-entropy",
+)
 
 CUTOFFS = (1, 5, 10, 20)
 
@@ -72,8 +81,12 @@ def _refused_key(exc: Unsupported, keys: Sequence[str]) -> str | None:
     return next((k for k in keys if exc.name == k or head == k), None)
 
 
-def build(impl: Any, required: Mapping[str, Any] | None = None, optional: Mapping[str, Any] | None = None,
-          seed: int | None = None) -> Any:
+def build(
+    impl: Any,
+    required: Mapping[str, Any] | None = None,
+    optional: Mapping[str, Any] | None = None,
+    seed: int | None = None,
+) -> Any:
     """``impl.build(seed, **hparams(impl, required, optional))``, dropping optional values the implementation
     refuses (the checks ask for "n_sample > 0 when supported" or "the implementation's minimum"; docs/checks.md).
 
@@ -101,9 +114,14 @@ def build(impl: Any, required: Mapping[str, Any] | None = None, optional: Mappin
                 raise
             dropped = [key] + [c for c in COUPLED.get(key, ()) if c in opt]
             for k in dropped:
-                impl.note(f"optional hyperparameter dropped: {k}={opt[k]!r}", hyperparameter=k, value=repr(opt[k]),
-                          refused=str(exc), rule="refused by the implementation (Unsupported); the check ran with "
-                          "its default" + (f" (dropped with {key})" if k != key else ""))
+                impl.note(
+                    f"optional hyperparameter dropped: {k}={opt[k]!r}",
+                    hyperparameter=k,
+                    value=repr(opt[k]),
+                    refused=str(exc),
+                    rule="refused by the implementation (Unsupported); the check ran with "
+                    "its default" + (f" (dropped with {key})" if k != key else ""),
+                )
                 del opt[k]
 
 
@@ -140,8 +158,10 @@ def fresh_scores(adapter: Any, prefixes: Sequence[Sequence[int]]) -> np.ndarray:
     ids = np.asarray(adapter.item_ids())
     s = np.asarray(adapter.score_prefixes([list(p) for p in prefixes]), dtype=np.float64)
     if s.shape != (len(prefixes), len(ids)):
-        raise AssertionError(f"score_prefixes returned shape {s.shape}, expected {(len(prefixes), len(ids))} "
-                             f"(one column per item of item_ids())")
+        raise AssertionError(
+            f"score_prefixes returned shape {s.shape}, expected {(len(prefixes), len(ids))} "
+            f"(one column per item of item_ids())"
+        )
     return s
 
 
@@ -159,18 +179,30 @@ def ranks(scores: np.ndarray, cols: np.ndarray, mode: str = "conservative") -> n
     return oracle_eval.rank(np.asarray(scores), np.asarray(cols, dtype=np.int64), mode)
 
 
-def recall_at(adapter: Any, prefixes: Sequence[Sequence[int]], targets: Sequence[int], k: int,
-              mode: str = "conservative") -> float:
+def recall_at(
+    adapter: Any, prefixes: Sequence[Sequence[int]], targets: Sequence[int], k: int, mode: str = "conservative"
+) -> float:
     """Recall@k of fresh-state scoring over (prefix, target) pairs."""
     r = ranks(fresh_scores(adapter, prefixes), target_columns(adapter, targets), mode)
     return float(np.mean(r <= k))
 
 
-def suite_metrics(adapter: Any, test_df: pd.DataFrame, cutoffs: Sequence[int] = CUTOFFS,
-                  mode: str = "conservative", batch_size: int = 512) -> dict:
+def suite_metrics(
+    adapter: Any,
+    test_df: pd.DataFrame,
+    cutoffs: Sequence[int] = CUTOFFS,
+    mode: str = "conservative",
+    batch_size: int = 512,
+) -> dict:
     """Recall@N / MRR@N of the adapter's fresh-state scorer under the official protocol (the oracle evaluator)."""
-    return oracle_eval.evaluate_prefix_scorer(adapter.score_prefixes, np.asarray(adapter.item_ids()), test_df,
-                                              cutoffs=tuple(cutoffs), mode=mode, batch_size=batch_size)
+    return oracle_eval.evaluate_prefix_scorer(
+        adapter.score_prefixes,
+        np.asarray(adapter.item_ids()),
+        test_df,
+        cutoffs=tuple(cutoffs),
+        mode=mode,
+        batch_size=batch_size,
+    )
 
 
 def prediction_points(test_df: pd.DataFrame, item_ids: Sequence[int]):

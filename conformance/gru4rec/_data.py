@@ -46,8 +46,10 @@ def metric_dataset(name: str | None) -> tuple[str, pd.DataFrame, pd.DataFrame, s
             return name, frames["train_full"], frames["test"], ""
         except SharedDataMissing as exc:
             frames = _real.yoochoose_100k_standin(seed=0)
-            notice = (f"real Yoochoose 100k slice unavailable ({exc}); using the synthetic stand-in of the same "
-                      "shape (yoochoose_100k_standin, seed 0)")
+            notice = (
+                f"real Yoochoose 100k slice unavailable ({exc}); using the synthetic stand-in of the same "
+                "shape (yoochoose_100k_standin, seed 0)"
+            )
             return "yoochoose_100k_standin", frames["train_full"], frames["test"], notice
     if name == "yoochoose_100k_standin":
         frames = _real.yoochoose_100k_standin(seed=0)
@@ -56,10 +58,18 @@ def metric_dataset(name: str | None) -> tuple[str, pd.DataFrame, pd.DataFrame, s
     if folder.is_dir():
         missing = [p for p in ("train_full.parquet", "test.parquet") if not (folder / p).is_file()]
         if missing:
-            raise ValueError(f"--dataset {name}: folder lacks {missing} (prepare it with python -m gru4rec_conformance.datasets "
-                             "prepare)")
+            raise ValueError(
+                f"--dataset {name}: folder lacks {missing} (prepare it with python -m gru4rec_conformance.datasets "
+                "prepare)"
+            )
         cols = ["SessionId", "ItemId", "Time"]
-        return (folder.name, pd.read_parquet(folder / "train_full.parquet")[cols],
-                pd.read_parquet(folder / "test.parquet")[cols], "")
-    raise ValueError(f"--dataset {name!r}: unknown dataset; use one of {', '.join(METRIC_DATASETS)} or a folder "
-                     "with train_full.parquet and test.parquet")
+        return (
+            folder.name,
+            pd.read_parquet(folder / "train_full.parquet")[cols],
+            pd.read_parquet(folder / "test.parquet")[cols],
+            "",
+        )
+    raise ValueError(
+        f"--dataset {name!r}: unknown dataset; use one of {', '.join(METRIC_DATASETS)} or a folder "
+        "with train_full.parquet and test.parquet"
+    )

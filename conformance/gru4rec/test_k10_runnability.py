@@ -8,22 +8,38 @@ import pytest
 
 from gru4rec_conformance.conformance.gru4rec._common import ADAGRAD, build, embedding_mode, lag1_test_pairs, recall_at
 
-_FINAL_ACT_VALUES = {"linear": "linear", "elu": "elu-1", "tanh": "tanh", "relu": "relu", "leaky": "leaky-0.1",
-                     "selu": "selu-1.05-1.67", "softmax": "softmax", "softmax_logit": "softmax_logit"}
+_FINAL_ACT_VALUES = {
+    "linear": "linear",
+    "elu": "elu-1",
+    "tanh": "tanh",
+    "relu": "relu",
+    "leaky": "leaky-0.1",
+    "selu": "selu-1.05-1.67",
+    "softmax": "softmax",
+    "softmax_logit": "softmax_logit",
+}
 
 
 def _options():
     out = []
     for loss in ("cross-entropy", "bpr-max", "top1", "top1-max", "bpr"):
         out.append(pytest.param({"loss": loss}, marks=pytest.mark.loss(loss), id=f"loss:{loss}"))
-    modes = {"none": {"embedding": 0, "constrained_embedding": False},
-             "separate": {"embedding": 16, "constrained_embedding": False}, "shared": {"constrained_embedding": True}}
+    modes = {
+        "none": {"embedding": 0, "constrained_embedding": False},
+        "separate": {"embedding": 16, "constrained_embedding": False},
+        "shared": {"constrained_embedding": True},
+    }
     for mode, cfg in modes.items():
         out.append(pytest.param(cfg, marks=pytest.mark.embedding(mode), id=f"embedding:{mode}"))
     for fam, value in _FINAL_ACT_VALUES.items():
         loss = "cross-entropy" if fam.startswith("softmax") else "bpr-max"
-        out.append(pytest.param({"final_act": value, "loss": loss},
-                                marks=[pytest.mark.final_act(fam), pytest.mark.loss(loss)], id=f"final_act:{fam}"))
+        out.append(
+            pytest.param(
+                {"final_act": value, "loss": loss},
+                marks=[pytest.mark.final_act(fam), pytest.mark.loss(loss)],
+                id=f"final_act:{fam}",
+            )
+        )
     return out
 
 
@@ -54,8 +70,12 @@ def test_rn2_device_parity(impl, d_lag1, record_metric):
     Training, scoring and the own evaluator run on both devices (D-LAG1, 3 epochs)."""
     from gru4rec_conformance.conformance._harness.handle import Impl, ImplHandle
 
-    cpu = Impl(ImplHandle(impl.spec, device="cpu", seeds=impl.seeds, isolation=impl.handle.isolation,
-                          settings=impl.handle.settings), kind="K10")
+    cpu = Impl(
+        ImplHandle(
+            impl.spec, device="cpu", seeds=impl.seeds, isolation=impl.handle.isolation, settings=impl.handle.settings
+        ),
+        kind="K10",
+    )
     try:
         prefixes, targets = lag1_test_pairs(d_lag1.test)
         req, opt = dict(n_epochs=3), dict(layers=[32], batch_size=32, n_sample=16, **ADAGRAD, learning_rate=0.1)

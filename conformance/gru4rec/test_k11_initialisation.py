@@ -28,9 +28,11 @@ def _blocks(name: str, w: np.ndarray, layers: list[int]) -> list[tuple[str, np.n
     return [(name, w)]
 
 
-MODES = {"none": {"embedding": 0, "constrained_embedding": False},
-         "separate": {"embedding": EMB, "constrained_embedding": False},
-         "shared": {"constrained_embedding": True}}
+MODES = {
+    "none": {"embedding": 0, "constrained_embedding": False},
+    "separate": {"embedding": EMB, "constrained_embedding": False},
+    "shared": {"constrained_embedding": True},
+}
 
 
 @pytest.mark.check("IN-1", kind="K11")

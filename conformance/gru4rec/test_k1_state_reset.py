@@ -21,8 +21,10 @@ from gru4rec_conformance.conformance.gru4rec._common import (
 
 def _stream_vs_fresh(adapter, test_df: pd.DataFrame, batch_size: int) -> dict:
     """Compare the implementation's own inference loop with fresh-state scoring of the same prefixes."""
-    sessions = {sid: g.sort_values("Time", kind="stable")["ItemId"].tolist()
-                for sid, g in test_df.groupby("SessionId", sort=False)}
+    sessions = {
+        sid: g.sort_values("Time", kind="stable")["ItemId"].tolist()
+        for sid, g in test_df.groupby("SessionId", sort=False)
+    }
     known = set(np.asarray(adapter.item_ids()).tolist())
     rows = list(adapter.score_stream(test_df, batch_size))
     assert rows, f"score_stream(batch_size={batch_size}) yielded nothing"
@@ -31,7 +33,8 @@ def _stream_vs_fresh(adapter, test_df: pd.DataFrame, batch_size: int) -> dict:
         items = [i for i in sessions[sid] if i in known]
         assert 0 < pos < len(items) and items[pos] == target, (
             f"score_stream row (session {sid}, position {pos}, target {target}) does not match the session's "
-            f"known items {items}")
+            f"known items {items}"
+        )
         prefixes.append(items[:pos])
         targets.append(target)
         stream.append(row)
@@ -46,7 +49,7 @@ def _stream_vs_fresh(adapter, test_df: pd.DataFrame, batch_size: int) -> dict:
         row = np.asarray(row, dtype=np.float64)
         scale = max(float(np.abs(fresh[j]).max()), 1e-12)
         worst_rel = max(worst_rel, float(np.abs(row - fresh[j]).max()) / scale)
-        rank_mismatch += int(ranks(row[None, :], cols[j:j + 1])[0] != fresh_rank[j])
+        rank_mismatch += int(ranks(row[None, :], cols[j : j + 1])[0] != fresh_rank[j])
     return {"n": len(rows), "max_rel_diff": worst_rel, "rank_mismatches": rank_mismatch}
 
 
@@ -61,14 +64,23 @@ def test_sr1_stream_equals_fresh(impl, d_lag1, record_metric):
     problems = []
     for b in (1, 3, 7):
         r = _stream_vs_fresh(model, d_lag1.test, b)
-        record_metric(f"max relative score difference (batch {b})", r["max_rel_diff"], reference=0.0,
-                      tolerance=1e-4, rule="stream vs fresh-state scores: < 1e-4 relative, ranks identical",
-                      events=r["n"])
+        record_metric(
+            f"max relative score difference (batch {b})",
+            r["max_rel_diff"],
+            reference=0.0,
+            tolerance=1e-4,
+            rule="stream vs fresh-state scores: < 1e-4 relative, ranks identical",
+            events=r["n"],
+        )
         if r["max_rel_diff"] >= 1e-4 or r["rank_mismatches"]:
-            problems.append(f"batch {b}: max relative difference {r['max_rel_diff']:.3g}, "
-                            f"{r['rank_mismatches']}/{r['n']} target ranks differ")
-    assert not problems, ("score_stream differs from fresh-state scoring (hidden state leaks across sessions or "
-                          "is reset when it should not be): " + "; ".join(problems))
+            problems.append(
+                f"batch {b}: max relative difference {r['max_rel_diff']:.3g}, "
+                f"{r['rank_mismatches']}/{r['n']} target ranks differ"
+            )
+    assert not problems, (
+        "score_stream differs from fresh-state scoring (hidden state leaks across sessions or "
+        "is reset when it should not be): " + "; ".join(problems)
+    )
 
 
 @pytest.mark.check("SR-2", kind="K1")
@@ -91,8 +103,10 @@ def test_sr2_first_event_after_switch(impl, d_lag1):
         assert float(row) == want, f"first-event rank {row} after a session switch, fresh-state rank {want}"
         return
     rel = float(np.abs(np.asarray(row, dtype=np.float64) - fresh).max() / max(np.abs(fresh).max(), 1e-12))
-    assert rel < 1e-4, (f"first event of session {ids[1]} (after session {ids[0]} in the same lane) differs from "
-                        f"fresh-state scoring of [{b_items[0]}] by {rel:.3g} relative: the state was not reset")
+    assert rel < 1e-4, (
+        f"first event of session {ids[1]} (after session {ids[0]} in the same lane) differs from "
+        f"fresh-state scoring of [{b_items[0]}] by {rel:.3g} relative: the state was not reset"
+    )
 
 
 def _dlong_diagnosis(model, d_long) -> dict:
@@ -102,8 +116,12 @@ def _dlong_diagnosis(model, d_long) -> dict:
     cols = target_columns(model, answers)
     r = ranks(s, cols)
     top = np.asarray(model.item_ids())[np.argmax(s, axis=1)]
-    return {"recall": float(np.mean(r <= 1)), "distinct_top1": len(set(top.tolist())),
-            "top1_is_answer": int(np.isin(top, answers).sum()), "n": len(prefixes)}
+    return {
+        "recall": float(np.mean(r <= 1)),
+        "distinct_top1": len(set(top.tolist())),
+        "top1_is_answer": int(np.isin(top, answers).sum()),
+        "n": len(prefixes),
+    }
 
 
 @pytest.mark.check("SR-3", kind="K1")
@@ -117,42 +135,66 @@ def test_sr3_long_range_dependency(impl, d_long, d_lag1, record_metric):
     Control (scaled down from the spec's "same settings" to 5 epochs for CPU time): the same settings reach
     Recall@1 >= 0.9 on D-LAG1, else the verdict is "inconclusive" (reported as a failure)."""
     req = dict(layers=[32], batch_size=8, n_epochs=20)
-    opt = dict(**ADAGRAD, learning_rate=0.1, n_sample=0, dropout_p_embed=0.0, dropout_p_hidden=0.0, momentum=0.0,
-               loss="cross-entropy")
+    opt = dict(
+        **ADAGRAD,
+        learning_rate=0.1,
+        n_sample=0,
+        dropout_p_embed=0.0,
+        dropout_p_hidden=0.0,
+        momentum=0.0,
+        loss="cross-entropy",
+    )
     model = build(impl, req, opt)
     model.fit(d_long.train)
     diag = _dlong_diagnosis(model, d_long)
     recall = diag["recall"]
-    record_metric("D-LONG recall@1", recall, reference=1.0, tolerance=0.1, rule="pass if >= 0.9 (chance 0.125)",
-                  distinct_top1_predictions=diag["distinct_top1"], keys=diag["n"])
+    record_metric(
+        "D-LONG recall@1",
+        recall,
+        reference=1.0,
+        tolerance=0.1,
+        rule="pass if >= 0.9 (chance 0.125)",
+        distinct_top1_predictions=diag["distinct_top1"],
+        keys=diag["n"],
+    )
     control = build(impl, {**req, "n_epochs": 5}, opt)
     control.fit(d_lag1.train)
     p, t = lag1_test_pairs(d_lag1.test)
     control_recall = recall_at(control, p, t, 1)
     record_metric("D-LAG1 control recall@1", control_recall, reference=1.0, tolerance=0.1, rule="control >= 0.9")
     if control_recall < 0.9:
-        pytest.fail(f"inconclusive: the control (same settings, 5 epochs on D-LAG1) reaches Recall@1 "
-                    f"{control_recall:.3f} < 0.9, so nothing can be concluded about state resets: the implementation "
-                    "does not learn a first-order sequence at these settings (the optimizer and learning rate used "
-                    "are listed in this check's report; see also OP-*, LF-5)")
+        pytest.fail(
+            f"inconclusive: the control (same settings, 5 epochs on D-LAG1) reaches Recall@1 "
+            f"{control_recall:.3f} < 0.9, so nothing can be concluded about state resets: the implementation "
+            "does not learn a first-order sequence at these settings (the optimizer and learning rate used "
+            "are listed in this check's report; see also OP-*, LF-5)"
+        )
     if recall >= 0.9:
         return
-    measured = (f"D-LONG Recall@1 {recall:.3f} (expected >= 0.9; chance and a last-item model 0.125), with the D-LAG1 "
-                f"control at {control_recall:.3f}; the top-1 items after the {diag['n']} prefixes [a_k, n1, n2, n3] are "
-                f"{diag['distinct_top1']} distinct item(s), {diag['top1_is_answer']} of the {diag['n']} are answer items "
-                "t_j")
+    measured = (
+        f"D-LONG Recall@1 {recall:.3f} (expected >= 0.9; chance and a last-item model 0.125), with the D-LAG1 "
+        f"control at {control_recall:.3f}; the top-1 items after the {diag['n']} prefixes [a_k, n1, n2, n3] are "
+        f"{diag['distinct_top1']} distinct item(s), {diag['top1_is_answer']} of the {diag['n']} are answer items "
+        "t_j"
+    )
     if diag["distinct_top1"] <= 1:
-        cause = ("the prediction after the fillers does not depend on a_k at all: the state carrying a_k is lost "
-                 "before the prediction, i.e. it is reset in training at every step of equal-length runs (a stale "
-                 "reset mask: SR-4 localises it) or reset/not used in fresh-state scoring (SR-5 tells)")
+        cause = (
+            "the prediction after the fillers does not depend on a_k at all: the state carrying a_k is lost "
+            "before the prediction, i.e. it is reset in training at every step of equal-length runs (a stale "
+            "reset mask: SR-4 localises it) or reset/not used in fresh-state scoring (SR-5 tells)"
+        )
     elif diag["top1_is_answer"] == diag["n"]:
-        cause = ("the predictions depend on a_k and are answer items, but often the wrong one: the state carries "
-                 "something of a_k but the dependency is learnt only partly (state reset in part of the training "
-                 "steps, e.g. only in some lanes or runs; SR-4 localises it)")
+        cause = (
+            "the predictions depend on a_k and are answer items, but often the wrong one: the state carries "
+            "something of a_k but the dependency is learnt only partly (state reset in part of the training "
+            "steps, e.g. only in some lanes or runs; SR-4 localises it)"
+        )
     else:
-        cause = ("the predictions depend on a_k but are mostly not answer items: the three-step dependency is not "
-                 "learnt although the first-order control is (state reset in part of the training steps; SR-4 "
-                 "localises it)")
+        cause = (
+            "the predictions depend on a_k but are mostly not answer items: the three-step dependency is not "
+            "learnt although the first-order control is (state reset in part of the training steps; SR-4 "
+            "localises it)"
+        )
     pytest.fail(f"{measured}: {cause}")
 
 
@@ -162,8 +204,11 @@ def test_sr4_hidden_state_trace(impl, d_long, record_metric):
     """In training the hidden state is zero exactly for lanes at the first event of their session.
 
     Trace of ‖h_in‖ per lane and step over one epoch (D-LONG, B=8, so runs span whole sessions)."""
-    model = build(impl, dict(layers=[32], batch_size=8, n_epochs=1),
-                  dict(n_sample=0, learning_rate=0.1, dropout_p_embed=0.0, dropout_p_hidden=0.0))
+    model = build(
+        impl,
+        dict(layers=[32], batch_size=8, n_epochs=1),
+        dict(n_sample=0, learning_rate=0.1, dropout_p_embed=0.0, dropout_p_hidden=0.0),
+    )
     model.trace(True)
     rep = model.fit(d_long.train)
     assert rep.trace, "trace(True) was set but FitReport.trace is empty"
@@ -180,7 +225,8 @@ def test_sr4_hidden_state_trace(impl, d_long, record_metric):
     record_metric("lane-steps with zero state inside a session", false_resets, reference=0, tolerance=0)
     assert leaks == 0 and false_resets == 0, (
         f"of {lanes} lane-steps, {leaks} start a session with a non-zero state (leak) and {false_resets} continue "
-        f"a session from a zero state (false reset)")
+        f"a session from a zero state (false reset)"
+    )
 
 
 @pytest.mark.check("SR-5", kind="K1")
@@ -195,5 +241,7 @@ def test_sr5_state_is_used(impl, d_long, record_metric):
     scale = np.linalg.norm(s, axis=1).max()
     gaps = [np.linalg.norm(s[i] - s[j]) / scale for i in range(len(s)) for j in range(i + 1, len(s))]
     record_metric("min pairwise relative score gap", min(gaps), rule="pass if > 1e-4")
-    assert min(gaps) > 1e-4, (f"scores after [a_k, n1, n2, n3] are identical for some keys (min relative gap "
-                              f"{min(gaps):.3g}): the first item does not reach the prediction (state reset or unused)")
+    assert min(gaps) > 1e-4, (
+        f"scores after [a_k, n1, n2, n3] are identical for some keys (min relative gap "
+        f"{min(gaps):.3g}): the first item does not reach the prediction (state reset or unused)"
+    )

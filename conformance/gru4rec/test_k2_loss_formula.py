@@ -37,13 +37,25 @@ def _built(impl, loss: str):
 
 LF1_CASES = [
     pytest.param("cross-entropy", {}, marks=pytest.mark.loss("cross-entropy"), id="cross-entropy"),
-    pytest.param("cross-entropy", {"logq": 1.0, "column_q": "q"}, marks=[pytest.mark.loss("cross-entropy"),
-                 pytest.mark.feature("logq")], id="cross-entropy-logq"),
+    pytest.param(
+        "cross-entropy",
+        {"logq": 1.0, "column_q": "q"},
+        marks=[pytest.mark.loss("cross-entropy"), pytest.mark.feature("logq")],
+        id="cross-entropy-logq",
+    ),
     pytest.param("bpr-max", {"bpreg": 0.0, "elu_param": 0.0}, marks=pytest.mark.loss("bpr-max"), id="bpr-max-bpreg0"),
-    pytest.param("bpr-max", {"bpreg": 0.5, "elu_param": 0.0}, marks=[pytest.mark.loss("bpr-max"),
-                 pytest.mark.feature("bpreg")], id="bpr-max-bpreg0.5"),
-    pytest.param("bpr-max", {"bpreg": 0.5, "elu_param": 1.0}, marks=[pytest.mark.loss("bpr-max"),
-                 pytest.mark.feature("bpreg"), pytest.mark.final_act("elu")], id="bpr-max-bpreg0.5-elu1"),
+    pytest.param(
+        "bpr-max",
+        {"bpreg": 0.5, "elu_param": 0.0},
+        marks=[pytest.mark.loss("bpr-max"), pytest.mark.feature("bpreg")],
+        id="bpr-max-bpreg0.5",
+    ),
+    pytest.param(
+        "bpr-max",
+        {"bpreg": 0.5, "elu_param": 1.0},
+        marks=[pytest.mark.loss("bpr-max"), pytest.mark.feature("bpreg"), pytest.mark.final_act("elu")],
+        id="bpr-max-bpreg0.5-elu1",
+    ),
     pytest.param("top1", {"final_act": "linear"}, marks=pytest.mark.loss("top1"), id="top1"),
     pytest.param("top1-max", {"final_act": "linear"}, marks=pytest.mark.loss("top1-max"), id="top1-max"),
     pytest.param("bpr", {"final_act": "linear"}, marks=pytest.mark.loss("bpr"), id="bpr"),
@@ -77,27 +89,54 @@ def test_lf1_fixed_score_matrix(impl, loss, kw, record_metric):
     c = _gradient_scale(grad, ref_grad)
     g_err = float(np.abs(grad - c * ref_grad).max() / max(np.abs(c * ref_grad).max(), 1e-300))
     v_err = abs(value - c * ref_value) / max(abs(c * ref_value), 1e-300)
-    record_metric("scale factor c fitted on ∂L/∂R (1 = mean over rows)", c,
-                  rule="reported; any c > 0 is a pure rescaling", value_ratio=value / ref_value if ref_value else None)
-    record_metric("gradient error after scaling", g_err, reference=0.0, tolerance=REL_TOL,
-                  rule="|∂L/∂R − c·∂L_ref/∂R| ≤ 1e-5 · max|c·∂L_ref/∂R|")
-    record_metric("loss value error after scaling", v_err, reference=0.0, tolerance=REL_TOL,
-                  rule="|L − c·L_ref| ≤ 1e-5 · |c·L_ref|, c from the gradients")
-    assert c > 0, (f"{what}: the gradient points against the reference's (fitted scale c = {c:.6g}; loss {value:.6g} "
-                   f"vs reference {ref_value:.6g}): the loss is maximised, or a sign is wrong")
-    assert g_err <= REL_TOL, (f"{what}: ∂L/∂R differs from the reference formula by {g_err:.3g} (relative, after the "
-                              f"best scaling c = {c:.6g} fitted on the gradients): the equation differs, not only its "
-                              "normalisation")
-    assert v_err <= REL_TOL, (f"{what}: the gradient matches the reference up to c = {c:.6g}, but the loss value "
-                              f"{value:.6g} differs from c·L_ref = {c * ref_value:.6g} by {v_err:.3g} (relative): the "
-                              "value has a term without gradient (detached / stop-gradient) or lacks one, or is "
-                              "normalised differently from its gradient")
+    record_metric(
+        "scale factor c fitted on ∂L/∂R (1 = mean over rows)",
+        c,
+        rule="reported; any c > 0 is a pure rescaling",
+        value_ratio=value / ref_value if ref_value else None,
+    )
+    record_metric(
+        "gradient error after scaling",
+        g_err,
+        reference=0.0,
+        tolerance=REL_TOL,
+        rule="|∂L/∂R − c·∂L_ref/∂R| ≤ 1e-5 · max|c·∂L_ref/∂R|",
+    )
+    record_metric(
+        "loss value error after scaling",
+        v_err,
+        reference=0.0,
+        tolerance=REL_TOL,
+        rule="|L − c·L_ref| ≤ 1e-5 · |c·L_ref|, c from the gradients",
+    )
+    assert c > 0, (
+        f"{what}: the gradient points against the reference's (fitted scale c = {c:.6g}; loss {value:.6g} "
+        f"vs reference {ref_value:.6g}): the loss is maximised, or a sign is wrong"
+    )
+    assert g_err <= REL_TOL, (
+        f"{what}: ∂L/∂R differs from the reference formula by {g_err:.3g} (relative, after the "
+        f"best scaling c = {c:.6g} fitted on the gradients): the equation differs, not only its "
+        "normalisation"
+    )
+    assert v_err <= REL_TOL, (
+        f"{what}: the gradient matches the reference up to c = {c:.6g}, but the loss value "
+        f"{value:.6g} differs from c·L_ref = {c * ref_value:.6g} by {v_err:.3g} (relative): the "
+        "value has a term without gradient (detached / stop-gradient) or lacks one, or is "
+        "normalised differently from its gradient"
+    )
 
 
-LOSSES = [pytest.param(name, marks=pytest.mark.loss(name), id=name)
-          for name in ("cross-entropy", "bpr-max", "top1", "top1-max", "bpr")]
-DEFAULT_KW = {"cross-entropy": {}, "bpr-max": {"bpreg": 1.0, "elu_param": 0.0}, "top1": {"final_act": "linear"},
-              "top1-max": {"final_act": "linear"}, "bpr": {"final_act": "linear"}}
+LOSSES = [
+    pytest.param(name, marks=pytest.mark.loss(name), id=name)
+    for name in ("cross-entropy", "bpr-max", "top1", "top1-max", "bpr")
+]
+DEFAULT_KW = {
+    "cross-entropy": {},
+    "bpr-max": {"bpreg": 1.0, "elu_param": 0.0},
+    "top1": {"final_act": "linear"},
+    "top1-max": {"final_act": "linear"},
+    "bpr": {"final_act": "linear"},
+}
 
 
 @pytest.mark.check("LF-2", kind="K2")
@@ -118,8 +157,10 @@ def test_lf2_row_separability(impl, loss):
     g0, g1 = np.asarray(g0, dtype=np.float64), np.asarray(g1, dtype=np.float64)
     others = [i for i in range(R.shape[0]) if i != 3]
     change = float(np.abs(g1[others] - g0[others]).max() / max(np.abs(g0).max(), 1e-300))
-    assert change <= 1e-6, (f"loss {loss}: perturbing row 3 changed the gradient of other rows by {change:.3g} "
-                            "(relative): the loss couples lanes (e.g. a mean over the whole matrix inside the log)")
+    assert change <= 1e-6, (
+        f"loss {loss}: perturbing row 3 changed the gradient of other rows by {change:.3g} "
+        "(relative): the loss couples lanes (e.g. a mean over the whole matrix inside the log)"
+    )
 
 
 @pytest.mark.check("LF-3", kind="K2")
@@ -140,14 +181,15 @@ def test_lf3_bprmax_softmax_excludes_target(impl):
     kw = {"bpreg": bpreg, "elu_param": 0.0}
     value, grad = _built(impl, "bpr-max").loss_on_scores(R.copy(), "bpr-max", **kw)
     sig = 1.0 / (1.0 + np.exp(-(r - cneg)))
-    want_value = float(np.mean(-np.log(sig + 1e-24) + bpreg * cneg ** 2))
+    want_value = float(np.mean(-np.log(sig + 1e-24) + bpreg * cneg**2))
     want_diag = -(1.0 - sig) / b
     c = float(value) / want_value
     diag = np.diag(np.asarray(grad, dtype=np.float64))
     err = float(np.abs(diag - c * want_diag).max() / np.abs(c * want_diag).max())
     assert c > 0 and err <= REL_TOL, (
         f"with equal negatives the target-score gradient is {diag.tolist()}, expected c·{want_diag.tolist()} "
-        f"(c = {c:.6g}): the negative-softmax weights depend on the target score (target not masked)")
+        f"(c = {c:.6g}): the negative-softmax weights depend on the target score (target not masked)"
+    )
 
 
 def _extreme_matrices() -> dict[str, np.ndarray]:
@@ -171,8 +213,10 @@ def test_lf4_finite_under_extreme_scores(impl, loss):
     for name, R in _extreme_matrices().items():
         value, grad = model.loss_on_scores(R.copy(), loss, **DEFAULT_KW[loss])
         if not (math.isfinite(float(value)) and np.isfinite(np.asarray(grad, dtype=np.float64)).all()):
-            bad.append(f"{name}: loss {value}, {int((~np.isfinite(np.asarray(grad, dtype=np.float64))).sum())} "
-                       "non-finite gradient entries")
+            bad.append(
+                f"{name}: loss {value}, {int((~np.isfinite(np.asarray(grad, dtype=np.float64))).sum())} "
+                "non-finite gradient entries"
+            )
     assert not bad, f"loss {loss}: " + "; ".join(bad)
 
 
@@ -184,17 +228,34 @@ def test_lf5_xe_loss_floor(impl, d_lag1, record_metric):
     Cross-entropy training on D-LAG1 (B=32, no extra samples, 20 epochs) ends below log(1 + (B−1)/e) − 0.5
     ≈ 2.0 per example, the floor of a doubly normalised loss (softmax fed into softmax-CE)."""
     B_ = 32
-    model = build(impl, dict(loss="cross-entropy", batch_size=B_, n_epochs=20),
-                  dict(layers=[32], n_sample=0, **ADAGRAD, learning_rate=0.1, dropout_p_embed=0.0,
-                       dropout_p_hidden=0.0, momentum=0.0, logq=0.0))
+    model = build(
+        impl,
+        dict(loss="cross-entropy", batch_size=B_, n_epochs=20),
+        dict(
+            layers=[32],
+            n_sample=0,
+            **ADAGRAD,
+            learning_rate=0.1,
+            dropout_p_embed=0.0,
+            dropout_p_hidden=0.0,
+            momentum=0.0,
+            logq=0.0,
+        ),
+    )
     rep = model.fit(d_lag1.train)
     bound = math.log(1 + (B_ - 1) / math.e) - 0.5
     final = float(rep.epoch_losses[-1])
-    record_metric("final epoch loss (per example)", final, reference=None, rule=f"pass if < {bound:.3f}",
-                  double_softmax_floor=round(bound + 0.5, 3))
+    record_metric(
+        "final epoch loss (per example)",
+        final,
+        reference=None,
+        rule=f"pass if < {bound:.3f}",
+        double_softmax_floor=round(bound + 0.5, 3),
+    )
     assert math.isfinite(final) and final < bound, (
         f"final cross-entropy loss {final:.3f} is not below {bound:.3f}: the loss plateaus at the floor "
-        f"{bound + 0.5:.3f} of a double softmax (or the scores are normalised over the catalogue before sampling)")
+        f"{bound + 0.5:.3f} of a double softmax (or the scores are normalised over the catalogue before sampling)"
+    )
 
 
 def _softmax_neg(O: np.ndarray) -> np.ndarray:
@@ -210,8 +271,9 @@ def _softmax_neg(O: np.ndarray) -> np.ndarray:
 @pytest.mark.hook("loss_on_scores")
 @pytest.mark.loss("bpr-max")
 @pytest.mark.feature("bpreg")
-@pytest.mark.parametrize("elu_param", [pytest.param(0.0, id="linear"),
-                                       pytest.param(1.0, id="elu1", marks=pytest.mark.final_act("elu"))])
+@pytest.mark.parametrize(
+    "elu_param", [pytest.param(0.0, id="linear"), pytest.param(1.0, id="elu1", marks=pytest.mark.final_act("elu"))]
+)
 def test_lf6_bpreg_term(impl, elu_param, record_metric):
     """The BPR-max score regulariser is present and weighted by bpreg.
 
@@ -224,10 +286,16 @@ def test_lf6_bpreg_term(impl, elu_param, record_metric):
     ref0, _ = oracle_loss(R, "bpr-max", bpreg=0.0, elu_param=elu_param)
     c = float(v0) / ref0
     O = np.where(R >= 0, R, elu_param * (np.exp(R) - 1)) if elu_param > 0 else R
-    want = float(np.mean(np.sum(_softmax_neg(O) * O ** 2, axis=1)))
+    want = float(np.mean(np.sum(_softmax_neg(O) * O**2, axis=1)))
     got = (float(v1) - float(v0)) / c
-    record_metric("regulariser term (bpreg=1)", got, reference=want, tolerance=REL_TOL * abs(want),
-                  rule="mean_i Σ_j s_ij·Ô_ij², 1e-5 relative")
+    record_metric(
+        "regulariser term (bpreg=1)",
+        got,
+        reference=want,
+        tolerance=REL_TOL * abs(want),
+        rule="mean_i Σ_j s_ij·Ô_ij², 1e-5 relative",
+    )
     assert abs(got - want) <= REL_TOL * abs(want), (
         f"loss(bpreg=1) − loss(bpreg=0) = {got:.6g} (after scale c = {c:.4g}), expected {want:.6g}: the bpreg term "
-        "is missing, hard-coded or weighted differently")
+        "is missing, hard-coded or weighted differently"
+    )

@@ -18,15 +18,19 @@ def _item_axes(params: dict, n_items: int) -> dict[str, list[int]]:
 
 @pytest.mark.check("SO-1", kind="K3")
 @pytest.mark.hook("get_weights", "set_weights", "train_step")
-@pytest.mark.parametrize("loss", [pytest.param(x, marks=pytest.mark.loss(x), id=x) for x in ("cross-entropy", "bpr-max")])
+@pytest.mark.parametrize(
+    "loss", [pytest.param(x, marks=pytest.mark.loss(x), id=x) for x in ("cross-entropy", "bpr-max")]
+)
 def test_so1_non_sampled_item_invariance(impl, d_lag1, loss, record_metric):
     """The training loss ignores items that are neither targets nor samples (sample, then score).
 
     The training loss of a fixed batch does not change when the output weights and bias of an item that is
     neither a target nor a sample are shifted by +10 (no transform normalised over the whole catalogue)."""
-    model = build(impl, dict(loss=loss, batch_size=4),
-                  dict(layers=[24], n_sample=0, dropout_p_embed=0.0, dropout_p_hidden=0.0, learning_rate=0.05,
-                       momentum=0.0))
+    model = build(
+        impl,
+        dict(loss=loss, batch_size=4),
+        dict(layers=[24], n_sample=0, dropout_p_embed=0.0, dropout_p_hidden=0.0, learning_rate=0.05, momentum=0.0),
+    )
     model.fit(d_lag1.train, n_epochs=0)
     cycle = list(d_lag1.meta["items"])
     inputs, targets = np.array(cycle[0:8:2]), np.array(cycle[1:9:2])
@@ -35,8 +39,9 @@ def test_so1_non_sampled_item_invariance(impl, d_lag1, loss, record_metric):
     j = ids.index(bystander)
     p0 = {k: np.array(v, copy=True) for k, v in model.get_weights().items()}
     axes = _item_axes(p0, len(ids))
-    assert any(axes.values()), f"no parameter has an item axis of length {len(ids)} (got shapes " \
-                               f"{ {k: np.shape(v) for k, v in p0.items()} })"
+    assert any(axes.values()), (
+        f"no parameter has an item axis of length {len(ids)} (got shapes { {k: np.shape(v) for k, v in p0.items()} })"
+    )
     loss_a = float(model.train_step(inputs, targets))
     shifted = {}
     for k, v in p0.items():
@@ -52,7 +57,8 @@ def test_so1_non_sampled_item_invariance(impl, d_lag1, loss, record_metric):
     record_metric("loss change from a non-sampled item", diff, reference=0.0, tolerance=1e-6 * max(1.0, abs(loss_a)))
     assert diff <= 1e-6 * max(1.0, abs(loss_a)), (
         f"shifting the output parameters of item {bystander} (not in the batch) changed the {loss} loss from "
-        f"{loss_a:.6g} to {loss_b:.6g}: the scores are normalised over the full catalogue before sampling")
+        f"{loss_a:.6g} to {loss_b:.6g}: the scores are normalised over the full catalogue before sampling"
+    )
 
 
 @pytest.mark.check("SO-2", kind="K3")
@@ -64,8 +70,9 @@ def test_so2_shared_negatives(impl, d_lag1, record_metric):
     With n_sample=S the training score matrix has B+S columns whose last S item ids are the same for every
     row, and the samples change from step to step (trace)."""
     B_, S_ = 4, 8
-    model = build(impl, dict(batch_size=B_, n_sample=S_, n_epochs=1),
-                  dict(layers=[16], learning_rate=0.05, loss="cross-entropy"))
+    model = build(
+        impl, dict(batch_size=B_, n_sample=S_, n_epochs=1), dict(layers=[16], learning_rate=0.05, loss="cross-entropy")
+    )
     model.fit(d_lag1.train, n_epochs=0)
     cycle = list(d_lag1.meta["items"])
     out = model.train_forward([[cycle[k], cycle[k + 1]] for k in range(0, 2 * B_, 2)], seed=0)
@@ -76,15 +83,21 @@ def test_so2_shared_negatives(impl, d_lag1, record_metric):
         cols = np.asarray(cols)
         if cols.ndim == 2:
             distinct = len({tuple(r[B_:]) for r in cols})
-            assert distinct == 1, (f"the {S_} extra negative columns differ between the {B_} rows ({distinct} distinct "
-                                   "sets): negatives are drawn per row, not shared by the minibatch")
+            assert distinct == 1, (
+                f"the {S_} extra negative columns differ between the {B_} rows ({distinct} distinct "
+                "sets): negatives are drawn per row, not shared by the minibatch"
+            )
             cols = cols[0]
         assert cols[:B_].tolist() == [cycle[k + 1] for k in range(0, 2 * B_, 2)], (
-            f"the first B columns {cols[:B_].tolist()} are not the lanes' targets")
+            f"the first B columns {cols[:B_].tolist()} are not the lanes' targets"
+        )
     if not impl.supports("hook:trace"):
         return
-    model = build(impl, dict(batch_size=2 * B_, n_sample=S_, n_epochs=1),
-                  dict(layers=[16], learning_rate=0.05, loss="cross-entropy"))
+    model = build(
+        impl,
+        dict(batch_size=2 * B_, n_sample=S_, n_epochs=1),
+        dict(layers=[16], learning_rate=0.05, loss="cross-entropy"),
+    )
     model.trace(True)
     rep = model.fit(d_lag1.train)
     negs = [np.asarray(t.negative_ids) for t in rep.trace]
@@ -105,8 +118,11 @@ def test_so3_sampling_distribution(impl, zipf, alpha, record_metric):
     The extra samples of 200 training steps (S=512, Zipf-popular items) follow support^sample_alpha /
     Σ support^sample_alpha (chi-square p > 1e-3) for sample_alpha = 0, 0.5, 1."""
     S_ = 512
-    model = build(impl, dict(n_sample=S_, sample_alpha=alpha, batch_size=48, n_epochs=1),
-                  dict(layers=[16], learning_rate=0.05, loss="cross-entropy"))
+    model = build(
+        impl,
+        dict(n_sample=S_, sample_alpha=alpha, batch_size=48, n_epochs=1),
+        dict(layers=[16], learning_rate=0.05, loss="cross-entropy"),
+    )
     model.trace(True)
     rep = model.fit(zipf.train)
     steps = rep.trace[:200]
@@ -120,8 +136,10 @@ def test_so3_sampling_distribution(impl, zipf, alpha, record_metric):
     obs, exp = _pool(counts, expected)
     chi2, p = stats.chisquare(obs, exp)
     record_metric(f"chi-square p (alpha={alpha})", p, rule="pass if p > 1e-3", samples=len(drawn), bins=len(obs))
-    assert p > 1e-3, (f"sampled item frequencies do not follow support^{alpha} (chi-square {chi2:.1f} on {len(obs) - 1} "
-                      f"dof, p = {p:.2g}): sample_alpha is ignored or the distribution is wrong")
+    assert p > 1e-3, (
+        f"sampled item frequencies do not follow support^{alpha} (chi-square {chi2:.1f} on {len(obs) - 1} "
+        f"dof, p = {p:.2g}): sample_alpha is ignored or the distribution is wrong"
+    )
 
 
 def pd_counts(drawn: np.ndarray, items: np.ndarray) -> np.ndarray:

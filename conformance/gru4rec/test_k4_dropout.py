@@ -33,15 +33,21 @@ def _embedding_mode(impl) -> dict:
 
 
 def _forward(impl, d_lag1, p_embed: float, p_hidden: float, layers=(32,)) -> dict:
-    model = build(impl, dict(dropout_p_embed=p_embed, dropout_p_hidden=p_hidden),
-                  dict(layers=list(layers), batch_size=32, n_sample=0, loss="cross-entropy", **_embedding_mode(impl)),
-                  seed=7)
+    model = build(
+        impl,
+        dict(dropout_p_embed=p_embed, dropout_p_hidden=p_hidden),
+        dict(layers=list(layers), batch_size=32, n_sample=0, loss="cross-entropy", **_embedding_mode(impl)),
+        seed=7,
+    )
     model.fit(d_lag1.train, n_epochs=0)
     cycle = list(d_lag1.meta["items"])
     batch = [[cycle[k % len(cycle)], cycle[(k + 1) % len(cycle)]] for k in range(N_LANES)]
     out = model.train_forward(batch, seed=11)
-    return {"embedding": None if out.get("embedding_out") is None else np.asarray(out["embedding_out"], dtype=np.float64),
-            "layers": [np.asarray(x, dtype=np.float64) for x in out["layer_outputs"]], "model": model}
+    return {
+        "embedding": None if out.get("embedding_out") is None else np.asarray(out["embedding_out"], dtype=np.float64),
+        "layers": [np.asarray(x, dtype=np.float64) for x in out["layer_outputs"]],
+        "model": model,
+    }
 
 
 def _zero_fraction(a: np.ndarray) -> float:
@@ -83,12 +89,15 @@ def test_do3_measured_drop_rate(impl, d_lag1, p, record_metric):
         if p > 0 and kept.any():
             scale = float(np.median(emb["embedding"][kept] / base["embedding"][kept]))
             if abs(scale - 1 / (1 - p)) > 1e-4:
-                problems.append(f"p_embed={p}: kept embedding units scaled by {scale:.4f}, expected 1/(1−p) = "
-                                f"{1 / (1 - p):.4f}")
+                problems.append(
+                    f"p_embed={p}: kept embedding units scaled by {scale:.4f}, expected 1/(1−p) = {1 / (1 - p):.4f}"
+                )
         for l, out in enumerate(emb["layers"]):
             if _zero_fraction(out) > 1e-3:
-                problems.append(f"p_embed={p}, p_hidden=0: layer {l} output has {_zero_fraction(out):.3f} zeros "
-                                "(the embedding rate drives the hidden dropout)")
+                problems.append(
+                    f"p_embed={p}, p_hidden=0: layer {l} output has {_zero_fraction(out):.3f} zeros "
+                    "(the embedding rate drives the hidden dropout)"
+                )
     elif emb["embedding"] is None:
         problems.append("train_forward returned no embedding_out although embedding dropout is declared")
     if finite(hid, f"p_hidden={p}"):
@@ -104,7 +113,9 @@ def test_do3_measured_drop_rate(impl, d_lag1, p, record_metric):
         if p > 0 and kept.any():
             scale = float(np.median(hid["layers"][0][kept] / base["layers"][0][kept]))
             if abs(scale - 1 / (1 - p)) > 1e-4:
-                problems.append(f"p_hidden={p}: kept units of layer 0 scaled by {scale:.4f}, expected {1 / (1 - p):.4f}")
+                problems.append(
+                    f"p_hidden={p}: kept units of layer 0 scaled by {scale:.4f}, expected {1 / (1 - p):.4f}"
+                )
     if p > 0:
         cycle = list(d_lag1.meta["items"])
         model = _forward(impl, d_lag1, p, p)["model"]
@@ -132,13 +143,18 @@ def test_do4_independent_dropouts(impl, d_lag1, record_metric):
     tol = _tol(0.5, e["embedding"].size)
     assert abs(ze - 0.5) <= tol and zeh <= 1e-3 and zhe <= 1e-3 and abs(zh - 0.5) <= _tol(0.5, h["layers"][0].size), (
         f"(p_embed, p_hidden) = (0.5, 0) gives zero fractions embedding {ze:.3f} / hidden {zeh:.3f}; (0, 0.5) gives "
-        f"{zhe:.3f} / {zh:.3f}; expected 0.5 / 0 and 0 / 0.5: one parameter drives both dropouts")
+        f"{zhe:.3f} / {zh:.3f}; expected 0.5 / 0 and 0 / 0.5: one parameter drives both dropouts"
+    )
 
 
 DO2_CASES = [
     pytest.param("dropout_p_hidden", {}, marks=pytest.mark.feature("dropout_hidden"), id="hidden"),
-    pytest.param("dropout_p_embed", {"constrained_embedding": False, "embedding": 16},
-                 marks=[pytest.mark.feature("dropout_embed"), pytest.mark.embedding("separate")], id="embed-separate"),
+    pytest.param(
+        "dropout_p_embed",
+        {"constrained_embedding": False, "embedding": 16},
+        marks=[pytest.mark.feature("dropout_embed"), pytest.mark.embedding("separate")],
+        id="embed-separate",
+    ),
 ]
 
 
@@ -153,28 +169,49 @@ def test_do2_dropout_bites(impl, d_lag1, param, mode, record_metric):
     recalls = {}
     for p in (0.0, 0.95):
         req, opt = embedding_mode({param: p, "n_epochs": 3, **mode})
-        model = build(impl, req, dict(layers=[16], batch_size=32, n_sample=16, **ADAGRAD, learning_rate=0.01,
-                                      momentum=0.0, loss="cross-entropy", **opt))
+        model = build(
+            impl,
+            req,
+            dict(
+                layers=[16],
+                batch_size=32,
+                n_sample=16,
+                **ADAGRAD,
+                learning_rate=0.01,
+                momentum=0.0,
+                loss="cross-entropy",
+                **opt,
+            ),
+        )
         try:
             model.fit(d_lag1.train)
         except Exception as exc:
             if p == 0.0:
-                pytest.fail(f"training with {param}=0 fails ({type(exc).__name__}: {exc}): the parameter behaves "
-                            "like a keep probability")
+                pytest.fail(
+                    f"training with {param}=0 fails ({type(exc).__name__}: {exc}): the parameter behaves "
+                    "like a keep probability"
+                )
             raise
         recalls[p] = recall_at(model, prefixes, targets, 1)
     record_metric(f"recall@1 with {param}=0", recalls[0.0])
-    record_metric(f"recall@1 with {param}=0.95", recalls[0.95], reference=recalls[0.0], rule="pass if ≤ p=0 value − 0.3")
+    record_metric(
+        f"recall@1 with {param}=0.95", recalls[0.95], reference=recalls[0.0], rule="pass if ≤ p=0 value − 0.3"
+    )
     if recalls[0.95] >= recalls[0.0] + 0.3:
-        pytest.fail(f"{param}=0.95 reaches Recall@1 {recalls[0.95]:.3f} vs {recalls[0.0]:.3f} with 0: the parameter "
-                    "behaves like a keep probability")
+        pytest.fail(
+            f"{param}=0.95 reaches Recall@1 {recalls[0.95]:.3f} vs {recalls[0.0]:.3f} with 0: the parameter "
+            "behaves like a keep probability"
+        )
     if recalls[0.0] < 0.3:  # a drop of 0.3 cannot be shown below this: say so instead of blaming the dropout
-        pytest.fail(f"inconclusive: with {param}=0 the model reaches only Recall@1 {recalls[0.0]:.3f} on D-LAG1 "
-                    "(hidden 16, lr 0.01, 3 epochs), so a drop of 0.3 caused by dropout cannot be shown; the model "
-                    "does not learn the easy first-order cycle (see SR-1, OP-3)")
+        pytest.fail(
+            f"inconclusive: with {param}=0 the model reaches only Recall@1 {recalls[0.0]:.3f} on D-LAG1 "
+            "(hidden 16, lr 0.01, 3 epochs), so a drop of 0.3 caused by dropout cannot be shown; the model "
+            "does not learn the easy first-order cycle (see SR-1, OP-3)"
+        )
     assert recalls[0.95] <= recalls[0.0] - 0.3, (
         f"{param}=0.95 reaches Recall@1 {recalls[0.95]:.3f} vs {recalls[0.0]:.3f} with 0: "
-        + ("dropout is not applied" if recalls[0.95] >= recalls[0.0] - 0.05 else "dropout bites too little"))
+        + ("dropout is not applied" if recalls[0.95] >= recalls[0.0] - 0.05 else "dropout bites too little")
+    )
 
 
 @pytest.mark.check("DO-1", kind="K4", card="deterministic")

@@ -41,9 +41,14 @@ def _flat(params: dict) -> np.ndarray:
 
 def _spacing(params: dict) -> np.ndarray:
     """Per entry, the gap to the next representable value in the parameter's own dtype (float32: ~1.2e-7·|θ|)."""
-    return np.concatenate([np.spacing(np.abs(np.asarray(params[k]))).astype(np.float64).ravel()
-                           if np.issubdtype(np.asarray(params[k]).dtype, np.floating)
-                           else np.zeros(np.asarray(params[k]).size) for k in sorted(params)])
+    return np.concatenate(
+        [
+            np.spacing(np.abs(np.asarray(params[k]))).astype(np.float64).ravel()
+            if np.issubdtype(np.asarray(params[k]).dtype, np.floating)
+            else np.zeros(np.asarray(params[k]).size)
+            for k in sorted(params)
+        ]
+    )
 
 
 def _steps(model, d_lag1, n: int) -> tuple[list[np.ndarray], np.ndarray]:
@@ -77,8 +82,12 @@ def _two_step_ratio(snaps: list[np.ndarray], gap: np.ndarray) -> tuple[float, in
 
 
 def _unresolved(ratio: float) -> str:
-    return ("no parameter step is resolvable at η = 1e-6 (every step is below 1000 float ulps of its parameter): "
-            "the steps are not Adagrad-normalised (e.g. SGD, step ∝ |g|) or vanish" if ratio != ratio else "")
+    return (
+        "no parameter step is resolvable at η = 1e-6 (every step is below 1000 float ulps of its parameter): "
+        "the steps are not Adagrad-normalised (e.g. SGD, step ∝ |g|) or vanish"
+        if ratio != ratio
+        else ""
+    )
 
 
 @pytest.mark.check("OP-1", kind="K5")
@@ -91,13 +100,18 @@ def test_op1_first_step_magnitude(impl, d_lag1, record_metric):
     eta = 0.05
     snaps, _ = _steps(_model(impl, d_lag1, eta), d_lag1, 1)
     r = np.abs(snaps[1] - snaps[0]) / eta
-    record_metric("max |Δθ|/η after one step", float(r.max()), reference=1.0, tolerance=0.01,
-                  rule="pass if in [0.99, 1.0001]")
+    record_metric(
+        "max |Δθ|/η after one step", float(r.max()), reference=1.0, tolerance=0.01, rule="pass if in [0.99, 1.0001]"
+    )
     assert 0.99 <= r.max() <= 1.0001, (
         f"max |Δθ|/η after the first update is {r.max():.4f}, expected in [0.99, 1.0001]: "
-        + ("a large initial Adagrad accumulator (or another optimizer) damps the first steps — or every gradient "
-           "is below ~1e-2 (vanishing gradients), which this check cannot tell apart" if r.max() < 0.99
-           else "steps exceed the learning rate (not Adagrad-normalised)"))
+        + (
+            "a large initial Adagrad accumulator (or another optimizer) damps the first steps — or every gradient "
+            "is below ~1e-2 (vanishing gradients), which this check cannot tell apart"
+            if r.max() < 0.99
+            else "steps exceed the learning rate (not Adagrad-normalised)"
+        )
+    )
 
 
 @pytest.mark.check("OP-2", kind="K5")
@@ -109,13 +123,16 @@ def test_op2_two_step_ratio(impl, d_lag1, record_metric):
     Δ2/Δ1 ≈ 1/√2 = 0.707 ± 0.01 (Adagrad with momentum 0; Adam gives ≈ 1, SGD 1), measured on the entries whose
     step float precision resolves."""
     ratio, n = _two_step_ratio(*_steps(_model(impl, d_lag1, 1e-6), d_lag1, 2))
-    record_metric("second/first step ratio", ratio, reference=2 ** -0.5, tolerance=0.01, entries=n,
-                  learning_rate=1e-6)
+    record_metric("second/first step ratio", ratio, reference=2**-0.5, tolerance=0.01, entries=n, learning_rate=1e-6)
     assert n, _unresolved(ratio)
-    assert abs(ratio - 2 ** -0.5) <= 0.01, (
+    assert abs(ratio - 2**-0.5) <= 0.01, (
         f"second/first step ratio {ratio:.4f} (median over {n} entries), expected 0.7071 ± 0.01 for Adagrad: "
-        + ("Adam-like (steps of equal size) or SGD-like (no accumulator)" if abs(ratio - 1) <= 0.05
-           else "a non-zero initial accumulator or another optimizer"))
+        + (
+            "Adam-like (steps of equal size) or SGD-like (no accumulator)"
+            if abs(ratio - 1) <= 0.05
+            else "a non-zero initial accumulator or another optimizer"
+        )
+    )
 
 
 def _constant_lr(impl, d_lag1, n_epochs: int, record_metric) -> None:
@@ -123,8 +140,11 @@ def _constant_lr(impl, d_lag1, n_epochs: int, record_metric) -> None:
     has_trace, has_info = impl.supports("hook:trace"), impl.supports("hook:optimizer_info")
     if not (has_trace or has_info):
         impl.require("hook:trace")
-    model = build(impl, dict(learning_rate=eta, batch_size=4, n_epochs=n_epochs),
-                  dict(layers=[8], n_sample=0, loss="cross-entropy", momentum=0.0))
+    model = build(
+        impl,
+        dict(learning_rate=eta, batch_size=4, n_epochs=n_epochs),
+        dict(layers=[8], n_sample=0, loss="cross-entropy", momentum=0.0),
+    )
     if has_trace:
         model.trace(True)
     rep = model.fit(d_lag1.train)
@@ -137,20 +157,35 @@ def _constant_lr(impl, d_lag1, n_epochs: int, record_metric) -> None:
             checked = True
             dev = lr_deviation(known, eta)
             worst = float(dev.max())
-            record_metric("max relative deviation of the traced learning rate", worst, reference=0.0,
-                          tolerance=LR_REL_TOL, steps=steps)
+            record_metric(
+                "max relative deviation of the traced learning rate",
+                worst,
+                reference=0.0,
+                tolerance=LR_REL_TOL,
+                steps=steps,
+            )
             first_bad = int(np.argmax(dev > LR_REL_TOL))
-            assert worst <= LR_REL_TOL, (f"the traced learning rate changes during training (step {first_bad}: "
-                                   f"{known[first_bad]:.6g} vs η = {eta}; last {known[-1]:.6g}): a learning-rate schedule")
+            assert worst <= LR_REL_TOL, (
+                f"the traced learning rate changes during training (step {first_bad}: "
+                f"{known[first_bad]:.6g} vs η = {eta}; last {known[-1]:.6g}): a learning-rate schedule"
+            )
     if has_info:
         info = model.optimizer_info()
         lr = info.get("learning_rate")
         if lr is not None:
             checked = True
-            record_metric("optimizer_info learning rate after training", float(lr), reference=eta,
-                          tolerance=LR_REL_TOL * eta, steps=steps, schedule=str(info.get("lr_schedule")))
-            assert lr_deviation(lr, eta) <= LR_REL_TOL, (f"after {steps} steps the learning rate is {lr}, configured "
-                                                         f"{eta} (relative deviation {float(lr_deviation(lr, eta)):.3g})")
+            record_metric(
+                "optimizer_info learning rate after training",
+                float(lr),
+                reference=eta,
+                tolerance=LR_REL_TOL * eta,
+                steps=steps,
+                schedule=str(info.get("lr_schedule")),
+            )
+            assert lr_deviation(lr, eta) <= LR_REL_TOL, (
+                f"after {steps} steps the learning rate is {lr}, configured "
+                f"{eta} (relative deviation {float(lr_deviation(lr, eta)):.3g})"
+            )
         assert info.get("lr_schedule") in (None, "constant", "none"), f"lr_schedule is {info.get('lr_schedule')!r}"
     if not checked:
         pytest.skip("neither the trace nor optimizer_info reports the learning rate")
@@ -185,9 +220,13 @@ def test_op4_momentum_honoured_or_refused(impl, d_lag1, record_metric):
     try:
         # batch_size is optional: train_step takes its batch explicitly, and an implementation that refuses the
         # batch size (TF-5) must still get a verdict on momentum
-        model = build(impl, dict(learning_rate=1e-6, momentum=0.5),
-                      dict(layers=[16], batch_size=8, n_sample=0, loss="cross-entropy", dropout_p_embed=0.0,
-                           dropout_p_hidden=0.0))
+        model = build(
+            impl,
+            dict(learning_rate=1e-6, momentum=0.5),
+            dict(
+                layers=[16], batch_size=8, n_sample=0, loss="cross-entropy", dropout_p_embed=0.0, dropout_p_hidden=0.0
+            ),
+        )
     except Unsupported as exc:
         if exc.name.partition(":")[0] not in ("momentum", "adagrad_momentum"):
             raise  # refused for another reason (e.g. learning_rate undeclared): not a verdict on momentum
@@ -197,10 +236,17 @@ def test_op4_momentum_honoured_or_refused(impl, d_lag1, record_metric):
     impl.require(*(f"hook:{h}" for h in WB_HOOKS))
     model.fit(d_lag1.train, n_epochs=0)
     ratio, n = _two_step_ratio(*_steps(model, d_lag1, 2))
-    want = 2 ** -0.5 + 0.5
-    record_metric("second/first step ratio with momentum 0.5", ratio, reference=want, tolerance=0.01, entries=n,
-                  learning_rate=1e-6)
+    want = 2**-0.5 + 0.5
+    record_metric(
+        "second/first step ratio with momentum 0.5",
+        ratio,
+        reference=want,
+        tolerance=0.01,
+        entries=n,
+        learning_rate=1e-6,
+    )
     assert n, _unresolved(ratio)
     assert abs(ratio - want) <= 0.01, (
         f"build(momentum=0.5) was accepted but the two-step ratio is {ratio:.4f}, expected {want:.4f}: momentum is "
-        + ("silently ignored" if abs(ratio - 2 ** -0.5) <= 0.01 else "applied differently"))
+        + ("silently ignored" if abs(ratio - 2**-0.5) <= 0.01 else "applied differently")
+    )

@@ -17,8 +17,18 @@ from gru4rec_conformance.conformance.gru4rec._common import (
 )
 from gru4rec_conformance.implementations.base import GRU4REC_HYPERPARAMETERS, Unsupported
 
-BASE = dict(layers=[16], batch_size=32, n_sample=16, sample_alpha=0.5, learning_rate=0.1, momentum=0.0,
-            dropout_p_embed=0.0, dropout_p_hidden=0.0, loss="cross-entropy", n_epochs=1)
+BASE = dict(
+    layers=[16],
+    batch_size=32,
+    n_sample=16,
+    sample_alpha=0.5,
+    learning_rate=0.1,
+    momentum=0.0,
+    dropout_p_embed=0.0,
+    dropout_p_hidden=0.0,
+    loss="cross-entropy",
+    n_epochs=1,
+)
 
 
 def _case(name, a, b, base=None, marks=()):
@@ -38,13 +48,25 @@ HP1_CASES = [
     _case("sample_alpha", 0.0, 1.0, marks=[pytest.mark.feature("sample_alpha")]),
     _case("logq", 0.0, 1.0, marks=[pytest.mark.feature("logq")]),
     _case("bpreg", 0.0, 1.0, {"loss": "bpr-max", "elu_param": 0.0}, marks=[pytest.mark.feature("bpreg")]),
-    _case("elu_param", 0.0, 1.0, {"loss": "bpr-max"}, marks=[pytest.mark.loss("bpr-max"), pytest.mark.final_act("elu")]),
-    _case("final_act", "linear", "tanh", {"loss": "bpr-max"},
-          marks=[pytest.mark.loss("bpr-max"), pytest.mark.final_act("linear", "tanh")]),
+    _case(
+        "elu_param", 0.0, 1.0, {"loss": "bpr-max"}, marks=[pytest.mark.loss("bpr-max"), pytest.mark.final_act("elu")]
+    ),
+    _case(
+        "final_act",
+        "linear",
+        "tanh",
+        {"loss": "bpr-max"},
+        marks=[pytest.mark.loss("bpr-max"), pytest.mark.final_act("linear", "tanh")],
+    ),
     _case("loss", "cross-entropy", "bpr-max", marks=[pytest.mark.loss("cross-entropy", "bpr-max")]),
     _case("embedding", 8, 16, {"constrained_embedding": False}, marks=[pytest.mark.embedding("separate")]),
-    _case("constrained_embedding", True, False, {"embedding": 0},
-          marks=[pytest.mark.embedding("shared", "none"), pytest.mark.hparam("embedding")]),
+    _case(
+        "constrained_embedding",
+        True,
+        False,
+        {"embedding": 0},
+        marks=[pytest.mark.embedding("shared", "none"), pytest.mark.hparam("embedding")],
+    ),
     _case("n_epochs", 1, 2),
 ]
 
@@ -66,8 +88,10 @@ def test_hp1_sensitivity(impl, d_lag1, name, a, b, base, record_metric):
         scores.append(fresh_scores(model, prefixes))
     change = rel_frobenius(scores[0], scores[1])
     record_metric(f"relative score change {name}: {a} → {b}", change, rule="pass if > 1e-3")
-    assert change > 1e-3, (f"{name}={a!r} and {name}={b!r} give the same scores (relative change {change:.2g}): the "
-                           "hyperparameter is declared but has no effect (hard-coded or silently ignored)")
+    assert change > 1e-3, (
+        f"{name}={a!r} and {name}={b!r} give the same scores (relative change {change:.2g}): the "
+        "hyperparameter is declared but has no effect (hard-coded or silently ignored)"
+    )
 
 
 def _shapes(impl, d_lag1, **cfg) -> tuple[dict[str, tuple], int]:
@@ -81,11 +105,17 @@ def _with_item_axis(shapes: dict, n_items: int, other: int) -> list[str]:
 
 
 HP2_CASES = [
-    pytest.param({"layers": [24], "constrained_embedding": True}, marks=pytest.mark.embedding("shared"), id="shared-24"),
-    pytest.param({"layers": [24, 12], "constrained_embedding": True}, marks=pytest.mark.embedding("shared"),
-                 id="shared-24-12"),
-    pytest.param({"layers": [24], "constrained_embedding": False, "embedding": 10},
-                 marks=pytest.mark.embedding("separate"), id="separate-10"),
+    pytest.param(
+        {"layers": [24], "constrained_embedding": True}, marks=pytest.mark.embedding("shared"), id="shared-24"
+    ),
+    pytest.param(
+        {"layers": [24, 12], "constrained_embedding": True}, marks=pytest.mark.embedding("shared"), id="shared-24-12"
+    ),
+    pytest.param(
+        {"layers": [24], "constrained_embedding": False, "embedding": 10},
+        marks=pytest.mark.embedding("separate"),
+        id="separate-10",
+    ),
 ]
 
 
@@ -125,33 +155,74 @@ def test_hp3_batch_size_echo(impl, d_lag1, record_metric):
     With batch_size=7 one epoch takes between (E − Ns)/7 and (E − Ns)/7 + L_max optimizer steps (D-LAG1,
     L_max = the longest session): the batch size really sets the number of parallel sessions."""
     B_ = 7
-    model = build(impl, dict(batch_size=B_, n_epochs=1),
-                  dict(layers=[16], n_sample=16, learning_rate=0.1, loss="cross-entropy"))
+    model = build(
+        impl, dict(batch_size=B_, n_epochs=1), dict(layers=[16], n_sample=16, learning_rate=0.1, loss="cross-entropy")
+    )
     rep = model.fit(d_lag1.train)
     epochs_run(rep, 1)
     sizes = d_lag1.train.groupby("SessionId").size()
     T, L = int(sizes.sum() - len(sizes)), int(sizes.max())
     steps = int(rep.n_steps[0])
     lo, hi = (T - L) / B_, T / B_ + L
-    record_metric("optimizer steps per epoch (batch_size=7)", steps, reference=T / B_, tolerance=L,
-                  rule=f"pass if in [{lo:.1f}, {hi:.1f}]", transitions=T)
-    assert lo <= steps <= hi, (f"{steps} steps for {T} transitions with batch_size=7, expected {lo:.1f}..{hi:.1f}: "
-                               "the batch size is ignored or the minibatches are not session-parallel")
+    record_metric(
+        "optimizer steps per epoch (batch_size=7)",
+        steps,
+        reference=T / B_,
+        tolerance=L,
+        rule=f"pass if in [{lo:.1f}, {hi:.1f}]",
+        transitions=T,
+    )
+    assert lo <= steps <= hi, (
+        f"{steps} steps for {T} transitions with batch_size=7, expected {lo:.1f}..{hi:.1f}: "
+        "the batch size is ignored or the minibatches are not session-parallel"
+    )
 
 
 PROBES = {
-    "layers": [12], "loss": "bpr-max", "batch_size": 16, "learning_rate": 0.07, "momentum": 0.5,
-    "dropout_p_embed": 0.2, "dropout_p_hidden": 0.2, "n_sample": 16, "sample_alpha": 0.3, "bpreg": 0.5,
-    "logq": 1.0, "embedding": 16, "constrained_embedding": False, "final_act": "tanh", "elu_param": 1.0,
-    "n_epochs": 2, "optimizer": "adagrad", "hidden_act": "relu", "lmbd": 0.01, "smoothing": 0.1, "adapt": "adam",
-    "adapt_params": [0.9, 0.999], "grad_cap": 1.0, "sigma": 0.1, "init_as_normal": True, "train_random_order": True,
-    "time_sort": False, "no_such_hyperparameter": 1,
+    "layers": [12],
+    "loss": "bpr-max",
+    "batch_size": 16,
+    "learning_rate": 0.07,
+    "momentum": 0.5,
+    "dropout_p_embed": 0.2,
+    "dropout_p_hidden": 0.2,
+    "n_sample": 16,
+    "sample_alpha": 0.3,
+    "bpreg": 0.5,
+    "logq": 1.0,
+    "embedding": 16,
+    "constrained_embedding": False,
+    "final_act": "tanh",
+    "elu_param": 1.0,
+    "n_epochs": 2,
+    "optimizer": "adagrad",
+    "hidden_act": "relu",
+    "lmbd": 0.01,
+    "smoothing": 0.1,
+    "adapt": "adam",
+    "adapt_params": [0.9, 0.999],
+    "grad_cap": 1.0,
+    "sigma": 0.1,
+    "init_as_normal": True,
+    "train_random_order": True,
+    "time_sort": False,
+    "no_such_hyperparameter": 1,
 }
-FINAL_ACT_PROBES = {"linear": "linear", "elu": "elu-1", "tanh": "tanh", "relu": "relu", "leaky": "leaky-0.1",
-                    "selu": "selu-1.05-1.67", "softmax": "softmax", "softmax_logit": "softmax_logit"}
-EMBEDDING_PROBES = {"none": {"embedding": 0, "constrained_embedding": False},
-                    "separate": {"embedding": 16, "constrained_embedding": False},
-                    "shared": {"constrained_embedding": True}}
+FINAL_ACT_PROBES = {
+    "linear": "linear",
+    "elu": "elu-1",
+    "tanh": "tanh",
+    "relu": "relu",
+    "leaky": "leaky-0.1",
+    "selu": "selu-1.05-1.67",
+    "softmax": "softmax",
+    "softmax_logit": "softmax_logit",
+}
+EMBEDDING_PROBES = {
+    "none": {"embedding": 0, "constrained_embedding": False},
+    "separate": {"embedding": 16, "constrained_embedding": False},
+    "shared": {"constrained_embedding": True},
+}
 
 
 def _refused(impl, **hp) -> bool:
@@ -172,7 +243,9 @@ def test_hp4_undeclared_names_refused(impl, record_metric):
     names = sorted((set(GRU4REC_HYPERPARAMETERS) | {"no_such_hyperparameter"}) - declared)
     accepted = [n for n in names if not _refused(impl, **{n: PROBES[n]})]
     record_metric("undeclared names probed", len(names), accepted=", ".join(accepted) or "none")
-    assert not accepted, f"build() silently accepted undeclared hyperparameter(s) {accepted}: they must raise Unsupported"
+    assert not accepted, (
+        f"build() silently accepted undeclared hyperparameter(s) {accepted}: they must raise Unsupported"
+    )
 
 
 @pytest.mark.check("HP-4", kind="K6")
@@ -185,14 +258,18 @@ def test_hp4_undeclared_values_refused(impl, record_metric):
     declared = set(caps.hyperparameters)
     probes: list[tuple[str, dict]] = []
     if "loss" in declared:
-        probes += [(f"loss:{v}", {"loss": v}) for v in ("cross-entropy", "bpr-max", "top1", "top1-max", "bpr")
-                   if v not in caps.losses]
+        probes += [
+            (f"loss:{v}", {"loss": v})
+            for v in ("cross-entropy", "bpr-max", "top1", "top1-max", "bpr")
+            if v not in caps.losses
+        ]
     if "final_act" in declared:
         for fam, value in FINAL_ACT_PROBES.items():
             if fam not in caps.final_acts:
                 loss = "cross-entropy" if fam.startswith("softmax") else "bpr-max"
-                probes.append((f"final_act:{fam}", {"final_act": value,
-                                                    **({"loss": loss} if "loss" in declared else {})}))
+                probes.append(
+                    (f"final_act:{fam}", {"final_act": value, **({"loss": loss} if "loss" in declared else {})})
+                )
     for mode, cfg in EMBEDDING_PROBES.items():
         if mode not in caps.embedding_modes and set(cfg) <= declared:
             probes.append((f"embedding:{mode}", cfg))

@@ -37,8 +37,10 @@ def test_eb1_transitions_per_epoch(impl, d_lag1, d_var, record_metric):
         for e, n in enumerate(rep.n_events_trained):
             record_metric(f"{name} transitions trained in epoch {e + 1}", n, reference=T, tolerance=T - lo)
             if not lo <= n <= T:
-                problems.append(f"{name} epoch {e + 1}: {n} transitions trained, expected {T}"
-                                + ("" if sampled else f" (≥ {lo} without extra samples)"))
+                problems.append(
+                    f"{name} epoch {e + 1}: {n} transitions trained, expected {T}"
+                    + ("" if sampled else f" (≥ {lo} without extra samples)")
+                )
     assert not problems, "; ".join(problems) + ": the epoch ends early or transitions are repeated"
 
 
@@ -65,29 +67,50 @@ def test_eb2_tail_learnability(impl, d_tail, record_metric):
     cycle = recall_at(model, cycle_prefixes, cycle_targets, 5)
     T, _ = _transitions(d_tail.train)
     trained = [int(n) for n in rep.n_events_trained]
-    record_metric("z-chain recall@5", r5, reference=1.0, tolerance=0.2, rule="pass if >= 0.8",
-                  first_half=round(first, 3), second_half=round(second, 3))
+    record_metric(
+        "z-chain recall@5",
+        r5,
+        reference=1.0,
+        tolerance=0.2,
+        rule="pass if >= 0.8",
+        first_half=round(first, 3),
+        second_half=round(second, 3),
+    )
     record_metric("D-LAG1 cycle recall@5 (same model, control)", cycle, reference=1.0, rule="diagnosis only")
-    record_metric("transitions trained per epoch (min)", min(trained) if trained else None, reference=T,
-                  rule="diagnosis only (EB-1 judges it)")
+    record_metric(
+        "transitions trained per epoch (min)",
+        min(trained) if trained else None,
+        reference=T,
+        rule="diagnosis only (EB-1 judges it)",
+    )
     if r5 >= 0.8:
         return
-    measured = (f"Recall@5 on the final 40-item session's 39 transitions is {r5:.3f} (expected >= 0.8; first half "
-                f"{first:.3f}, second half {second:.3f}); the same model's Recall@5 on the D-LAG1 cycle is {cycle:.3f}; "
-                f"transitions trained per epoch {trained} of {T}")
+    measured = (
+        f"Recall@5 on the final 40-item session's 39 transitions is {r5:.3f} (expected >= 0.8; first half "
+        f"{first:.3f}, second half {second:.3f}); the same model's Recall@5 on the D-LAG1 cycle is {cycle:.3f}; "
+        f"transitions trained per epoch {trained} of {T}"
+    )
     if cycle < 0.8:
-        cause = ("inconclusive for the tail: the model does not learn the easy first-order cycle either, so it does "
-                 "not learn at these settings at all (the hyperparameters used are listed in this check's report)")
+        cause = (
+            "inconclusive for the tail: the model does not learn the easy first-order cycle either, so it does "
+            "not learn at these settings at all (the hyperparameters used are listed in this check's report)"
+        )
     elif trained and min(trained) < T:
-        cause = (f"up to {T - min(trained)} transitions per epoch are never trained: the epoch ends before the "
-                 "final session is consumed (it stops when a lane cannot be refilled)")
+        cause = (
+            f"up to {T - min(trained)} transitions per epoch are never trained: the epoch ends before the "
+            "final session is consumed (it stops when a lane cannot be refilled)"
+        )
     elif first >= 0.8 > second:
-        cause = ("the start of the final session is learnt but its end is not: the final session is cut, e.g. its "
-                 "lane is dropped when the other lanes run out, while n_events_trained does not show it")
+        cause = (
+            "the start of the final session is learnt but its end is not: the final session is cut, e.g. its "
+            "lane is dropped when the other lanes run out, while n_events_trained does not show it"
+        )
     else:
-        cause = ("every transition is reported trained and the cycle is learnt, yet the final session is not: its "
-                 "transitions get too few updates (e.g. trained with a stale or reset state, or with fewer lanes); "
-                 "compare EB-1 and EB-4")
+        cause = (
+            "every transition is reported trained and the cycle is learnt, yet the final session is not: its "
+            "transitions get too few updates (e.g. trained with a stale or reset state, or with fewer lanes); "
+            "compare EB-1 and EB-4"
+        )
     pytest.fail(f"{measured}: {cause}")
 
 
@@ -134,10 +157,19 @@ def test_eb4_lane_refilling(impl, d_var, record_metric):
         if len(seen) < n_sessions and int(t.n_active) < B_:
             short.append(k)
     steps = int(rep.n_steps[0])
-    record_metric("steps per epoch (D-VAR, B=8)", steps, reference=T / B_, tolerance=L,
-                  rule=f"pass if in [{T / B_:.0f}, {T / B_ + L:.0f}]", padded_estimate=d_var.meta["padded_steps_estimate"])
+    record_metric(
+        "steps per epoch (D-VAR, B=8)",
+        steps,
+        reference=T / B_,
+        tolerance=L,
+        rule=f"pass if in [{T / B_:.0f}, {T / B_ + L:.0f}]",
+        padded_estimate=d_var.meta["padded_steps_estimate"],
+    )
     record_metric("steps with idle lanes while sessions wait", len(short), reference=0, tolerance=0)
-    assert not short, (f"{len(short)} steps run with fewer than {B_} lanes while sessions are still waiting (first at "
-                       f"step {short[0]}): finished lanes are not refilled")
-    assert T / B_ <= steps <= T / B_ + L, (f"{steps} steps per epoch, expected {T / B_:.0f}..{T / B_ + L:.0f} for "
-                                          f"{T} transitions and B={B_}")
+    assert not short, (
+        f"{len(short)} steps run with fewer than {B_} lanes while sessions are still waiting (first at "
+        f"step {short[0]}): finished lanes are not refilled"
+    )
+    assert T / B_ <= steps <= T / B_ + L, (
+        f"{steps} steps per epoch, expected {T / B_:.0f}..{T / B_ + L:.0f} for {T} transitions and B={B_}"
+    )

@@ -87,9 +87,9 @@ def test_ev1_evaluator_matches_suite_metrics(impl, d_lag1, record_metric):
         own = model.evaluate(test, cutoffs=CUTOFFS, batch_size=_eval_batch(test))
         suite = suite_metrics(model, test, CUTOFFS, mode=mode)
         worst, bad = _metric_diff(suite, own)
-        record_metric(f"max |own − suite| metric difference ({name})", worst, reference=0.0,
-                      tolerance=METRIC_TOL,
-                      tie_mode=mode)
+        record_metric(
+            f"max |own − suite| metric difference ({name})", worst, reference=0.0, tolerance=METRIC_TOL, tie_mode=mode
+        )
         if bad:
             problems.append(f"{name}: " + ", ".join(bad))
         if int(own.get("n_events", -1)) != int(suite["n_events"]):
@@ -126,16 +126,25 @@ def test_ev1_tie_policy(impl, d_lag1, record_metric):
     scores = fresh_scores(model, prefixes)
     spread = float(np.max(scores.max(axis=1) - scores.min(axis=1)))
     if n_zeroed == 0 or not spread == 0.0:
-        pytest.skip(f"inconclusive: zeroing {n_zeroed} item-indexed parameter array(s) through set_weights left "
-                    f"score spread {spread:.3g} (the tie case cannot be built for this implementation)")
+        pytest.skip(
+            f"inconclusive: zeroing {n_zeroed} item-indexed parameter array(s) through set_weights left "
+            f"score spread {spread:.3g} (the tie case cannot be built for this implementation)"
+        )
     test = d_lag1.test
     own = model.evaluate(test, cutoffs=CUTOFFS, batch_size=_eval_batch(test))
     suite = suite_metrics(model, test, CUTOFFS, mode=mode)
     worst, bad = _metric_diff(suite, own)
-    record_metric("max |own − suite| metric difference (all scores tied)", worst, reference=0.0,
-                  tolerance=METRIC_TOL, tie_mode=mode, n_items=len(np.asarray(model.item_ids())))
-    assert not bad, (f"with every score tied the own evaluator does not apply the declared tie mode {mode!r}: "
-                     + ", ".join(bad))
+    record_metric(
+        "max |own − suite| metric difference (all scores tied)",
+        worst,
+        reference=0.0,
+        tolerance=METRIC_TOL,
+        tie_mode=mode,
+        n_items=len(np.asarray(model.item_ids())),
+    )
+    assert not bad, (
+        f"with every score tied the own evaluator does not apply the declared tie mode {mode!r}: " + ", ".join(bad)
+    )
 
 
 def _with_unknown_items(test: pd.DataFrame, share: float = 0.05, seed: int = 0) -> pd.DataFrame:
@@ -151,8 +160,7 @@ def _with_unknown_items(test: pd.DataFrame, share: float = 0.05, seed: int = 0) 
         pos = rng.integers(len(times) + 1)
         t = times[0] - 30 if pos == 0 else (times[-1] + 30 if pos == len(times) else (times[pos - 1] + times[pos]) / 2)
         rows.append({"SessionId": sid, "ItemId": UNKNOWN_BASE + j, "Time": t})
-    extra = pd.DataFrame(rows).astype({"SessionId": test["SessionId"].dtype, "ItemId": np.int64,
-                                       "Time": np.float64})
+    extra = pd.DataFrame(rows).astype({"SessionId": test["SessionId"].dtype, "ItemId": np.int64, "Time": np.float64})
     out = pd.concat([test.astype({"Time": np.float64}), extra], ignore_index=True)
     return out.sort_values(["SessionId", "Time"], kind="stable").reset_index(drop=True)
 
@@ -171,15 +179,24 @@ def test_ev2_unknown_items(impl, d_lag1, record_metric):
     try:
         with_unknown = model.evaluate(test, cutoffs=CUTOFFS, batch_size=_eval_batch(test))
     except Exception as exc:
-        pytest.fail(f"evaluate() raised {type(exc).__name__}: {exc} on a test set with {n_unknown} events of unknown "
-                    "items (they must be dropped)")
+        pytest.fail(
+            f"evaluate() raised {type(exc).__name__}: {exc} on a test set with {n_unknown} events of unknown "
+            "items (they must be dropped)"
+        )
     without = model.evaluate(clean, cutoffs=CUTOFFS, batch_size=_eval_batch(test))
     worst, bad = _metric_diff(without, with_unknown)
-    record_metric("max metric difference with/without unknown items", worst, reference=0.0, tolerance=METRIC_TOL,
-                  unknown_events=n_unknown)
+    record_metric(
+        "max metric difference with/without unknown items",
+        worst,
+        reference=0.0,
+        tolerance=METRIC_TOL,
+        unknown_events=n_unknown,
+    )
     assert not bad and with_unknown.get("n_events") == without.get("n_events"), (
-        "unknown test items change the metrics: " + ", ".join(bad)
-        + f" (n_events {with_unknown.get('n_events')} vs {without.get('n_events')})")
+        "unknown test items change the metrics: "
+        + ", ".join(bad)
+        + f" (n_events {with_unknown.get('n_events')} vs {without.get('n_events')})"
+    )
 
 
 @pytest.mark.check("EV-3", kind="K8")
@@ -240,21 +257,26 @@ def test_ev5_full_catalogue_ranking(impl, d_lag1, record_metric):
     score_prefixes returns one finite score per training item in one call, in item_ids() order (the D-LAG1
     successor ranks first for >= 90% of items), and drops unknown prefix items instead of raising."""
     if not impl.capabilities.full_ranking:
-        pytest.fail("the adapter declares full_ranking=False: it cannot rank the full catalogue in one pass "
-                    "(not GRU4Rec-conformant)")
+        pytest.fail(
+            "the adapter declares full_ranking=False: it cannot rank the full catalogue in one pass "
+            "(not GRU4Rec-conformant)"
+        )
     model = _trained(impl, d_lag1, n_epochs=3)
     ids = np.asarray(model.item_ids())
     train_items = set(d_lag1.train["ItemId"].unique().tolist())
     assert len(ids) == len(set(ids.tolist())), "item_ids() has duplicates"
-    assert set(ids.tolist()) == train_items, (f"item_ids() ({len(ids)} ids) is not the training catalogue "
-                                              f"({len(train_items)} items)")
+    assert set(ids.tolist()) == train_items, (
+        f"item_ids() ({len(ids)} ids) is not the training catalogue ({len(train_items)} items)"
+    )
     prefixes, targets = lag1_pairs(d_lag1.meta)
     s = fresh_scores(model, prefixes)
     assert np.isfinite(s).all(), "non-finite scores"
     hit = float(np.mean(ids[np.argmax(s, axis=1)] == np.asarray(targets)))
     record_metric("share of items whose successor scores highest", hit, reference=1.0, tolerance=0.1)
-    assert hit >= 0.9, (f"only {hit:.2f} of the D-LAG1 items get their successor as the top column: the score "
-                        "columns do not follow item_ids() (or the model does not learn a cycle)")
+    assert hit >= 0.9, (
+        f"only {hit:.2f} of the D-LAG1 items get their successor as the top column: the score "
+        "columns do not follow item_ids() (or the model does not learn a cycle)"
+    )
     unk = [UNKNOWN_BASE, UNKNOWN_BASE + 1]
     try:
         a = fresh_scores(model, [[prefixes[0][0], unk[0]], [unk[1]], [unk[0], prefixes[1][0]]])

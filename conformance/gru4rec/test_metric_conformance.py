@@ -27,19 +27,46 @@ from gru4rec_conformance.conformance.gru4rec._common import ADAGRAD, COUPLED, CU
 
 REF_SEEDS = (1, 2, 3)
 SD_FACTOR, REL_FLOOR, ABS_FLOOR = 4.0, 0.02, 0.002
-RULE = (f"pass if |impl − mean_ref| ≤ max({SD_FACTOR:g}·sd_ref, {REL_FLOOR:.0%}·mean_ref, {ABS_FLOOR:g}); mean and sd "
-        f"over reference seeds {', '.join(map(str, REF_SEEDS))}")
+RULE = (
+    f"pass if |impl − mean_ref| ≤ max({SD_FACTOR:g}·sd_ref, {REL_FLOOR:.0%}·mean_ref, {ABS_FLOOR:g}); mean and sd "
+    f"over reference seeds {', '.join(map(str, REF_SEEDS))}"
+)
 METRICS = [f"{m}@{n}" for n in CUTOFFS for m in ("recall", "mrr")]
 
 #: Study's best Yoochoose configurations (gru4rec_reference.md §9.1), scaled for CPU: layers 480/448 → 100,
 #: n_epochs 10 → 3.
 CONFIGS = {
-    "cross-entropy": dict(loss="cross-entropy", layers=[100], batch_size=48, dropout_p_embed=0.0, dropout_p_hidden=0.2,
-                          learning_rate=0.07, momentum=0.0, n_sample=2048, sample_alpha=0.2, logq=1.0,
-                          constrained_embedding=True, embedding=0, n_epochs=3),
-    "bpr-max": dict(loss="bpr-max", layers=[100], batch_size=48, dropout_p_embed=0.25, dropout_p_hidden=0.0,
-                    learning_rate=0.075, momentum=0.1, n_sample=2048, sample_alpha=0.2, bpreg=0.5, elu_param=0.0,
-                    constrained_embedding=True, embedding=0, n_epochs=3),
+    "cross-entropy": dict(
+        loss="cross-entropy",
+        layers=[100],
+        batch_size=48,
+        dropout_p_embed=0.0,
+        dropout_p_hidden=0.2,
+        learning_rate=0.07,
+        momentum=0.0,
+        n_sample=2048,
+        sample_alpha=0.2,
+        logq=1.0,
+        constrained_embedding=True,
+        embedding=0,
+        n_epochs=3,
+    ),
+    "bpr-max": dict(
+        loss="bpr-max",
+        layers=[100],
+        batch_size=48,
+        dropout_p_embed=0.25,
+        dropout_p_hidden=0.0,
+        learning_rate=0.075,
+        momentum=0.1,
+        n_sample=2048,
+        sample_alpha=0.2,
+        bpreg=0.5,
+        elu_param=0.0,
+        constrained_embedding=True,
+        embedding=0,
+        n_epochs=3,
+    ),
 }
 
 
@@ -92,8 +119,16 @@ def band(values: list[float]) -> tuple[float, float]:
 OPTIMIZER_KEYS = COUPLED["optimizer"]
 
 
-def _run(factory: Any, label: str, cfg: dict, seed: int, data: dict, cache: dict, own_eval: bool,
-         adagrad_optional: bool = False) -> dict:
+def _run(
+    factory: Any,
+    label: str,
+    cfg: dict,
+    seed: int,
+    data: dict,
+    cache: dict,
+    own_eval: bool,
+    adagrad_optional: bool = False,
+) -> dict:
     key = (label, data["name"], json.dumps(cfg, sort_keys=True), int(seed), bool(own_eval))
     if key not in cache:
         if adagrad_optional:
@@ -103,9 +138,11 @@ def _run(factory: Any, label: str, cfg: dict, seed: int, data: dict, cache: dict
         else:
             model = factory.build(seed=seed, **cfg)
         rep = model.fit(data["train"])
-        out: dict[str, Any] = {"suite": suite_metrics(model, data["test"], CUTOFFS, mode="conservative"),
-               "own": model.evaluate(data["test"], cutoffs=CUTOFFS, batch_size=512) if own_eval else None,
-               "epoch_seconds": [float(x) for x in rep.epoch_seconds]}
+        out: dict[str, Any] = {
+            "suite": suite_metrics(model, data["test"], CUTOFFS, mode="conservative"),
+            "own": model.evaluate(data["test"], cutoffs=CUTOFFS, batch_size=512) if own_eval else None,
+            "epoch_seconds": [float(x) for x in rep.epoch_seconds],
+        }
         bad = [k for k in METRICS if not math.isfinite(out["suite"][k])]
         assert not bad, f"{label} (seed {seed}): non-finite metrics {bad}"
         cache[key] = out
@@ -119,12 +156,19 @@ def _conformance_runs(impl, reference_impl, metric_data, metric_cache, loss: str
     impl_cfg = {k: v for k, v in match_cfg.items() if k in declared}
     own = impl.supports("hook:evaluate")
     label = f"impl:{impl.name}@{impl.version}"
-    impl_runs = [_run(impl, label, impl_cfg, s, metric_data, metric_cache, own, adagrad_optional=True)
-                 for s in impl.seeds]
+    impl_runs = [
+        _run(impl, label, impl_cfg, s, metric_data, metric_cache, own, adagrad_optional=True) for s in impl.seeds
+    ]
     ref_full = [_run(reference_impl, "reference", base, s, metric_data, metric_cache, False) for s in REF_SEEDS]
     ref_match = [_run(reference_impl, "reference", match_cfg, s, metric_data, metric_cache, False) for s in REF_SEEDS]
-    return {"impl": impl_runs, "full": ref_full, "match": ref_match, "notes": notes,
-            "unsettable": sorted(set(base) - set(declared)), "cfg": impl_cfg}
+    return {
+        "impl": impl_runs,
+        "full": ref_full,
+        "match": ref_match,
+        "notes": notes,
+        "unsettable": sorted(set(base) - set(declared)),
+        "cfg": impl_cfg,
+    }
 
 
 def _compare(runs: list[dict], refs: list[dict], which: str, record_metric, context: dict) -> list[str]:
@@ -138,13 +182,19 @@ def _compare(runs: list[dict], refs: list[dict], which: str, record_metric, cont
     return bad
 
 
-LOSSES = [pytest.param("cross-entropy", marks=pytest.mark.loss("cross-entropy"), id="cross-entropy"),
-          pytest.param("bpr-max", marks=[pytest.mark.loss("bpr-max"), pytest.mark.slow], id="bpr-max")]
+LOSSES = [
+    pytest.param("cross-entropy", marks=pytest.mark.loss("cross-entropy"), id="cross-entropy"),
+    pytest.param("bpr-max", marks=[pytest.mark.loss("bpr-max"), pytest.mark.slow], id="bpr-max"),
+]
 
 
 def _context(metric_data: dict, loss: str, runs: dict, comparison: str) -> dict:
-    ctx = {"dataset": metric_data["name"], "loss": loss, "comparison": comparison,
-           "seeds": ",".join(str(s) for s in REF_SEEDS)}
+    ctx = {
+        "dataset": metric_data["name"],
+        "loss": loss,
+        "comparison": comparison,
+        "seeds": ",".join(str(s) for s in REF_SEEDS),
+    }
     if metric_data["notice"]:
         ctx["notice"] = metric_data["notice"]
     return ctx
@@ -161,8 +211,10 @@ def test_mc1_same_features(impl, reference_impl, metric_data, metric_cache, loss
     runs = _conformance_runs(impl, reference_impl, metric_data, metric_cache, loss)
     ctx = _context(metric_data, loss, runs, "matching features: " + ("; ".join(runs["notes"]) or "all features"))
     bad = _compare(runs["impl"], runs["match"], "suite", record_metric, ctx)
-    assert not bad, (f"on {metric_data['name']} ({loss}) the implementation misses the band of the reference with the "
-                     "same features: " + "; ".join(bad))
+    assert not bad, (
+        f"on {metric_data['name']} ({loss}) the implementation misses the band of the reference with the "
+        "same features: " + "; ".join(bad)
+    )
 
 
 @pytest.mark.check("MC-2", kind="metric")
@@ -177,8 +229,12 @@ def test_mc2_all_features(impl, reference_impl, metric_data, metric_cache, loss,
     missing = "; ".join(runs["notes"] + [f"{k} not settable" for k in runs["unsettable"]])
     ctx = _context(metric_data, loss, runs, "all features")
     bad = _compare(runs["impl"], runs["full"], "suite", record_metric, ctx)
-    assert not bad, (f"on {metric_data['name']} ({loss}) the implementation misses the full reference's band"
-                     + (f" (missing features: {missing})" if missing else "") + ": " + "; ".join(bad))
+    assert not bad, (
+        f"on {metric_data['name']} ({loss}) the implementation misses the full reference's band"
+        + (f" (missing features: {missing})" if missing else "")
+        + ": "
+        + "; ".join(bad)
+    )
 
 
 @pytest.mark.check("MC-3", kind="metric")
@@ -193,5 +249,7 @@ def test_mc3_own_evaluator(impl, reference_impl, metric_data, metric_cache, loss
     runs = _conformance_runs(impl, reference_impl, metric_data, metric_cache, loss)
     ctx = _context(metric_data, loss, runs, "own evaluator vs matching features")
     bad = _compare(runs["impl"], runs["match"], "own", record_metric, ctx)
-    assert not bad, (f"on {metric_data['name']} ({loss}) the implementation's own evaluator misses the band of the "
-                     "reference with the same features: " + "; ".join(bad))
+    assert not bad, (
+        f"on {metric_data['name']} ({loss}) the implementation's own evaluator misses the band of the "
+        "reference with the same features: " + "; ".join(bad)
+    )

@@ -37,8 +37,13 @@ def sessions_frame(sessions: list[list[int]], first_session_id: int = 1, t0: int
     sid = np.repeat(np.arange(len(sessions), dtype=np.int64), lengths)
     pos = np.arange(int(lengths.sum()), dtype=np.int64) - np.repeat(np.cumsum(lengths) - lengths, lengths)
     items = np.fromiter((i for s in sessions for i in s), dtype=np.int64, count=int(lengths.sum()))
-    return pd.DataFrame({"SessionId": sid + first_session_id, "ItemId": items,
-                         "Time": t0 + sid * SESSION_SPACING_S + pos * EVENT_SPACING_S})
+    return pd.DataFrame(
+        {
+            "SessionId": sid + first_session_id,
+            "ItemId": items,
+            "Time": t0 + sid * SESSION_SPACING_S + pos * EVENT_SPACING_S,
+        }
+    )
 
 
 def _lag1_sessions(rng: np.random.Generator, items: np.ndarray, n: int, lo: int, hi: int) -> list[list[int]]:
@@ -51,8 +56,14 @@ def _lag1_sessions(rng: np.random.Generator, items: np.ndarray, n: int, lo: int,
     return out
 
 
-def d_lag1(seed: int = 0, n_items: int = 20, n_sessions: int = 400, n_test_sessions: int = 30,
-           min_len: int = 4, max_len: int = 8) -> CheckDataset:
+def d_lag1(
+    seed: int = 0,
+    n_items: int = 20,
+    n_sessions: int = 400,
+    n_test_sessions: int = 30,
+    min_len: int = 4,
+    max_len: int = 8,
+) -> CheckDataset:
     """D-LAG1: K=20 items in a deterministic cycle, transitions i -> i+1 (mod K); 400 train sessions of length
     4-8 with random start items; a test set of 30 more sessions of the same kind (SR-1 uses 30).
 
@@ -62,11 +73,17 @@ def d_lag1(seed: int = 0, n_items: int = 20, n_sessions: int = 400, n_test_sessi
     rng = np.random.default_rng(seed)
     items = 101 + 2 * np.arange(n_items, dtype=np.int64)
     train = sessions_frame(_lag1_sessions(rng, items, n_sessions, min_len, max_len))
-    test = sessions_frame(_lag1_sessions(rng, items, n_test_sessions, min_len, max_len),
-                          first_session_id=n_sessions + 1, t0=1_600_000_000 + n_sessions * SESSION_SPACING_S)
+    test = sessions_frame(
+        _lag1_sessions(rng, items, n_test_sessions, min_len, max_len),
+        first_session_id=n_sessions + 1,
+        t0=1_600_000_000 + n_sessions * SESSION_SPACING_S,
+    )
     succ = {int(items[k]): int(items[(k + 1) % n_items]) for k in range(n_items)}
-    return CheckDataset(train, test, {"name": "D-LAG1", "items": items.tolist(), "successor": succ,
-                                      "cycle_length": n_items, "seed": seed})
+    return CheckDataset(
+        train,
+        test,
+        {"name": "D-LAG1", "items": items.tolist(), "successor": succ, "cycle_length": n_items, "seed": seed},
+    )
 
 
 def d_long(seed: int = 0, n_keys: int = 8, sessions_per_key: int = 50, test_sessions_per_key: int = 2) -> CheckDataset:
@@ -88,11 +105,22 @@ def d_long(seed: int = 0, n_keys: int = 8, sessions_per_key: int = 50, test_sess
 
     train = sessions_frame(sess(sessions_per_key))
     n_train = n_keys * sessions_per_key
-    test = sessions_frame(sess(test_sessions_per_key), first_session_id=n_train + 1,
-                          t0=1_600_000_000 + n_train * SESSION_SPACING_S)
-    return CheckDataset(train, test, {
-        "name": "D-LONG", "key_items": keys.tolist(), "answer_items": answers.tolist(), "filler_items": fillers,
-        "prefixes": [[int(a)] + fillers for a in keys], "answers": answers.tolist(), "seed": seed})
+    test = sessions_frame(
+        sess(test_sessions_per_key), first_session_id=n_train + 1, t0=1_600_000_000 + n_train * SESSION_SPACING_S
+    )
+    return CheckDataset(
+        train,
+        test,
+        {
+            "name": "D-LONG",
+            "key_items": keys.tolist(),
+            "answer_items": answers.tolist(),
+            "filler_items": fillers,
+            "prefixes": [[int(a)] + fillers for a in keys],
+            "answers": answers.tolist(),
+            "seed": seed,
+        },
+    )
 
 
 def d_tail(seed: int = 0, chain_length: int = 40) -> CheckDataset:
@@ -110,11 +138,18 @@ def d_tail(seed: int = 0, chain_length: int = 40) -> CheckDataset:
     t_last = int(base.test["Time"].max()) + SESSION_SPACING_S  # after every D-LAG1 session, test included
     tail = sessions_frame([z.tolist()], first_session_id=last_id + base.test["SessionId"].nunique() + 1, t0=t_last)
     train = pd.concat([base.train, tail], ignore_index=True)
-    test = sessions_frame([z.tolist()], first_session_id=int(tail["SessionId"].iloc[0]) + 1,
-                          t0=t_last + SESSION_SPACING_S)
+    test = sessions_frame(
+        [z.tolist()], first_session_id=int(tail["SessionId"].iloc[0]) + 1, t0=t_last + SESSION_SPACING_S
+    )
     zl = z.tolist()
-    meta = {**base.meta, "name": "D-TAIL", "z_items": zl, "z_prefixes": [zl[: k + 1] for k in range(len(zl) - 1)],
-            "z_targets": zl[1:], "lag1_test": base.test}
+    meta = {
+        **base.meta,
+        "name": "D-TAIL",
+        "z_items": zl,
+        "z_prefixes": [zl[: k + 1] for k in range(len(zl) - 1)],
+        "z_targets": zl[1:],
+        "lag1_test": base.test,
+    }
     return CheckDataset(train, test, meta)
 
 
@@ -139,18 +174,29 @@ def d_var(seed: int = 0, n_sessions: int = 160, short: int = 2, long: int = 40, 
 
     tr = sess(n_sessions)
     train = sessions_frame(tr)
-    test = sessions_frame(sess(16), first_session_id=n_sessions + 1,
-                          t0=1_600_000_000 + n_sessions * SESSION_SPACING_S)
+    test = sessions_frame(sess(16), first_session_id=n_sessions + 1, t0=1_600_000_000 + n_sessions * SESSION_SPACING_S)
     lengths = [len(s) for s in tr]
     e, ns, b = sum(lengths), len(lengths), 8
-    padded = sum(max(lengths[i:i + b]) - 1 for i in range(0, ns, b))
-    return CheckDataset(train, test, {"name": "D-VAR", "lengths": lengths, "n_events": e, "n_sessions": ns,
-                                      "items": items.tolist(), "expected_steps_per_epoch": (e - ns) / b,
-                                      "padded_steps_estimate": padded, "seed": seed})
+    padded = sum(max(lengths[i : i + b]) - 1 for i in range(0, ns, b))
+    return CheckDataset(
+        train,
+        test,
+        {
+            "name": "D-VAR",
+            "lengths": lengths,
+            "n_events": e,
+            "n_sessions": ns,
+            "items": items.tolist(),
+            "expected_steps_per_epoch": (e - ns) / b,
+            "padded_steps_estimate": padded,
+            "seed": seed,
+        },
+    )
 
 
-def zipf_sessions(seed: int = 0, n_items: int = 1000, n_sessions: int = 2000, exponent: float = 1.0,
-                  mean_length: float = 6.0) -> CheckDataset:
+def zipf_sessions(
+    seed: int = 0, n_items: int = 1000, n_sessions: int = 2000, exponent: float = 1.0, mean_length: float = 6.0
+) -> CheckDataset:
     """Sessions with Zipf-distributed item popularity (P(rank r) ~ r^-exponent), for the sampling-distribution
     check SO-3. Lengths are 2 + geometric (mean ``mean_length``); items are drawn independently.
 
@@ -172,9 +218,20 @@ def zipf_sessions(seed: int = 0, n_items: int = 1000, n_sessions: int = 2000, ex
     if missing:
         sessions.append(missing)
     train = sessions_frame(sessions)
-    test = sessions_frame([s.tolist() for s in np.split(ids[rng.choice(n_items, size=200, p=p)], 40)],
-                          first_session_id=len(sessions) + 1,
-                          t0=1_600_000_000 + len(sessions) * SESSION_SPACING_S)
+    test = sessions_frame(
+        [s.tolist() for s in np.split(ids[rng.choice(n_items, size=200, p=p)], 40)],
+        first_session_id=len(sessions) + 1,
+        t0=1_600_000_000 + len(sessions) * SESSION_SPACING_S,
+    )
     support = train["ItemId"].value_counts()
-    return CheckDataset(train, test, {"name": "Zipf", "items": ids.tolist(), "exponent": exponent,
-                                      "support": {int(k): int(v) for k, v in support.items()}, "seed": seed})
+    return CheckDataset(
+        train,
+        test,
+        {
+            "name": "Zipf",
+            "items": ids.tolist(),
+            "exponent": exponent,
+            "support": {int(k): int(v) for k, v in support.items()},
+            "seed": seed,
+        },
+    )

@@ -104,8 +104,12 @@ MIN_ITEM_SUPPORT = 5
 INPUT_COLUMNS = {
     "yoochoose": {"SessionId": "int", "Time": "int", "ItemId": "int"},
     "rees46": {"Time": "int", "EventType": "any", "ProductId": "int", "UserId": "any"},
-    "coveo": {"session_id_hash": "any", "product_action": "any", "product_skus_hash": "any",
-              "server_timestamp_epoch_ms": "int"},
+    "coveo": {
+        "session_id_hash": "any",
+        "product_action": "any",
+        "product_skus_hash": "any",
+        "server_timestamp_epoch_ms": "int",
+    },
     "retailrocket": {"timestamp": "int", "visitorid": "int", "event": "any", "itemid": "int"},
     "diginetica": {"sessionId": "int", "eventdate_days": "int", "timeframe": "int", "itemId": "int"},
 }
@@ -117,20 +121,26 @@ def _check_inputs(name: str, inputs: dict) -> None:
     for fname, df in inputs.items():
         where = f"inputs[{fname!r}]"
         if not isinstance(df, pd.DataFrame):
-            raise ValueError(f"{where}: expected a pandas DataFrame as returned by readers.read_{name}, got "
-                             f"{type(df).__name__}")
+            raise ValueError(
+                f"{where}: expected a pandas DataFrame as returned by readers.read_{name}, got {type(df).__name__}"
+            )
         missing = [c for c in INPUT_COLUMNS[name] if c not in df.columns]
         if missing:
-            raise ValueError(f"{where}: column(s) {', '.join(map(repr, missing))} missing; columns present: "
-                             f"{list(map(str, df.columns))} (frames of {name} come from readers.read_{name})")
+            raise ValueError(
+                f"{where}: column(s) {', '.join(map(repr, missing))} missing; columns present: "
+                f"{list(map(str, df.columns))} (frames of {name} come from readers.read_{name})"
+            )
         for c, kind in INPUT_COLUMNS[name].items():
             if kind != "int":
                 continue
             col = df[c]
             null = col.isna().to_numpy()
             if not pd.api.types.is_integer_dtype(col.dtype) or null.any():
-                detail = f" with {int(null.sum())} missing (NaN) value(s), first at row {int(np.flatnonzero(null)[0])}" \
-                    if null.any() else ""
+                detail = (
+                    f" with {int(null.sum())} missing (NaN) value(s), first at row {int(np.flatnonzero(null)[0])}"
+                    if null.any()
+                    else ""
+                )
                 raise ValueError(f"{where}: column {c!r} must hold integers, got dtype {col.dtype}{detail}")
 
 
@@ -297,8 +307,14 @@ class _Dropper:
         return extra
 
 
-def support_filter(session: np.ndarray, item_key: np.ndarray, *, label: np.ndarray | None = None,
-                   min_item_support: int = MIN_ITEM_SUPPORT, log: list | None = None) -> tuple[np.ndarray, int]:
+def support_filter(
+    session: np.ndarray,
+    item_key: np.ndarray,
+    *,
+    label: np.ndarray | None = None,
+    min_item_support: int = MIN_ITEM_SUPPORT,
+    log: list | None = None,
+) -> tuple[np.ndarray, int]:
     """The iterative support filter (§1.0 step 5) on rows sorted by session.
 
     Each round: (a) drop all events of sessions of length exactly 1; (b) drop all events of items with fewer than
@@ -336,9 +352,14 @@ def support_filter(session: np.ndarray, item_key: np.ndarray, *, label: np.ndarr
             items_b = after_a["items"] - int(np.count_nonzero(low))
             if extra_b:
                 items_b = int(np.count_nonzero(np.bincount(d.a["i"], minlength=n_items)))
-            log.append({"round": rounds, "after_a": after_a,
-                        "after_b": {"rows": len(d), "sessions": None, "items": items_b},
-                        **({"index_quirk_extra_rows": [extra_a, extra_b]} if label is not None else {})})
+            log.append(
+                {
+                    "round": rounds,
+                    "after_a": after_a,
+                    "after_b": {"rows": len(d), "sessions": None, "items": items_b},
+                    **({"index_quirk_extra_rows": [extra_a, extra_b]} if label is not None else {}),
+                }
+            )
     if log:
         log[-1]["after_b"]["sessions"] = _runs(d.a["s"])
     return d.a["idx"].astype(np.int64), rounds
@@ -381,8 +402,7 @@ def time_split(full: pd.DataFrame, tday: int, tsplit: int | None) -> dict[str, p
     def take(mask):
         return pd.DataFrame({c: v[mask] for c, v in cols.items()}, copy=False)
 
-    return {"train_full": take(train), "test": take(test), "train_tr": take(train_tr),
-            "train_valid": take(train_valid)}
+    return {"train_full": take(train), "test": take(test), "train_tr": take(train_tr), "train_valid": take(train_valid)}
 
 
 def _session_codes(df: pd.DataFrame):
@@ -429,8 +449,12 @@ def stats_table(frames: dict[str, pd.DataFrame], name: str) -> pd.DataFrame:
         t = df["Time"].to_numpy()
         code, _, starts = _session_codes(df) if len(df) else (np.zeros(0, np.int64), t, None)
         icode = pd.factorize(df["ItemId"].to_numpy())[0]
-        row = {"Dataset": f"{STUDY_PREFIX[name]}_{part}.tsv", "NumEvents": len(df),
-               "NumSessions": int(code.max()) + 1 if len(df) else 0, "NumItems": int(icode.max()) + 1 if len(df) else 0}
+        row = {
+            "Dataset": f"{STUDY_PREFIX[name]}_{part}.tsv",
+            "NumEvents": len(df),
+            "NumSessions": int(code.max()) + 1 if len(df) else 0,
+            "NumItems": int(icode.max()) + 1 if len(df) else 0,
+        }
         if len(df):
             slen = np.bincount(code)
             sdiff = (_per_session(np.maximum, code, t, starts) - _per_session(np.minimum, code, t, starts)) / per_s
@@ -440,13 +464,22 @@ def stats_table(frames: dict[str, pd.DataFrame], name: str) -> pd.DataFrame:
                 StartTime=(dt.datetime(1970, 1, 1) + dt.timedelta(seconds=t.min() / per_s)).strftime(fmt),
                 EndTime=(dt.datetime(1970, 1, 1) + dt.timedelta(seconds=t.max() / per_s)).strftime(fmt),
                 AvgItemViews=len(df) / (int(icode.max()) + 1),
-                MinSessionLength=int(slen.min()), MaxSessionLength=int(slen.max()),
+                MinSessionLength=int(slen.min()),
+                MaxSessionLength=int(slen.max()),
                 AvgSessionLength=float(slen.mean()),
-                **{"MinSessionTime (sec)": float(sdiff.min()), "MaxSessionTime (sec)": float(sdiff.max())})
+                **{"MinSessionTime (sec)": float(sdiff.min()), "MaxSessionTime (sec)": float(sdiff.max())},
+            )
         else:
-            row.update(NumDays=np.nan, StartTime="", EndTime="", AvgItemViews=np.nan, MinSessionLength=np.nan,
-                       MaxSessionLength=np.nan, AvgSessionLength=np.nan,
-                       **{"MinSessionTime (sec)": np.nan, "MaxSessionTime (sec)": np.nan})
+            row.update(
+                NumDays=np.nan,
+                StartTime="",
+                EndTime="",
+                AvgItemViews=np.nan,
+                MinSessionLength=np.nan,
+                MaxSessionLength=np.nan,
+                AvgSessionLength=np.nan,
+                **{"MinSessionTime (sec)": np.nan, "MaxSessionTime (sec)": np.nan},
+            )
         rows.append(row)
     return pd.DataFrame(rows)
 
@@ -522,18 +555,27 @@ def _events_rees46(inputs, index_quirk: bool) -> _Events:
     del o
     sess = _sessionise(u, t, SESSION_GAP["rees46"])
     del u
-    steps.append({"step": "sessions (1 h gap, views only)", "rows": len(t),
-                  "sessions": int(sess[-1]) + 1 if len(sess) else 0})
+    steps.append(
+        {"step": "sessions (1 h gap, views only)", "rows": len(t), "sessions": int(sess[-1]) + 1 if len(sess) else 0}
+    )
     return _Events(sess, it, prod, t, None, steps)
 
 
-def _events_all_then_views(name: str, owner: np.ndarray, t: np.ndarray, item_key: np.ndarray,
-                           item_out: np.ndarray, is_view: np.ndarray, steps: list) -> _Events:
+def _events_all_then_views(
+    name: str,
+    owner: np.ndarray,
+    t: np.ndarray,
+    item_key: np.ndarray,
+    item_out: np.ndarray,
+    is_view: np.ndarray,
+    steps: list,
+) -> _Events:
     o = stable_lexsort([owner, t, item_key])
     owner, t, item_key, item_out, is_view = owner[o], t[o], item_key[o], item_out[o], is_view[o]
     sess = _sessionise(owner, t, SESSION_GAP[name])
-    steps.append({"step": "sessions (1 h gap, all events)", "rows": len(t),
-                  "sessions": int(sess[-1]) + 1 if len(sess) else 0})
+    steps.append(
+        {"step": "sessions (1 h gap, all events)", "rows": len(t), "sessions": int(sess[-1]) + 1 if len(sess) else 0}
+    )
     steps.append({"step": "views", "rows": int(is_view.sum()), "sessions": len(pd.unique(sess[is_view]))})
     return _Events(sess[is_view], item_key[is_view], item_out[is_view], t[is_view], None, steps)
 
@@ -551,8 +593,15 @@ def _events_retailrocket(inputs, index_quirk: bool) -> _Events:
     df, _, steps = _concat_inputs("retailrocket", inputs)
     item = df["itemid"].to_numpy(np.int64)
     is_view = (df["event"] == "view").to_numpy(bool)
-    return _events_all_then_views("retailrocket", df["visitorid"].to_numpy(np.int64),
-                                  df["timestamp"].to_numpy(np.int64), item, item, is_view, steps)
+    return _events_all_then_views(
+        "retailrocket",
+        df["visitorid"].to_numpy(np.int64),
+        df["timestamp"].to_numpy(np.int64),
+        item,
+        item,
+        is_view,
+        steps,
+    )
 
 
 def _events_diginetica(inputs, index_quirk: bool) -> _Events:
@@ -601,8 +650,9 @@ class Processed:
         return TIME_UNIT[self.name]
 
 
-def process(name: str, inputs: dict[str, pd.DataFrame], *, index_quirk: bool = True,
-            progress=None, consume: bool = False) -> Processed:
+def process(
+    name: str, inputs: dict[str, pd.DataFrame], *, index_quirk: bool = True, progress=None, consume: bool = False
+) -> Processed:
     """Run the study's pipeline on raw frames already read by ``readers.read_<name>``.
 
     ``inputs``: raw file basename (e.g. 'yoochoose-clicks.dat') -> frame; concatenated in the study's order
@@ -637,26 +687,38 @@ def process(name: str, inputs: dict[str, pd.DataFrame], *, index_quirk: bool = T
     del dup
     if same_ko:
         d.a["o"] = d.a["k"]
-    steps.append({"step": "dedup", "rows": len(d), "removed": n_dup,
-                  **({"index_quirk_extra_rows": extra} if quirk else {})})
+    steps.append(
+        {"step": "dedup", "rows": len(d), "removed": n_dup, **({"index_quirk_extra_rows": extra} if quirk else {})}
+    )
     say("filter")
     log: list = []
     keep, rounds = support_filter(d.a["s"], d.a["k"], label=d.label, log=log)
-    full = pd.DataFrame({"SessionId": d.a["s"][keep], "ItemId": d.a["o"][keep], "Time": d.a["t"][keep]},
-                        copy=False)
-    steps.append({"step": "support filter", "rows": len(full), "sessions": int(full["SessionId"].nunique()),
-                  "items": int(full["ItemId"].nunique()), "rounds": rounds})
+    full = pd.DataFrame({"SessionId": d.a["s"][keep], "ItemId": d.a["o"][keep], "Time": d.a["t"][keep]}, copy=False)
+    steps.append(
+        {
+            "step": "support filter",
+            "rows": len(full),
+            "sessions": int(full["SessionId"].nunique()),
+            "items": int(full["ItemId"].nunique()),
+            "rounds": rounds,
+        }
+    )
     say("split")
     tday, tsplit = SPLIT_PARAMS[name]
     splits = time_split(full, tday, tsplit)
     frames = {"full": full}
     for k in SPLITS:
         frames[k] = splits[k]
-        steps.append({"step": k, "rows": len(frames[k]), "sessions": int(frames[k]["SessionId"].nunique()),
-                      "items": int(frames[k]["ItemId"].nunique())})
+        steps.append(
+            {
+                "step": k,
+                "rows": len(frames[k]),
+                "sessions": int(frames[k]["SessionId"].nunique()),
+                "items": int(frames[k]["ItemId"].nunique()),
+            }
+        )
     eff_tsplit = tsplit if tsplit is not None else (int(full["Time"].max()) if len(full) else None)
-    return Processed(name, frames, stats_table(frames, name), steps, rounds, log, eff_tsplit, tday,
-                     quirk)
+    return Processed(name, frames, stats_table(frames, name), steps, rounds, log, eff_tsplit, tday, quirk)
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -700,13 +762,25 @@ def _code_hash() -> str:
 
 
 def _versions() -> dict:
-    return {"python": platform.python_version(), "numpy": np.__version__, "pandas": pd.__version__,
-            "pyarrow": pa.__version__}
+    return {
+        "python": platform.python_version(),
+        "numpy": np.__version__,
+        "pandas": pd.__version__,
+        "pyarrow": pa.__version__,
+    }
 
 
 def _cache_key(name: str, inputs: list[dict], options: dict, code: str) -> str:
-    blob = json.dumps({"name": name, "inputs": [(i["file"], i["sha256"]) for i in inputs], "options": options,
-                       "code": code, "version": PIPELINE_VERSION}, sort_keys=True)
+    blob = json.dumps(
+        {
+            "name": name,
+            "inputs": [(i["file"], i["sha256"]) for i in inputs],
+            "options": options,
+            "code": code,
+            "version": PIPELINE_VERSION,
+        },
+        sort_keys=True,
+    )
     return hashlib.sha256(blob.encode()).hexdigest()
 
 
@@ -729,8 +803,9 @@ def _valid_cache(out_dir: Path, key: str) -> dict | None:
 
 def _write_parquet(df: pd.DataFrame, path: Path, meta: dict) -> None:
     table = pa.table({c: np.asarray(df[c].to_numpy(), dtype=np.int64) for c in ("SessionId", "ItemId", "Time")})
-    table = table.replace_schema_metadata({**(table.schema.metadata or {}),
-                                           b"gru4rec_conformance": json.dumps(meta).encode()})
+    table = table.replace_schema_metadata(
+        {**(table.schema.metadata or {}), b"gru4rec_conformance": json.dumps(meta).encode()}
+    )
     with atomic_path(path) as tmp:
         pq.write_table(table, tmp, use_dictionary=False, compression="snappy", row_group_size=1 << 18)
 
@@ -741,8 +816,16 @@ def _write_tsv(df: pd.DataFrame, path: Path) -> None:
         pacsv.write_csv(table, tmp, write_options=pacsv.WriteOptions(delimiter="\t", quoting_style="none"))
 
 
-def prepare(name: str, raw_dir, out_dir, *, index_quirk: bool = True, tsv: bool = False, force: bool = False,
-            progress: bool = False) -> Prepared:
+def prepare(
+    name: str,
+    raw_dir,
+    out_dir,
+    *,
+    index_quirk: bool = True,
+    tsv: bool = False,
+    force: bool = False,
+    progress: bool = False,
+) -> Prepared:
     """Read the raw files of ``name`` from ``raw_dir``, run :func:`process` and write the outputs to ``out_dir``.
 
     Raw files are found by their original names (``readers.RAW_FILES``), plain or .gz/.bz2/.zip, or inside a
@@ -761,8 +844,15 @@ def prepare(name: str, raw_dir, out_dir, *, index_quirk: bool = True, tsv: bool 
     t0 = time.time()
     bar.step("hash inputs")
     files = [_suite_io.resolve_raw_file(raw_dir, f) for f in RAW_FILES[name]]
-    inputs = [{"file": RAW_FILES[name][k], "path": str(p), "bytes": _suite_io._split_zip_member(p)[0].stat().st_size,
-               "sha256": _suite_io.sha256_file(p)} for k, p in enumerate(files)]
+    inputs = [
+        {
+            "file": RAW_FILES[name][k],
+            "path": str(p),
+            "bytes": _suite_io._split_zip_member(p)[0].stat().st_size,
+            "sha256": _suite_io.sha256_file(p),
+        }
+        for k, p in enumerate(files)
+    ]
     options = {"index_quirk": bool(index_quirk), "tsv": bool(tsv)}
     code = _code_hash()
     key = _cache_key(name, inputs, options, code)
@@ -794,8 +884,12 @@ def prepare(name: str, raw_dir, out_dir, *, index_quirk: bool = True, tsv: bool 
     def write_part(part: str) -> dict:
         p = out_dir / f"{part}.parquet"
         _write_parquet(res.frames[part], p, {**meta, "part": part})
-        return {"file": p.name, "rows": len(res.frames[part]), "bytes": p.stat().st_size,
-                "sha256": _suite_io.sha256_file(p)}
+        return {
+            "file": p.name,
+            "rows": len(res.frames[part]),
+            "bytes": p.stat().st_size,
+            "sha256": _suite_io.sha256_file(p),
+        }
 
     with ThreadPoolExecutor(max_workers=2) as pool:  # pyarrow and hashlib release the GIL
         for part, info in zip(PARTS, pool.map(write_part, PARTS)):
@@ -803,14 +897,22 @@ def prepare(name: str, raw_dir, out_dir, *, index_quirk: bool = True, tsv: bool 
     stats_path = out_dir / "stats.tsv"
     with atomic_path(stats_path) as tmp:
         res.stats.to_csv(tmp, sep="\t", index=False, float_format="%.4f")
-    outputs["stats"] = {"file": stats_path.name, "rows": len(res.stats), "bytes": stats_path.stat().st_size,
-                        "sha256": _suite_io.sha256_file(stats_path)}
+    outputs["stats"] = {
+        "file": stats_path.name,
+        "rows": len(res.stats),
+        "bytes": stats_path.stat().st_size,
+        "sha256": _suite_io.sha256_file(stats_path),
+    }
     if tsv:
         for part in PARTS:
             p = out_dir / f"{STUDY_PREFIX[name]}_{part}.tsv"
             _write_tsv(res.frames[part], p)
-            outputs[f"tsv_{part}"] = {"file": p.name, "rows": len(res.frames[part]), "bytes": p.stat().st_size,
-                                      "sha256": _suite_io.sha256_file(p)}
+            outputs[f"tsv_{part}"] = {
+                "file": p.name,
+                "rows": len(res.frames[part]),
+                "bytes": p.stat().st_size,
+                "sha256": _suite_io.sha256_file(p),
+            }
     manifest = {
         "dataset": name,
         "pipeline_version": PIPELINE_VERSION,
@@ -835,8 +937,10 @@ def prepare(name: str, raw_dir, out_dir, *, index_quirk: bool = True, tsv: bool 
         "seconds": round(time.time() - t0, 3),
     }
     atomic_write_json(out_dir / "manifest.json", manifest, default=_json_default)
-    bar.done(f"{len(res.frames['train_full'])} train_full / {len(res.frames['test'])} test events, "
-             f"{res.filter_rounds} filter rounds")
+    bar.done(
+        f"{len(res.frames['train_full'])} train_full / {len(res.frames['test'])} test events, "
+        f"{res.filter_rounds} filter rounds"
+    )
     return Prepared(name, out_dir, manifest, False)
 
 
@@ -888,8 +992,7 @@ class _Progress:
 
         def cb(done: int, total: int) -> None:
             if "bar" not in state:
-                state["bar"] = tqdm(total=total, desc=label, unit="B", unit_scale=True, leave=False,
-                                    file=sys.stderr)
+                state["bar"] = tqdm(total=total, desc=label, unit="B", unit_scale=True, leave=False, file=sys.stderr)
             state["bar"].update(done - state["bar"].n)
             if done >= total:
                 state["bar"].close()

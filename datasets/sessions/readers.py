@@ -49,35 +49,49 @@ RAW_FILES: dict[str, tuple[str, ...]] = {
 SPECS: dict[str, CsvSpec] = {
     # §1.1: no header, 4 columns, ISO-8601 UTC with ms and 'Z'
     "yoochoose": CsvSpec(
-        delimiter=",", header="none", names=("SessionId", "Timestamp", "ItemId", "Category"),
+        delimiter=",",
+        header="none",
+        names=("SessionId", "Timestamp", "ItemId", "Category"),
         required=("SessionId", "Timestamp", "ItemId"),
         types={"SessionId": pa.int64(), "Timestamp": pa.timestamp("ns", tz="UTC"), "ItemId": pa.int64()},
     ),
     # §1.2: header; '2019-10-01 00:00:00 UTC'; ids read as strings by the study
     "rees46": CsvSpec(
-        delimiter=",", header="required", required=("event_time", "event_type", "product_id", "user_id"),
+        delimiter=",",
+        header="required",
+        required=("event_time", "event_type", "product_id", "user_id"),
         types={"event_time": pa.timestamp("s"), "product_id": pa.string(), "user_id": pa.string()},
         timestamp_parsers=("%Y-%m-%d %H:%M:%S UTC",),
     ),
     # §1.3: the 2020 release (release_10_23_2020.csv)
     "coveo": CsvSpec(
-        delimiter=",", header="required",
+        delimiter=",",
+        header="required",
         required=("session_id_hash", "product_action", "product_skus_hash", "server_timestamp_epoch_ms"),
         types={"server_timestamp_epoch_ms": pa.int64()},
         nullable=("product_action", "product_skus_hash"),
     ),
     # §1.4: events.csv, ms epochs, unsorted
     "retailrocket": CsvSpec(
-        delimiter=",", header="required", required=("timestamp", "visitorid", "event", "itemid"),
+        delimiter=",",
+        header="required",
+        required=("timestamp", "visitorid", "event", "itemid"),
         types={"timestamp": pa.int64(), "visitorid": pa.int64(), "itemid": pa.int64()},
     ),
     # §1.5: ';'-separated; camelCase header, snake_case header (SR-GNN sample) or none
     "diginetica": CsvSpec(
-        delimiter=";", header="optional", names=("sessionId", "userId", "itemId", "timeframe", "eventdate"),
+        delimiter=";",
+        header="optional",
+        names=("sessionId", "userId", "itemId", "timeframe", "eventdate"),
         aliases={"session_id": "sessionId", "user_id": "userId", "item_id": "itemId"},
         required=("sessionId", "userId", "itemId", "timeframe", "eventdate"),
-        types={"sessionId": pa.int64(), "userId": pa.float64(), "itemId": pa.int64(), "timeframe": pa.int64(),
-               "eventdate": pa.date32()},
+        types={
+            "sessionId": pa.int64(),
+            "userId": pa.float64(),
+            "itemId": pa.int64(),
+            "timeframe": pa.int64(),
+            "eventdate": pa.date32(),
+        },
         nullable=("userId",),
     ),
 }
@@ -115,8 +129,12 @@ def _canonical_ids(t, src: str) -> np.ndarray:
     ok = pc.match_substring_regex(col, _CANONICAL_INT)
     if not pc.all(ok).as_py():
         bad = int(np.flatnonzero(~ok.to_numpy(zero_copy_only=False))[0])
-        raise RowError(bad, src, f"{col[bad].as_py()!r} is not a canonical decimal integer id (the study "
-                       "compares ids as strings, so ids like '007' or '+7' cannot be read as integers)")
+        raise RowError(
+            bad,
+            src,
+            f"{col[bad].as_py()!r} is not a canonical decimal integer id (the study "
+            "compares ids as strings, so ids like '007' or '+7' cannot be read as integers)",
+        )
     return col.cast(pa.int64()).to_numpy()
 
 
@@ -125,8 +143,7 @@ def _non_negative_ids(t, src: str) -> np.ndarray:
     a = t.column(src).to_numpy()
     neg = np.flatnonzero(a < 0)
     if len(neg):
-        raise RowError(int(neg[0]), src, f"negative id {int(a[neg[0]])} (the dataset's ids are non-negative "
-                       "integers)")
+        raise RowError(int(neg[0]), src, f"negative id {int(a[neg[0]])} (the dataset's ids are non-negative integers)")
     return a
 
 
@@ -139,8 +156,11 @@ def read_yoochoose(path, progress=None) -> pd.DataFrame:
 
     def convert(t: pa.Table) -> dict:
         ns = t.column("Timestamp").cast(pa.int64()).to_numpy()
-        return {"SessionId": _non_negative_ids(t, "SessionId"), "Time": np.floor_divide(ns, 10**9),
-                "ItemId": _non_negative_ids(t, "ItemId")}
+        return {
+            "SessionId": _non_negative_ids(t, "SessionId"),
+            "Time": np.floor_divide(ns, 10**9),
+            "ItemId": _non_negative_ids(t, "ItemId"),
+        }
 
     cols = read_csv_table(path, SPECS["yoochoose"], convert=convert, progress=progress)
     return pd.DataFrame({k: _concat(v) for k, v in cols.items()}, copy=False)
@@ -156,13 +176,22 @@ def read_rees46(path, progress=None) -> pd.DataFrame:
     vocab = _Vocab(["view", "cart", "remove_from_cart", "purchase"])
 
     def convert(t: pa.Table) -> dict:
-        return {"Time": t.column("event_time").cast(pa.int64()).to_numpy(),
-                "EventType": vocab.codes(t.column("event_type")),
-                "ProductId": _canonical_ids(t, "product_id"), "UserId": _canonical_ids(t, "user_id")}
+        return {
+            "Time": t.column("event_time").cast(pa.int64()).to_numpy(),
+            "EventType": vocab.codes(t.column("event_type")),
+            "ProductId": _canonical_ids(t, "product_id"),
+            "UserId": _canonical_ids(t, "user_id"),
+        }
 
     cols = read_csv_table(path, SPECS["rees46"], convert=convert, progress=progress)
-    return pd.DataFrame({"Time": _concat(cols["Time"]), "EventType": vocab.categorical(cols["EventType"]),
-                         "ProductId": _concat(cols["ProductId"]), "UserId": _concat(cols["UserId"])})
+    return pd.DataFrame(
+        {
+            "Time": _concat(cols["Time"]),
+            "EventType": vocab.categorical(cols["EventType"]),
+            "ProductId": _concat(cols["ProductId"]),
+            "UserId": _concat(cols["UserId"]),
+        }
+    )
 
 
 def read_coveo(path, progress=None) -> pd.DataFrame:
@@ -181,8 +210,7 @@ def read_coveo(path, progress=None) -> pd.DataFrame:
     out = {}
     for c in SPECS["coveo"].required:
         arr = pa.chunked_array([ch for part in cols[c] for ch in part.chunks], type=cols[c][0].type)
-        out[c] = arr.to_numpy() if c == "server_timestamp_epoch_ms" else np.asarray(
-            arr.to_pylist(), dtype=object)
+        out[c] = arr.to_numpy() if c == "server_timestamp_epoch_ms" else np.asarray(arr.to_pylist(), dtype=object)
     return pd.DataFrame(out)
 
 
@@ -196,12 +224,22 @@ def read_retailrocket(path, progress=None) -> pd.DataFrame:
     vocab = _Vocab(["view", "addtocart", "transaction"])
 
     def convert(t: pa.Table) -> dict:
-        return {"timestamp": t.column("timestamp").to_numpy(), "visitorid": _non_negative_ids(t, "visitorid"),
-                "event": vocab.codes(t.column("event")), "itemid": _non_negative_ids(t, "itemid")}
+        return {
+            "timestamp": t.column("timestamp").to_numpy(),
+            "visitorid": _non_negative_ids(t, "visitorid"),
+            "event": vocab.codes(t.column("event")),
+            "itemid": _non_negative_ids(t, "itemid"),
+        }
 
     cols = read_csv_table(path, SPECS["retailrocket"], convert=convert, progress=progress)
-    return pd.DataFrame({"timestamp": _concat(cols["timestamp"]), "visitorid": _concat(cols["visitorid"]),
-                         "event": vocab.categorical(cols["event"]), "itemid": _concat(cols["itemid"])})
+    return pd.DataFrame(
+        {
+            "timestamp": _concat(cols["timestamp"]),
+            "visitorid": _concat(cols["visitorid"]),
+            "event": vocab.categorical(cols["event"]),
+            "itemid": _concat(cols["itemid"]),
+        }
+    )
 
 
 def read_diginetica(path, progress=None) -> pd.DataFrame:

@@ -89,8 +89,11 @@ def yoochoose_100k(fallback: bool = True, seed: int = 0) -> dict[str, pd.DataFra
     except SharedDataMissing as e:
         if not fallback:
             raise
-        print(f"notice: real Yoochoose 100k slice unavailable ({e}); using the synthetic stand-in of the same "
-              f"shape (datasets.sessions.real.yoochoose_100k_standin, seed={seed})", file=sys.stderr)
+        print(
+            f"notice: real Yoochoose 100k slice unavailable ({e}); using the synthetic stand-in of the same "
+            f"shape (datasets.sessions.real.yoochoose_100k_standin, seed={seed})",
+            file=sys.stderr,
+        )
         return yoochoose_100k_standin(seed)
     return {s: _read_prepared(folder / f"yoochoose-clicks-100k_{s}.txt") for s in SPLITS}
 
@@ -127,8 +130,13 @@ def yoochoose_100k_standin(seed: int = 0) -> dict[str, pd.DataFrame]:
             if u < 0.16:
                 continue  # consecutive repeat (the RSC15 protocol keeps them)
             r = int(succ[r, rng.integers(0, 3)]) if u < 0.7 else int(np.searchsorted(cdf, rng.random()))
-    df = pd.DataFrame({"SessionId": np.array(rows_s, np.int64), "ItemId": np.array(rows_i, np.int64),
-                       "Time": np.array(rows_t, np.float64)})
+    df = pd.DataFrame(
+        {
+            "SessionId": np.array(rows_s, np.int64),
+            "ItemId": np.array(rows_i, np.int64),
+            "Time": np.array(rows_t, np.float64),
+        }
+    )
     # RSC15-style filtering: sessions >= 2, items >= 5, sessions >= 2 (one pass)
     df = df[df.groupby("SessionId")["SessionId"].transform("size") > 1]
     df = df[df.groupby("ItemId")["ItemId"].transform("size") >= 5]

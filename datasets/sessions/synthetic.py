@@ -73,20 +73,70 @@ class Profile:
 
 
 PROFILES: dict[str, Profile] = {
-    "yoochoose": Profile("yoochoose", 41_255_735, _ms("2014-04-01T03:00"), _ms("2014-09-30T20:59:59.500"),
-                         52_739, repeat=0.19, tail_mean=3.9, trend=-0.7),
-    "rees46": Profile("rees46", 109_950_743, _ms("2019-10-01T00:00"), _ms("2019-11-30T23:59:59"), 206_876,
-                      repeat=0.26, tail_mean=4.3, p_single=0.3, nonview=0.04, fixed_tsplit_ms=_ms("2019-12-01"),
-                      owner_sessions=2.2),
-    "coveo": Profile("coveo", 5_433_611, _ms("2018-11-15T00:00"), _ms("2018-12-03T22:10:00.123"), 14_000,
-                     repeat=0.12, tail_mean=8.5, p_single=0.3, time_unit_ms=1, trend=-0.5),
-    "retailrocket": Profile("retailrocket", 2_756_101, _ms("2015-05-03T03:00"), _ms("2015-09-18T02:59:00"),
-                            235_061, repeat=0.15, tail_mean=4.0, p_single=0.82, nonview=0.035, tday_ms=7 * DAY_MS,
-                            fixed_tsplit_ms=_ms("2015-09-18T03:00"), owner_sessions=1.3, time_unit_ms=1,
-                            trend=-0.4),
-    "diginetica": Profile("diginetica", 1_235_380, _ms("2016-01-01T00:00"), _ms("2016-06-01T20:00"), 122_993,
-                          repeat=0.06, tail_mean=4.6, p_single=0.3, tday_ms=7 * DAY_MS, time_unit_ms=1,
-                          trend=3.0),
+    "yoochoose": Profile(
+        "yoochoose",
+        41_255_735,
+        _ms("2014-04-01T03:00"),
+        _ms("2014-09-30T20:59:59.500"),
+        52_739,
+        repeat=0.19,
+        tail_mean=3.9,
+        trend=-0.7,
+    ),
+    "rees46": Profile(
+        "rees46",
+        109_950_743,
+        _ms("2019-10-01T00:00"),
+        _ms("2019-11-30T23:59:59"),
+        206_876,
+        repeat=0.26,
+        tail_mean=4.3,
+        p_single=0.3,
+        nonview=0.04,
+        fixed_tsplit_ms=_ms("2019-12-01"),
+        owner_sessions=2.2,
+    ),
+    "coveo": Profile(
+        "coveo",
+        5_433_611,
+        _ms("2018-11-15T00:00"),
+        _ms("2018-12-03T22:10:00.123"),
+        14_000,
+        repeat=0.12,
+        tail_mean=8.5,
+        p_single=0.3,
+        time_unit_ms=1,
+        trend=-0.5,
+    ),
+    "retailrocket": Profile(
+        "retailrocket",
+        2_756_101,
+        _ms("2015-05-03T03:00"),
+        _ms("2015-09-18T02:59:00"),
+        235_061,
+        repeat=0.15,
+        tail_mean=4.0,
+        p_single=0.82,
+        nonview=0.035,
+        tday_ms=7 * DAY_MS,
+        fixed_tsplit_ms=_ms("2015-09-18T03:00"),
+        owner_sessions=1.3,
+        time_unit_ms=1,
+        trend=-0.4,
+    ),
+    "diginetica": Profile(
+        "diginetica",
+        1_235_380,
+        _ms("2016-01-01T00:00"),
+        _ms("2016-06-01T20:00"),
+        122_993,
+        repeat=0.06,
+        tail_mean=4.6,
+        p_single=0.3,
+        tday_ms=7 * DAY_MS,
+        time_unit_ms=1,
+        trend=3.0,
+    ),
 }
 
 #: scale giving about 3-4 x 10^4 raw events per dataset (CI size, seconds to generate and prepare)
@@ -168,8 +218,7 @@ def _hex(rng: np.random.Generator, n: int, nbytes: int, uuid_dashes: bool = Fals
     out[:, 1::2] = table[raw & 15]
     if uuid_dashes:  # 8-4-4-4-12
         dash = np.full((n, 1), ord("-"), dtype=np.uint8)
-        out = np.hstack([out[:, :8], dash, out[:, 8:12], dash, out[:, 12:16], dash, out[:, 16:20], dash,
-                         out[:, 20:]])
+        out = np.hstack([out[:, :8], dash, out[:, 8:12], dash, out[:, 12:16], dash, out[:, 16:20], dash, out[:, 20:]])
     return out
 
 
@@ -227,8 +276,9 @@ def _world(prof: Profile, scale: float, rng: np.random.Generator) -> _World:
     base, span = _ID_SPACE[prof.name]
     need = n_items + 64 + 64
     ids = base + _choice_no_replace(rng, max(span, 2 * need), need)
-    return _World(prof, n_items, cdf, succ, ids[:n_items], ids[n_items:n_items + 64], ids[n_items + 64:],
-                  n_events, n_sessions)
+    return _World(
+        prof, n_items, cdf, succ, ids[:n_items], ids[n_items : n_items + 64], ids[n_items + 64 :], n_events, n_sessions
+    )
 
 
 def _choice_no_replace(rng: np.random.Generator, space: int, k: int) -> np.ndarray:
@@ -255,8 +305,7 @@ def _trend_cdf(x, gamma: float):
     return x + gamma * x * x / 2
 
 
-def _trend_times(rng: np.random.Generator, n: int, t_lo: int, t_hi: int, t0: int, t1: int,
-                 gamma: float) -> np.ndarray:
+def _trend_times(rng: np.random.Generator, n: int, t_lo: int, t_hi: int, t0: int, t1: int, gamma: float) -> np.ndarray:
     """n times in [t_lo, t_hi) from the linear-trend density over the whole span [t0, t1) (inverse CDF)."""
     x_lo, x_hi = (t_lo - t0) / (t1 - t0), (t_hi - t0) / (t1 - t0)
     u = _trend_cdf(x_lo, gamma) + rng.random(n) * (_trend_cdf(x_hi, gamma) - _trend_cdf(x_lo, gamma))
@@ -399,8 +448,11 @@ def _explicit(world: _World, rng: np.random.Generator, owner0: int, session0: in
             sess([t1, t1 + 15_000], [top[3], top[4]], own=own)
         # two view bursts 80 min apart with a non-view event 40 min after the first burst
         t0 = b_valid - 50 * HOUR_MS
-        sess([t0, t0 + 20_000, t0 + 20_000 + 40 * 60_000, t0 + 20_000 + 80 * 60_000, t0 + 20_000 + 81 * 60_000],
-             [top[5], top[6], top[6], top[7], top[8]], kinds=[0, 0, 1, 0, 0])
+        sess(
+            [t0, t0 + 20_000, t0 + 20_000 + 40 * 60_000, t0 + 20_000 + 80 * 60_000, t0 + 20_000 + 81 * 60_000],
+            [top[5], top[6], top[6], top[7], top[8]],
+            kinds=[0, 0, 1, 0, 0],
+        )
     a = np.array(rows, dtype=np.int64)
     return _Chunk(a[:, 0], a[:, 2], a[:, 3], a[:, 4], a[:, 5], a[:, 1], np.ones(len(a), dtype=bool))
 
@@ -428,9 +480,15 @@ def _chunks(world: _World, rng: np.random.Generator, chunk_events: int):
         # session numbers in order of start time
         srank = np.empty(len(start), dtype=np.int64)
         srank[np.argsort(start, kind="stable")] = np.arange(len(start))
-        ch = _Chunk(owner[sess] + (1_000_000_000 if prof.owner_sessions <= 1 else 0), t,
-                    world.item_ids[rank], np.zeros(len(t), np.int64), np.zeros(len(t), np.int64),
-                    srank[sess] + session_base, np.zeros(len(t), dtype=bool))
+        ch = _Chunk(
+            owner[sess] + (1_000_000_000 if prof.owner_sessions <= 1 else 0),
+            t,
+            world.item_ids[rank],
+            np.zeros(len(t), np.int64),
+            np.zeros(len(t), np.int64),
+            srank[sess] + session_base,
+            np.zeros(len(t), dtype=bool),
+        )
         ch = ch.take(keep)
         session_base += len(start)
         if c == n_chunks - 1:
@@ -467,8 +525,9 @@ class _CsvOut:
         self.compression = compression
         self._ctx = atomic_path(path)
         self.tmp = self._ctx.__enter__()
-        self.sink = (pa.CompressedOutputStream(str(self.tmp), compression) if compression
-                     else pa.OSFile(str(self.tmp), "wb"))
+        self.sink = (
+            pa.CompressedOutputStream(str(self.tmp), compression) if compression else pa.OSFile(str(self.tmp), "wb")
+        )
         self.writer: pacsv.CSVWriter | None = None
         self.rows = 0
 
@@ -476,8 +535,11 @@ class _CsvOut:
         if self.writer is None:
             if self.header:  # pyarrow quotes header names; the raw formats do not
                 self.sink.write((self.delimiter.join(table.column_names) + "\n").encode())
-            self.writer = pacsv.CSVWriter(self.sink, table.schema, write_options=pacsv.WriteOptions(
-                include_header=False, delimiter=self.delimiter, quoting_style="none"))
+            self.writer = pacsv.CSVWriter(
+                self.sink,
+                table.schema,
+                write_options=pacsv.WriteOptions(include_header=False, delimiter=self.delimiter, quoting_style="none"),
+            )
         self.writer.write_table(table)
         self.rows += table.num_rows
 
@@ -507,11 +569,14 @@ def _yoochoose_tables(world, rng, ch: _Chunk, state):
     brand = r > 0.97
     cat[brand] = (2_089_000_000 + rng.integers(0, 999_999, size=int(brand.sum()))).astype(str)
     # sessions go to the clicks file (80%) or to the challenge's test file (20%), disjoint
-    to_test = (_hash01(ch.session, 7) < 0.2)
-    table = pa.table({"s": ch.session + 1, "t": iso_timestamps(ch.time, "yoochoose"), "i": ch.item,
-                      "c": pa.array(cat, pa.string())})
-    return {"yoochoose-clicks.dat": table.filter(pa.array(~to_test)),
-            "yoochoose-test.dat": table.filter(pa.array(to_test))}
+    to_test = _hash01(ch.session, 7) < 0.2
+    table = pa.table(
+        {"s": ch.session + 1, "t": iso_timestamps(ch.time, "yoochoose"), "i": ch.item, "c": pa.array(cat, pa.string())}
+    )
+    return {
+        "yoochoose-clicks.dat": table.filter(pa.array(~to_test)),
+        "yoochoose-test.dat": table.filter(pa.array(to_test)),
+    }
 
 
 def _hash01(x: np.ndarray, salt: int) -> np.ndarray:
@@ -530,23 +595,27 @@ def _rees46_tables(world, rng, ch: _Chunk, state):
     etype = np.where(ch.kind == 0, "view", np.where(ch.sub == 1, "purchase", "cart"))
     item = ch.item
     cat_id = 2_053_013_552_226_107_603 + (item * 7919) % 10**15
-    codes = np.array(["electronics.smartphone", "appliances.kitchen.washer", "computers.notebook",
-                      "apparel.shoes", "", "", ""], dtype=object)
+    codes = np.array(
+        ["electronics.smartphone", "appliances.kitchen.washer", "computers.notebook", "apparel.shoes", "", "", ""],
+        dtype=object,
+    )
     brands = np.array(["samsung", "apple", "xiaomi", "huawei", "", "lucente", "shiseido"], dtype=object)
     cents = item % 97_000 + 100
     price = pc.binary_join_element_wise(_str(cents // 100), pc.utf8_lpad(_str(cents % 100), 2, "0"), ".")
     uuid = _hex(rng, n, 16, uuid_dashes=True)
-    table = pa.table({
-        "event_time": iso_timestamps(ch.time, "rees46"),
-        "event_type": pa.array(etype, pa.string()),
-        "product_id": item,
-        "category_id": cat_id,
-        "category_code": pa.array(codes[item % len(codes)], pa.string()),
-        "brand": pa.array(brands[(item // 7) % len(brands)], pa.string()),
-        "price": price,
-        "user_id": 510_000_000 + ch.owner % 90_000_000,
-        "user_session": _strings(uuid),
-    })
+    table = pa.table(
+        {
+            "event_time": iso_timestamps(ch.time, "rees46"),
+            "event_type": pa.array(etype, pa.string()),
+            "product_id": item,
+            "category_id": cat_id,
+            "category_code": pa.array(codes[item % len(codes)], pa.string()),
+            "brand": pa.array(brands[(item // 7) % len(brands)], pa.string()),
+            "price": price,
+            "user_id": 510_000_000 + ch.owner % 90_000_000,
+            "user_session": _strings(uuid),
+        }
+    )
     nov = ch.time >= _ms("2019-11-01")
     return {"2019-Oct.csv": table.filter(pa.array(~nov)), "2019-Nov.csv": table.filter(pa.array(nov))}
 
@@ -556,9 +625,14 @@ def _coveo_tables(world, rng, ch: _Chunk, state):
     views = np.flatnonzero(ch.kind == 0)
     parts = [ch]
     n_v = len(views)
-    for kind, sub, p, dt_lo, dt_hi in ((2, 0, 0.8, -40_000, 40_000), (2, 0, 0.8, -90_000, 90_000), (1, 1, 0.15, 500, 20_000),
-                                       (1, 2, 0.06, 1_000, 60_000), (1, 3, 0.01, 1_000, 90_000),
-                                       (1, 4, 0.03, 60_000, 600_000)):
+    for kind, sub, p, dt_lo, dt_hi in (
+        (2, 0, 0.8, -40_000, 40_000),
+        (2, 0, 0.8, -90_000, 90_000),
+        (1, 1, 0.15, 500, 20_000),
+        (1, 2, 0.06, 1_000, 60_000),
+        (1, 3, 0.01, 1_000, 90_000),
+        (1, 4, 0.03, 60_000, 600_000),
+    ):
         pick = views[rng.random(n_v) < p]
         e = ch.take(pick)
         e.time = e.time + rng.integers(dt_lo, dt_hi, size=len(pick))
@@ -583,21 +657,24 @@ def _coveo_tables(world, rng, ch: _Chunk, state):
     sess_hash = _strings(_det_hex(ch.owner, 16, 2, uuid_dashes=True))
     etype = np.where(np.isin(ch.kind, (0, 2)), "pageview", "event")
     url = _strings(_hex(rng, n, 32))
-    table = pa.table({
-        "session_id_hash": sess_hash,
-        "event_type": pa.array(etype, pa.string()),
-        "product_action": pa.array(prod, pa.string()),
-        "product_skus_hash": sku,
-        "server_timestamp_epoch_ms": ch.time,
-        "hashed_url": url,
-    })
+    table = pa.table(
+        {
+            "session_id_hash": sess_hash,
+            "event_type": pa.array(etype, pa.string()),
+            "product_action": pa.array(prod, pa.string()),
+            "product_skus_hash": sku,
+            "server_timestamp_epoch_ms": ch.time,
+            "hashed_url": url,
+        }
+    )
     return {"release_10_23_2020.csv": table}
 
 
 def _det_hex(x: np.ndarray, nbytes: int, salt: int, uuid_dashes: bool = False) -> np.ndarray:
     """Deterministic hex strings (uint8 rows) of 2*nbytes characters per integer (hashes of item/session)."""
-    words = np.stack([(_hash01(x, salt * 131 + k) * 2.0**53).astype(np.uint64) for k in range((nbytes + 5) // 6)],
-                     axis=1)
+    words = np.stack(
+        [(_hash01(x, salt * 131 + k) * 2.0**53).astype(np.uint64) for k in range((nbytes + 5) // 6)], axis=1
+    )
     raw = words.view(np.uint8).reshape(len(x), -1)[:, :nbytes]
     table = np.frombuffer(b"0123456789abcdef", dtype=np.uint8)
     out = np.empty((len(x), 2 * nbytes), dtype=np.uint8)
@@ -605,8 +682,7 @@ def _det_hex(x: np.ndarray, nbytes: int, salt: int, uuid_dashes: bool = False) -
     out[:, 1::2] = table[raw & 15]
     if uuid_dashes:
         dash = np.full((len(x), 1), ord("-"), dtype=np.uint8)
-        out = np.hstack([out[:, :8], dash, out[:, 8:12], dash, out[:, 12:16], dash, out[:, 16:20], dash,
-                         out[:, 20:]])
+        out = np.hstack([out[:, :8], dash, out[:, 8:12], dash, out[:, 12:16], dash, out[:, 16:20], dash, out[:, 20:]])
     return out
 
 
@@ -617,8 +693,15 @@ def _retailrocket_tables(world, rng, ch: _Chunk, state):
     tr = np.flatnonzero(ev == "transaction")
     tid[tr] = (state.setdefault("tid", 0) + np.arange(len(tr))).astype(str)
     state["tid"] += len(tr)
-    table = pa.table({"timestamp": ch.time, "visitorid": ch.owner, "event": pa.array(ev, pa.string()),
-                      "itemid": ch.item, "transactionid": pa.array(tid, pa.string())})
+    table = pa.table(
+        {
+            "timestamp": ch.time,
+            "visitorid": ch.owner,
+            "event": pa.array(ev, pa.string()),
+            "itemid": ch.item,
+            "transactionid": pa.array(tid, pa.string()),
+        }
+    )
     return {"events.csv": table.take(pa.array(rng.permutation(n)))}
 
 
@@ -639,19 +722,33 @@ def _diginetica_tables(world, rng, ch: _Chunk, state):
     user_s = pa.array(np.where(has_user, user.astype(str), "NA"), pa.string())
     # the file is sorted by sessionId; rows inside a session are not time-ordered
     shuffle = np.lexsort((rng.random(n), ch.session))
-    table = pa.table({"sessionId": ch.session + 1, "userId": user_s, "itemId": ch.item, "timeframe": timeframe,
-                      "eventdate": date}).take(pa.array(shuffle))
+    table = pa.table(
+        {"sessionId": ch.session + 1, "userId": user_s, "itemId": ch.item, "timeframe": timeframe, "eventdate": date}
+    ).take(pa.array(shuffle))
     return {"train-item-views.csv": table}
 
 
-_TABLES = {"yoochoose": _yoochoose_tables, "rees46": _rees46_tables, "coveo": _coveo_tables,
-           "retailrocket": _retailrocket_tables, "diginetica": _diginetica_tables}
+_TABLES = {
+    "yoochoose": _yoochoose_tables,
+    "rees46": _rees46_tables,
+    "coveo": _coveo_tables,
+    "retailrocket": _retailrocket_tables,
+    "diginetica": _diginetica_tables,
+}
 _HEADER = {"yoochoose": False, "rees46": True, "coveo": True, "retailrocket": True, "diginetica": True}
 _DELIM = {"diginetica": ";"}
 
 
-def generate_raw(name: str, out_dir, scale: float, seed: int = 0, *, chunk_events: int = 2_000_000,
-                 compression: str | None = None, diginetica_header: str = "camel") -> dict:
+def generate_raw(
+    name: str,
+    out_dir,
+    scale: float,
+    seed: int = 0,
+    *,
+    chunk_events: int = 2_000_000,
+    compression: str | None = None,
+    diginetica_header: str = "camel",
+) -> dict:
     """Write synthetic raw files of dataset ``name`` into ``out_dir`` in its original raw format.
 
     ``scale``: fraction of the full raw data's size (§1.6(a)): 1.0 gives about ``PROFILES[name].full_events``

@@ -17,8 +17,16 @@ from gru4rec_conformance.fileio import atomic_write_text
 from .examples import Examples
 
 #: pytreebank's ``normalize_string`` replacements, in its order.
-_NORMALIZE = (("\xa0", " "), ("\\", ""), ("-LRB-", "("), ("-RRB-", ")"), ("-LCB-", "{"), ("-RCB-", "}"),
-              ("-LSB-", "["), ("-RSB-", "]"))
+_NORMALIZE = (
+    ("\xa0", " "),
+    ("\\", ""),
+    ("-LRB-", "("),
+    ("-RRB-", ")"),
+    ("-LCB-", "{"),
+    ("-RCB-", "}"),
+    ("-LSB-", "["),
+    ("-RSB-", "]"),
+)
 
 
 def _normalize(token: str) -> str:

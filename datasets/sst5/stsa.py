@@ -55,4 +55,3 @@ def read_stsa(path: str | os.PathLike, *, split: str | None = None, num_labels: 
         texts.append(sentence)
         labels.append(label)
     return Examples(split, tuple(ids), tuple(texts), tuple(labels), num_labels, source=path)
-

@@ -33,8 +33,10 @@ SPLITS = ("train", "dev", "test")
 def fine_grained(examples: Examples) -> Examples:
     """The 5-class view: labels 0..4 unchanged. Raises ``ValueError`` if ``examples`` is not 5-class."""
     if examples.num_labels != 5:
-        raise ValueError(f"{examples.source or examples.split}: fine-grained view needs 5-class input, "
-                         f"got num_labels={examples.num_labels}")
+        raise ValueError(
+            f"{examples.source or examples.split}: fine-grained view needs 5-class input, "
+            f"got num_labels={examples.num_labels}"
+        )
     return examples
 
 
@@ -44,8 +46,10 @@ def binary(examples: Examples) -> Examples:
     Raises ``ValueError`` if ``examples`` is not 5-class.
     """
     if examples.num_labels != 5:
-        raise ValueError(f"{examples.source or examples.split}: binary view needs 5-class input, "
-                         f"got num_labels={examples.num_labels}")
+        raise ValueError(
+            f"{examples.source or examples.split}: binary view needs 5-class input, "
+            f"got num_labels={examples.num_labels}"
+        )
     keep = [i for i, y in enumerate(examples.labels) if y != 2]
     sub = examples.subset(keep)
     return Examples(sub.split, sub.ids, sub.texts, tuple(BINARY_MAP[y] for y in sub.labels), 2, sub.source)
@@ -59,8 +63,9 @@ def check_counts(splits: dict[str, Examples], view: str) -> None:
     expected = EXPECTED_COUNTS[view]
     for name, ex in splits.items():
         if name in expected and len(ex) != expected[name]:
-            raise ValueError(f"{ex.source or name}: SST-5 {view} {name} split has {len(ex)} examples, "
-                             f"expected {expected[name]}")
+            raise ValueError(
+                f"{ex.source or name}: SST-5 {view} {name} split has {len(ex)} examples, expected {expected[name]}"
+            )
 
 
 def sst5_dir() -> Path | None:
@@ -76,8 +81,9 @@ def sst5_dir() -> Path | None:
     return d if all((d / f"stsa.fine.{s}").is_file() for s in SPLITS) else None
 
 
-def load_sst5(data_dir: str | os.PathLike | None = None, *, view: str = "fine",
-              check: bool = True) -> dict[str, Examples]:
+def load_sst5(
+    data_dir: str | os.PathLike | None = None, *, view: str = "fine", check: bool = True
+) -> dict[str, Examples]:
     """Read stsa.fine.{train,dev,test} from ``data_dir`` (default: ``sst5_dir()``) and return the ``view``.
 
     Args:
@@ -93,8 +99,10 @@ def load_sst5(data_dir: str | os.PathLike | None = None, *, view: str = "fine",
     if data_dir is None:
         data_dir = sst5_dir()
         if data_dir is None:
-            raise FileNotFoundError(f"SST-5 files not found in {shared_data_candidate() / 'sst5'}: set "
-                                    "GRU4REC_SHARED_DATA to the folder holding sst5/stsa.fine.{train,dev,test}")
+            raise FileNotFoundError(
+                f"SST-5 files not found in {shared_data_candidate() / 'sst5'}: set "
+                "GRU4REC_SHARED_DATA to the folder holding sst5/stsa.fine.{train,dev,test}"
+            )
     data_dir = Path(data_dir)
     splits = {s: read_stsa(data_dir / f"stsa.fine.{s}", split=s) for s in SPLITS}
     if view == "binary":

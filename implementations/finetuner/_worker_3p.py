@@ -90,13 +90,11 @@ def main(job_path: str) -> int:
     if job["impl"] == "munikar":
         import pytorch_transformers as lib
 
-        _redirect_from_pretrained([lib.BertTokenizer, lib.BertConfig, lib.BertForSequenceClassification], mapping,
-                                  keep)
+        _redirect_from_pretrained([lib.BertTokenizer, lib.BertConfig, lib.BertForSequenceClassification], mapping, keep)
     else:
         import transformers as lib
 
-        _redirect_from_pretrained([lib.BertTokenizer, lib.BertConfig, lib.BertForSequenceClassification], mapping,
-                                  keep)
+        _redirect_from_pretrained([lib.BertTokenizer, lib.BertConfig, lib.BertForSequenceClassification], mapping, keep)
 
     namespace: dict = {}
     real_loader = torch.utils.data.DataLoader
@@ -110,8 +108,9 @@ def main(job_path: str) -> int:
 
     class RecordingLoader(torch.utils.data.DataLoader):  # torch's own (= real_loader): patched only below
         def __init__(self, dataset, *a, **kw):
-            result["dataloaders"].append({"split": split_of(dataset), "n": len(dataset),
-                                          "shuffle": bool(kw.get("shuffle", False))})
+            result["dataloaders"].append(
+                {"split": split_of(dataset), "n": len(dataset), "shuffle": bool(kw.get("shuffle", False))}
+            )
             super().__init__(dataset, *a, **kw)
 
     torch.utils.data.DataLoader = RecordingLoader  # type: ignore[misc]  # the shim patches torch on purpose
@@ -152,8 +151,9 @@ def main(job_path: str) -> int:
     finally:
         torch.utils.data.DataLoader = real_loader  # type: ignore[misc]  # undo the patch
     result["log"] = log_path.read_text(encoding="utf-8") if log_path.exists() else ""
-    result["env_changes"] = {k: os.environ.get(k) for k in set(os.environ) | set(env_before)
-                             if os.environ.get(k) != env_before.get(k)}
+    result["env_changes"] = {
+        k: os.environ.get(k) for k in set(os.environ) | set(env_before) if os.environ.get(k) != env_before.get(k)
+    }
     result["files"] = sorted(str(p.relative_to(cwd)) for p in cwd.rglob("*") if p.is_file())
     (out / "result.json").write_text(json.dumps(result), encoding="utf-8")
     return 0
@@ -184,8 +184,9 @@ def _predict(model, namespace, dataset_cls, job) -> dict:
     res: dict[str, Any] = {"encoded": ids, "logits": logits}
     if job.get("evaluate") and "evaluate_one_epoch" in namespace:
         try:
-            loss, acc = namespace["evaluate_one_epoch"](model, torch.nn.CrossEntropyLoss(), None, ds,
-                                                        batch_size=job["train_kwargs"].get("batch_size", 8))
+            loss, acc = namespace["evaluate_one_epoch"](
+                model, torch.nn.CrossEntropyLoss(), None, ds, batch_size=job["train_kwargs"].get("batch_size", 8)
+            )
             res["own_evaluation"] = {"loss": float(loss), "accuracy": float(acc), "n": len(ds)}
         except Exception as exc:  # the code's own evaluation failing is a finding, predictions still stand
             res["own_evaluation_error"] = f"{type(exc).__name__}: {exc}"

@@ -59,10 +59,32 @@ class FinetunerCapabilities(BaseCapabilities):
     seed: bool = flag_field("build(seed) controls initialisation and data order")
     configurable_optimizer: bool = flag_field("optimizer, learning rate, schedule, warmup, clipping from the config")
 
-    HYPERPARAMETERS: ClassVar[frozenset[str] | None] = frozenset({
-        "optimizer", "learning_rate", "betas", "eps", "weight_decay", "schedule", "warmup_ratio", "clip_norm",
-        "batch_size", "eval_batch_size", "drop_last", "max_epochs", "patience", "min_delta", "monitor",
-        "restore_best", "stop_on_collapse", "max_length", "seed", "init_seed", "data_seed", "deterministic"})
+    HYPERPARAMETERS: ClassVar[frozenset[str] | None] = frozenset(
+        {
+            "optimizer",
+            "learning_rate",
+            "betas",
+            "eps",
+            "weight_decay",
+            "schedule",
+            "warmup_ratio",
+            "clip_norm",
+            "batch_size",
+            "eval_batch_size",
+            "drop_last",
+            "max_epochs",
+            "patience",
+            "min_delta",
+            "monitor",
+            "restore_best",
+            "stop_on_collapse",
+            "max_length",
+            "seed",
+            "init_seed",
+            "data_seed",
+            "deterministic",
+        }
+    )
 
 
 class FinetunerAdapter(AdapterBase):
@@ -76,8 +98,16 @@ class FinetunerAdapter(AdapterBase):
 
     family = "finetuner"
     REQUIRED = ("capabilities", "encode", "build", "fit", "predict", "evaluate", "run")
-    HOOKS = ("collate", "stopping_rule", "split_log", "torch_module", "binary_view", "run_repeats",
-             "network_attempts", "environment_changes")
+    HOOKS = (
+        "collate",
+        "stopping_rule",
+        "split_log",
+        "torch_module",
+        "binary_view",
+        "run_repeats",
+        "network_attempts",
+        "environment_changes",
+    )
 
     # ---------------------------------------------------------------- required
     def capabilities(self) -> dict:
@@ -114,8 +144,18 @@ class FinetunerAdapter(AdapterBase):
         raise NotImplementedError
 
     # ---------------------------------------------------------------- pipeline
-    def run(self, train, val, test, config: Mapping[str, Any] | None = None, *, seed: int = 0, model_spec=None,
-            num_labels: int | None = None, out_dir=None) -> dict:
+    def run(
+        self,
+        train,
+        val,
+        test,
+        config: Mapping[str, Any] | None = None,
+        *,
+        seed: int = 0,
+        model_spec=None,
+        num_labels: int | None = None,
+        out_dir=None,
+    ) -> dict:
         """The whole pipeline as the implementation runs it: build, fit on train/val, test once. Returns the
         run record plus ``test`` (metrics) and, with ``out_dir``, ``artifact_dir``/``artifacts``."""
         if model_spec is not None:
@@ -129,8 +169,9 @@ class FinetunerAdapter(AdapterBase):
         """Batch a list of {'input_ids': [...]} dicts the way training does; returns tensors."""
         raise Unsupported("collate", "the implementation's batching is not reachable")
 
-    def stopping_rule(self, values: Sequence[float], patience: int, min_delta: float = 0.0,
-                      mode: str = "min") -> tuple[int, int]:
+    def stopping_rule(
+        self, values: Sequence[float], patience: int, min_delta: float = 0.0, mode: str = "min"
+    ) -> tuple[int, int]:
         """(stopped_epoch, restored_epoch) of the implementation's early-stopping rule fed ``values``."""
         raise Unsupported("stopping_rule", "no early-stopping rule to drive")
 
@@ -146,8 +187,17 @@ class FinetunerAdapter(AdapterBase):
         """The implementation's own binary mapping applied to 5-class ``examples``."""
         raise Unsupported("binary_view", "the implementation has no binary mode")
 
-    def run_repeats(self, train, val, test, config: Mapping[str, Any] | None = None, *, seeds: Sequence[int],
-                    model_spec=None, out_dir=None) -> dict:
+    def run_repeats(
+        self,
+        train,
+        val,
+        test,
+        config: Mapping[str, Any] | None = None,
+        *,
+        seeds: Sequence[int],
+        model_spec=None,
+        out_dir=None,
+    ) -> dict:
         """N runs and their aggregate: {'runs': [...], 'aggregate': {...}}."""
         raise Unsupported("run_repeats", "the implementation has no repeated-run protocol")
 
@@ -160,10 +210,24 @@ class FinetunerAdapter(AdapterBase):
         raise Unsupported("environment_changes", "the implementation runs in this process")
 
 
-register_family(FamilySpec(name="finetuner", adapter_base=FinetunerAdapter, capabilities_cls=FinetunerCapabilities,
-                           kinds=FINETUNER_KINDS, marker_prefixes={"model": "model"},
-                           description="SST-5 fine-tuning of BERT-family models (finetuner.md)",
-                           requires=("transformers", "sklearn"), extra="finetuner"))
+register_family(
+    FamilySpec(
+        name="finetuner",
+        adapter_base=FinetunerAdapter,
+        capabilities_cls=FinetunerCapabilities,
+        kinds=FINETUNER_KINDS,
+        marker_prefixes={"model": "model"},
+        description="SST-5 fine-tuning of BERT-family models (finetuner.md)",
+        requires=("transformers", "sklearn"),
+        extra="finetuner",
+    )
+)
 
-__all__ = ["FINETUNER_KINDS", "MODEL_FAMILIES", "FinetunerAdapter", "FinetunerCapabilities",
-           "ImplementationUnavailable", "Unsupported"]
+__all__ = [
+    "FINETUNER_KINDS",
+    "MODEL_FAMILIES",
+    "FinetunerAdapter",
+    "FinetunerCapabilities",
+    "ImplementationUnavailable",
+    "Unsupported",
+]

@@ -43,9 +43,26 @@ if TYPE_CHECKING:  # transformers is imported where used
     from gru4rec_conformance.reference.finetuner import ModelSpec
 
 #: TrainingArguments the recipe sets from the suite's config (FinetuneConfig name -> meaning in the recipe).
-HONOURED = ("learning_rate", "betas", "eps", "weight_decay", "schedule", "warmup_ratio", "clip_norm",
-            "batch_size", "eval_batch_size", "max_epochs", "patience", "min_delta", "monitor", "seed", "max_length",
-            "data_seed", "optimizer", "restore_best")
+HONOURED = (
+    "learning_rate",
+    "betas",
+    "eps",
+    "weight_decay",
+    "schedule",
+    "warmup_ratio",
+    "clip_norm",
+    "batch_size",
+    "eval_batch_size",
+    "max_epochs",
+    "patience",
+    "min_delta",
+    "monitor",
+    "seed",
+    "max_length",
+    "data_seed",
+    "optimizer",
+    "restore_best",
+)
 
 
 class _Data(torch.utils.data.Dataset):
@@ -92,12 +109,18 @@ class HFTrainerAdapter(FinetunerAdapter):
         import torch
 
         if importlib.util.find_spec("accelerate") is None:
-            raise ImplementationUnavailable("hf_trainer: transformers' Trainer needs accelerate>=1.1.0: "
-                                            "pip install accelerate==1.15.0")
+            raise ImplementationUnavailable(
+                "hf_trainer: transformers' Trainer needs accelerate>=1.1.0: pip install accelerate==1.15.0"
+            )
 
         return {
-            "models": set(MODEL_FAMILIES), "encode_max_length": True, "early_stopping": True,
-            "save_pretrained": True, "lr_trace": True, "manifest": True, "seed": True,
+            "models": set(MODEL_FAMILIES),
+            "encode_max_length": True,
+            "early_stopping": True,
+            "save_pretrained": True,
+            "lr_trace": True,
+            "manifest": True,
+            "seed": True,
             "configurable_optimizer": True,
             "hyperparameters": {k: v for k, v in FinetuneConfig().to_dict().items() if k in HONOURED},
             "framework": {"name": "torch", "version": torch.__version__},
@@ -112,8 +135,9 @@ class HFTrainerAdapter(FinetunerAdapter):
         self.spec, self.num_labels, self.seed = model_spec, num_labels, int(seed)
         self.tokenizer = AutoTokenizer.from_pretrained(model_spec.path, local_files_only=True)
         set_seed(self.seed)
-        self.model = AutoModelForSequenceClassification.from_pretrained(model_spec.path, num_labels=num_labels,
-                                                                        local_files_only=True)
+        self.model = AutoModelForSequenceClassification.from_pretrained(
+            model_spec.path, num_labels=num_labels, local_files_only=True
+        )
         self.trainer = None
         self._split_log = []
 
@@ -127,10 +151,13 @@ class HFTrainerAdapter(FinetunerAdapter):
         L = resolve_max_length(self.tokenizer, max_length if max_length is not None else self.cfg.max_length)
         full = self.tokenizer(list(texts))["input_ids"]
         enc = self.tokenizer(list(texts), truncation=True, max_length=L)
-        return {"input_ids": [list(x) for x in enc["input_ids"]],
-                "attention_mask": [list(x) for x in enc["attention_mask"]],
-                "special_ids": special_ids(self.tokenizer), "n_truncated": sum(len(x) > L for x in full),
-                "max_length": L}
+        return {
+            "input_ids": [list(x) for x in enc["input_ids"]],
+            "attention_mask": [list(x) for x in enc["attention_mask"]],
+            "special_ids": special_ids(self.tokenizer),
+            "n_truncated": sum(len(x) > L for x in full),
+            "max_length": L,
+        }
 
     def _dataset(self, examples, with_labels: bool = True) -> _Data:
         assert self.tokenizer is not None  # called after _require(): built
@@ -159,16 +186,35 @@ class HFTrainerAdapter(FinetunerAdapter):
             raise Unsupported("optimizer", "the recipe uses the Trainer's AdamW")
         greater = cfg.monitor != "val_loss"
         return TrainingArguments(
-            output_dir=output_dir, eval_strategy="epoch", save_strategy="epoch", logging_strategy="epoch",
-            load_best_model_at_end=cfg.restore_best, metric_for_best_model={
-                "val_loss": "eval_loss", "val_accuracy": "eval_accuracy", "val_macro_f1": "eval_macro_f1"}[cfg.monitor],
-            greater_is_better=greater, num_train_epochs=cfg.max_epochs, per_device_train_batch_size=cfg.batch_size,
-            per_device_eval_batch_size=cfg.eval_batch_size, learning_rate=cfg.learning_rate,
-            adam_beta1=cfg.betas[0], adam_beta2=cfg.betas[1], adam_epsilon=cfg.eps, weight_decay=cfg.weight_decay,
+            output_dir=output_dir,
+            eval_strategy="epoch",
+            save_strategy="epoch",
+            logging_strategy="epoch",
+            load_best_model_at_end=cfg.restore_best,
+            metric_for_best_model={
+                "val_loss": "eval_loss",
+                "val_accuracy": "eval_accuracy",
+                "val_macro_f1": "eval_macro_f1",
+            }[cfg.monitor],
+            greater_is_better=greater,
+            num_train_epochs=cfg.max_epochs,
+            per_device_train_batch_size=cfg.batch_size,
+            per_device_eval_batch_size=cfg.eval_batch_size,
+            learning_rate=cfg.learning_rate,
+            adam_beta1=cfg.betas[0],
+            adam_beta2=cfg.betas[1],
+            adam_epsilon=cfg.eps,
+            weight_decay=cfg.weight_decay,
             lr_scheduler_type="linear" if cfg.schedule == "linear" else "constant_with_warmup",
-            warmup_steps=float(cfg.warmup_ratio), max_grad_norm=cfg.clip_norm if cfg.clip_norm else 0.0,
-            seed=self.seed, data_seed=cfg.data_seed, dataloader_drop_last=cfg.drop_last, report_to="none",
-            disable_tqdm=True, use_cpu=True, save_total_limit=None,
+            warmup_steps=float(cfg.warmup_ratio),
+            max_grad_norm=cfg.clip_norm if cfg.clip_norm else 0.0,
+            seed=self.seed,
+            data_seed=cfg.data_seed,
+            dataloader_drop_last=cfg.drop_last,
+            report_to="none",
+            disable_tqdm=True,
+            use_cpu=True,
+            save_total_limit=None,
         )
 
     def fit(self, train, val, config: Mapping[str, Any] | None = None) -> dict:
@@ -191,8 +237,11 @@ class HFTrainerAdapter(FinetunerAdapter):
                 log.append({"split": train.split, "purpose": "train", "epoch": len(timings)})
 
             def on_step_begin(self, args, state, control, lr_scheduler=None, optimizer=None, **kw):
-                lr_by_step.append(float(optimizer.param_groups[0]["lr"]) if optimizer is not None
-                                  else float(lr_scheduler.get_last_lr()[0]))
+                lr_by_step.append(
+                    float(optimizer.param_groups[0]["lr"])
+                    if optimizer is not None
+                    else float(lr_scheduler.get_last_lr()[0])
+                )
 
             def on_evaluate(self, args, state, control, **kw):
                 log.append({"split": val.split, "purpose": "evaluate", "epoch": len(timings)})
@@ -204,12 +253,19 @@ class HFTrainerAdapter(FinetunerAdapter):
 
         callbacks: list[TrainerCallback] = [_Trace()]
         if cfg.patience is not None:
-            callbacks.append(EarlyStoppingCallback(early_stopping_patience=cfg.patience,
-                                                   early_stopping_threshold=cfg.min_delta))
+            callbacks.append(
+                EarlyStoppingCallback(early_stopping_patience=cfg.patience, early_stopping_threshold=cfg.min_delta)
+            )
         try:
-            self.trainer = Trainer(model=self.model, args=self._args(cfg, scratch), train_dataset=self._dataset(train),
-                                   eval_dataset=self._dataset(val), processing_class=self.tokenizer,
-                                   compute_metrics=compute_metrics, callbacks=callbacks)
+            self.trainer = Trainer(
+                model=self.model,
+                args=self._args(cfg, scratch),
+                train_dataset=self._dataset(train),
+                eval_dataset=self._dataset(val),
+                processing_class=self.tokenizer,
+                compute_metrics=compute_metrics,
+                callbacks=callbacks,
+            )
             self.trainer.train()
             history = list(self.trainer.state.log_history)
             best_ckpt = self.trainer.state.best_model_checkpoint
@@ -226,13 +282,20 @@ class HFTrainerAdapter(FinetunerAdapter):
         epochs = []
         for i, e in enumerate(evals, start=1):
             t = trains[i - 1] if i - 1 < len(trains) else {}
-            epochs.append({
-                "epoch": i, "train_loss": t.get("loss", math.nan), "val_loss": e["eval_loss"],
-                "val_accuracy": e.get("eval_accuracy"), "val_macro_f1": e.get("eval_macro_f1"),
-                "train_seconds": None, "eval_seconds": e.get("eval_runtime"),
-                "steps": int(e["step"]) - (int(evals[i - 2]["step"]) if i > 1 else 0),
-                "cumulative_steps": int(e["step"]), "lr_end": t.get("learning_rate"),
-            })
+            epochs.append(
+                {
+                    "epoch": i,
+                    "train_loss": t.get("loss", math.nan),
+                    "val_loss": e["eval_loss"],
+                    "val_accuracy": e.get("eval_accuracy"),
+                    "val_macro_f1": e.get("eval_macro_f1"),
+                    "train_seconds": None,
+                    "eval_seconds": e.get("eval_runtime"),
+                    "steps": int(e["step"]) - (int(evals[i - 2]["step"]) if i > 1 else 0),
+                    "cumulative_steps": int(e["step"]),
+                    "lr_end": t.get("learning_rate"),
+                }
+            )
         selected = len(epochs)
         if best_ckpt and cfg.restore_best:
             m = re.search(r"checkpoint-(\d+)", best_ckpt)
@@ -250,23 +313,35 @@ class HFTrainerAdapter(FinetunerAdapter):
         import transformers
 
         return {
-            "epochs": epochs, "selected_epoch": selected, "stopped_epoch": len(epochs),
-            "stop_reason": "patience" if len(epochs) < cfg.max_epochs else "max_epochs", "monitor": cfg.monitor,
+            "epochs": epochs,
+            "selected_epoch": selected,
+            "stopped_epoch": len(epochs),
+            "stop_reason": "patience" if len(epochs) < cfg.max_epochs else "max_epochs",
+            "monitor": cfg.monitor,
             "selected_val_metric": epochs[selected - 1][cfg.monitor] if epochs else math.nan,
             "selected_val_accuracy": epochs[selected - 1]["val_accuracy"] if epochs else math.nan,
-            "selected_checkpoint": f"memory:epoch-{selected}", "lr_by_step": lr_by_step,
+            "selected_checkpoint": f"memory:epoch-{selected}",
+            "lr_by_step": lr_by_step,
             "total_steps_planned": steps_per_epoch * cfg.max_epochs,
             "n_examples": {"train": len(train), "val": len(val)},
-            "collapsed": bool(reasons), "collapse_reasons": reasons,
+            "collapsed": bool(reasons),
+            "collapse_reasons": reasons,
             "manifest": {
                 "implementation": self.name,
-                "versions": {"python": platform.python_version(), "torch": torch.__version__,
-                             "transformers": transformers.__version__, "tokenizers": tokenizers.__version__},
-                "hyperparameters": cfg.to_dict(), "seed": self.seed,
+                "versions": {
+                    "python": platform.python_version(),
+                    "torch": torch.__version__,
+                    "transformers": transformers.__version__,
+                    "tokenizers": tokenizers.__version__,
+                },
+                "hyperparameters": cfg.to_dict(),
+                "seed": self.seed,
                 "training_arguments": {k: str(v) for k, v in self.trainer.args.to_dict().items()},
                 "model": model_identity(self.spec, self.tokenizer, self.num_labels),
-                "data": {"train": {"n": len(train), "sha256": train.content_hash()},
-                         "val": {"n": len(val), "sha256": val.content_hash()}},
+                "data": {
+                    "train": {"n": len(train), "sha256": train.content_hash()},
+                    "val": {"n": len(val), "sha256": val.content_hash()},
+                },
             },
         }
 
@@ -277,8 +352,13 @@ class HFTrainerAdapter(FinetunerAdapter):
         trainer = self.trainer
         if trainer is None:
             scratch = tempfile.mkdtemp(prefix="hf_trainer_")
-            args = TrainingArguments(output_dir=scratch, per_device_eval_batch_size=self.cfg.eval_batch_size,
-                                     report_to="none", disable_tqdm=True, use_cpu=True)
+            args = TrainingArguments(
+                output_dir=scratch,
+                per_device_eval_batch_size=self.cfg.eval_batch_size,
+                report_to="none",
+                disable_tqdm=True,
+                use_cpu=True,
+            )
             trainer = Trainer(model=self.model, args=args, processing_class=self.tokenizer)
         out = trainer.predict(dataset)
         return np.asarray(out.predictions, dtype=np.float32)
@@ -295,15 +375,17 @@ class HFTrainerAdapter(FinetunerAdapter):
         assert self.tokenizer is not None  # build sets it with the model
         if log:
             self._split_log.append({"split": examples.split, "purpose": "evaluate", "epoch": None})
-        res = classification_report(self._logits(self._dataset(examples, with_labels=False)), examples.labels,
-                                    self.num_labels)
+        res = classification_report(
+            self._logits(self._dataset(examples, with_labels=False)), examples.labels, self.num_labels
+        )
         L = resolve_max_length(self.tokenizer, self.cfg.max_length)
         res["ids"] = list(examples.ids)
         res["n_truncated"] = sum(len(x) > L for x in self.tokenizer(list(examples.texts))["input_ids"])
         return res
 
-    def run(self, train, val, test, config=None, *, seed: int = 0, model_spec=None, num_labels=None,
-            out_dir=None) -> dict:
+    def run(
+        self, train, val, test, config=None, *, seed: int = 0, model_spec=None, num_labels=None, out_dir=None
+    ) -> dict:
         spec = model_spec or self.spec
         self.build(seed, model_spec=spec, num_labels=num_labels or train.num_labels)
         rec = dict(self.fit(train, val, {**dict(config or {}), "seed": seed}))
@@ -327,8 +409,13 @@ class HFTrainerAdapter(FinetunerAdapter):
         runs = []
         for i, s in enumerate(seeds):
             r = self.run(train, val, test, config, seed=int(s), model_spec=model_spec, out_dir=None)
-            r.update(run_id=i, seed=int(s), test_accuracy=r["test"]["accuracy"], test_macro_f1=r["test"]["macro_f1"],
-                     epochs_run=len(r["epochs"]))
+            r.update(
+                run_id=i,
+                seed=int(s),
+                test_accuracy=r["test"]["accuracy"],
+                test_macro_f1=r["test"]["macro_f1"],
+                epochs_run=len(r["epochs"]),
+            )
             runs.append(r)
         return {"runs": runs, "aggregate": aggregate_runs(runs)}
 

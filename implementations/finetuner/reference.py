@@ -39,11 +39,17 @@ class ReferenceAdapter(FinetunerAdapter):
         import torch
 
         return {
-            "models": set(MODEL_FAMILIES), "encode_max_length": True, "early_stopping": True,
-            "save_pretrained": True, "lr_trace": True, "manifest": True, "seed": True,
+            "models": set(MODEL_FAMILIES),
+            "encode_max_length": True,
+            "early_stopping": True,
+            "save_pretrained": True,
+            "lr_trace": True,
+            "manifest": True,
+            "seed": True,
             "configurable_optimizer": True,
-            "hyperparameters": {k: (list(v) if isinstance(v, tuple) else v)
-                                for k, v in FinetuneConfig().to_dict().items()},
+            "hyperparameters": {
+                k: (list(v) if isinstance(v, tuple) else v) for k, v in FinetuneConfig().to_dict().items()
+            },
             "shims": [],
             "framework": {"name": "torch", "version": torch.__version__},
         }
@@ -63,8 +69,13 @@ class ReferenceAdapter(FinetunerAdapter):
 
     def encode(self, texts: Sequence[str], max_length: int | None = None) -> dict:
         enc = self._tuner().encode(texts, max_length)
-        return {"input_ids": enc.input_ids, "attention_mask": enc.attention_mask, "special_ids": enc.special_ids,
-                "n_truncated": enc.n_truncated, "max_length": enc.max_length}
+        return {
+            "input_ids": enc.input_ids,
+            "attention_mask": enc.attention_mask,
+            "special_ids": enc.special_ids,
+            "n_truncated": enc.n_truncated,
+            "max_length": enc.max_length,
+        }
 
     def _config(self, config: Mapping[str, Any] | None) -> FinetuneConfig:
         values = dict(config or {})
@@ -80,8 +91,9 @@ class ReferenceAdapter(FinetunerAdapter):
     def evaluate(self, examples) -> dict:
         return self._tuner().evaluate(examples)
 
-    def run(self, train, val, test, config=None, *, seed: int = 0, model_spec=None, num_labels=None,
-            out_dir=None) -> dict:
+    def run(
+        self, train, val, test, config=None, *, seed: int = 0, model_spec=None, num_labels=None, out_dir=None
+    ) -> dict:
         spec = model_spec if model_spec is not None else self.spec
         if spec is None:
             raise RuntimeError(f"{self.name}: run() needs model_spec= or an earlier build()")

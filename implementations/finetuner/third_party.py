@@ -46,8 +46,16 @@ if TYPE_CHECKING:  # adapter modules import cheaply (registry)
     from gru4rec_conformance.reference.finetuner import ModelSpec
 
 #: What the studied code does regardless of any configuration (finetuner spec §2): values a check may ask for.
-FIXED = {"optimizer": "adam", "learning_rate": 1e-5, "weight_decay": 0.0, "warmup_ratio": 0.0,
-         "schedule": "constant", "clip_norm": None, "drop_last": False, "monitor": "val_loss"}
+FIXED = {
+    "optimizer": "adam",
+    "learning_rate": 1e-5,
+    "weight_decay": 0.0,
+    "warmup_ratio": 0.0,
+    "schedule": "constant",
+    "clip_norm": None,
+    "drop_last": False,
+    "monitor": "val_loss",
+}
 
 
 class _ThirdParty(FinetunerAdapter):
@@ -56,7 +64,7 @@ class _ThirdParty(FinetunerAdapter):
     commit: str = ""
     env_var: str = ""
     needs: tuple[str, ...] = ("pytreebank", "loguru", "transformers")
-    marker: str = ""               # a file that must exist in the checkout
+    marker: str = ""  # a file that must exist in the checkout
     hub_names = ("bert-base-uncased", "bert-large-uncased")
     default_batch_size = 8
     has_patience = False
@@ -83,7 +91,8 @@ class _ThirdParty(FinetunerAdapter):
         if not (path / self.marker).is_file():
             raise ImplementationUnavailable(
                 f"{self.name}: checkout of {self.repo} not found: set {self.env_var} to a checkout at commit "
-                f"{self.commit[:12]} (git worktree add / git archive of the repository) or put it at {path}")
+                f"{self.commit[:12]} (git worktree add / git archive of the repository) or put it at {path}"
+            )
         return path
 
     _probed: dict = {}
@@ -92,13 +101,22 @@ class _ThirdParty(FinetunerAdapter):
         py = os.environ.get("FINETUNER_3P_PYTHON", sys.executable)
         key = (py, self.needs)
         if key not in _ThirdParty._probed:  # one import probe per interpreter and process
-            probe = subprocess.run([py, "-c", "import importlib.util, sys; sys.exit(any(importlib.util.find_spec(m) "
-                                    f"is None for m in {list(self.needs)!r}))"], capture_output=True, text=True)
+            probe = subprocess.run(
+                [
+                    py,
+                    "-c",
+                    "import importlib.util, sys; sys.exit(any(importlib.util.find_spec(m) "
+                    f"is None for m in {list(self.needs)!r}))",
+                ],
+                capture_output=True,
+                text=True,
+            )
             _ThirdParty._probed[key] = probe.returncode == 0
         if not _ThirdParty._probed[key]:
             raise ImplementationUnavailable(
                 f"{self.name}: interpreter {py} lacks {', '.join(self.needs)}: set FINETUNER_3P_PYTHON to a "
-                "Python with them (see implementations/finetuner/README.md)")
+                "Python with them (see implementations/finetuner/README.md)"
+            )
         return py
 
     def version(self) -> str:
@@ -110,16 +128,26 @@ class _ThirdParty(FinetunerAdapter):
         if self.has_patience:
             hp["patience"] = 5
         return {
-            "models": {"bert"}, "early_stopping": self.has_patience,
+            "models": {"bert"},
+            "early_stopping": self.has_patience,
             "hyperparameters": hp,
-            "shims": ["SST data written as right-branching PTB trees (root label on every node) in a private "
-                      "$HOME/stanford_sentiment_treebank", "hub names mapped to the local model directory in "
-                      "from_pretrained", "fit() without a test split writes the validation trees as test.txt",
-                      "encode/predict/evaluate run train() with zero epochs on tree files holding the texts "
-                      "(repeated past pytreebank's 100-byte download threshold), then the kept model",
-                      "model object kept from from_pretrained to predict; DataLoader creations recorded"]
-                     + (["weights copied to pytorch_model.bin (and vocab.txt written from the tokenizer) for "
-                         "pytorch-transformers"] if self.code == "munikar" else []),
+            "shims": [
+                "SST data written as right-branching PTB trees (root label on every node) in a private "
+                "$HOME/stanford_sentiment_treebank",
+                "hub names mapped to the local model directory in from_pretrained",
+                "fit() without a test split writes the validation trees as test.txt",
+                "encode/predict/evaluate run train() with zero epochs on tree files holding the texts "
+                "(repeated past pytreebank's 100-byte download threshold), then the kept model",
+                "model object kept from from_pretrained to predict; DataLoader creations recorded",
+            ]
+            + (
+                [
+                    "weights copied to pytorch_model.bin (and vocab.txt written from the tokenizer) for "
+                    "pytorch-transformers"
+                ]
+                if self.code == "munikar"
+                else []
+            ),
             "framework": {"name": "torch", "version": "as installed for FINETUNER_3P_PYTHON"},
         }
 
@@ -150,12 +178,22 @@ class _ThirdParty(FinetunerAdapter):
                 from transformers import AutoTokenizer
 
                 vocab = AutoTokenizer.from_pretrained(self._spec_path(), local_files_only=True).get_vocab()
-                (d / "vocab.txt").write_text("".join(t + "\n" for t, _ in sorted(vocab.items(), key=lambda x: x[1])),
-                                             encoding="utf-8")
+                (d / "vocab.txt").write_text(
+                    "".join(t + "\n" for t, _ in sorted(vocab.items(), key=lambda x: x[1])), encoding="utf-8"
+                )
         return str(d)
 
-    def _job(self, train: Examples, val: Examples, test: Examples, epochs: int, *, predict: Examples | None = None,
-             state_in: str | None = None, patience: int | None = None) -> dict:
+    def _job(
+        self,
+        train: Examples,
+        val: Examples,
+        test: Examples,
+        epochs: int,
+        *,
+        predict: Examples | None = None,
+        state_in: str | None = None,
+        patience: int | None = None,
+    ) -> dict:
         self._calls += 1
         work = Path(self._tmp.name) / f"call{self._calls}"
         home = work / "home"
@@ -166,24 +204,50 @@ class _ThirdParty(FinetunerAdapter):
                 ex = ex.subset(list(range(len(ex))) * (1 + 200 // max(1, sum(len(t) for t in ex.texts))))
             write_root_trees(ex, trees / f"{name}.txt")
             if (trees / f"{name}.txt").stat().st_size <= 100:
-                raise ValueError(f"{self.name}: {name} split too small for pytreebank (file <= 100 bytes would "
-                                 "trigger its download)")
-        kwargs: dict[str, Any] = {"root": True, "binary": self.num_labels == 2, "bert": "bert-base-uncased",
-                                  "epochs": epochs, "batch_size": self.batch_size, "save": False}
+                raise ValueError(
+                    f"{self.name}: {name} split too small for pytreebank (file <= 100 bytes would trigger its download)"
+                )
+        kwargs: dict[str, Any] = {
+            "root": True,
+            "binary": self.num_labels == 2,
+            "bert": "bert-base-uncased",
+            "epochs": epochs,
+            "batch_size": self.batch_size,
+            "save": False,
+        }
         if self.has_patience:
             kwargs["patience"] = patience if patience is not None else max(epochs, 1)
-        job: dict[str, Any] = {"impl": self.code, "checkout": str(self.checkout()), "model_dir": self._model_dir(),
-                               "hub_names": list(self.hub_names), "train_kwargs": kwargs, "out": str(work),
-                               "state_out": str(work / "model_state.pt"), "state_in": state_in, "threads": 1}
+        job: dict[str, Any] = {
+            "impl": self.code,
+            "checkout": str(self.checkout()),
+            "model_dir": self._model_dir(),
+            "hub_names": list(self.hub_names),
+            "train_kwargs": kwargs,
+            "out": str(work),
+            "state_out": str(work / "model_state.pt"),
+            "state_in": state_in,
+            "threads": 1,
+        }
         if predict is not None:
             write_root_trees(predict, work / "predict.txt")
             job.update(predict_trees=str(work / "predict.txt"), evaluate=True)
         (work / "job.json").write_text(json.dumps(job), encoding="utf-8")
         env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON",))}
-        env.update(HOME=str(home), PYTHONPATH=child_pythonpath(), HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1",
-                   OMP_NUM_THREADS="1")
-        proc = subprocess.run([self.python(), "-m", "gru4rec_conformance.implementations.finetuner._worker_3p", str(work / "job.json")],
-                              cwd=str(work), env=env, capture_output=True, text=True, timeout=3600)
+        env.update(
+            HOME=str(home),
+            PYTHONPATH=child_pythonpath(),
+            HF_HUB_OFFLINE="1",
+            TRANSFORMERS_OFFLINE="1",
+            OMP_NUM_THREADS="1",
+        )
+        proc = subprocess.run(
+            [self.python(), "-m", "gru4rec_conformance.implementations.finetuner._worker_3p", str(work / "job.json")],
+            cwd=str(work),
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=3600,
+        )
         res_path = work / "result.json"
         if not res_path.exists():
             raise RuntimeError(f"{self.name}: worker died (exit {proc.returncode}):\n{proc.stderr[-3000:]}")
@@ -223,8 +287,13 @@ class _ThirdParty(FinetunerAdapter):
 
         tok = AutoTokenizer.from_pretrained(self._spec_path(), local_files_only=True)
         sp = {"cls": tok.cls_token_id, "sep": tok.sep_token_id, "pad": tok.pad_token_id, "bos": None, "eos": None}
-        return {"input_ids": res["encoded"], "attention_mask": None, "special_ids": sp, "n_truncated": None,
-                "max_length": 66}
+        return {
+            "input_ids": res["encoded"],
+            "attention_mask": None,
+            "special_ids": sp,
+            "n_truncated": None,
+            "max_length": 66,
+        }
 
     def _config(self, config: Mapping[str, Any] | None) -> dict:
         cfg = dict(config or {})
@@ -235,8 +304,17 @@ class _ThirdParty(FinetunerAdapter):
                 raise Unsupported("patience", "the code has no early stopping")
             if k in ("seed", "init_seed", "data_seed") and v is not None and v != self.seed:
                 raise Unsupported(k, "the code sets no seed")
-            if k not in FIXED and k not in ("max_epochs", "batch_size", "eval_batch_size", "patience", "seed",
-                                            "init_seed", "data_seed", "restore_best", "min_delta"):
+            if k not in FIXED and k not in (
+                "max_epochs",
+                "batch_size",
+                "eval_batch_size",
+                "patience",
+                "seed",
+                "init_seed",
+                "data_seed",
+                "restore_best",
+                "min_delta",
+            ):
                 raise Unsupported(k, "not a parameter of the code's train()")
             if k == "restore_best" and v:
                 raise Unsupported("restore_best", "the code keeps the last weights")
@@ -257,8 +335,9 @@ class _ThirdParty(FinetunerAdapter):
         self._state = res.get("state")
         for d in res["dataloaders"]:
             split = {"train": train.split, "dev": val.split, "test": test.split}.get(d["split"], d["split"])
-            self._split_log.append({"split": split, "purpose": "train" if d["split"] == "train" else "evaluate",
-                                    "n": d["n"]})
+            self._split_log.append(
+                {"split": split, "purpose": "train" if d["split"] == "train" else "evaluate", "n": d["n"]}
+            )
         if res.get("error"):
             raise RuntimeError(f"{self.name}: the code failed: {res['error']}\n{res.get('traceback', '')[-1500:]}")
         return self._record(res, train, val, epochs)
@@ -278,17 +357,35 @@ class _ThirdParty(FinetunerAdapter):
         n_train = next((d["n"] for d in loaders if d["split"] == "train"), 0)
         n_val = next((d["n"] for d in loaders if d["split"] == "dev"), 0)
         steps = -(-n_train // self.batch_size)
-        epochs = [{"epoch": r["epoch"], "train_loss": r.get("train_loss"), "val_loss": r.get("val_loss"),
-                   "val_accuracy": r.get("val_acc"), "val_macro_f1": None, "test_loss": r.get("test_loss"),
-                   "test_accuracy": r.get("test_acc"), "steps": steps, "cumulative_steps": steps * r["epoch"]}
-                  for r in rows]
+        epochs = [
+            {
+                "epoch": r["epoch"],
+                "train_loss": r.get("train_loss"),
+                "val_loss": r.get("val_loss"),
+                "val_accuracy": r.get("val_acc"),
+                "val_macro_f1": None,
+                "test_loss": r.get("test_loss"),
+                "test_accuracy": r.get("test_acc"),
+                "steps": steps,
+                "cumulative_steps": steps * r["epoch"],
+            }
+            for r in rows
+        ]
         stopped_early = "Done with Early Stopping" in res["log"]
-        return {"epochs": epochs, "selected_epoch": len(epochs), "stopped_epoch": len(epochs),
-                "stop_reason": "patience" if stopped_early else "max_epochs", "monitor": "val_loss",
-                "selected_val_metric": epochs[-1]["val_loss"] if epochs else math.nan,
-                "selected_checkpoint": "last weights (no selection)",
-                "n_examples": {"train": n_train, "val": n_val}, "epochs_asked": epochs_asked,
-                "collapsed": None, "collapse_reasons": None, "files_written": res.get("files", [])}
+        return {
+            "epochs": epochs,
+            "selected_epoch": len(epochs),
+            "stopped_epoch": len(epochs),
+            "stop_reason": "patience" if stopped_early else "max_epochs",
+            "monitor": "val_loss",
+            "selected_val_metric": epochs[-1]["val_loss"] if epochs else math.nan,
+            "selected_checkpoint": "last weights (no selection)",
+            "n_examples": {"train": n_train, "val": n_val},
+            "epochs_asked": epochs_asked,
+            "collapsed": None,
+            "collapse_reasons": None,
+            "files_written": res.get("files", []),
+        }
 
     def predict(self, texts: Sequence[str]) -> np.ndarray:
         res = self._predict_job(Examples.from_lists(list(texts), [0] * len(texts), split="predict"))
@@ -303,20 +400,32 @@ class _ThirdParty(FinetunerAdapter):
         logits = np.asarray(res["logits"], dtype=np.float32)
         own = res.get("own_evaluation", {})
         preds = [int(p) for p in logits.argmax(1)] if len(logits) else []
-        return {"accuracy": own.get("accuracy"), "mean_ce": own.get("loss"), "macro_f1": None,
-                "confusion_matrix": None, "n": own.get("n", len(preds)), "predictions": preds,
-                "ids": list(examples.ids)[: len(preds)], "n_truncated": None}
+        return {
+            "accuracy": own.get("accuracy"),
+            "mean_ce": own.get("loss"),
+            "macro_f1": None,
+            "confusion_matrix": None,
+            "n": own.get("n", len(preds)),
+            "predictions": preds,
+            "ids": list(examples.ids)[: len(preds)],
+            "n_truncated": None,
+        }
 
-    def run(self, train, val, test, config=None, *, seed: int = 0, model_spec=None, num_labels=None,
-            out_dir=None) -> dict:
+    def run(
+        self, train, val, test, config=None, *, seed: int = 0, model_spec=None, num_labels=None, out_dir=None
+    ) -> dict:
         if model_spec is not None:
             self.build(seed, model_spec=model_spec, num_labels=num_labels or train.num_labels)
         rec = self._fit(train, val, test, config)
         test_loaders = [e for e in self._split_log if e["split"] == test.split]
-        rec["test"] = {"n": test_loaders[-1]["n"] if test_loaders else 0,
-                       "accuracy": rec["epochs"][-1].get("test_accuracy") if rec["epochs"] else None,
-                       "ids": None, "predictions": None, "n_truncated": None,
-                       "note": "the code's own last-epoch test evaluation (no prediction file)"}
+        rec["test"] = {
+            "n": test_loaders[-1]["n"] if test_loaders else 0,
+            "accuracy": rec["epochs"][-1].get("test_accuracy") if rec["epochs"] else None,
+            "ids": None,
+            "predictions": None,
+            "n_truncated": None,
+            "note": "the code's own last-epoch test evaluation (no prediction file)",
+        }
         if out_dir is not None:
             raise Unsupported("save_pretrained", "the code saves pickles in its working directory only")
         return rec

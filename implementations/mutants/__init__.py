@@ -75,7 +75,10 @@ def mutant_classes() -> list[type[MutantAdapter]]:
     """
     from gru4rec_conformance.implementations.registry import default_registry
 
-    specs = [s for s in default_registry().specs("gru4rec")
-             if s.role == "mutant" and getattr(s.cls, "kind", "") != "reliability"]
+    specs = [
+        s
+        for s in default_registry().specs("gru4rec")
+        if s.role == "mutant" and getattr(s.cls, "kind", "") != "reliability"
+    ]
     classes = [cast(type[MutantAdapter], s.cls) for s in specs]  # every gru4rec "mutant" is a MutantAdapter
     return sorted(classes, key=lambda c: (int(c.kind[1:]) if c.kind[1:].isdigit() else 99, c.name))

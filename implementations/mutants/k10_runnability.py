@@ -45,8 +45,16 @@ class CudaEvalCrash(MutantAdapter):
         from gru4rec_conformance.reference.gru4rec.evaluation import check_cutoffs, check_mode, metrics_from_ranks
 
         class Evaluator(SessionParallelEvaluator):
-            def evaluate(self, test_df, cutoffs=(1, 5, 10, 20), batch_size=512, mode="conservative",
-                         item_key="ItemId", session_key="SessionId", time_key="Time"):
+            def evaluate(
+                self,
+                test_df,
+                cutoffs=(1, 5, 10, 20),
+                batch_size=512,
+                mode="conservative",
+                item_key="ItemId",
+                session_key="SessionId",
+                time_key="Time",
+            ):
                 import numpy as np
 
                 check_mode(mode)
@@ -55,8 +63,11 @@ class CudaEvalCrash(MutantAdapter):
                 for _, _, targets, scores in self.batches(test_df, batch_size, item_key, session_key, time_key):
                     s = scores.numpy()  # the defect: no .cpu() before .numpy()
                     t = s[np.arange(len(s)), targets.numpy()][:, None]
-                    ranks.append((s >= t).sum(1).astype(np.float64) if mode == "conservative"
-                                 else (s > t).sum(1).astype(np.float64) + 1)
+                    ranks.append(
+                        (s >= t).sum(1).astype(np.float64)
+                        if mode == "conservative"
+                        else (s > t).sum(1).astype(np.float64) + 1
+                    )
                 return metrics_from_ranks(np.concatenate(ranks), cutoffs, self.hits)
 
         return {"evaluator_class": Evaluator}

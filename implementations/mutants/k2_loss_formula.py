@@ -22,8 +22,10 @@ class XEDoubleSoftmax(MutantAdapter):
     kind = "K2"
     caught_by = ("LF-1", "LF-5")
     also_fails = ("OP-1",)
-    collateral = ("OP-1: the doubly normalised loss has tiny gradients, so no first Adagrad step reaches η (OP-1 "
-                  "infers |g| > 1e-2 from the step size)")
+    collateral = (
+        "OP-1: the doubly normalised loss has tiny gradients, so no first Adagrad step reaches η (OP-1 "
+        "infers |g| > 1e-2 from the step size)"
+    )
 
     @classmethod
     def gru_overrides(cls):
@@ -58,7 +60,7 @@ class BPRMaxMatrixMean(MutantAdapter):
                 s = self.softmax_neg(O)
                 d = _diag(O).reshape(-1, 1)
                 inner = torch.mean(torch.sigmoid(d - O) * s)  # one mean over all rows and columns
-                return O.shape[0] * (-torch.log(inner + EPS_LOG)) + self.bpreg * torch.sum((O ** 2) * s)
+                return O.shape[0] * (-torch.log(inner + EPS_LOG)) + self.bpreg * torch.sum((O**2) * s)
 
         return _loss_classes("bpr-max", Loss)
 
@@ -126,8 +128,9 @@ class BPRMaxNoLogEpsilon(MutantAdapter):
                 O = self.activation(R)
                 s = self.softmax_neg(O)
                 d = _diag(O).reshape(-1, 1)
-                return torch.sum(-torch.log(torch.sum(torch.sigmoid(d - O) * s, dim=1))
-                                 + self.bpreg * torch.sum((O ** 2) * s, dim=1))
+                return torch.sum(
+                    -torch.log(torch.sum(torch.sigmoid(d - O) * s, dim=1)) + self.bpreg * torch.sum((O**2) * s, dim=1)
+                )
 
         return _loss_classes("bpr-max", Loss)
 

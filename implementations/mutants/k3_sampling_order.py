@@ -16,8 +16,9 @@ class ScoreAllThenSample(MutantAdapter):
     kind = "K3"
     caught_by = ("SO-1", "SC-2", "LF-5")
     also_fails = ("OP-1",)
-    collateral = ("OP-1: probabilities normalised over the catalogue give tiny gradients, so no first Adagrad step "
-                  "reaches η")
+    collateral = (
+        "OP-1: probabilities normalised over the catalogue give tiny gradients, so no first Adagrad step reaches η"
+    )
 
     @classmethod
     def gru_overrides(cls):
@@ -73,11 +74,16 @@ class PerRowNegatives(MutantAdapter):
             def column_q(self, y, n_targets):
                 if y.ndim == 1:
                     return super().column_q(y, n_targets)
-                return torch.cat([self.supports[y[:, :n_targets]], self.supports[y[:, n_targets:]] ** self.sample_alpha],
-                                 dim=1)
+                return torch.cat(
+                    [self.supports[y[:, :n_targets]], self.supports[y[:, n_targets:]] ** self.sample_alpha], dim=1
+                )
 
-        return {"_sample_block": _sample_block, "_columns": _columns, "model_class": Model,
-                "loss_classes": {**LOSS_CLASSES, "cross-entropy": XELoss}}
+        return {
+            "_sample_block": _sample_block,
+            "_columns": _columns,
+            "model_class": Model,
+            "loss_classes": {**LOSS_CLASSES, "cross-entropy": XELoss},
+        }
 
 
 @register

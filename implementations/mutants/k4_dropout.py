@@ -16,8 +16,10 @@ class DropoutKeepProb(MutantAdapter):
     kind = "K4"
     caught_by = ("DO-1", "DO-2", "DO-3")
     also_fails = ("*",)
-    collateral = ("every check that trains with dropout 0 (keep probability 0 gives NaN), as upstream "
-                  "GRU4Rec_TensorFlow cannot run with --dropout 0")
+    collateral = (
+        "every check that trains with dropout 0 (keep probability 0 gives NaN), as upstream "
+        "GRU4Rec_TensorFlow cannot run with --dropout 0"
+    )
 
     @classmethod
     def gru_overrides(cls):
@@ -74,7 +76,8 @@ class NoHiddenDropoutSingleLayer(MutantAdapter):
                     masks = {"embed": self.dropout_mask((b, width), p_embed, generator)}
                     for l in range(self.start, len(self.layers) - 1):  # not the last layer
                         masks[f"hidden.{l}"] = self.dropout_mask((b, self.layers[l]), p_hidden, generator)
-                return super().forward_train(x, y, H, p_embed, p_hidden, generator, masks=masks, capture=capture,
-                                             rows=rows)
+                return super().forward_train(
+                    x, y, H, p_embed, p_hidden, generator, masks=masks, capture=capture, rows=rows
+                )
 
         return {"model_class": Model}

@@ -121,7 +121,7 @@ class AdamOptimizer(MutantAdapter):
                     v.index_copy_(0, idx, v_new)
                     shape = (-1,) + (1,) * (val.ndim - 1)
                     tt = t[idx].reshape(shape)
-                    upd = (m_new / (1 - b1 ** tt)) / ((v_new / (1 - b2 ** tt)).sqrt() + self.adam_eps)
+                    upd = (m_new / (1 - b1**tt)) / ((v_new / (1 - b2**tt)).sqrt() + self.adam_eps)
                     p.index_add_(0, idx, -lr * upd)
                 self.n_updates += 1
 

@@ -49,7 +49,7 @@ class PaddedBatches(MutantAdapter):
                 d = self.data
                 rows = self.n_lanes  # rows of the hidden state the trainer holds
                 for s0 in range(0, d.n_sessions, self.n_lanes):
-                    sess = d.order[s0:s0 + self.n_lanes]
+                    sess = d.order[s0 : s0 + self.n_lanes]
                     start, end = d.offsets[sess].copy(), d.offsets[sess + 1].copy()
                     ok = (end - start) > 1
                     sess, start, end = sess[ok], start[ok], end[ok]
@@ -84,10 +84,19 @@ class EpochsOffByOne(MutantAdapter):
     def gru_overrides(cls):
         from gru4rec_conformance.reference.gru4rec import GRU4Rec
 
-        def fit(self, data, sample_cache_max_size=10_000_000, item_key="ItemId", session_key="SessionId",
-                time_key="Time", n_epochs=None, trace=None):
+        def fit(
+            self,
+            data,
+            sample_cache_max_size=10_000_000,
+            item_key="ItemId",
+            session_key="SessionId",
+            time_key="Time",
+            n_epochs=None,
+            trace=None,
+        ):
             n = self._hp["n_epochs"] if n_epochs is None else int(n_epochs)
-            return GRU4Rec.fit(self, data, sample_cache_max_size, item_key, session_key, time_key,
-                               n_epochs=max(n - 1, 0), trace=trace)
+            return GRU4Rec.fit(
+                self, data, sample_cache_max_size, item_key, session_key, time_key, n_epochs=max(n - 1, 0), trace=trace
+            )
 
         return {"fit": fit}

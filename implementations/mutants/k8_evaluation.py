@@ -70,13 +70,22 @@ class EvalBatchDependent(MutantAdapter):
         from gru4rec_conformance.reference.gru4rec.evaluation import check_cutoffs, check_mode, metrics_from_ranks, rank
 
         class Evaluator(SessionParallelEvaluator):
-            def evaluate(self, test_df, cutoffs=(1, 5, 10, 20), batch_size=512, mode="conservative",
-                         item_key="ItemId", session_key="SessionId", time_key="Time"):
+            def evaluate(
+                self,
+                test_df,
+                cutoffs=(1, 5, 10, 20),
+                batch_size=512,
+                mode="conservative",
+                item_key="ItemId",
+                session_key="SessionId",
+                time_key="Time",
+            ):
                 check_mode(mode)
                 cutoffs = check_cutoffs(cutoffs)
-                per_batch = [metrics_from_ranks(rank(scores, targets, mode), cutoffs, self.hits)
-                             for _, _, targets, scores in self.batches(test_df, batch_size, item_key, session_key,
-                                                                       time_key)]
+                per_batch = [
+                    metrics_from_ranks(rank(scores, targets, mode), cutoffs, self.hits)
+                    for _, _, targets, scores in self.batches(test_df, batch_size, item_key, session_key, time_key)
+                ]
                 out = {k: float(np.mean([m[k] for m in per_batch])) for k in per_batch[0] if k != "n_events"}
                 out["n_events"] = sum(m["n_events"] for m in per_batch)
                 return out
@@ -150,9 +159,16 @@ class EvalOptimisticTies(MutantAdapter):
         from gru4rec_conformance.reference.gru4rec import SessionParallelEvaluator
 
         class Evaluator(SessionParallelEvaluator):
-            def evaluate(self, test_df, cutoffs=(1, 5, 10, 20), batch_size=512, mode="conservative",
-                         item_key="ItemId", session_key="SessionId", time_key="Time"):
-                return super().evaluate(test_df, cutoffs, batch_size, "standard", item_key, session_key,
-                                        time_key)
+            def evaluate(
+                self,
+                test_df,
+                cutoffs=(1, 5, 10, 20),
+                batch_size=512,
+                mode="conservative",
+                item_key="ItemId",
+                session_key="SessionId",
+                time_key="Time",
+            ):
+                return super().evaluate(test_df, cutoffs, batch_size, "standard", item_key, session_key, time_key)
 
         return {"evaluator_class": Evaluator}

@@ -37,8 +37,10 @@ LEAK_MIB_PER_STEP = 64
 def _require_worker(name: str, what: str) -> None:
     """Refuse to switch the defect on outside a worker process (env ``GRU4REC_WORKER=1``, set by the harness)."""
     if os.environ.get("GRU4REC_WORKER") != "1":
-        raise RuntimeError(f"{name}: refusing to {what} outside a worker process; this mutant tests worker "
-                           "isolation and must run isolated (do not use --isolation never)")
+        raise RuntimeError(
+            f"{name}: refusing to {what} outside a worker process; this mutant tests worker "
+            "isolation and must run isolated (do not use --isolation never)"
+        )
 
 
 class ReliabilityMutant(MutantAdapter):

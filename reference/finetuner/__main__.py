@@ -19,7 +19,9 @@ from pathlib import Path
 def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-    p = argparse.ArgumentParser(prog="python -m gru4rec_conformance.reference.finetuner", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(
+        prog="python -m gru4rec_conformance.reference.finetuner", description=__doc__.split("\n\n")[0]
+    )
     p.add_argument("--model", help="local model directory (default: bundled MiniLM-L6)")
     p.add_argument("--data", help="folder with stsa.fine.{train,dev,test} (default: shared data sst5/)")
     p.add_argument("--view", choices=("fine", "binary"), default="fine")
@@ -64,12 +66,14 @@ def main(argv: list[str] | None = None) -> int:
 
         @staticmethod
         def progress(row):
-            print(f"epoch {row['epoch']}: train loss {row['train_loss']:.4f}, val loss {row['val_loss']:.4f}, "
-                  f"val acc {row['val_accuracy']:.4f}, train {row['train_seconds']:.0f} s, "
-                  f"eval {row['eval_seconds']:.0f} s", flush=True)
+            print(
+                f"epoch {row['epoch']}: train loss {row['train_loss']:.4f}, val loss {row['val_loss']:.4f}, "
+                f"val acc {row['val_accuracy']:.4f}, train {row['train_seconds']:.0f} s, "
+                f"eval {row['eval_seconds']:.0f} s",
+                flush=True,
+            )
 
-    result = run_repeats(spec, train, splits["dev"], splits["test"], cfg, seeds=a.seeds, out_dir=out,
-                         tuner_cls=_Tuner)
+    result = run_repeats(spec, train, splits["dev"], splits["test"], cfg, seeds=a.seeds, out_dir=out, tuner_cls=_Tuner)
     md = summarize(result)
     plot(result, out)
     with open(out / "summary.md", "w", encoding="utf-8") as f:

@@ -107,8 +107,15 @@ class FinetuneConfig:
     def replication(cls, **overrides: Any) -> FinetuneConfig:
         """The studied code's optimisation (spec §2 "Optimizer"): Adam lr 1e-5, no decay, warmup, schedule or
         clipping, batch size 8; selection and stopping stay on validation."""
-        base = dict(optimizer="adam", learning_rate=1e-5, weight_decay=0.0, schedule="constant", warmup_ratio=0.0,
-                    clip_norm=None, batch_size=8)
+        base = dict(
+            optimizer="adam",
+            learning_rate=1e-5,
+            weight_decay=0.0,
+            schedule="constant",
+            warmup_ratio=0.0,
+            clip_norm=None,
+            batch_size=8,
+        )
         base.update(overrides)
         return cls.from_mapping(base)
 

@@ -62,8 +62,9 @@ class EarlyStopping:
         return improved
 
 
-def simulate(values: Sequence[float], patience: int | None, min_delta: float = 0.0,
-             mode: str = "min") -> tuple[int, int]:
+def simulate(
+    values: Sequence[float], patience: int | None, min_delta: float = 0.0, mode: str = "min"
+) -> tuple[int, int]:
     """Run the rule over a given sequence of monitored values (the stub-driven FT-13 check, docs/checks.md).
 
     Returns ``(stopped_epoch, restored_epoch)``: the 1-based epoch after which training stops (the length of

@@ -20,7 +20,7 @@ def mean_cross_entropy(logits: np.ndarray, labels: Sequence[int] | np.ndarray) -
     if z.ndim != 2 or z.shape[0] != y.shape[0] or z.shape[0] == 0:
         raise ValueError(f"logits {z.shape} and labels {y.shape} must be (N, C) and (N,), N > 0")
     m = z.max(axis=1, keepdims=True)
-    logsumexp = (m[:, 0] + np.log(np.exp(z - m).sum(axis=1)))
+    logsumexp = m[:, 0] + np.log(np.exp(z - m).sum(axis=1))
     return float(np.mean(logsumexp - z[np.arange(len(y)), y]))
 
 
@@ -54,8 +54,9 @@ def majority_rate(labels: Sequence[int] | np.ndarray) -> float:
     return float(np.bincount(y).max() / len(y)) if len(y) else 0.0
 
 
-def collapse_reasons(predictions: Sequence[int], labels: Sequence[int], mean_ce: float, num_labels: int,
-                     *, margin: float = 0.01) -> list[str]:
+def collapse_reasons(
+    predictions: Sequence[int], labels: Sequence[int], mean_ce: float, num_labels: int, *, margin: float = 0.01
+) -> list[str]:
     """Why a run counts as collapsed (FT-19, docs/checks.md), empty if it does not.
 
     Flags: at most one distinct predicted class; accuracy <= majority rate + margin; mean CE >= ln(C) - margin.

@@ -42,8 +42,10 @@ class ModelSpec:
         if self.path is not None:
             p = Path(self.path)
             if not (p / "config.json").is_file():
-                raise ValueError(f"model_spec path {self.path}: no config.json there (a local model directory "
-                                 "is required; hub names are never resolved)")
+                raise ValueError(
+                    f"model_spec path {self.path}: no config.json there (a local model directory "
+                    "is required; hub names are never resolved)"
+                )
 
     @property
     def label(self) -> str:

@@ -24,9 +24,18 @@ def run_dir_name(run_id: int, seed: int) -> str:
     return f"run-{run_id:02d}-seed{seed}"
 
 
-def run_once(spec: ModelSpec, train: Examples, val: Examples, test: Examples, config: FinetuneConfig, *,
-             seed: int, run_id: int = 0, out_dir: str | os.PathLike | None = None,
-             tuner_cls=ReferenceFineTuner) -> dict:
+def run_once(
+    spec: ModelSpec,
+    train: Examples,
+    val: Examples,
+    test: Examples,
+    config: FinetuneConfig,
+    *,
+    seed: int,
+    run_id: int = 0,
+    out_dir: str | os.PathLike | None = None,
+    tuner_cls=ReferenceFineTuner,
+) -> dict:
     """Build with ``seed``, fit on train/val, then evaluate test exactly once on the selected model.
 
     Returns the run record extended with run_id, seed, test (metrics dict), test_accuracy, test_macro_f1,
@@ -38,15 +47,25 @@ def run_once(spec: ModelSpec, train: Examples, val: Examples, test: Examples, co
     rec = dict(ft.fit(train, val, config))
     test_metrics = ft.evaluate(test)
     rec.update(
-        run_id=run_id, seed=seed, test=test_metrics, test_accuracy=test_metrics["accuracy"],
+        run_id=run_id,
+        seed=seed,
+        test=test_metrics,
+        test_accuracy=test_metrics["accuracy"],
         test_macro_f1=test_metrics["macro_f1"],
-        test_collapse_reasons=collapse_reasons(test_metrics["predictions"], test.labels, test_metrics["mean_ce"],
-                                               test.num_labels),
-        split_log=list(ft.split_log), epochs_run=len(rec["epochs"]),
+        test_collapse_reasons=collapse_reasons(
+            test_metrics["predictions"], test.labels, test_metrics["mean_ce"], test.num_labels
+        ),
+        split_log=list(ft.split_log),
+        epochs_run=len(rec["epochs"]),
     )
     # A copy: the saved run.json keeps the fit manifest only, so no artifact depends on test labels (row 12).
-    rec["manifest"] = {**rec["manifest"], "data": {**rec["manifest"]["data"], "test": {
-        "split": test.split, "n": len(test), "sha256": test.content_hash(), "source": test.source}}}
+    rec["manifest"] = {
+        **rec["manifest"],
+        "data": {
+            **rec["manifest"]["data"],
+            "test": {"split": test.split, "n": len(test), "sha256": test.content_hash(), "source": test.source},
+        },
+    }
     if out_dir is not None:
         d = Path(out_dir) / run_dir_name(run_id, seed)
         files = ft.save(d, extra={"seed": seed, "run_id": run_id})
@@ -63,9 +82,17 @@ def _write_predictions(path: Path, test: Examples, metrics: dict) -> None:
     atomic_write_text(path, "id,prediction\n" + "".join(f"{i},{p}\n" for i, p in zip(test.ids, metrics["predictions"])))
 
 
-def run_repeats(spec: ModelSpec, train: Examples, val: Examples, test: Examples,
-                config: FinetuneConfig | dict | None = None, *, seeds: Sequence[int] = (0, 1, 2, 3, 4),
-                out_dir: str | os.PathLike | None = None, tuner_cls=ReferenceFineTuner) -> dict:
+def run_repeats(
+    spec: ModelSpec,
+    train: Examples,
+    val: Examples,
+    test: Examples,
+    config: FinetuneConfig | dict | None = None,
+    *,
+    seeds: Sequence[int] = (0, 1, 2, 3, 4),
+    out_dir: str | os.PathLike | None = None,
+    tuner_cls=ReferenceFineTuner,
+) -> dict:
     """N runs (one per seed), each selected on validation with test evaluated once; then ``aggregate_runs``.
 
     Returns {"runs": [run records], "aggregate": {...}, "config": config dict, "seconds": wall time}.
@@ -79,10 +106,26 @@ def run_repeats(spec: ModelSpec, train: Examples, val: Examples, test: Examples,
             raise FileExistsError(f"{out_dir}/results.json exists; runs are never overwritten")
         out_dir.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
-    runs = [run_once(spec, train, val, test, cfg.replace(seed=int(s)), seed=int(s), run_id=i, out_dir=out_dir,
-                     tuner_cls=tuner_cls) for i, s in enumerate(seeds)]
-    result = {"runs": runs, "aggregate": aggregate_runs(runs), "config": cfg.to_dict(),
-              "seconds": time.perf_counter() - t0}
+    runs = [
+        run_once(
+            spec,
+            train,
+            val,
+            test,
+            cfg.replace(seed=int(s)),
+            seed=int(s),
+            run_id=i,
+            out_dir=out_dir,
+            tuner_cls=tuner_cls,
+        )
+        for i, s in enumerate(seeds)
+    ]
+    result = {
+        "runs": runs,
+        "aggregate": aggregate_runs(runs),
+        "config": cfg.to_dict(),
+        "seconds": time.perf_counter() - t0,
+    }
     if out_dir is not None:
         write_json(out_dir / "results.json", result)
     return result
@@ -104,21 +147,25 @@ def summarize(result: dict, label_names: Sequence[str] | None = None) -> str:
         return f"{d['mean']:.4f} ± {std} (min {d['min']:.4f}, max {d['max']:.4f}, n={d['n']})"
 
     lines = [
-        "# Reference fine-tuner: SST-5 runs", "",
+        "# Reference fine-tuner: SST-5 runs",
+        "",
         f"- test accuracy (val-selected): {pm(acc)}",
         f"- test macro-F1 (val-selected): {pm(f1)}",
         f"- collapsed runs: {agg['n_collapsed']} of {agg['n_runs']} (kept in the statistics)",
         "- expected max validation accuracy over k runs (Dodge et al. 2019): "
         + ", ".join(f"k={k + 1}: {v:.4f}" for k, v in enumerate(agg["expected_max_val_accuracy"])),
-        "", "| run | seed | epochs | selected | stop | val | test acc | test macro-F1 | s/epoch (train) |",
+        "",
+        "| run | seed | epochs | selected | stop | val | test acc | test macro-F1 | s/epoch (train) |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
     for r in result["runs"]:
         secs = [e["train_seconds"] for e in r["epochs"] if e.get("train_seconds") is not None]
         spe = f"{np.mean(secs):.1f}" if secs else "n/a"
-        lines.append(f"| {r['run_id']} | {r['seed']} | {r['epochs_run']} | {r['selected_epoch']} | "
-                     f"{r['stop_reason']} | {r['selected_val_metric']:.4f} | {r['test_accuracy']:.4f} | "
-                     f"{r['test_macro_f1']:.4f} | {spe} |")
+        lines.append(
+            f"| {r['run_id']} | {r['seed']} | {r['epochs_run']} | {r['selected_epoch']} | "
+            f"{r['stop_reason']} | {r['selected_val_metric']:.4f} | {r['test_accuracy']:.4f} | "
+            f"{r['test_macro_f1']:.4f} | {spe} |"
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -136,8 +183,7 @@ def plot(result: dict, out_dir: str | os.PathLike) -> list[str]:
     fig, ax = plt.subplots(figsize=(4.5, 4))
     im = ax.imshow(cm, cmap="Blues")
     for (i, j), v in np.ndenumerate(cm):
-        ax.text(j, i, str(v), ha="center", va="center", fontsize=8,
-                color="white" if v > cm.max() / 2 else "black")
+        ax.text(j, i, str(v), ha="center", va="center", fontsize=8, color="white" if v > cm.max() / 2 else "black")
     ax.set_xlabel("predicted")
     ax.set_ylabel("true")
     ax.set_title(f"test confusion matrix (sum of {len(result['runs'])} runs)")

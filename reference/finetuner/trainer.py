@@ -171,10 +171,13 @@ class ReferenceFineTuner:
         return dict(self._collator(features))
 
     def _batches(self, features: list[dict], batch_size: int, generator: torch.Generator | None):
-        order = (torch.randperm(len(features), generator=generator).tolist() if generator is not None
-                 else list(range(len(features))))
+        order = (
+            torch.randperm(len(features), generator=generator).tolist()
+            if generator is not None
+            else list(range(len(features)))
+        )
         for start in range(0, len(order), batch_size):
-            idx = order[start:start + batch_size]
+            idx = order[start : start + batch_size]
             yield idx, self.collate([features[i] for i in idx])
 
     def _forward_logits(self, features: list[dict], batch_size: int) -> np.ndarray:
@@ -192,12 +195,21 @@ class ReferenceFineTuner:
     def _optimizer(self, cfg: FinetuneConfig):
         assert self.model is not None  # fit requires a built model
         if cfg.optimizer == "adam":
-            return torch.optim.Adam(self.model.parameters(), lr=cfg.learning_rate, betas=cfg.betas, eps=cfg.eps,
-                                    weight_decay=cfg.weight_decay)
+            return torch.optim.Adam(
+                self.model.parameters(),
+                lr=cfg.learning_rate,
+                betas=cfg.betas,
+                eps=cfg.eps,
+                weight_decay=cfg.weight_decay,
+            )
         decay: list[torch.nn.Parameter] = []
         no_decay: list[torch.nn.Parameter] = []
-        norm_param_ids = {id(p) for m in self.model.modules() if isinstance(m, torch.nn.LayerNorm)
-                          for p in m.parameters(recurse=False)}
+        norm_param_ids = {
+            id(p)
+            for m in self.model.modules()
+            if isinstance(m, torch.nn.LayerNorm)
+            for p in m.parameters(recurse=False)
+        }
         for name, p in self.model.named_parameters():
             if not p.requires_grad:
                 continue
@@ -231,8 +243,9 @@ class ReferenceFineTuner:
         self.config = cfg
         for ex, what in ((train, "train"), (val, "val")):
             if ex.num_labels != self.num_labels:
-                raise ValueError(f"{what} split {ex.split!r} has num_labels={ex.num_labels}, model has "
-                                 f"{self.num_labels}")
+                raise ValueError(
+                    f"{what} split {ex.split!r} has num_labels={ex.num_labels}, model has {self.num_labels}"
+                )
             if len(ex) == 0:
                 raise ValueError(f"{what} split {ex.split!r} is empty")
         prev_det = torch.are_deterministic_algorithms_enabled()
@@ -280,8 +293,9 @@ class ReferenceFineTuner:
         f_train, f_val = enc_train.features(train.labels), enc_val.features(val.labels)
         steps_per_epoch = cfg.steps_per_epoch(len(train))
         if steps_per_epoch == 0:
-            raise ValueError(f"train split has {len(train)} examples: fewer than batch_size={cfg.batch_size} with "
-                             "drop_last=True")
+            raise ValueError(
+                f"train split has {len(train)} examples: fewer than batch_size={cfg.batch_size} with drop_last=True"
+            )
         total = steps_per_epoch * cfg.max_epochs
         opt = self._optimizer(cfg)
         sched = self._scheduler(opt, cfg, total)
@@ -369,8 +383,9 @@ class ReferenceFineTuner:
         """Collapse flags of one evaluation (FT-19, docs/checks.md)."""
         return collapse_reasons(metrics["predictions"], examples.labels, metrics["mean_ce"], self.num_labels)
 
-    def _evaluate_features(self, features: list[dict], examples: Examples, *, epoch: int | None,
-                           purpose: str = "evaluate") -> dict:
+    def _evaluate_features(
+        self, features: list[dict], examples: Examples, *, epoch: int | None, purpose: str = "evaluate"
+    ) -> dict:
         self.split_log.append({"split": examples.split, "purpose": purpose, "epoch": epoch})
         logits = self._forward_logits(features, self.config.eval_batch_size)
         return self._metrics(logits, examples)
@@ -407,15 +422,24 @@ class ReferenceFineTuner:
 
         return {
             "implementation": "reference",
-            "versions": {"python": platform.python_version(), "torch": torch.__version__,
-                         "transformers": transformers.__version__, "tokenizers": tokenizers.__version__,
-                         "numpy": np.__version__, "scikit-learn": sklearn.__version__},
-            "hyperparameters": {**cfg.to_dict(), "effective_max_length": resolve_max_length(self.tokenizer,
-                                                                                            cfg.max_length)},
+            "versions": {
+                "python": platform.python_version(),
+                "torch": torch.__version__,
+                "transformers": transformers.__version__,
+                "tokenizers": tokenizers.__version__,
+                "numpy": np.__version__,
+                "scikit-learn": sklearn.__version__,
+            },
+            "hyperparameters": {
+                **cfg.to_dict(),
+                "effective_max_length": resolve_max_length(self.tokenizer, cfg.max_length),
+            },
             "seed": self.seed,
             "model": model_identity(self.spec, self.tokenizer, self.num_labels),
-            "data": {name: {"split": ex.split, "n": len(ex), "sha256": ex.content_hash(), "source": ex.source}
-                     for name, ex in splits.items()},
+            "data": {
+                name: {"split": ex.split, "n": len(ex), "sha256": ex.content_hash(), "source": ex.source}
+                for name, ex in splits.items()
+            },
             "device": str(self.device),
         }
 
@@ -454,4 +478,3 @@ def load_saved(directory: str | os.PathLike):
     model = AutoModelForSequenceClassification.from_pretrained(directory, local_files_only=True)
     tok = AutoTokenizer.from_pretrained(directory, local_files_only=True)
     return model.eval(), tok
-

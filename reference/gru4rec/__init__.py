@@ -15,6 +15,7 @@ Public API::
 The names below are imported on first use (PEP 562), so that importing ``reference.gru4rec.records`` (the result
 records the adapter protocol shares, imported by every adapter worker) does not import torch.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -33,20 +34,46 @@ if TYPE_CHECKING:  # pragma: no cover
 
 #: public name → submodule that defines it
 _EXPORTS = {
-    "GRU4Rec": "core", "TrainingDivergedError": "core",
-    "FitReport": "records", "StepTrace": "records", "StepResult": "records",
-    "SessionData": "data", "SessionParallelIterator": "data", "Run": "data",
-    "SampleCache": "sampling", "GRU4RecModel": "model", "IndexedAdagradM": "optim",
-    "SessionParallelEvaluator": "evaluation", "evaluate_prefix_scorer": "evaluation", "evaluate_scores": "evaluation",
-    "metrics_from_ranks": "evaluation", "rank": "evaluation", "loss_on_scores": "losses",
+    "GRU4Rec": "core",
+    "TrainingDivergedError": "core",
+    "FitReport": "records",
+    "StepTrace": "records",
+    "StepResult": "records",
+    "SessionData": "data",
+    "SessionParallelIterator": "data",
+    "Run": "data",
+    "SampleCache": "sampling",
+    "GRU4RecModel": "model",
+    "IndexedAdagradM": "optim",
+    "SessionParallelEvaluator": "evaluation",
+    "evaluate_prefix_scorer": "evaluation",
+    "evaluate_scores": "evaluation",
+    "metrics_from_ranks": "evaluation",
+    "rank": "evaluation",
+    "loss_on_scores": "losses",
 }
 _SUBMODULES = ("evaluation", "losses")
 
 __all__ = [
-    "GRU4Rec", "FitReport", "StepTrace", "StepResult", "TrainingDivergedError",
-    "SessionData", "SessionParallelIterator", "Run", "SampleCache", "GRU4RecModel", "IndexedAdagradM",
-    "SessionParallelEvaluator", "evaluate_prefix_scorer", "evaluate_scores", "metrics_from_ranks", "rank",
-    "loss_on_scores", "evaluation", "losses",
+    "GRU4Rec",
+    "FitReport",
+    "StepTrace",
+    "StepResult",
+    "TrainingDivergedError",
+    "SessionData",
+    "SessionParallelIterator",
+    "Run",
+    "SampleCache",
+    "GRU4RecModel",
+    "IndexedAdagradM",
+    "SessionParallelEvaluator",
+    "evaluate_prefix_scorer",
+    "evaluate_scores",
+    "metrics_from_ranks",
+    "rank",
+    "loss_on_scores",
+    "evaluation",
+    "losses",
 ]
 
 

@@ -6,6 +6,7 @@ The components are classes selected through class attributes, so a variant overr
 ``iterator_class``, ``sampler_class``, ``model_class``, ``optimizer_class``, ``evaluator_class``, ``loss_classes``
 (see reference/gru4rec/README.md for the list of extension points).
 """
+
 from __future__ import annotations
 
 import json
@@ -142,21 +143,27 @@ class GRU4Rec:
     def _check_training_frame(self, data, item_key, session_key, time_key) -> None:
         validate_frame(data, item_key, session_key, time_key, what="training data")
 
-    def _build(self, data: pd.DataFrame, sample_cache_max_size: int, item_key: str, session_key: str,
-               time_key: str) -> None:
+    def _build(
+        self, data: pd.DataFrame, sample_cache_max_size: int, item_key: str, session_key: str, time_key: str
+    ) -> None:
         self._check_training_frame(data, item_key, session_key, time_key)
         sd = build_training_data(data, item_key, session_key, time_key)
         if sd.n_items < 2:
-            raise ValueError(f"training data: column {item_key!r} has a single distinct item "
-                             f"({sd.item_ids[0]!r}); ranking needs at least two items")
+            raise ValueError(
+                f"training data: column {item_key!r} has a single distinct item "
+                f"({sd.item_ids[0]!r}); ranking needs at least two items"
+            )
         B = self._hp["batch_size"]
         if sd.n_sessions < B:
-            raise ValueError(f"parameter 'batch_size': batch_size={B} exceeds the number of training sessions "
-                             f"({sd.n_sessions}) in column {session_key!r}; lower batch_size (the official "
-                             f"port fails with an IndexError here)")
+            raise ValueError(
+                f"parameter 'batch_size': batch_size={B} exceeds the number of training sessions "
+                f"({sd.n_sessions}) in column {session_key!r}; lower batch_size (the official "
+                f"port fails with an IndexError here)"
+            )
         if sd.n_events - sd.n_sessions < 1:
-            raise ValueError(f"training data: no session in column {session_key!r} has two or more events; "
-                             "nothing to train on")
+            raise ValueError(
+                f"training data: no session in column {session_key!r} has two or more events; nothing to train on"
+            )
         if int(sample_cache_max_size) < 1 and self._hp["n_sample"] > 0:
             raise ValueError(f"parameter 'sample_cache_max_size': must be >= 1, got {sample_cache_max_size}")
         self.data = sd
@@ -169,23 +176,43 @@ class GRU4Rec:
         self._gen_dropout = torch.Generator(device=dev).manual_seed(s_drop)
         self._gen_sample = torch.Generator(device=dev).manual_seed(s_samp)
         hp = self._hp
-        self.model = self.model_class(sd.n_items, hp["layers"], hp["embedding"], hp["constrained_embedding"],
-                                      g_init, dev)
+        self.model = self.model_class(
+            sd.n_items, hp["layers"], hp["embedding"], hp["constrained_embedding"], g_init, dev
+        )
         self.supports = torch.tensor(sd.supports, dtype=torch.float32, device=dev)
-        self.loss_function = make_loss(hp["loss"], logq=hp["logq"], sample_alpha=hp["sample_alpha"],
-                                       supports=self.supports, bpreg=hp["bpreg"], elu_param=hp["elu_param"],
-                                       final_act=hp["final_act"], classes=self.loss_classes)
+        self.loss_function = make_loss(
+            hp["loss"],
+            logq=hp["logq"],
+            sample_alpha=hp["sample_alpha"],
+            supports=self.supports,
+            bpreg=hp["bpreg"],
+            elu_param=hp["elu_param"],
+            final_act=hp["final_act"],
+            classes=self.loss_classes,
+        )
         self.optimizer = self.optimizer_class(self.model.params, hp["learning_rate"], hp["momentum"])
-        self.sampler = (self.sampler_class(sd.supports, hp["n_sample"], hp["sample_alpha"], sample_cache_max_size,
-                                           self._gen_sample, dev) if hp["n_sample"] > 0 else None)
+        self.sampler = (
+            self.sampler_class(
+                sd.supports, hp["n_sample"], hp["sample_alpha"], sample_cache_max_size, self._gen_sample, dev
+            )
+            if hp["n_sample"] > 0
+            else None
+        )
         self.iterator = self.iterator_class(sd, B, stop_below_two_lanes=(hp["n_sample"] == 0))
         self._item_index = pd.Series(np.arange(sd.n_items, dtype=np.int64), index=sd.item_ids)
         self.error_during_train = False
 
     # ------------------------------------------------------------------ training
-    def fit(self, data: pd.DataFrame, sample_cache_max_size: int = 10_000_000, item_key: str = "ItemId",
-            session_key: str = "SessionId", time_key: str = "Time", n_epochs: int | None = None,
-            trace: Callable[[StepTrace], None] | None = None) -> FitReport:
+    def fit(
+        self,
+        data: pd.DataFrame,
+        sample_cache_max_size: int = 10_000_000,
+        item_key: str = "ItemId",
+        session_key: str = "SessionId",
+        time_key: str = "Time",
+        n_epochs: int | None = None,
+        trace: Callable[[StepTrace], None] | None = None,
+    ) -> FitReport:
         """Build the item map and the model from ``data`` and train it (gru4rec_reference.md §1–§5).
 
         Args:
@@ -254,10 +281,19 @@ class GRU4Rec:
             self.error_during_train = True
             raise TrainingDivergedError(
                 f"NaN loss during training (epoch {epoch + 1}, detected by step {n_steps}); training aborted. "
-                f"Check learning_rate={self._hp['learning_rate']}, the loss settings and the input data.")
+                f"Check learning_rate={self._hp['learning_rate']}, the loss settings and the input data."
+            )
 
-    def _step(self, x: torch.Tensor, targets: torch.Tensor, samples: torch.Tensor | None, H: list[torch.Tensor],
-              masks: dict | None = None, want_info: bool = False, want_grads: bool = False):
+    def _step(
+        self,
+        x: torch.Tensor,
+        targets: torch.Tensor,
+        samples: torch.Tensor | None,
+        H: list[torch.Tensor],
+        masks: dict | None = None,
+        want_info: bool = False,
+        want_grads: bool = False,
+    ):
         """One training update (forward, loss, backward, optimizer) on item columns.
 
         x, targets: (b,) int64; samples: (S,) int64 or None; H: per-layer (b, d_l) states entering the step.
@@ -274,7 +310,7 @@ class GRU4Rec:
         names = model.param_names()
         params = [model.params[k] for k in names]
         grads = torch.autograd.grad(L, params + [leaf for _, _, leaf in rows], allow_unused=True)
-        gd = self._collect_grads(names, grads[:len(names)], rows, grads[len(names):])
+        gd = self._collect_grads(names, grads[: len(names)], rows, grads[len(names) :])
         info = None
         if want_info or want_grads:
             info = {"score_shape": tuple(R.shape), "output_rows_touched": _rows_touched(gd.get("Wy"))}
@@ -343,13 +379,13 @@ class GRU4Rec:
         out = np.empty((len(cols), self.data.n_items), dtype=np.float32)
         with torch.no_grad():
             for s in range(0, len(cols), batch_size):
-                chunk = cols[s:s + batch_size]
+                chunk = cols[s : s + batch_size]
                 n = len(chunk)
                 lens = np.array([len(c) for c in chunk], dtype=np.int64)
                 L = int(lens.max()) if n else 0
                 mat = np.zeros((n, max(L, 1)), dtype=np.int64)
                 for j, c in enumerate(chunk):
-                    mat[j, :len(c)] = c
+                    mat[j, : len(c)] = c
                 H = model.zero_state(n)
                 last = torch.zeros((n, model.layers[-1]), dtype=torch.float32, device=self.device)
                 matt = torch.as_tensor(mat, device=self.device)
@@ -360,23 +396,32 @@ class GRU4Rec:
                     for hh, hn in zip(H, Hs):
                         hh[a] = hn
                     last[a] = h
-                out[s:s + n] = model.score_all(last).cpu().numpy()
+                out[s : s + n] = model.score_all(last).cpu().numpy()
         return out
 
     def _eval_keys(self, item_key, session_key, time_key):
         k = dict(self.keys) if getattr(self, "keys", None) else {}
-        return (item_key or k.get("item_key", "ItemId"), session_key or k.get("session_key", "SessionId"),
-                time_key or k.get("time_key", "Time"))
+        return (
+            item_key or k.get("item_key", "ItemId"),
+            session_key or k.get("session_key", "SessionId"),
+            time_key or k.get("time_key", "Time"),
+        )
 
     def _require_trained(self) -> None:
         self._require_model()
         if self.error_during_train:
-            raise RuntimeError("the model was not trained properly (NaN loss during training); refusing to "
-                               "evaluate")
+            raise RuntimeError("the model was not trained properly (NaN loss during training); refusing to evaluate")
 
-    def evaluate(self, test_df: pd.DataFrame, cutoffs=(1, 5, 10, 20), batch_size: int = 512,
-                 mode: str = "conservative", item_key: str | None = None, session_key: str | None = None,
-                 time_key: str | None = None) -> dict:
+    def evaluate(
+        self,
+        test_df: pd.DataFrame,
+        cutoffs=(1, 5, 10, 20),
+        batch_size: int = 512,
+        mode: str = "conservative",
+        item_key: str | None = None,
+        session_key: str | None = None,
+        time_key: str | None = None,
+    ) -> dict:
         """Official session-parallel evaluation (spec §7): {'recall@N', 'mrr@N' per cutoff, 'n_events'}.
 
         Column names default to those given to ``fit``. ``mode`` is the tie mode ('conservative' default, as
@@ -389,8 +434,14 @@ class GRU4Rec:
         ik, sk, tk = self._eval_keys(item_key, session_key, time_key)
         return self.evaluator_class(self).evaluate(test_df, cutoffs, batch_size, mode, ik, sk, tk)
 
-    def score_stream(self, test_df: pd.DataFrame, batch_size: int = 512, item_key: str | None = None,
-                     session_key: str | None = None, time_key: str | None = None) -> Iterator[tuple]:
+    def score_stream(
+        self,
+        test_df: pd.DataFrame,
+        batch_size: int = 512,
+        item_key: str | None = None,
+        session_key: str | None = None,
+        time_key: str | None = None,
+    ) -> Iterator[tuple]:
         """The reference's own session-parallel inference loop over a test frame.
 
         Yields ``(session_id, position, target_item_id, scores_row)`` per prediction point: ``position`` is the
@@ -425,11 +476,19 @@ class GRU4Rec:
     def _masks_in(self, dropout_masks) -> dict | None:
         if dropout_masks is None:
             return None
-        return {k: (None if v is None else torch.as_tensor(np.asarray(v, dtype=np.float32), device=self.device))
-                for k, v in dropout_masks.items()}
+        return {
+            k: (None if v is None else torch.as_tensor(np.asarray(v, dtype=np.float32), device=self.device))
+            for k, v in dropout_masks.items()
+        }
 
-    def train_forward(self, in_items: Sequence, hidden=None, targets: Sequence | None = None,
-                      samples: Sequence | None = None, dropout_masks: dict | None = None) -> dict:
+    def train_forward(
+        self,
+        in_items: Sequence,
+        hidden=None,
+        targets: Sequence | None = None,
+        samples: Sequence | None = None,
+        dropout_masks: dict | None = None,
+    ) -> dict:
         """Training-mode forward of one step without updating anything (dropout active).
 
         Args:
@@ -452,15 +511,26 @@ class GRU4Rec:
             y = torch.cat(parts)
         p_embed, p_hidden = self._dropout_rates()
         with torch.no_grad():
-            R, _, cap = self.model.forward_train(x, y, H, p_embed, p_hidden, self._gen_dropout,
-                                                 masks=self._masks_in(dropout_masks), capture=True)
+            R, _, cap = self.model.forward_train(
+                x, y, H, p_embed, p_hidden, self._gen_dropout, masks=self._masks_in(dropout_masks), capture=True
+            )
         emb = cap["embedding_out"]
-        return {"embedding_out": None if emb is None else emb.detach().cpu().numpy(),
-                "layer_outputs": [t.detach().cpu().numpy() for t in cap["layer_outputs"]],
-                "scores": R.detach().cpu().numpy(), "columns": self.data.item_ids[y.cpu().numpy()]}
+        return {
+            "embedding_out": None if emb is None else emb.detach().cpu().numpy(),
+            "layer_outputs": [t.detach().cpu().numpy() for t in cap["layer_outputs"]],
+            "scores": R.detach().cpu().numpy(),
+            "columns": self.data.item_ids[y.cpu().numpy()],
+        }
 
-    def train_step(self, in_items: Sequence, targets: Sequence, samples: Sequence | None = None, hidden=None,
-                   dropout_masks: dict | None = None, return_grads: bool = False) -> StepResult:
+    def train_step(
+        self,
+        in_items: Sequence,
+        targets: Sequence,
+        samples: Sequence | None = None,
+        hidden=None,
+        dropout_masks: dict | None = None,
+        return_grads: bool = False,
+    ) -> StepResult:
         """One optimizer update on a given batch, exactly as inside ``fit``.
 
         Args:
@@ -478,8 +548,9 @@ class GRU4Rec:
             raise ValueError(f"targets: expected {len(x)} item(s) (one per input), got {len(t)}")
         s = self._to_columns(samples, "samples") if samples is not None and len(samples) else None
         H = self._hidden_in(hidden, len(x))
-        loss, H_new, info = self._step(x, t, s, H, masks=self._masks_in(dropout_masks), want_grads=return_grads,
-                                       want_info=True)
+        loss, H_new, info = self._step(
+            x, t, s, H, masks=self._masks_in(dropout_masks), want_grads=return_grads, want_info=True
+        )
         grads = None
         if return_grads:
             grads = {k: v.cpu().numpy() for k, v in info["grads"].items()}
@@ -511,8 +582,7 @@ class GRU4Rec:
             with torch.no_grad():
                 params[k].copy_(torch.as_tensor(arr))
         if reset_optimizer:
-            self.optimizer = self.optimizer_class(self.model.params, self._hp["learning_rate"],
-                                                  self._hp["momentum"])
+            self.optimizer = self.optimizer_class(self.model.params, self._hp["learning_rate"], self._hp["momentum"])
 
     def optimizer_info(self) -> dict:
         """{type, learning_rate, lr_schedule, initial_accumulator, eps, momentum, nesterov, grad_clip, ...}."""
@@ -525,6 +595,7 @@ class GRU4Rec:
         (item ids in column order), ``hparams.json`` (hyperparameters, fit keys, format version). Files are
         written atomically (``gru4rec_conformance.fileio``: old or new file, never a part). No pickles."""
         from safetensors.torch import save_file
+
         self._require_model()
         path = os.fspath(path)
         os.makedirs(path, exist_ok=True)
@@ -534,9 +605,14 @@ class GRU4Rec:
             items = {"dtype": "int", "ids": [int(i) for i in ids]}
         else:
             items = {"dtype": "str", "ids": [str(i) for i in ids]}
-        meta = {"format_version": FORMAT_VERSION, "hparams": self.get_params(), "keys": self.keys,
-                "error_during_train": self.error_during_train, "n_items": int(len(ids)),
-                "supports": [float(s) for s in self.data.supports]}
+        meta = {
+            "format_version": FORMAT_VERSION,
+            "hparams": self.get_params(),
+            "keys": self.keys,
+            "error_during_train": self.error_during_train,
+            "n_items": int(len(ids)),
+            "supports": [float(s) for s in self.data.supports],
+        }
         with atomic_path(os.path.join(path, "weights.safetensors")) as tmp:
             save_file(tensors, str(tmp))
         atomic_write_json(os.path.join(path, "items.json"), items, indent=None)
@@ -547,6 +623,7 @@ class GRU4Rec:
         """Load a directory written by :meth:`save`; scores are reproduced exactly. ``device`` overrides the
         saved one. Raises ValueError for a missing file or an unsupported format version."""
         from safetensors.torch import load_file
+
         path = os.fspath(path)
         for name in ("weights.safetensors", "items.json", "hparams.json"):
             if not os.path.exists(os.path.join(path, name)):
@@ -562,27 +639,48 @@ class GRU4Rec:
             hp["device"] = device
         gru = cls(**hp)
         ids = np.asarray(items["ids"], dtype=np.int64 if items["dtype"] == "int" else object)
-        sd = SessionData(ids, np.zeros(0, dtype=np.int64), np.zeros(1, dtype=np.int64), np.zeros(0, dtype=np.int64),
-                         np.zeros(0, dtype=np.int64), np.asarray(meta["supports"], dtype=np.float64))
+        sd = SessionData(
+            ids,
+            np.zeros(0, dtype=np.int64),
+            np.zeros(1, dtype=np.int64),
+            np.zeros(0, dtype=np.int64),
+            np.zeros(0, dtype=np.int64),
+            np.asarray(meta["supports"], dtype=np.float64),
+        )
         gru.data = sd
         gru.keys = meta["keys"]
         dev = gru.device
         s_init, s_drop, s_samp = gru._seeds()
         gru._gen_dropout = torch.Generator(device=dev).manual_seed(s_drop)
         gru._gen_sample = torch.Generator(device=dev).manual_seed(s_samp)
-        gru.model = gru.model_class(len(ids), hp["layers"], hp["embedding"], hp["constrained_embedding"],
-                                    torch.Generator().manual_seed(s_init), dev)
+        gru.model = gru.model_class(
+            len(ids),
+            hp["layers"],
+            hp["embedding"],
+            hp["constrained_embedding"],
+            torch.Generator().manual_seed(s_init),
+            dev,
+        )
         tensors = load_file(os.path.join(path, "weights.safetensors"))
         if set(tensors) != set(gru.model.params):
-            raise ValueError(f"{path}/weights.safetensors: parameters {sorted(tensors)} do not match the "
-                             f"architecture {sorted(gru.model.params)}")
+            raise ValueError(
+                f"{path}/weights.safetensors: parameters {sorted(tensors)} do not match the "
+                f"architecture {sorted(gru.model.params)}"
+            )
         with torch.no_grad():
             for k, v in tensors.items():
                 gru.model.params[k].copy_(v.to(dev))
         gru.supports = torch.tensor(sd.supports, dtype=torch.float32, device=dev)
-        gru.loss_function = make_loss(hp["loss"], logq=hp["logq"], sample_alpha=hp["sample_alpha"],
-                                      supports=gru.supports, bpreg=hp["bpreg"], elu_param=hp["elu_param"],
-                                      final_act=hp["final_act"], classes=gru.loss_classes)
+        gru.loss_function = make_loss(
+            hp["loss"],
+            logq=hp["logq"],
+            sample_alpha=hp["sample_alpha"],
+            supports=gru.supports,
+            bpreg=hp["bpreg"],
+            elu_param=hp["elu_param"],
+            final_act=hp["final_act"],
+            classes=gru.loss_classes,
+        )
         gru.optimizer = gru.optimizer_class(gru.model.params, hp["learning_rate"], hp["momentum"])
         gru._item_index = pd.Series(np.arange(len(ids), dtype=np.int64), index=ids)
         gru.error_during_train = bool(meta.get("error_during_train", False))

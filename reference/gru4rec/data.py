@@ -5,6 +5,7 @@ d1fc311): item map in order of first appearance, sessions sorted by id then time
 each session's first timestamp, lanes refilled in lock-step, the batch shrinking at the end of the epoch.
 The input frame is never modified (the port sorts the caller's frame in place).
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterator
@@ -56,29 +57,34 @@ def validate_frame(data, item_key: str, session_key: str, time_key: str, what: s
     finite, non-missing time column; at least one row.
     """
     if not isinstance(data, pd.DataFrame):
-        raise ValueError(f"{what}: expected a pandas DataFrame with columns {session_key!r}, {item_key!r}, "
-                         f"{time_key!r}, got {type(data).__name__}")
+        raise ValueError(
+            f"{what}: expected a pandas DataFrame with columns {session_key!r}, {item_key!r}, "
+            f"{time_key!r}, got {type(data).__name__}"
+        )
     for key, role in ((session_key, "session_key"), (item_key, "item_key"), (time_key, "time_key")):
         if key not in data.columns:
-            raise ValueError(f"{what}: column {key!r} ({role}) is missing; columns present: "
-                             f"{', '.join(map(str, data.columns))}")
+            raise ValueError(
+                f"{what}: column {key!r} ({role}) is missing; columns present: {', '.join(map(str, data.columns))}"
+            )
     if len(data) == 0:
         raise ValueError(f"{what}: the frame has no rows")
     for key in (session_key, item_key):
         n_null = int(data[key].isna().sum())
         if n_null:
             first = int(np.flatnonzero(data[key].isna().to_numpy())[0])
-            raise ValueError(f"{what}: column {key!r} has {n_null} missing (NaN/None) value(s), first at row "
-                             f"position {first}")
+            raise ValueError(
+                f"{what}: column {key!r} has {n_null} missing (NaN/None) value(s), first at row position {first}"
+            )
     t = data[time_key]
     if not (pd.api.types.is_numeric_dtype(t) and not pd.api.types.is_bool_dtype(t)):
-        raise ValueError(f"{what}: column {time_key!r} must be numeric (int or float timestamps), "
-                         f"got dtype {t.dtype}")
+        raise ValueError(f"{what}: column {time_key!r} must be numeric (int or float timestamps), got dtype {t.dtype}")
     tv = t.to_numpy(dtype=np.float64, na_value=np.nan)
     bad = ~np.isfinite(tv)
     if bad.any():
-        raise ValueError(f"{what}: column {time_key!r} has {int(bad.sum())} missing or non-finite value(s), "
-                         f"first at row position {int(np.flatnonzero(bad)[0])}")
+        raise ValueError(
+            f"{what}: column {time_key!r} has {int(bad.sum())} missing or non-finite value(s), "
+            f"first at row position {int(np.flatnonzero(bad)[0])}"
+        )
 
 
 def _is_sorted(data: pd.DataFrame, session_key: str, time_key: str) -> bool:
@@ -122,8 +128,9 @@ def build_training_data(data: pd.DataFrame, item_key: str, session_key: str, tim
     return SessionData(np.asarray(item_ids), items, offsets, session_ids, order, supports)
 
 
-def build_test_data(data: pd.DataFrame, item_ids: np.ndarray, item_key: str, session_key: str,
-                    time_key: str) -> SessionData:
+def build_test_data(
+    data: pd.DataFrame, item_ids: np.ndarray, item_key: str, session_key: str, time_key: str
+) -> SessionData:
     """Test events mapped to the training item columns; events of unknown items are dropped first (spec §7.1).
 
     Returns a SessionData with possibly zero events (the caller decides whether that is an error).

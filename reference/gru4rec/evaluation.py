@@ -12,6 +12,7 @@ evaluation never stops early (the port stops when fewer than two lanes remain if
 n_sample = 0, leaving the last session's events out); sums are exact (``math.fsum``, float64; the port
 accumulates MRR in float32), so results are identical for every evaluation batch size.
 """
+
 from __future__ import annotations
 
 import math
@@ -77,16 +78,18 @@ def hits(ranks: np.ndarray, cutoff: int) -> np.ndarray:
     return ranks <= cutoff
 
 
-def metrics_from_ranks(ranks: np.ndarray, cutoffs: Iterable[int],
-                       hits_fn: Callable[[np.ndarray, int], np.ndarray] = hits) -> dict:
+def metrics_from_ranks(
+    ranks: np.ndarray, cutoffs: Iterable[int], hits_fn: Callable[[np.ndarray, int], np.ndarray] = hits
+) -> dict:
     """{'recall@N', 'mrr@N' for every cutoff, 'n_events'} from per-event ranks (exact float64 sums).
 
     Raises ValueError when there is no event (instead of dividing by zero)."""
     ranks = np.asarray(ranks, dtype=np.float64)
     n = len(ranks)
     if n == 0:
-        raise ValueError("no test event to evaluate (after dropping items unknown to training, no session has "
-                         "two or more events)")
+        raise ValueError(
+            "no test event to evaluate (after dropping items unknown to training, no session has two or more events)"
+        )
     out: dict = {}
     for c in check_cutoffs(list(cutoffs)):
         h = hits_fn(ranks, c)
@@ -105,8 +108,13 @@ def _keys(item_key, session_key, time_key):
     return dict(item_key=item_key, session_key=session_key, time_key=time_key)
 
 
-def prediction_points(test_df: pd.DataFrame, item_ids: np.ndarray, item_key: str = "ItemId",
-                      session_key: str = "SessionId", time_key: str = "Time"):
+def prediction_points(
+    test_df: pd.DataFrame,
+    item_ids: np.ndarray,
+    item_key: str = "ItemId",
+    session_key: str = "SessionId",
+    time_key: str = "Time",
+):
     """Every prediction point of a test frame: (session_ids, positions, prefixes (item ids), target columns).
 
     Items unknown to ``item_ids`` are dropped first; the prefix of the target at filtered position k is the
@@ -116,7 +124,7 @@ def prediction_points(test_df: pd.DataFrame, item_ids: np.ndarray, item_key: str
     d = build_test_data(test_df, np.asarray(item_ids), item_key, session_key, time_key)
     sess, pos, prefixes, targets = [], [], [], []
     for k in range(d.n_sessions):
-        row = d.items[d.offsets[k]:d.offsets[k + 1]]
+        row = d.items[d.offsets[k] : d.offsets[k + 1]]
         for j in range(1, len(row)):
             sess.append(d.session_ids[k])
             pos.append(j)
@@ -125,11 +133,18 @@ def prediction_points(test_df: pd.DataFrame, item_ids: np.ndarray, item_key: str
     return np.asarray(sess), np.asarray(pos, dtype=np.int64), prefixes, np.asarray(targets, dtype=np.int64)
 
 
-def evaluate_prefix_scorer(score_prefixes: Callable[[list], np.ndarray], item_ids: Sequence | np.ndarray,
-                           test_df: pd.DataFrame,
-                           cutoffs=(1, 5, 10, 20), mode: str = "conservative", batch_size: int = 512,
-                           item_key: str = "ItemId", session_key: str = "SessionId", time_key: str = "Time",
-                           hits_fn: Callable[[np.ndarray, int], np.ndarray] = hits) -> dict:
+def evaluate_prefix_scorer(
+    score_prefixes: Callable[[list], np.ndarray],
+    item_ids: Sequence | np.ndarray,
+    test_df: pd.DataFrame,
+    cutoffs=(1, 5, 10, 20),
+    mode: str = "conservative",
+    batch_size: int = 512,
+    item_key: str = "ItemId",
+    session_key: str = "SessionId",
+    time_key: str = "Time",
+    hits_fn: Callable[[np.ndarray, int], np.ndarray] = hits,
+) -> dict:
     """The official protocol applied to any fresh-state scorer (e.g. an adapter's ``score_prefixes``).
 
     ``score_prefixes(list of prefixes of item ids) -> (n_prefixes, len(item_ids))`` scores in ``item_ids``
@@ -145,11 +160,11 @@ def evaluate_prefix_scorer(score_prefixes: Callable[[list], np.ndarray], item_id
     _, _, prefixes, targets = prediction_points(test_df, item_ids, item_key, session_key, time_key)
     ranks = []
     for s in range(0, len(prefixes), batch_size):
-        sc = np.asarray(score_prefixes(prefixes[s:s + batch_size]))
-        want = (len(prefixes[s:s + batch_size]), len(item_ids))
+        sc = np.asarray(score_prefixes(prefixes[s : s + batch_size]))
+        want = (len(prefixes[s : s + batch_size]), len(item_ids))
         if sc.shape != want:
             raise ValueError(f"score_prefixes returned shape {sc.shape}, expected {want}")
-        ranks.append(rank(sc, targets[s:s + batch_size], mode))
+        ranks.append(rank(sc, targets[s : s + batch_size], mode))
     return metrics_from_ranks(np.concatenate(ranks) if ranks else np.zeros(0), cutoffs, hits_fn)
 
 
@@ -180,8 +195,14 @@ class SessionParallelEvaluator:
     def hits(self, ranks: np.ndarray, cutoff: int) -> np.ndarray:
         return hits(ranks, cutoff)
 
-    def batches(self, test_df: pd.DataFrame, batch_size: int, item_key: str = "ItemId",
-                session_key: str = "SessionId", time_key: str = "Time") -> Iterator[tuple]:
+    def batches(
+        self,
+        test_df: pd.DataFrame,
+        batch_size: int,
+        item_key: str = "ItemId",
+        session_key: str = "SessionId",
+        time_key: str = "Time",
+    ) -> Iterator[tuple]:
         """Yield one tuple per lock-step inference step: (session_ids (b,), positions (b,) index of the
         target within its filtered session, target columns (b,) int64 tensor, scores (b, n_items) tensor).
 
@@ -191,9 +212,11 @@ class SessionParallelEvaluator:
         gru = self.gru
         d = self.prepare(test_df, item_key, session_key, time_key)
         if d.n_events - d.n_sessions <= 0:
-            raise ValueError("test data: no event to evaluate after dropping items unknown to training "
-                             f"({d.n_events} known event(s) in {d.n_sessions} session(s); a prediction needs "
-                             "a session with two or more known events)")
+            raise ValueError(
+                "test data: no event to evaluate after dropping items unknown to training "
+                f"({d.n_events} known event(s) in {d.n_sessions} session(s); a prediction needs "
+                "a session with two or more known events)"
+            )
         model = gru.model
         dev = model.device
         it = self.iterator_class(d, min(batch_size, d.n_sessions), stop_below_two_lanes=False)
@@ -214,11 +237,20 @@ class SessionParallelEvaluator:
                     scores = model.score_all(h)
                 yield sess, run.start_pos + i + 1, xout[i], scores
 
-    def evaluate(self, test_df: pd.DataFrame, cutoffs=(1, 5, 10, 20), batch_size: int = 512,
-                 mode: str = "conservative", item_key: str = "ItemId", session_key: str = "SessionId",
-                 time_key: str = "Time") -> dict:
+    def evaluate(
+        self,
+        test_df: pd.DataFrame,
+        cutoffs=(1, 5, 10, 20),
+        batch_size: int = 512,
+        mode: str = "conservative",
+        item_key: str = "ItemId",
+        session_key: str = "SessionId",
+        time_key: str = "Time",
+    ) -> dict:
         check_mode(mode)
         cutoffs = check_cutoffs(cutoffs)
-        ranks = [rank(scores, targets, mode)
-                 for _, _, targets, scores in self.batches(test_df, batch_size, item_key, session_key, time_key)]
+        ranks = [
+            rank(scores, targets, mode)
+            for _, _, targets, scores in self.batches(test_df, batch_size, item_key, session_key, time_key)
+        ]
         return metrics_from_ranks(np.concatenate(ranks), cutoffs, self.hits)

@@ -9,6 +9,7 @@ top1-max, bpr and the final activations).
 
 :func:`loss_on_scores` evaluates any of them on a given matrix and returns the value and dL/dR.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -21,6 +22,7 @@ EPS_LOG = 1e-24
 
 # ----------------------------------------------------------------------------------------------------------
 # final activations (Theano names; the port's bpr-max uses ELU(elu_param), or linear when elu_param = 0)
+
 
 def make_activation(final_act: str | None, elu_param: float) -> Callable[[torch.Tensor], torch.Tensor]:
     """Score activation applied before a ranking loss.
@@ -57,6 +59,7 @@ def _diag(R: torch.Tensor) -> torch.Tensor:
 
 # ----------------------------------------------------------------------------------------------------------
 # losses
+
 
 class CrossEntropyLoss:
     """Cross-entropy over a softmax of the sampled columns, with optional logQ correction (§4.1).
@@ -138,8 +141,10 @@ class BPRMaxLoss:
         O = self.activation(R)
         softmax_scores = self.softmax_neg(O)
         target_scores = _diag(O).reshape(-1, 1)
-        return torch.sum(-torch.log(torch.sum(torch.sigmoid(target_scores - O) * softmax_scores, dim=1) + EPS_LOG)
-                         + self.bpreg * torch.sum((O ** 2) * softmax_scores, dim=1))
+        return torch.sum(
+            -torch.log(torch.sum(torch.sigmoid(target_scores - O) * softmax_scores, dim=1) + EPS_LOG)
+            + self.bpreg * torch.sum((O**2) * softmax_scores, dim=1)
+        )
 
 
 class TOP1Loss:
@@ -151,8 +156,10 @@ class TOP1Loss:
     def __call__(self, R: torch.Tensor, y: torch.Tensor, n_targets: int) -> torch.Tensor:
         O = self.activation(R)
         d = _diag(O).reshape(-1, 1)
-        return torch.sum(torch.mean(torch.sigmoid(-d + O) + torch.sigmoid(O ** 2), dim=1)
-                         - torch.sigmoid(d.reshape(-1) ** 2) / O.shape[1])
+        return torch.sum(
+            torch.mean(torch.sigmoid(-d + O) + torch.sigmoid(O**2), dim=1)
+            - torch.sigmoid(d.reshape(-1) ** 2) / O.shape[1]
+        )
 
 
 class TOP1MaxLoss:
@@ -165,7 +172,7 @@ class TOP1MaxLoss:
         O = self.activation(R)
         s = softmax_neg(O)
         d = _diag(O).reshape(-1, 1)
-        return torch.sum(s * (torch.sigmoid(-d + O) + torch.sigmoid(O ** 2)))
+        return torch.sum(s * (torch.sigmoid(-d + O) + torch.sigmoid(O**2)))
 
 
 class BPRLoss:
@@ -183,8 +190,17 @@ class BPRLoss:
         return torch.sum(-torch.nn.functional.logsigmoid(d - O))
 
 
-def make_loss(loss: str, *, logq: float = 0.0, sample_alpha: float = 0.0, supports: torch.Tensor | None = None,
-              bpreg: float = 1.0, elu_param: float = 0.5, final_act: str | None = None, classes=None):
+def make_loss(
+    loss: str,
+    *,
+    logq: float = 0.0,
+    sample_alpha: float = 0.0,
+    supports: torch.Tensor | None = None,
+    bpreg: float = 1.0,
+    elu_param: float = 0.5,
+    final_act: str | None = None,
+    classes=None,
+):
     """Build the loss object for the official loss name (``classes`` maps names to classes, for overrides)."""
     classes = LOSS_CLASSES if classes is None else classes
     if loss not in classes:
@@ -207,9 +223,19 @@ LOSS_CLASSES = {
 }
 
 
-def loss_on_scores(R, loss: str = "cross-entropy", *, batch_size: int | None = None, n_targets: int | None = None,
-                   logq: float = 0.0, column_q=None, bpreg: float = 1.0, elu_param: float = 0.5,
-                   final_act: str | None = None, classes=None) -> tuple[float, np.ndarray]:
+def loss_on_scores(
+    R,
+    loss: str = "cross-entropy",
+    *,
+    batch_size: int | None = None,
+    n_targets: int | None = None,
+    logq: float = 0.0,
+    column_q=None,
+    bpreg: float = 1.0,
+    elu_param: float = 0.5,
+    final_act: str | None = None,
+    classes=None,
+) -> tuple[float, np.ndarray]:
     """Loss value and gradient dL/dR of the reference loss on a given score matrix.
 
     Args:
@@ -247,8 +273,9 @@ def loss_on_scores(R, loss: str = "cross-entropy", *, batch_size: int | None = N
         # q is given per column already: no exponent on the sample columns.
         obj.column_q = lambda yy, nt: q[yy]
     else:
-        obj = make_loss(loss, logq=0.0, supports=supports, bpreg=bpreg, elu_param=elu_param, final_act=final_act,
-                        classes=classes)
+        obj = make_loss(
+            loss, logq=0.0, supports=supports, bpreg=bpreg, elu_param=elu_param, final_act=final_act, classes=classes
+        )
     value = obj(Rt, y, n_targets) / batch_size
     (grad,) = torch.autograd.grad(value, Rt)
     return float(value.detach()), grad.numpy()

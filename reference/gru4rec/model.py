@@ -28,6 +28,7 @@ fan-in/fan-out for every shape (the port's compatibility init, which fails on nu
 of the wrong shape when n_input ≠ layer size; its fallback init scales along the wrong axis); dropout masks
 come from an explicit generator.
 """
+
 from __future__ import annotations
 
 import math
@@ -50,8 +51,15 @@ class GRU4RecModel:
     :meth:`score_train`.
     """
 
-    def __init__(self, n_items: int, layers: list[int], embedding: int, constrained_embedding: bool,
-                 generator: torch.Generator, device: torch.device | str = "cpu"):
+    def __init__(
+        self,
+        n_items: int,
+        layers: list[int],
+        embedding: int,
+        constrained_embedding: bool,
+        generator: torch.Generator,
+        device: torch.device | str = "cpu",
+    ):
         self.n_items = int(n_items)
         self.layers = list(layers)
         if constrained_embedding:
@@ -147,8 +155,9 @@ class GRU4RecModel:
     def cell(self, l: int, X: torch.Tensor, H: torch.Tensor) -> torch.Tensor:
         """torch.nn.GRUCell arithmetic of layer l (reset gate after the recurrent matrix)."""
         p = self.params
-        return torch.gru_cell(X, H, p[f"G.{l}.weight_ih"], p[f"G.{l}.weight_hh"], p[f"G.{l}.bias_ih"],
-                              p[f"G.{l}.bias_hh"])
+        return torch.gru_cell(
+            X, H, p[f"G.{l}.weight_ih"], p[f"G.{l}.weight_hh"], p[f"G.{l}.bias_ih"], p[f"G.{l}.bias_hh"]
+        )
 
     def score_train(self, h: torch.Tensor, y: torch.Tensor, O: torch.Tensor, Bo: torch.Tensor) -> torch.Tensor:
         """Training scores of the sampled columns only: R = h·O^T + b_O^T, O = Wy[y], b_O = By[y] (spec §2.3.4).
@@ -162,10 +171,18 @@ class GRU4RecModel:
         return torch.addmm(p["By"].T, h, p["Wy"].T)
 
     # ------------------------------------------------------------------ forward passes
-    def forward_train(self, x: torch.Tensor, y: torch.Tensor, H: list[torch.Tensor], p_embed: float,
-                      p_hidden: float, generator: torch.Generator | None,
-                      masks: dict[str, torch.Tensor | None] | None = None, capture: bool = False,
-                      rows: list | None = None):
+    def forward_train(
+        self,
+        x: torch.Tensor,
+        y: torch.Tensor,
+        H: list[torch.Tensor],
+        p_embed: float,
+        p_hidden: float,
+        generator: torch.Generator | None,
+        masks: dict[str, torch.Tensor | None] | None = None,
+        capture: bool = False,
+        rows: list | None = None,
+    ):
         """Training-mode forward of one step.
 
         Args:

@@ -6,6 +6,7 @@ without momentum); state starts at zero and persists over epochs; constant learn
 (untouched rows' momentum neither decays nor acts). The arithmetic is the port's with fused in-place operations
 (agreement with the port to float32 rounding).
 """
+
 from __future__ import annotations
 
 from typing import NamedTuple
@@ -35,7 +36,7 @@ class RowGrad(NamedTuple):
         vals = torch.zeros((uniq.shape[0],) + tuple(r0.shape[1:]), dtype=r0.dtype, device=r0.device)
         start = 0
         for i, rows in parts:
-            vals.index_add_(0, inv[start:start + i.shape[0]], rows)
+            vals.index_add_(0, inv[start : start + i.shape[0]], rows)
             start += i.shape[0]
         return cls(uniq, vals)
 

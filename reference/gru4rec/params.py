@@ -3,6 +3,7 @@
 Source: gru4rec_reference.md §6.1 (defaults of the official PyTorch port, hidasib/GRU4Rec_PyTorch_Official
 d1fc311, ``GRU4Rec.__init__`` and ``GRU4Rec.set_params``). Extensions beyond the port are marked below.
 """
+
 from __future__ import annotations
 
 import copy
@@ -40,7 +41,8 @@ DEFAULTS: dict[str, Any] = {
 }
 
 _FINAL_ACT_RE = re.compile(
-    r"^(linear|relu|tanh|softmax|leaky-[0-9.eE+-]+|elu-[0-9.eE+-]+|selu-[0-9.eE+-]+-[0-9.eE+-]+)$")
+    r"^(linear|relu|tanh|softmax|leaky-[0-9.eE+-]+|elu-[0-9.eE+-]+|selu-[0-9.eE+-]+-[0-9.eE+-]+)$"
+)
 
 
 def _to_bool(name: str, v: Any) -> bool:
@@ -60,7 +62,9 @@ def _to_layers(v: Any) -> list[int]:
         try:
             v = [int(x) for x in v.split("/")]
         except ValueError:
-            raise ValueError(f"parameter 'layers': cannot parse {v!r}; use sizes separated by '/', e.g. '100/100'") from None
+            raise ValueError(
+                f"parameter 'layers': cannot parse {v!r}; use sizes separated by '/', e.g. '100/100'"
+            ) from None
     elif isinstance(v, (int,)) and not isinstance(v, bool):
         v = [v]
     try:
@@ -115,8 +119,10 @@ def coerce(name: str, v: Any, current: Any) -> Any:
         if v is None or v == "None" or v == "":
             return None
         if not isinstance(v, str) or not _FINAL_ACT_RE.match(v):
-            raise ValueError(f"parameter 'final_act': unknown final activation {v!r} (linear, relu, tanh, softmax, "
-                             f"leaky-X, elu-X, selu-X-Y)")
+            raise ValueError(
+                f"parameter 'final_act': unknown final activation {v!r} (linear, relu, tanh, softmax, "
+                f"leaky-X, elu-X, selu-X-Y)"
+            )
         return v
     if name == "device":
         if isinstance(v, torch.device):
@@ -153,8 +159,16 @@ def resolve(hp: dict[str, Any]) -> dict[str, Any]:
     hp = copy.deepcopy(hp)
     if hp["embedding"] == "layersize":
         hp["embedding"] = hp["layers"][0]
-    for k in ("dropout_p_embed", "dropout_p_hidden", "learning_rate", "momentum", "sample_alpha", "bpreg",
-              "elu_param", "logq"):
+    for k in (
+        "dropout_p_embed",
+        "dropout_p_hidden",
+        "learning_rate",
+        "momentum",
+        "sample_alpha",
+        "bpreg",
+        "elu_param",
+        "logq",
+    ):
         if not math.isfinite(hp[k]):
             raise ValueError(f"parameter {k!r}: must be finite, got {hp[k]!r}")
     checks = [
@@ -178,6 +192,7 @@ def resolve(hp: dict[str, Any]) -> dict[str, Any]:
     if hp["loss"] == "cross-entropy" and fa not in (None, "softmax"):
         raise ValueError(f"parameter 'final_act': cross-entropy uses softmax, got {fa!r}")
     if hp["loss"] != "cross-entropy" and fa == "softmax":
-        raise ValueError(f"parameter 'final_act': 'softmax' is only valid with loss='cross-entropy' "
-                         f"(loss={hp['loss']!r})")
+        raise ValueError(
+            f"parameter 'final_act': 'softmax' is only valid with loss='cross-entropy' (loss={hp['loss']!r})"
+        )
     return hp

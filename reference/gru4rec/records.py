@@ -121,8 +121,12 @@ class FitReport(ExchangeRecord):
 
     def to_dict(self) -> dict[str, list[Any]]:
         """The per-epoch lists as a JSON-able dict (copies; the trace is left out)."""
-        return {"epoch_losses": list(self.epoch_losses), "n_steps": list(self.n_steps),
-                "n_events_trained": list(self.n_events_trained), "epoch_seconds": list(self.epoch_seconds)}
+        return {
+            "epoch_losses": list(self.epoch_losses),
+            "n_steps": list(self.n_steps),
+            "n_events_trained": list(self.n_events_trained),
+            "epoch_seconds": list(self.epoch_seconds),
+        }
 
 
 @dataclasses.dataclass

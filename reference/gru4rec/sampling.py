@@ -6,6 +6,7 @@ holds ⌊sample_cache_max_size / n_sample⌋ rows of n_sample ids, one row per t
 when used up (not per epoch). Differences: the random numbers come from an explicit ``torch.Generator``; the rows of
 a generation are drawn in blocks as they are needed rather than all at once.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -34,8 +35,15 @@ class SampleCache:
     #: largest number of ids drawn at once
     block_ids = 1 << 20
 
-    def __init__(self, supports: np.ndarray, n_sample: int, sample_alpha: float, cache_max_size: int,
-                 generator: torch.Generator, device: torch.device):
+    def __init__(
+        self,
+        supports: np.ndarray,
+        n_sample: int,
+        sample_alpha: float,
+        cache_max_size: int,
+        generator: torch.Generator,
+        device: torch.device,
+    ):
         if n_sample < 1:
             raise ValueError(f"n_sample must be >= 1 for a sample cache, got {n_sample}")
         self.n_sample = int(n_sample)
@@ -55,7 +63,7 @@ class SampleCache:
     @staticmethod
     def weights(supports: np.ndarray, sample_alpha: float) -> np.ndarray:
         """Unnormalised sampling weight of every item: support ** sample_alpha (float64)."""
-        return supports ** sample_alpha
+        return supports**sample_alpha
 
     def draw(self, shape) -> torch.Tensor:
         """Fresh int64 item columns of the given shape, independent of the cache."""
@@ -76,11 +84,10 @@ class SampleCache:
                 self.n_refreshes += 1
             if self._pointer >= self._block_start + len(self._block):
                 self._block_start = self._pointer
-                self._block = self.draw((min(self.block_rows, self.generate_length - self._pointer),
-                                         self.n_sample))
+                self._block = self.draw((min(self.block_rows, self.generate_length - self._pointer), self.n_sample))
             lo = self._pointer - self._block_start
             k = min(need, len(self._block) - lo)
-            parts.append(self._block[lo:lo + k])
+            parts.append(self._block[lo : lo + k])
             self._pointer += k
             need -= k
         if not parts:

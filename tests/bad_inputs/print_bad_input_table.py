@@ -37,8 +37,14 @@ from bad_input_corpus import (  # noqa: E402
 
 
 def _subprocess_pytest(args: list[str]) -> tuple[int, str]:
-    proc = subprocess.run([sys.executable, "-m", "pytest", *QUIET, "conformance/gru4rec", *args], cwd=REPO,
-                          env=inner_env(), capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", *QUIET, "conformance/gru4rec", *args],
+        cwd=REPO,
+        env=inner_env(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     return proc.returncode, proc.stdout + proc.stderr
 
 
@@ -52,8 +58,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--run", action="store_true", help="run every row and print the observed answer")
     args = parser.parse_args(argv)
     counts = collections.Counter(c.enters for c in BAD_INPUTS)
-    print(f"{len(BAD_INPUTS)} bad inputs (" + ", ".join(f"{k} {v}" for k, v in counts.items())
-          + f") and {len(CASES) - len(BAD_INPUTS)} valid-but-awkward inputs handled by documented behaviour\n")
+    print(
+        f"{len(BAD_INPUTS)} bad inputs ("
+        + ", ".join(f"{k} {v}" for k, v in counts.items())
+        + f") and {len(CASES) - len(BAD_INPUTS)} valid-but-awkward inputs handled by documented behaviour\n"
+    )
     head = ["id", "enters", "input", "answer"] + (["observed", "ok"] if args.run else [])
     print("| " + " | ".join(head) + " |\n|" + "---|" * len(head))
     failures = 0
@@ -79,8 +88,12 @@ def main(argv: list[str] | None = None) -> int:
                     problems = verify(case, obs)
                     failures += bool(problems)
                     shown = obs.text if isinstance(case.answer, Handled) else first_line(obs, case)
-                    row += [f"{obs.kind}: {shown}" if not isinstance(case.answer, (CheckFails,)) else
-                            f"{obs.kind}: {shown}", "yes" if not problems else "NO: " + "; ".join(problems)]
+                    row += [
+                        f"{obs.kind}: {shown}"
+                        if not isinstance(case.answer, (CheckFails,))
+                        else f"{obs.kind}: {shown}",
+                        "yes" if not problems else "NO: " + "; ".join(problems),
+                    ]
             print("| " + " | ".join(_cell(c) for c in row) + " |", flush=True)
         if proc is not None and proc.poll() is None:
             proc.kill()

@@ -59,8 +59,15 @@ def adapter_run(request, tmp_path_factory):
 def _pytest_runner(request):
     def run(args):
         pytester = request.getfixturevalue("pytester")
-        result = pytester.runpytest_inprocess(*QUIET, "--rootdir", str(REPO), "-c", str(REPO / "pyproject.toml"),
-                                              str(REPO / "conformance" / "gru4rec"), *args)
+        result = pytester.runpytest_inprocess(
+            *QUIET,
+            "--rootdir",
+            str(REPO),
+            "-c",
+            str(REPO / "pyproject.toml"),
+            str(REPO / "conformance" / "gru4rec"),
+            *args,
+        )
         return int(result.ret), "\n".join(result.outlines + result.errlines)
 
     return run
@@ -73,7 +80,9 @@ def test_bad_input_is_answered_clearly(case, tmp_path, request, adapter_run):
     ctx = Ctx(tmp_path, _pytest_runner(request), adapter_run)
     obs = observe(case, ctx)
     problems = verify(case, obs)
-    assert not problems, f"{case.id} ({case.enters}: {case.input}) → expected {case.answer.describe()}:\n" + "\n".join(problems)
+    assert not problems, f"{case.id} ({case.enters}: {case.input}) → expected {case.answer.describe()}:\n" + "\n".join(
+        problems
+    )
 
 
 def test_the_corpus_covers_every_entry_point():

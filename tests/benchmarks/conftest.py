@@ -1,4 +1,5 @@
 """Fixtures of the tests of benchmarks/ (report, workload, runners, the pytest entry point, the tuner)."""
+
 from __future__ import annotations
 
 import os
@@ -33,8 +34,13 @@ def bench_cache(tmp_path_factory) -> Path:
 @pytest.fixture()
 def subprocess_env(bench_cache) -> dict:
     env = dict(os.environ)
-    env.update(GRU4REC_BENCH_CACHE=str(bench_cache), PYTHONPATH=str(REPO / "src"), OMP_NUM_THREADS="1",
-               MKL_NUM_THREADS="1", PYTHONUNBUFFERED="1")
+    env.update(
+        GRU4REC_BENCH_CACHE=str(bench_cache),
+        PYTHONPATH=str(REPO / "src"),
+        OMP_NUM_THREADS="1",
+        MKL_NUM_THREADS="1",
+        PYTHONUNBUFFERED="1",
+    )
     return env
 
 
@@ -69,8 +75,10 @@ def postgres_url():
         pytest.skip("psycopg (PostgreSQL driver) is not installed (pip install -r requirements.lock)")
     missing = [b for b in ("initdb", "pg_ctl") if shutil.which(b) is None]
     if missing:
-        pytest.skip(f"no PostgreSQL server binaries on PATH ({', '.join(missing)} not found); set "
-                    "GRU4REC_TEST_POSTGRES_URL=postgresql://user:pw@host:port/db to test against a server")
+        pytest.skip(
+            f"no PostgreSQL server binaries on PATH ({', '.join(missing)} not found); set "
+            "GRU4REC_TEST_POSTGRES_URL=postgresql://user:pw@host:port/db to test against a server"
+        )
     prefix: list[str] = []
     if os.geteuid() == 0:
         if shutil.which("runuser") is None:
@@ -89,14 +97,26 @@ def postgres_url():
 
     try:
         run("initdb", "-D", str(data), "-U", "optuna", "--auth=trust", "-E", "UTF8")
-        run("pg_ctl", "-D", str(data), "-l", str(base / "server.log"), "-w", "-t", "60", "-o",
-            f"-p {port} -k {base} -c listen_addresses=127.0.0.1", "start")
+        run(
+            "pg_ctl",
+            "-D",
+            str(data),
+            "-l",
+            str(base / "server.log"),
+            "-w",
+            "-t",
+            "60",
+            "-o",
+            f"-p {port} -k {base} -c listen_addresses=127.0.0.1",
+            "start",
+        )
     except (RuntimeError, subprocess.TimeoutExpired) as exc:
         shutil.rmtree(base, ignore_errors=True)
         pytest.skip(f"a throwaway PostgreSQL cluster could not be started here: {exc}")
     try:
         yield f"postgresql://optuna@127.0.0.1:{port}/postgres"
     finally:
-        subprocess.run([*prefix, "pg_ctl", "-D", str(data), "-m", "fast", "-w", "stop"], capture_output=True,
-                       timeout=120)
+        subprocess.run(
+            [*prefix, "pg_ctl", "-D", str(data), "-m", "fast", "-w", "stop"], capture_output=True, timeout=120
+        )
         shutil.rmtree(base, ignore_errors=True)

@@ -1,5 +1,6 @@
 """``pytest benchmarks/ --impl X`` measures an adapter beside the reference in the same run (the conformance plugin's
 selection reused; the adapter runs in its worker process), with --benchmark-disable at a tiny scale."""
+
 from __future__ import annotations
 
 import os
@@ -13,13 +14,28 @@ HERE = Path(__file__).resolve().parent
 
 
 def test_benchmarks_with_an_impl_selected(subprocess_env):
-    env = {**subprocess_env, "GRU4REC_BENCH_SCALE": "ci*0.3", "GRU4REC_BENCH_DATASETS": "diginetica",
-           "GRU4REC_BENCH_LOSSES": "cross-entropy"}
+    env = {
+        **subprocess_env,
+        "GRU4REC_BENCH_SCALE": "ci*0.3",
+        "GRU4REC_BENCH_DATASETS": "diginetica",
+        "GRU4REC_BENCH_LOSSES": "cross-entropy",
+    }
     env.pop("OFFICIAL_GRU4REC_PATH", None)
     env["PYTHONPATH"] = os.pathsep.join([str(REPO / "src"), str(HERE)])
-    cmd = [sys.executable, "-m", "pytest", "benchmarks/test_epoch.py", "--impl", "bench_adapters:LenientMarkov,"
-           "gru4rec_conformance.implementations.template:TemplateAdapter", "--benchmark-disable", "-p", "no:cacheprovider", "-rs",
-           "--no-report", "-q"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "benchmarks/test_epoch.py",
+        "--impl",
+        "bench_adapters:LenientMarkov,gru4rec_conformance.implementations.template:TemplateAdapter",
+        "--benchmark-disable",
+        "-p",
+        "no:cacheprovider",
+        "-rs",
+        "--no-report",
+        "-q",
+    ]
     r = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
     out = r.stdout + r.stderr
     assert r.returncode == 0, out[-3000:]
@@ -28,8 +44,9 @@ def test_benchmarks_with_an_impl_selected(subprocess_env):
     assert "unsupported by template: loss" in out
     summary = out.split("GRU4Rec benchmarks", 1)[1]
     rows = {(l.split()[0], l.split()[2]) for l in summary.splitlines() if l.startswith(("epoch/", "eval/"))}
-    assert rows == {(g, i) for g in ("epoch/diginetica/cross-entropy", "eval/diginetica")
-                    for i in ("reference", "lenient-mar")}  # impl names are cut to 11 characters
+    assert rows == {
+        (g, i) for g in ("epoch/diginetica/cross-entropy", "eval/diginetica") for i in ("reference", "lenient-mar")
+    }  # impl names are cut to 11 characters
     for line in summary.splitlines():
         if line.startswith(("epoch/", "eval/")) and "lenient-mar" in line:
             assert float(line.split()[-2]) > 0  # ratio to the reference of the same run

@@ -1,4 +1,5 @@
 """benchmarks/report.py: the Markdown + PNG report from a pytest-benchmark JSON (a trimmed real run, fixture)."""
+
 from __future__ import annotations
 
 import json
@@ -21,8 +22,11 @@ def test_report_tables_ratios_and_study_numbers(tmp_path):
     # one row per measured (group, impl), the reference first within a group
     epoch_rows = [l for l in md.splitlines() if l.startswith("| retailrocket | cross-entropy | **")]
     assert [re.search(r"\*\*(\w+)\*\*", l).group(1) for l in epoch_rows] == ["reference", "official"]
-    off = next(b["extra_info"] for b in data["benchmarks"]
-               if b["group"] == "epoch/retailrocket/cross-entropy" and b["extra_info"]["impl"] == "official")
+    off = next(
+        b["extra_info"]
+        for b in data["benchmarks"]
+        if b["group"] == "epoch/retailrocket/cross-entropy" and b["extra_info"]["impl"] == "official"
+    )
     ratio = off["epoch_seconds_over_reference"]
     assert f"| {ratio:.2f} |" in epoch_rows[1]
     # the study's official best-params run for RetailRocket / cross-entropy (§9.5): 2.77 s, 199935 e/s, 881 mb/s

@@ -1,4 +1,5 @@
 """benchmarks/runners.py and the timing helper of benchmarks/conftest.py, on tiny data (no timing asserted)."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -11,8 +12,17 @@ from gru4rec_conformance.conformance._harness.handle import ImplHandle
 from gru4rec_conformance.implementations.registry import AdapterSpec
 from gru4rec_conformance.implementations.template import TemplateAdapter
 
-HP = dict(loss="cross-entropy", layers=[16], batch_size=8, n_sample=16, logq=1.0, sample_alpha=0.5,
-          learning_rate=0.05, constrained_embedding=True, embedding=0)
+HP = dict(
+    loss="cross-entropy",
+    layers=[16],
+    batch_size=8,
+    n_sample=16,
+    logq=1.0,
+    sample_alpha=0.5,
+    learning_rate=0.05,
+    constrained_embedding=True,
+    embedding=0,
+)
 
 
 @pytest.fixture(scope="module")
@@ -62,10 +72,12 @@ def test_time_epochs_records_best_round_and_ratio(tiny):
     ref = R.ReferenceRunner("cpu")
     other = R.ReferenceRunner("cpu", step_impl="static")
     other.name = "reference-static"
-    s_ref = time_epochs(bm_ref, ref, cfg(), group="sweep/test", case="x=1", train=df, hp=HP, extra={"sweep": "x"},
-                        rounds=2, warmup=1)
-    s = time_epochs(bm_other, other, cfg(), group="sweep/test", case="x=1", train=df, hp=HP, extra={}, rounds=2,
-                    warmup=1)
+    s_ref = time_epochs(
+        bm_ref, ref, cfg(), group="sweep/test", case="x=1", train=df, hp=HP, extra={"sweep": "x"}, rounds=2, warmup=1
+    )
+    s = time_epochs(
+        bm_other, other, cfg(), group="sweep/test", case="x=1", train=df, hp=HP, extra={}, rounds=2, warmup=1
+    )
     assert bm_ref.calls == 3 and len(s_ref["rounds_epoch_seconds"]) == 2
     assert s_ref["epoch_seconds"] == min(s_ref["rounds_epoch_seconds"])
     assert s["epoch_seconds_over_reference"] == pytest.approx(s["epoch_seconds"] / s_ref["epoch_seconds"])
@@ -102,15 +114,36 @@ def test_unsupported_hyperparameter_skips(tiny):
     df, _ = tiny
     handle = ImplHandle(AdapterSpec("template", "gru4rec", TemplateAdapter), isolation="never")
     with pytest.raises(pytest.skip.Exception, match="unsupported by template: loss .*does not declare hyperparameter"):
-        time_epochs(FakeBenchmark(), R.AdapterRunner(handle), cfg(), group="epoch/x/y", case="x", train=df, hp=HP,
-                    extra={}, rounds=1, warmup=0)
+        time_epochs(
+            FakeBenchmark(),
+            R.AdapterRunner(handle),
+            cfg(),
+            group="epoch/x/y",
+            case="x",
+            train=df,
+            hp=HP,
+            extra={},
+            rounds=1,
+            warmup=0,
+        )
 
 
 def test_reference_evaluation_counts_every_prediction_point(tiny):
     df, test = tiny
     bm = FakeBenchmark()
-    s = time_eval(bm, R.ReferenceRunner("cpu"), cfg(), group="eval/tiny", case="tiny", train=df, test=test, hp=HP,
-                  extra={}, rounds=1, warmup=0)
+    s = time_eval(
+        bm,
+        R.ReferenceRunner("cpu"),
+        cfg(),
+        group="eval/tiny",
+        case="tiny",
+        train=df,
+        test=test,
+        hp=HP,
+        extra={},
+        rounds=1,
+        warmup=0,
+    )
     assert s["eval_events"] == R.eval_events(test, df["ItemId"].unique())
     assert R.eval_batch(test) == min(512, test["SessionId"].nunique())
 

@@ -1,6 +1,7 @@
 """benchmarks/tune.py end to end: Optuna over the study's search space, train_tr → train_valid (MRR@20), a retrain on
 train_full evaluated on test; SQLite storage shared by two worker processes; an interrupted study resumes (the
 killed worker's trial is failed by its missing heartbeat and retried with the same parameters)."""
+
 from __future__ import annotations
 
 import json
@@ -19,12 +20,14 @@ REPO = Path(__file__).resolve().parents[2]
 
 SYNTH = "synth:diginetica@ci*0.3"
 #: a small paropt-format space (the tests' models stay tiny); the study's own space is used in the first test
-SMALL_SPACE = "\n".join([
-    '{"name":"layers", "dtype":"int", "values":[16,48], "step":16}',
-    '{"name":"batch_size", "dtype":"int", "values":[16, 48], "step":16}',
-    '{"name":"learning_rate", "dtype":"float", "values":[0.05, 0.2], "step":0.05}',
-    '{"name":"momentum", "dtype":"float", "values":[0.0, 0.5], "step":0.1}',
-])
+SMALL_SPACE = "\n".join(
+    [
+        '{"name":"layers", "dtype":"int", "values":[16,48], "step":16}',
+        '{"name":"batch_size", "dtype":"int", "values":[16, 48], "step":16}',
+        '{"name":"learning_rate", "dtype":"float", "values":[0.05, 0.2], "step":0.05}',
+        '{"name":"momentum", "dtype":"float", "values":[0.0, 0.5], "step":0.1}',
+    ]
+)
 
 
 @pytest.fixture(autouse=True)
@@ -56,14 +59,39 @@ def check_result(res: dict, n_trials: int) -> dict:
 
 def test_tuning_end_to_end_on_a_synthetic_stand_in(tmp_path):
     """The study's own search space and fixed parameters (n_epochs cut to 1), 5 trials."""
-    ap, args = tune.parse_args(["--dataset", SYNTH, "--loss", "bpr-max", "--trials", "5", "--n-epochs", "1",
-                                "--storage", f"sqlite:///{tmp_path / 'study.db'}", "--out", str(tmp_path / "out"),
-                                "--no-progress", "--sampler-seed", "0"])
+    ap, args = tune.parse_args(
+        [
+            "--dataset",
+            SYNTH,
+            "--loss",
+            "bpr-max",
+            "--trials",
+            "5",
+            "--n-epochs",
+            "1",
+            "--storage",
+            f"sqlite:///{tmp_path / 'study.db'}",
+            "--out",
+            str(tmp_path / "out"),
+            "--no-progress",
+            "--sampler-seed",
+            "0",
+        ]
+    )
     res = tune.run(args)
     check_result(res, 5)
     assert res["trials"]["complete"] == 5 and res["fixed"]["n_sample"] == 2048 and res["fixed"]["n_epochs"] == 1
-    assert set(res["best_trial"]["params"]) == {"layers", "batch_size", "learning_rate", "dropout_p_embed",
-                                                "dropout_p_hidden", "momentum", "sample_alpha", "bpreg", "elu_param"}
+    assert set(res["best_trial"]["params"]) == {
+        "layers",
+        "batch_size",
+        "learning_rate",
+        "dropout_p_embed",
+        "dropout_p_hidden",
+        "momentum",
+        "sample_alpha",
+        "bpreg",
+        "elu_param",
+    }
     assert "synthetic stand-in of diginetica" in res["dataset"]["source"]
     # a second call with the same target finds the study done: no new trial, only the retrain
     res2 = tune.run(args)
@@ -75,13 +103,31 @@ def test_tuning_on_the_real_diginetica_slice(tmp_path):
     """CI check of the issue: 5 trials on the real Diginetica slice through the study's preprocessing (tiny
     epochs); skipped, with the path, where the shared data are absent."""
     from gru4rec_conformance.datasets.paths import shared_data_candidate, shared_data_dir
+
     root = shared_data_dir()
     if root is None or not (root / "sessions" / "diginetica" / "sample_train-item-views.csv").is_file():
-        pytest.skip(f"real Diginetica slice absent: {shared_data_candidate() / 'sessions' / 'diginetica'} not found "
-                    "(set GRU4REC_SHARED_DATA); the synthetic stand-in test covers the same code")
-    ap, args = tune.parse_args(["--dataset", "diginetica", "--loss", "cross-entropy", "--trials", "5",
-                                "--n-epochs", "1", "--storage", f"sqlite:///{tmp_path / 'real.db'}",
-                                "--out", str(tmp_path / "out"), "--no-progress", "--no-fallback"])
+        pytest.skip(
+            f"real Diginetica slice absent: {shared_data_candidate() / 'sessions' / 'diginetica'} not found "
+            "(set GRU4REC_SHARED_DATA); the synthetic stand-in test covers the same code"
+        )
+    ap, args = tune.parse_args(
+        [
+            "--dataset",
+            "diginetica",
+            "--loss",
+            "cross-entropy",
+            "--trials",
+            "5",
+            "--n-epochs",
+            "1",
+            "--storage",
+            f"sqlite:///{tmp_path / 'real.db'}",
+            "--out",
+            str(tmp_path / "out"),
+            "--no-progress",
+            "--no-fallback",
+        ]
+    )
     res = tune.run(args)
     check_result(res, 5)
     assert res["dataset"]["source"].startswith("real Diginetica slice")
@@ -91,9 +137,23 @@ def test_tuning_on_the_real_diginetica_slice(tmp_path):
 
 
 def _worker(tmp_path, db, extra, env, storage=None, study_name="shared"):
-    cmd = [sys.executable, "-m", "gru4rec_conformance.benchmarks.tune", "--dataset", SYNTH, "--loss", "cross-entropy",
-           "--storage", storage or f"sqlite:///{db}", "--study-name", study_name, "--out", str(tmp_path / "out"),
-           "--no-progress", *extra]
+    cmd = [
+        sys.executable,
+        "-m",
+        "gru4rec_conformance.benchmarks.tune",
+        "--dataset",
+        SYNTH,
+        "--loss",
+        "cross-entropy",
+        "--storage",
+        storage or f"sqlite:///{db}",
+        "--study-name",
+        study_name,
+        "--out",
+        str(tmp_path / "out"),
+        "--no-progress",
+        *extra,
+    ]
     return subprocess.Popen(cmd, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
 
@@ -105,6 +165,7 @@ def test_two_workers_share_one_sqlite_study(tmp_path, small_space, subprocess_en
     outs = [p.communicate(timeout=600)[0] for p in procs]
     assert [p.returncode for p in procs] == [0, 0], outs
     import optuna
+
     study = optuna.load_study(study_name="shared", storage=f"sqlite:///{db}")
     complete = [t for t in study.trials if t.state == optuna.trial.TrialState.COMPLETE]
     # one study, not two: the workers stop at 6 complete trials together (+ at most one in flight at the end)
@@ -112,9 +173,27 @@ def test_two_workers_share_one_sqlite_study(tmp_path, small_space, subprocess_en
     assert len({t.number for t in study.trials}) == len(study.trials)
     assert all("study shared:" in o for o in outs)
     # the final retrain: a last call finds the trials done and only retrains
-    ap, args = tune.parse_args(["--dataset", SYNTH, "--loss", "cross-entropy", "--storage", f"sqlite:///{db}",
-                                "--study-name", "shared", "--trials", "6", "--n-epochs", "1", "--param-space",
-                                str(small_space), "--out", str(tmp_path / "out"), "--no-progress"])
+    ap, args = tune.parse_args(
+        [
+            "--dataset",
+            SYNTH,
+            "--loss",
+            "cross-entropy",
+            "--storage",
+            f"sqlite:///{db}",
+            "--study-name",
+            "shared",
+            "--trials",
+            "6",
+            "--n-epochs",
+            "1",
+            "--param-space",
+            str(small_space),
+            "--out",
+            str(tmp_path / "out"),
+            "--no-progress",
+        ]
+    )
     res = tune.run(args)
     check_result(res, 6)
     assert res["trials"]["complete"] == len(complete)
@@ -126,6 +205,7 @@ def test_two_workers_share_one_postgresql_study(tmp_path, small_space, subproces
     import uuid
 
     import optuna
+
     tune.load_dataset(SYNTH)
     name = f"pg-{uuid.uuid4().hex[:8]}"
     extra = ["--trials", "4", "--n-epochs", "1", "--param-space", str(small_space), "--no-final"]
@@ -135,9 +215,27 @@ def test_two_workers_share_one_postgresql_study(tmp_path, small_space, subproces
     study = optuna.load_study(study_name=name, storage=postgres_url)
     complete = [t for t in study.trials if t.state == optuna.trial.TrialState.COMPLETE]
     assert 4 <= len(complete) <= 5 and len({t.number for t in study.trials}) == len(study.trials)
-    ap, args = tune.parse_args(["--dataset", SYNTH, "--loss", "cross-entropy", "--storage", postgres_url,
-                                "--study-name", name, "--trials", "4", "--n-epochs", "1", "--param-space",
-                                str(small_space), "--out", str(tmp_path / "out"), "--no-progress"])
+    ap, args = tune.parse_args(
+        [
+            "--dataset",
+            SYNTH,
+            "--loss",
+            "cross-entropy",
+            "--storage",
+            postgres_url,
+            "--study-name",
+            name,
+            "--trials",
+            "4",
+            "--n-epochs",
+            "1",
+            "--param-space",
+            str(small_space),
+            "--out",
+            str(tmp_path / "out"),
+            "--no-progress",
+        ]
+    )
     res = tune.run(args)
     check_result(res, 4)
     assert res["trials"]["complete"] == len(complete)
@@ -146,6 +244,7 @@ def test_two_workers_share_one_postgresql_study(tmp_path, small_space, subproces
 
 def test_an_interrupted_study_resumes(tmp_path, small_space, subprocess_env):
     import optuna
+
     tune.load_dataset(SYNTH)
     db = tmp_path / "resume.db"
     url = f"sqlite:///{db}"
@@ -162,16 +261,38 @@ def test_an_interrupted_study_resumes(tmp_path, small_space, subprocess_env):
             except (KeyError, Exception):  # not created yet
                 continue
             # a RUNNING trial is stored before its parameters are suggested: wait until all are set (CI saw {})
-            running = next((t for t in study.trials if t.state == optuna.trial.TrialState.RUNNING
-                            and len(t.params) == n_params), None)
+            running = next(
+                (t for t in study.trials if t.state == optuna.trial.TrialState.RUNNING and len(t.params) == n_params),
+                None,
+            )
         assert running is not None, "the worker never started a trial with all its parameters"
     finally:
         p.send_signal(signal.SIGKILL)
         p.wait(timeout=60)
     time.sleep(2.5)  # > 2 x --heartbeat: the killed trial's heartbeat is stale
-    ap, args = tune.parse_args(["--dataset", SYNTH, "--loss", "cross-entropy", "--storage", url, "--study-name",
-                                "shared", "--trials", "3", "--n-epochs", "1", "--param-space", str(small_space),
-                                "--heartbeat", "1", "--out", str(tmp_path / "out"), "--no-progress"])
+    ap, args = tune.parse_args(
+        [
+            "--dataset",
+            SYNTH,
+            "--loss",
+            "cross-entropy",
+            "--storage",
+            url,
+            "--study-name",
+            "shared",
+            "--trials",
+            "3",
+            "--n-epochs",
+            "1",
+            "--param-space",
+            str(small_space),
+            "--heartbeat",
+            "1",
+            "--out",
+            str(tmp_path / "out"),
+            "--no-progress",
+        ]
+    )
     res = tune.run(args)
     study = optuna.load_study(study_name="shared", storage=url)
     killed = study.trials[running.number]
@@ -183,7 +304,9 @@ def test_an_interrupted_study_resumes(tmp_path, small_space, subprocess_env):
 
 def test_bad_inputs_name_the_parameter(tmp_path, small_space):
     bad = tmp_path / "bad.jsonl"
-    bad.write_text('{"name":"layers", "dtype":"int", "values":[16,48]}\n{"name":"x", "dtype":"double", "values":[1,2]}\n')
+    bad.write_text(
+        '{"name":"layers", "dtype":"int", "values":[16,48]}\n{"name":"x", "dtype":"double", "values":[1,2]}\n'
+    )
     with pytest.raises(ValueError, match=r"bad.jsonl:2: dtype must be int, float or categorical"):
         tune.load_space(bad)
     with pytest.raises(ValueError, match="--dataset 'synth:movielens'"):
@@ -193,8 +316,24 @@ def test_bad_inputs_name_the_parameter(tmp_path, small_space):
     with pytest.raises(ValueError, match="--impl 'no_such_impl'"):
         tune.Trainer("no_such_impl")
     url = f"sqlite:///{tmp_path / 'x.db'}"
-    common = ["--dataset", SYNTH, "--storage", url, "--study-name", "s", "--trials", "1", "--n-epochs", "1",
-              "--param-space", str(small_space), "--no-progress", "--no-final", "--out", str(tmp_path)]
+    common = [
+        "--dataset",
+        SYNTH,
+        "--storage",
+        url,
+        "--study-name",
+        "s",
+        "--trials",
+        "1",
+        "--n-epochs",
+        "1",
+        "--param-space",
+        str(small_space),
+        "--no-progress",
+        "--no-final",
+        "--out",
+        str(tmp_path),
+    ]
     tune.run(tune.parse_args(common + ["--loss", "cross-entropy"])[1])
     with pytest.raises(ValueError, match="study .*was made for loss='cross-entropy', not 'bpr-max'"):
         tune.run(tune.parse_args(common + ["--loss", "bpr-max"])[1])
@@ -219,9 +358,15 @@ def test_study_search_space_is_section_9_2():
     assert (xe["learning_rate"].values, xe["learning_rate"].step) == ([0.01, 0.25], 0.005)
     assert (xe["dropout_p_hidden"].values, xe["momentum"].values) == ([0.0, 0.7], [0.0, 0.9])
     assert bpr["elu_param"].values == [0.5, 1, 0] and bpr["bpreg"].values == [0.0, 2.0]
-    assert tune.fixed_params("cross-entropy") == {"constrained_embedding": True, "embedding": 0,
-                                                  "loss": "cross-entropy", "logq": 1.0, "bpreg": 0.0,
-                                                  "n_sample": 2048, "n_epochs": 10}
+    assert tune.fixed_params("cross-entropy") == {
+        "constrained_embedding": True,
+        "embedding": 0,
+        "loss": "cross-entropy",
+        "logq": 1.0,
+        "bpreg": 0.0,
+        "n_sample": 2048,
+        "n_epochs": 10,
+    }
 
 
 def test_storage_url_password_is_masked():
@@ -232,6 +377,7 @@ def test_storage_url_password_is_masked():
 def test_yoochoose_100k_by_name():
     """The real Yoochoose 100k slice (or, without the shared data, its stand-in with a notice)."""
     from gru4rec_conformance.datasets.sessions.real import YOOCHOOSE_100K_SHAPE
+
     d = tune.load_dataset("yoochoose_100k")
     for part in ("train_tr", "train_valid", "train_full", "test"):
         events, sessions, _ = YOOCHOOSE_100K_SHAPE[part]

@@ -1,4 +1,5 @@
 """benchmarks/workload.py: the study's parameters and epoch times, scales, sweep data."""
+
 from __future__ import annotations
 
 import pytest
@@ -14,13 +15,40 @@ from gru4rec_conformance.benchmarks.workload import (
 
 # gru4rec_reference.md §9.1, typed in from the spec table (independent of reports/data/study_results.csv)
 SPEC_9_1 = {
-    ("coveo", "cross-entropy"): dict(layers=[512], batch_size=32, dropout_p_embed=0.4, dropout_p_hidden=0.15,
-                                     learning_rate=0.03, momentum=0.0, sample_alpha=0.0, bpreg=0.0, logq=1.0),
-    ("retailrocket", "bpr-max"): dict(layers=[224], batch_size=80, dropout_p_embed=0.5, dropout_p_hidden=0.05,
-                                      learning_rate=0.05, momentum=0.4, sample_alpha=0.4, bpreg=1.95, logq=0.0,
-                                      elu_param=0.5),
-    ("yoochoose", "bpr-max"): dict(layers=[448], batch_size=48, dropout_p_embed=0.25, dropout_p_hidden=0.0,
-                                   learning_rate=0.075, momentum=0.1, sample_alpha=0.2, bpreg=0.5, elu_param=0.0),
+    ("coveo", "cross-entropy"): dict(
+        layers=[512],
+        batch_size=32,
+        dropout_p_embed=0.4,
+        dropout_p_hidden=0.15,
+        learning_rate=0.03,
+        momentum=0.0,
+        sample_alpha=0.0,
+        bpreg=0.0,
+        logq=1.0,
+    ),
+    ("retailrocket", "bpr-max"): dict(
+        layers=[224],
+        batch_size=80,
+        dropout_p_embed=0.5,
+        dropout_p_hidden=0.05,
+        learning_rate=0.05,
+        momentum=0.4,
+        sample_alpha=0.4,
+        bpreg=1.95,
+        logq=0.0,
+        elu_param=0.5,
+    ),
+    ("yoochoose", "bpr-max"): dict(
+        layers=[448],
+        batch_size=48,
+        dropout_p_embed=0.25,
+        dropout_p_hidden=0.0,
+        learning_rate=0.075,
+        momentum=0.1,
+        sample_alpha=0.2,
+        bpreg=0.5,
+        elu_param=0.0,
+    ),
     ("diginetica", "bpr-max"): dict(layers=[512], batch_size=128, elu_param=1.0, momentum=0.15, bpreg=0.9),
 }
 
@@ -52,6 +80,7 @@ def test_published_shape():
 
 def test_parse_scale():
     from gru4rec_conformance.datasets.sessions.synthetic import CI_SCALE
+
     assert parse_scale(None, "coveo") == CI_SCALE["coveo"]
     assert parse_scale("ci*0.5", "rees46") == CI_SCALE["rees46"] * 0.5
     assert parse_scale("1", "rees46") == 1.0

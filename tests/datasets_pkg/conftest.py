@@ -18,8 +18,10 @@ def shared_sessions() -> Path:
     """<shared>/sessions, or skip with the path that was looked at."""
     root = shared_data_dir()
     if root is None or not (root / "sessions").is_dir():
-        pytest.skip(f"real session slices absent: {shared_data_candidate() / 'sessions'} not found "
-                    "(set GRU4REC_SHARED_DATA to the shared data folder)")
+        pytest.skip(
+            f"real session slices absent: {shared_data_candidate() / 'sessions'} not found "
+            "(set GRU4REC_SHARED_DATA to the shared data folder)"
+        )
     return root / "sessions"
 
 

@@ -37,20 +37,28 @@ def raises(func, path, *, line=None, column=None, match=None):
 
 def test_missing_column(tmp_path):
     text = REES_HEADER.replace(",user_id", "") + "2019-10-01 00:00:00 UTC,view,1,1,,b,1.0,u\n"
-    raises(readers.read_rees46, write(tmp_path, "2019-Oct.csv", text), line=1, column="user_id",
-           match="header lacks column")
+    raises(
+        readers.read_rees46,
+        write(tmp_path, "2019-Oct.csv", text),
+        line=1,
+        column="user_id",
+        match="header lacks column",
+    )
 
 
 def test_wrong_separator_headered(tmp_path):
     text = "sessionId,userId,itemId,timeframe,eventdate\n1,NA,5,0,2016-05-09\n"
-    raises(readers.read_diginetica, write(tmp_path, "train-item-views.csv", text), line=1,
-           match="wrong separator")
+    raises(readers.read_diginetica, write(tmp_path, "train-item-views.csv", text), line=1, match="wrong separator")
 
 
 def test_wrong_separator_headerless(tmp_path):
     text = "1;2014-04-07T10:51:09.277Z;214536502;0\n"
-    raises(readers.read_yoochoose, write(tmp_path, "yoochoose-clicks.dat", text), line=1,
-           match="expected 4 fields.*wrong separator")
+    raises(
+        readers.read_yoochoose,
+        write(tmp_path, "yoochoose-clicks.dat", text),
+        line=1,
+        match="expected 4 fields.*wrong separator",
+    )
 
 
 def test_unparsable_timestamp_names_line_and_column(tmp_path):
@@ -65,21 +73,27 @@ def test_unparsable_iso_timestamp_deep_in_a_big_file(tmp_path):
 
 
 def test_unparsable_integer(tmp_path):
-    text = "timestamp,visitorid,event,itemid,transactionid\n1433221332117,257597,view,355908,\n" \
-           "1433224214164,99x,view,248676,\n"
+    text = (
+        "timestamp,visitorid,event,itemid,transactionid\n1433221332117,257597,view,355908,\n"
+        "1433224214164,99x,view,248676,\n"
+    )
     raises(readers.read_retailrocket, write(tmp_path, "events.csv", text), line=3, column="visitorid")
 
 
 def test_empty_required_value(tmp_path):
     text = "timestamp,visitorid,event,itemid,transactionid\n1433221332117,257597,view,,\n"
-    raises(readers.read_retailrocket, write(tmp_path, "events.csv", text), line=2, column="itemid",
-           match="empty value")
+    raises(readers.read_retailrocket, write(tmp_path, "events.csv", text), line=2, column="itemid", match="empty value")
 
 
 def test_non_canonical_id(tmp_path):
     text = REES_HEADER + REES_ROW.format(k=1) + "2019-10-01 00:00:05 UTC,view,007,1,,b,1.0,5,u\n"
-    raises(readers.read_rees46, write(tmp_path, "2019-Oct.csv", text), line=3, column="product_id",
-           match="canonical decimal integer")
+    raises(
+        readers.read_rees46,
+        write(tmp_path, "2019-Oct.csv", text),
+        line=3,
+        column="product_id",
+        match="canonical decimal integer",
+    )
 
 
 def test_wrong_field_count_in_the_middle(tmp_path):

@@ -51,9 +51,10 @@ def test_d_long():
         assert s[1:4] == m["filler_items"] and key_to_answer[s[0]] == s[4]
     assert pd.Series([s[0] for s in tr]).value_counts().tolist() == [50] * 8
     # shuffled: not grouped by key
-    assert len({tuple(x[0] for x in tr[k:k + 50]) for k in range(0, 400, 50)}) > 1
-    assert [p + [a] for p, a in zip(m["prefixes"], m["answers"])] == [[k] + m["filler_items"] + [key_to_answer[k]]
-                                                                      for k in m["key_items"]]
+    assert len({tuple(x[0] for x in tr[k : k + 50]) for k in range(0, 400, 50)}) > 1
+    assert [p + [a] for p, a in zip(m["prefixes"], m["answers"])] == [
+        [k] + m["filler_items"] + [key_to_answer[k]] for k in m["key_items"]
+    ]
     assert len(set(m["key_items"] + m["answer_items"] + m["filler_items"])) == 19
     assert len(sessions(d.test)) == 16
 

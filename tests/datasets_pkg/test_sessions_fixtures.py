@@ -120,8 +120,12 @@ Y_EXPECTED = {
 
 @pytest.mark.parametrize("index_quirk", [True, False])
 def test_yoochoose_fixture(tmp_path, index_quirk):
-    res, frames = run(tmp_path, "yoochoose", {"yoochoose-clicks.dat": YOOCHOOSE_CLICKS,
-                                              "yoochoose-test.dat": YOOCHOOSE_TEST}, index_quirk=index_quirk)
+    res, frames = run(
+        tmp_path,
+        "yoochoose",
+        {"yoochoose-clicks.dat": YOOCHOOSE_CLICKS, "yoochoose-test.dat": YOOCHOOSE_TEST},
+        index_quirk=index_quirk,
+    )
     check(frames, Y_EXPECTED)
     m = res.manifest
     assert m["filter_rounds"] == 3
@@ -141,8 +145,9 @@ def test_yoochoose_index_quirk(tmp_path):
     day = "2014-04-{:02d}T10:00:{:02d}.000Z"
     clicks = "".join(f"{k},{day.format(k + 1, 0)},{A},0\n{k},{day.format(k + 1, 30)},{B},0\n" for k in range(1, 7))
     clicks += f"7,{day.format(8, 0)},{A},0\n7,{day.format(8, 10)},{A},0\n7,{day.format(8, 20)},{B},0\n"
-    test = "".join(f"{100 + k},{day.format(k + 10, 0)},{B},0\n{100 + k},{day.format(k + 10, 30)},{A},0\n"
-                   for k in range(1, 8))
+    test = "".join(
+        f"{100 + k},{day.format(k + 10, 0)},{B},0\n{100 + k},{day.format(k + 10, 30)},{A},0\n" for k in range(1, 8)
+    )
     inputs = {}
     for fname, text in (("yoochoose-clicks.dat", clicks), ("yoochoose-test.dat", test)):
         p = tmp_path / fname
@@ -151,8 +156,22 @@ def test_yoochoose_index_quirk(tmp_path):
     quirk = process("yoochoose", inputs, index_quirk=True)
     plain = process("yoochoose", inputs, index_quirk=False)
     assert sorted(quirk.frames["full"]["SessionId"].unique()) == [1, 2, 3, 4, 5, 6, 101, 102, 103, 104, 105, 106]
-    assert sorted(plain.frames["full"]["SessionId"].unique()) == [1, 2, 3, 4, 5, 6, 7, 101, 102, 103, 104, 105,
-                                                                   106, 107]
+    assert sorted(plain.frames["full"]["SessionId"].unique()) == [
+        1,
+        2,
+        3,
+        4,
+        5,
+        6,
+        7,
+        101,
+        102,
+        103,
+        104,
+        105,
+        106,
+        107,
+    ]
     assert len(quirk.frames["full"]) == 24 and len(plain.frames["full"]) == 28
     assert quirk.filter_rounds == 3 and plain.filter_rounds == 1
     dedup = next(st for st in quirk.steps if st["step"] == "dedup")
@@ -174,39 +193,45 @@ def rees_row(t, ev, prod, user):
     return f"{t} UTC,{ev},{prod},2053013555631882655,electronics.smartphone,acme,10.50,{user},uuid-{user}\n"
 
 
-REES_OCT = REES_HEADER + "".join(rees_row(*r) for r in [
-    ("2019-10-01 00:00:00", "cart", PC, 500000007),  # user 7 and product PC appear first; user 7 has no views
-    ("2019-10-02 10:00:00", "view", PA, 500000001),
-    ("2019-10-02 10:00:20", "view", PA, 500000001),
-    ("2019-10-02 10:01:00", "view", PB, 500000001),
-    ("2019-10-02 11:01:00", "view", PC, 500000001),  # exactly 3600 s later: same session
-    ("2019-10-02 11:30:00", "cart", PC, 500000001),  # a cart does not bridge (views only are sessionised)
-    ("2019-10-02 12:01:01", "view", PA, 500000001),  # 3601 s after the last view: new session
-    ("2019-10-02 12:01:30", "view", PB, 500000001),
-    ("2019-10-03 08:00:00", "view", PA, 500000002),
-    ("2019-10-03 08:00:05", "view", PC, 500000002),
-    ("2019-10-03 08:00:05", "view", PA, 500000002),  # tie: itemidx PC (0) < PA (1) -> (PA, PC, PA)
-    ("2019-10-04 12:00:00", "view", PB, 500000003),
-    ("2019-10-04 12:00:30", "view", PJ, 500000003),
-    ("2019-10-04 12:01:00", "view", PB, 500000003),
-    ("2019-10-05 13:00:00", "view", PC, 500000004),
-    ("2019-10-05 13:00:10", "view", PC, 500000004),
-    ("2019-10-06 09:00:00", "view", PK, 500000005),
-    ("2019-10-06 10:00:00", "view", PK, 500000006),
-    ("2019-10-06 10:00:40", "view", PA, 500000006),
-])
-REES_NOV = REES_HEADER + "".join(rees_row(*r) for r in [
-    ("2019-11-28 23:59:00", "view", PB, 500000008),
-    ("2019-11-28 23:59:30", "view", PA, 500000008),
-    ("2019-11-29 00:00:30", "view", PC, 500000008),  # crosses the validation boundary
-    ("2019-11-29 12:00:00", "view", PC, 500000009),
-    ("2019-11-29 12:00:30", "view", PA, 500000009),
-    ("2019-11-29 23:59:00", "view", PA, 500000010),
-    ("2019-11-29 23:59:40", "view", PB, 500000010),
-    ("2019-11-30 00:00:20", "view", PC, 500000010),  # crosses the test boundary
-    ("2019-11-30 00:00:00", "view", PA, 500000011),  # starts exactly on the test boundary
-    ("2019-11-30 00:01:00", "view", PB, 500000011),
-])
+REES_OCT = REES_HEADER + "".join(
+    rees_row(*r)
+    for r in [
+        ("2019-10-01 00:00:00", "cart", PC, 500000007),  # user 7 and product PC appear first; user 7 has no views
+        ("2019-10-02 10:00:00", "view", PA, 500000001),
+        ("2019-10-02 10:00:20", "view", PA, 500000001),
+        ("2019-10-02 10:01:00", "view", PB, 500000001),
+        ("2019-10-02 11:01:00", "view", PC, 500000001),  # exactly 3600 s later: same session
+        ("2019-10-02 11:30:00", "cart", PC, 500000001),  # a cart does not bridge (views only are sessionised)
+        ("2019-10-02 12:01:01", "view", PA, 500000001),  # 3601 s after the last view: new session
+        ("2019-10-02 12:01:30", "view", PB, 500000001),
+        ("2019-10-03 08:00:00", "view", PA, 500000002),
+        ("2019-10-03 08:00:05", "view", PC, 500000002),
+        ("2019-10-03 08:00:05", "view", PA, 500000002),  # tie: itemidx PC (0) < PA (1) -> (PA, PC, PA)
+        ("2019-10-04 12:00:00", "view", PB, 500000003),
+        ("2019-10-04 12:00:30", "view", PJ, 500000003),
+        ("2019-10-04 12:01:00", "view", PB, 500000003),
+        ("2019-10-05 13:00:00", "view", PC, 500000004),
+        ("2019-10-05 13:00:10", "view", PC, 500000004),
+        ("2019-10-06 09:00:00", "view", PK, 500000005),
+        ("2019-10-06 10:00:00", "view", PK, 500000006),
+        ("2019-10-06 10:00:40", "view", PA, 500000006),
+    ]
+)
+REES_NOV = REES_HEADER + "".join(
+    rees_row(*r)
+    for r in [
+        ("2019-11-28 23:59:00", "view", PB, 500000008),
+        ("2019-11-28 23:59:30", "view", PA, 500000008),
+        ("2019-11-29 00:00:30", "view", PC, 500000008),  # crosses the validation boundary
+        ("2019-11-29 12:00:00", "view", PC, 500000009),
+        ("2019-11-29 12:00:30", "view", PA, 500000009),
+        ("2019-11-29 23:59:00", "view", PA, 500000010),
+        ("2019-11-29 23:59:40", "view", PB, 500000010),
+        ("2019-11-30 00:00:20", "view", PC, 500000010),  # crosses the test boundary
+        ("2019-11-30 00:00:00", "view", PA, 500000011),  # starts exactly on the test boundary
+        ("2019-11-30 00:01:00", "view", PB, 500000011),
+    ]
+)
 R = {  # sessions numbered over all views sorted by (user index, time, item index); users 4-6 are filtered
     0: [(0, PA, s("2019-10-02 10:00:00")), (0, PB, s("2019-10-02 10:01:00")), (0, PC, s("2019-10-02 11:01:00"))],
     1: [(1, PA, s("2019-10-02 12:01:01")), (1, PB, s("2019-10-02 12:01:30"))],
@@ -273,8 +298,12 @@ RR_ROWS = [  # written in a scrambled order: the file is not time-sorted
 ]
 RR_CSV = "timestamp,visitorid,event,itemid,transactionid\n" + "".join(",".join(map(str, r)) + "\n" for r in RR_ROWS)
 RRS = {  # session ids count over all events of all visitors (visitor 11 has sessions 0 and 1)
-    0: [(0, RA, ms("2015-08-02 10:00:00")), (0, RB, ms("2015-08-02 10:01:00")), (0, RC, ms("2015-08-02 11:01:00")),
-        (0, RA, ms("2015-08-02 12:21:00"))],
+    0: [
+        (0, RA, ms("2015-08-02 10:00:00")),
+        (0, RB, ms("2015-08-02 10:01:00")),
+        (0, RC, ms("2015-08-02 11:01:00")),
+        (0, RA, ms("2015-08-02 12:21:00")),
+    ],
     1: [(1, RB, ms("2015-08-02 13:21:00") + 1), (1, RC, ms("2015-08-02 13:21:30") + 1)],
     2: [(2, RA, ms("2015-08-03 08:00:00")), (2, RC, ms("2015-08-03 08:00:05"))],
     3: [(3, RB, ms("2015-08-04 12:00:00")), (3, RB, ms("2015-08-04 12:01:00"))],
@@ -340,12 +369,17 @@ C_ROWS = [  # (session hash, event_type, product_action, skus, time)
     ("s12", "pageview", "detail", HC, CT - 30_000),
     ("s12", "pageview", "detail", HA, CT),
 ]
-COVEO_CSV = "session_id_hash,event_type,product_action,product_skus_hash,server_timestamp_epoch_ms,hashed_url\n" + \
-    "".join(f"{sh}-0000-4000-8000-00000000000a,{et},{pa},{sku},{t},0a1b2c\n" for sh, et, pa, sku, t in C_ROWS)
+COVEO_CSV = (
+    "session_id_hash,event_type,product_action,product_skus_hash,server_timestamp_epoch_ms,hashed_url\n"
+    + "".join(f"{sh}-0000-4000-8000-00000000000a,{et},{pa},{sku},{t},0a1b2c\n" for sh, et, pa, sku, t in C_ROWS)
+)
 CS = {  # ItemId = item index; sessions: s1 -> 0, s2 -> 1, s3 -> 2, s4 -> 3, s7 -> 4 and 5, s8 -> 6, ... s12 -> 10
     0: [(0, 1, C1 + 10_000), (0, 2, C1 + 60_000), (0, 4, C1 + 60_000 + HOUR), (0, 1, C1 + 60_000 + HOUR + 80 * MIN)],
-    1: [(1, 2, CD0 + 2 * DAY + 8 * HOUR), (1, 1, CD0 + 2 * DAY + 8 * HOUR + 5000),
-        (1, 2, CD0 + 2 * DAY + 8 * HOUR + 5000)],
+    1: [
+        (1, 2, CD0 + 2 * DAY + 8 * HOUR),
+        (1, 1, CD0 + 2 * DAY + 8 * HOUR + 5000),
+        (1, 2, CD0 + 2 * DAY + 8 * HOUR + 5000),
+    ],
     2: [(2, 2, CD0 + 3 * DAY + 12 * HOUR), (2, 2, CD0 + 3 * DAY + 12 * HOUR + 60_000)],
     6: [(6, 2, CBV - 60_000), (6, 1, CBV - 30_000), (6, 4, CBV + 30_000)],
     7: [(7, 4, CBV + 5 * HOUR), (7, 1, CBV + 5 * HOUR + 30_000)],
@@ -433,8 +467,9 @@ D_EXPECTED = {
 }
 
 
-@pytest.mark.parametrize("header", ["sessionId;userId;itemId;timeframe;eventdate\n",
-                                    "session_id;user_id;item_id;timeframe;eventdate\n", ""])
+@pytest.mark.parametrize(
+    "header", ["sessionId;userId;itemId;timeframe;eventdate\n", "session_id;user_id;item_id;timeframe;eventdate\n", ""]
+)
 def test_diginetica_fixture(tmp_path, header):
     res, frames = run(tmp_path, "diginetica", {"train-item-views.csv": header + DIGI_ROWS})
     check(frames, D_EXPECTED)
@@ -459,9 +494,15 @@ def test_no_rededuplication_after_filter():
     """(i, j, i) with j filtered must stay (i, i): the same frames through process() directly."""
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        df = pd.DataFrame({"sessionId": [1, 1, 1] + [2, 2] * 5, "userId": float("nan"),
-                           "itemId": [7, 8, 7] + [7, 9] * 5, "timeframe": [0, 1000, 2000] + [0, 1000] * 5,
-                           "eventdate_days": [16900] * 3 + [16901] * 10})
+        df = pd.DataFrame(
+            {
+                "sessionId": [1, 1, 1] + [2, 2] * 5,
+                "userId": float("nan"),
+                "itemId": [7, 8, 7] + [7, 9] * 5,
+                "timeframe": [0, 1000, 2000] + [0, 1000] * 5,
+                "eventdate_days": [16900] * 3 + [16901] * 10,
+            }
+        )
         df.loc[3:, "sessionId"] = [2, 2, 3, 3, 4, 4, 5, 5, 6, 6]
         res = process("diginetica", {"train-item-views.csv": df})
     full = res.frames["full"]

@@ -41,7 +41,8 @@ def test_diginetica_sample_end_to_end(shared_sessions, tmp_path):
     # 5 test events have items unseen in train_full (removed only at evaluation time)
     assert (~f["test"]["ItemId"].isin(f["train_full"]["ItemId"])).sum() == 5
     assert res.stats.set_index("Dataset").loc["diginetica_processed_view_full.tsv", "NumDays"] == pytest.approx(
-        148.0, abs=0.05)
+        148.0, abs=0.05
+    )
 
 
 def test_rees46_oct_head(shared_sessions):

@@ -47,14 +47,30 @@ def test_outputs_dtypes_stats_manifest(rr_raw, tmp_path):
         assert [str(t) for t in table.schema.types] == ["int64"] * 3
         assert table.schema.names == ["SessionId", "ItemId", "Time"]
         meta = json.loads(table.schema.metadata[b"gru4rec_conformance"])
-        assert meta == {"dataset": "retailrocket", "time_unit": "ms", "pipeline_version": pipeline.PIPELINE_VERSION,
-                        "part": part}
+        assert meta == {
+            "dataset": "retailrocket",
+            "time_unit": "ms",
+            "pipeline_version": pipeline.PIPELINE_VERSION,
+            "part": part,
+        }
         tsv = pd.read_csv(out / f"retailrocket_processed_view_{part}.tsv", sep="\t")
         pd.testing.assert_frame_equal(tsv, table.to_pandas(), check_dtype=False)
     stats = pd.read_csv(out / "stats.tsv", sep="\t")
-    assert list(stats.columns) == ["Dataset", "NumEvents", "NumSessions", "NumItems", "NumDays", "StartTime",
-                                   "EndTime", "AvgItemViews", "MinSessionLength", "MaxSessionLength",
-                                   "AvgSessionLength", "MinSessionTime (sec)", "MaxSessionTime (sec)"]
+    assert list(stats.columns) == [
+        "Dataset",
+        "NumEvents",
+        "NumSessions",
+        "NumItems",
+        "NumDays",
+        "StartTime",
+        "EndTime",
+        "AvgItemViews",
+        "MinSessionLength",
+        "MaxSessionLength",
+        "AvgSessionLength",
+        "MinSessionTime (sec)",
+        "MaxSessionTime (sec)",
+    ]
     m = json.loads((out / "manifest.json").read_text())
     assert m["inputs"][0]["sha256"] == hashlib.sha256((rr_raw / "events.csv").read_bytes()).hexdigest()
     assert m["filter_rounds"] >= 3 and len(m["filter_log"]) == m["filter_rounds"]
@@ -139,8 +155,14 @@ def test_interrupted_write_leaves_no_temporaries_and_no_manifest(rr_raw, tmp_pat
 
 def _cli(*args, env_extra=None):
     env = {**os.environ, "PYTHONPATH": child_pythonpath(os.environ.get("PYTHONPATH")), **(env_extra or {})}
-    return subprocess.run([sys.executable, "-m", "gru4rec_conformance.datasets", *args], cwd=ROOT, env=env, capture_output=True,
-                          text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "gru4rec_conformance.datasets", *args],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def test_cli_prepare_info_and_errors(rr_raw, tmp_path):

@@ -23,9 +23,9 @@ FIRST_LINE = {
 }
 DATA_LINE = {
     "rees46": r"^2019-1[01]-\d\d \d\d:\d\d:\d\d UTC,(view|cart|purchase),\d+,\d{19},[a-z._]*,[a-z]*,\d+\.\d+,\d+,"
-              r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$",
+    r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$",
     "coveo": r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12},(pageview|event),"
-             r"(detail|click|add|remove|purchase|),([0-9a-f]{64}(\|[0-9a-f]{64})?|),\d{13},[0-9a-f]{64}$",
+    r"(detail|click|add|remove|purchase|),([0-9a-f]{64}(\|[0-9a-f]{64})?|),\d{13},[0-9a-f]{64}$",
     "retailrocket": r"^\d{13},\d+,(view|addtocart|transaction),\d+,\d*$",
     "diginetica": r"^\d+;(NA|\d+);\d+;\d+;2016-\d\d-\d\d$",
 }
@@ -80,8 +80,13 @@ def test_statistics_in_part3_ranges(processed, name):
     views = next(s for s in res.steps if s["step"].startswith("views"))["rows"]
     dedup = next(s for s in res.steps if s["step"] == "dedup")
     repeat_rate = dedup["removed"] / views
-    target = {"yoochoose": (0.15, 0.22), "rees46": (0.19, 0.27), "diginetica": (0.05, 0.09),
-              "coveo": (0.05, 0.2), "retailrocket": (0.05, 0.2)}[name]
+    target = {
+        "yoochoose": (0.15, 0.22),
+        "rees46": (0.19, 0.27),
+        "diginetica": (0.05, 0.09),
+        "coveo": (0.05, 0.2),
+        "retailrocket": (0.05, 0.2),
+    }[name]
     assert target[0] <= repeat_rate <= target[1], repeat_rate
     assert (~test["ItemId"].isin(train["ItemId"])).sum() > 0
     # Zipf: top-1% of (output) items carry 4-17% of raw-item events... measured on the pipeline output
@@ -98,8 +103,13 @@ def test_statistics_in_part3_ranges(processed, name):
 
 
 def _raw_item_count(name, frames):
-    col = {"yoochoose": "ItemId", "rees46": "ProductId", "coveo": "product_skus_hash", "retailrocket": "itemid",
-           "diginetica": "itemId"}[name]
+    col = {
+        "yoochoose": "ItemId",
+        "rees46": "ProductId",
+        "coveo": "product_skus_hash",
+        "retailrocket": "itemid",
+        "diginetica": "itemId",
+    }[name]
     return pd.concat([f[col] for f in frames.values()]).nunique()
 
 
@@ -160,8 +170,9 @@ def test_streaming_chunks_and_compression(tmp_path):
 
 def test_diginetica_header_spellings(tmp_path):
     for spelling, first in (("snake", "session_id;user_id;item_id;timeframe;eventdate"), ("none", None)):
-        p = synthetic.generate_raw("diginetica", tmp_path / spelling, 2e-3, seed=1,
-                                   diginetica_header=spelling)["train-item-views.csv"]
+        p = synthetic.generate_raw("diginetica", tmp_path / spelling, 2e-3, seed=1, diginetica_header=spelling)[
+            "train-item-views.csv"
+        ]
         head = lines(p, 1)[0]
         assert head == first if first else re.match(DATA_LINE["diginetica"], head)
         assert len(read_raw("diginetica", p)) > 1000
@@ -185,6 +196,9 @@ def test_bad_parameters(tmp_path):
 def test_iso_timestamps_formatting():
     ms = np.array([0, 1396867869277, 951782400000 + 86_399_999])  # 2000-02-29 23:59:59.999 (leap day)
     assert synthetic.iso_timestamps(ms, "yoochoose").to_pylist() == [
-        "1970-01-01T00:00:00.000Z", "2014-04-07T10:51:09.277Z", "2000-02-29T23:59:59.999Z"]
+        "1970-01-01T00:00:00.000Z",
+        "2014-04-07T10:51:09.277Z",
+        "2000-02-29T23:59:59.999Z",
+    ]
     assert synthetic.iso_timestamps(ms[1:2], "rees46").to_pylist() == ["2014-04-07 10:51:09 UTC"]
     assert synthetic.iso_timestamps(ms[2:], "date").to_pylist() == ["2000-02-29"]

@@ -61,8 +61,13 @@ def test_support_filter_threshold_and_rounds():
 
 
 def test_time_split_boundaries():
-    full = pd.DataFrame({"SessionId": [1, 1, 2, 2, 3, 3, 4, 4], "ItemId": [1, 2, 1, 2, 1, 2, 1, 2],
-                         "Time": [10, 15, 18, 22, 20, 21, 29, 30]})
+    full = pd.DataFrame(
+        {
+            "SessionId": [1, 1, 2, 2, 3, 3, 4, 4],
+            "ItemId": [1, 2, 1, 2, 1, 2, 1, 2],
+            "Time": [10, 15, 18, 22, 20, 21, 29, 30],
+        }
+    )
     out = time_split(full, tday=10, tsplit=None)  # tsplit 30 -> test from 20, valid from 10
     assert out["test"]["SessionId"].unique().tolist() == [3, 4]  # session 3 starts exactly at 20
     assert out["train_full"]["SessionId"].unique().tolist() == [1]  # session 2 truncated to 1 event: dropped
@@ -71,8 +76,13 @@ def test_time_split_boundaries():
 
 
 def test_stats_table_columns_and_units():
-    df = pd.DataFrame({"SessionId": [1, 1, 2, 2, 2], "ItemId": [5, 6, 5, 5, 7],
-                       "Time": [0, 60_000, 86_400_000, 86_430_000, 86_460_000]})
+    df = pd.DataFrame(
+        {
+            "SessionId": [1, 1, 2, 2, 2],
+            "ItemId": [5, 6, 5, 5, 7],
+            "Time": [0, 60_000, 86_400_000, 86_430_000, 86_460_000],
+        }
+    )
     st = stats_table({"full": df, "test": df.iloc[:0]}, "retailrocket").set_index("Dataset")
     row = st.loc["retailrocket_processed_view_full.tsv"]
     assert row["NumEvents"] == 5 and row["NumSessions"] == 2 and row["NumItems"] == 3
@@ -95,8 +105,10 @@ def test_yoochoose_seconds_are_explicit_floor(tmp_path):
 
 def test_rees46_and_diginetica_time_units(tmp_path):
     p = tmp_path / "2019-Oct.csv"
-    p.write_text("event_time,event_type,product_id,category_id,category_code,brand,price,user_id,user_session\n"
-                 "2019-10-01 00:00:07 UTC,view,44600062,1,,b,1.0,541312140,u\n")
+    p.write_text(
+        "event_time,event_type,product_id,category_id,category_code,brand,price,user_id,user_session\n"
+        "2019-10-01 00:00:07 UTC,view,44600062,1,,b,1.0,541312140,u\n"
+    )
     assert readers.read_rees46(p)["Time"].tolist() == [1569888007]
     d = tmp_path / "train-item-views.csv"
     d.write_text("sessionId;userId;itemId;timeframe;eventdate\n1;NA;5;123;2016-05-09\n")
@@ -144,7 +156,9 @@ def test_small_blocks_give_the_same_result(tmp_path, monkeypatch):
 
 def test_crlf_line_ends(tmp_path):
     p = tmp_path / "events.csv"
-    p.write_bytes(b"timestamp,visitorid,event,itemid,transactionid\r\n1433221332117,257597,view,355908,\r\n"
-                  b"1433224214164,992329,transaction,248676,77\r\n")
+    p.write_bytes(
+        b"timestamp,visitorid,event,itemid,transactionid\r\n1433221332117,257597,view,355908,\r\n"
+        b"1433224214164,992329,transaction,248676,77\r\n"
+    )
     df = readers.read_retailrocket(p)
     assert df["event"].tolist() == ["view", "transaction"] and df["itemid"].tolist() == [355908, 248676]

@@ -29,7 +29,8 @@ PY = os.environ.get("GRU4REC_STUDY_PYTHON", "")
 pytestmark = pytest.mark.skipif(
     not (REPO and PY and Path(REPO).exists() and Path(PY).exists()),
     reason="opt-in: set GRU4REC_STUDY_REPO (checkout or mirror of hidasib/gru4rec_third_party_comparison) and "
-           "GRU4REC_STUDY_PYTHON (an interpreter with pandas < 3)")
+    "GRU4REC_STUDY_PYTHON (an interpreter with pandas < 3)",
+)
 
 
 def _script(name: str, dest: Path) -> Path:
@@ -39,8 +40,9 @@ def _script(name: str, dest: Path) -> Path:
     if src.is_file():
         shutil.copy(src, out)
     else:
-        text = subprocess.run(["git", f"--git-dir={REPO}", "show", f"HEAD:{fname}"], capture_output=True,
-                              text=True, check=True).stdout
+        text = subprocess.run(
+            ["git", f"--git-dir={REPO}", "show", f"HEAD:{fname}"], capture_output=True, text=True, check=True
+        ).stdout
         out.write_text(text)
     return out
 
@@ -57,8 +59,11 @@ def test_same_outputs_as_the_study_script(name, synthetic_raw, tmp_path):
     assert r.returncode == 0, r.stderr[-3000:]
     ours = prepare(name, raw, tmp_path / "ours")
     for part in ("full",) + SPLITS:
-        theirs = pd.read_csv(work / f"{STUDY_PREFIX[name]}_{part}.tsv", sep="\t",
-                             dtype={"SessionId": "int64", "ItemId": "int64", "Time": "int64"})
+        theirs = pd.read_csv(
+            work / f"{STUDY_PREFIX[name]}_{part}.tsv",
+            sep="\t",
+            dtype={"SessionId": "int64", "ItemId": "int64", "Time": "int64"},
+        )
         pd.testing.assert_frame_equal(ours.load(part), theirs, obj=f"{name}/{part}")
     # the stats table too (the study writes it with 4 decimals, rows in glob order)
     theirs = pd.read_csv(work / "stats.tsv", sep="\t").set_index("Dataset").sort_index()

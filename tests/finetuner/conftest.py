@@ -12,8 +12,13 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT / "src") not in sys.path:  # the gru4rec_conformance namespace (never the root itself)
     sys.path.insert(0, str(ROOT / "src"))
 
-for _k, _v in {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TRANSFORMERS_VERBOSITY": "error",
-               "HF_HUB_DISABLE_PROGRESS_BARS": "1", "TOKENIZERS_PARALLELISM": "false"}.items():
+for _k, _v in {
+    "HF_HUB_OFFLINE": "1",
+    "TRANSFORMERS_OFFLINE": "1",
+    "TRANSFORMERS_VERBOSITY": "error",
+    "HF_HUB_DISABLE_PROGRESS_BARS": "1",
+    "TOKENIZERS_PARALLELISM": "false",
+}.items():
     os.environ.setdefault(_k, _v)
 
 import torch  # noqa: E402
@@ -32,9 +37,11 @@ def sst5_full():
 
     d = sst5_dir()
     if d is None:
-        pytest.skip(f"real SST-5 not found in {shared_data_candidate() / 'sst5'} (asserts facts of the real files, "
-                    "which the synthetic stand-in does not have): set GRU4REC_SHARED_DATA to the folder holding "
-                    "sst5/stsa.fine.*")
+        pytest.skip(
+            f"real SST-5 not found in {shared_data_candidate() / 'sst5'} (asserts facts of the real files, "
+            "which the synthetic stand-in does not have): set GRU4REC_SHARED_DATA to the folder holding "
+            "sst5/stsa.fine.*"
+        )
     return load_sst5(d)
 
 
@@ -43,9 +50,14 @@ def tiny_bert_dir(tmp_path_factory):
     """A tiny random BERT whose vocabulary covers a few hand-written sentences (no shared data needed)."""
     from gru4rec_conformance.conformance.finetuner.tiny_models import make_tiny_model
 
-    texts = ["a stirring , funny and finally transporting movie", "it 's not a bad film at all",
-             "the plot is dull and the acting is worse", "one of the best movies of the year",
-             "a mess of a movie", "wo n't sit still for it"]
+    texts = [
+        "a stirring , funny and finally transporting movie",
+        "it 's not a bad film at all",
+        "the plot is dull and the acting is worse",
+        "one of the best movies of the year",
+        "a mess of a movie",
+        "wo n't sit still for it",
+    ]
     return make_tiny_model("bert", tmp_path_factory.mktemp("tiny") / "bert", texts)
 
 

@@ -9,8 +9,9 @@ import pytest
 
 from gru4rec_conformance.implementations.finetuner.hf_trainer import HFTrainerAdapter
 
-needs_accelerate = pytest.mark.skipif(importlib.util.find_spec("accelerate") is None,
-                                      reason="accelerate is not installed (hf_trainer checks it first)")
+needs_accelerate = pytest.mark.skipif(
+    importlib.util.find_spec("accelerate") is None, reason="accelerate is not installed (hf_trainer checks it first)"
+)
 
 
 @needs_accelerate

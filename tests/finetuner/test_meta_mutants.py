@@ -28,8 +28,16 @@ ROOT = Path(__file__).resolve().parents[2]
 
 from gru4rec_conformance.implementations.finetuner.mutants import MUTANTS  # noqa: E402
 
-KINDS = ("tokenization", "padding_masking", "data_integrity", "selection_leakage", "early_stopping", "seeding",
-         "reporting", "offline")
+KINDS = (
+    "tokenization",
+    "padding_masking",
+    "data_integrity",
+    "selection_leakage",
+    "early_stopping",
+    "seeding",
+    "reporting",
+    "offline",
+)
 
 
 _NOTICE_SHOWN: list[str] = []
@@ -54,15 +62,38 @@ def _run_suite(pytestconfig, tmp_path_factory, scope: str, *, slow: bool) -> dic
     tmp = tmp_path_factory.mktemp(f"meta_{scope}")
     out = tmp / "results.jsonl"
     # --report-dir: the protocol check writes its plots there, not under the checkout's reports/out.
-    args = [sys.executable, "-m", "pytest", "conformance/finetuner", "-q", "-p", "no:cacheprovider",
-            "-p", "gru4rec_conformance.conformance.finetuner.meta_plugin", "--no-report", "--report-dir", str(tmp / "reports"),
-            "--ft-results", str(out), "--ft-mutant-scope", scope, "--impl", "reference"]
+    args = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "conformance/finetuner",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "-p",
+        "gru4rec_conformance.conformance.finetuner.meta_plugin",
+        "--no-report",
+        "--report-dir",
+        str(tmp / "reports"),
+        "--ft-results",
+        str(out),
+        "--ft-mutant-scope",
+        scope,
+        "--impl",
+        "reference",
+    ]
     if not slow:
         args += ["-m", "not slow"]
     for name in MUTANTS:
         args += ["--impl", name]
-    proc = subprocess.run(args, cwd=ROOT, capture_output=True, text=True, timeout=3600,
-                          env=dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1"))
+    proc = subprocess.run(
+        args,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=3600,
+        env=dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1"),
+    )
     results = defaultdict(list)
     if out.exists():
         for line in out.read_text().splitlines():
@@ -97,9 +128,14 @@ def _caught(results, cls, *, own_row: bool) -> list[str]:
     """Checks that fail on the mutant and pass, as the same test with the same parameters, on the reference."""
     rows = results.get(cls.name, [])
     passed_on_reference = _reference_passed(results)
-    return [r["nodeid"] for r in rows if r["outcome"] == "failed" and r["kind"] == cls.kind
-            and (not own_row or r["check"] == f"FT-{cls.defect_row}")
-            and _reference_nodeid(r["nodeid"], cls.name) in passed_on_reference]
+    return [
+        r["nodeid"]
+        for r in rows
+        if r["outcome"] == "failed"
+        and r["kind"] == cls.kind
+        and (not own_row or r["check"] == f"FT-{cls.defect_row}")
+        and _reference_nodeid(r["nodeid"], cls.name) in passed_on_reference
+    ]
 
 
 def test_every_defect_row_has_a_mutant():
@@ -116,8 +152,11 @@ def test_reference_passes_every_check(row_results):
 
     standin = sst5_dir() is None
     recs = row_results.get("reference", [])
-    bad = [f"{r['nodeid']} ({r['when']}: {r['outcome']})" for r in recs if r["outcome"] != "passed"
-           and not (standin and r["outcome"] == "skipped" and r.get("real_sst5_only"))]
+    bad = [
+        f"{r['nodeid']} ({r['when']}: {r['outcome']})"
+        for r in recs
+        if r["outcome"] != "passed" and not (standin and r["outcome"] == "skipped" and r.get("real_sst5_only"))
+    ]
     assert not bad, "the reference does not pass:\n" + "\n".join(bad)
     passed_rows = {r["check"] for r in recs if r["when"] == "call" and r["outcome"] == "passed"}
     missing = sorted({f"FT-{c.defect_row}" for c in MUTANTS.values()} - passed_rows)
@@ -131,8 +170,10 @@ def test_mutant_caught_by_its_own_check(row_results, name):
     ran = row_results.get(name, [])
     assert ran, f"no check of row FT-{cls.defect_row} ran on {name}"
     caught = _caught(row_results, cls, own_row=True)
-    assert caught, (f"{name} (row {cls.defect_row}: {cls.defect}) passed every FT-{cls.defect_row} check, or the "
-                    "checks it failed also fail on the reference")
+    assert caught, (
+        f"{name} (row {cls.defect_row}: {cls.defect}) passed every FT-{cls.defect_row} check, or the "
+        "checks it failed also fail on the reference"
+    )
 
 
 @pytest.mark.slow

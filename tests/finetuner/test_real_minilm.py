@@ -16,8 +16,15 @@ def test_minilm_full_sst5_one_epoch(sst5_full, tmp_path):
     import torch
 
     torch.set_num_threads(2)
-    rec = run_once(ModelSpec(path=str(d)), sst5_full["train"], sst5_full["dev"], sst5_full["test"],
-                   FinetuneConfig(max_epochs=1, batch_size=16, learning_rate=5e-5), seed=0, out_dir=tmp_path)
+    rec = run_once(
+        ModelSpec(path=str(d)),
+        sst5_full["train"],
+        sst5_full["dev"],
+        sst5_full["test"],
+        FinetuneConfig(max_epochs=1, batch_size=16, learning_rate=5e-5),
+        seed=0,
+        out_dir=tmp_path,
+    )
     assert rec["test"]["n"] == 2210
     assert rec["test_accuracy"] >= 0.40, f"test accuracy {rec['test_accuracy']:.3f} (majority rate 0.286)"
     assert not rec["collapsed"]

@@ -28,15 +28,21 @@ from gru4rec_conformance.reference.finetuner import (
     simulate,
 )
 
-TEXTS = ["a stirring , funny and finally transporting movie", "it 's not a bad film at all",
-         "the plot is dull and the acting is worse", "one of the best movies of the year", "a mess of a movie",
-         "wo n't sit still for it"]
+TEXTS = [
+    "a stirring , funny and finally transporting movie",
+    "it 's not a bad film at all",
+    "the plot is dull and the acting is worse",
+    "one of the best movies of the year",
+    "a mess of a movie",
+    "wo n't sit still for it",
+]
 
 
 def _data(n, split, seed=0):
     rng = np.random.default_rng(seed)
-    texts = [TEXTS[i % len(TEXTS)] if i < len(TEXTS) else " ".join(rng.choice(" ".join(TEXTS).split(), 6))
-             for i in range(n)]
+    texts = [
+        TEXTS[i % len(TEXTS)] if i < len(TEXTS) else " ".join(rng.choice(" ".join(TEXTS).split(), 6)) for i in range(n)
+    ]
     return Examples.from_lists(texts, [i % 5 for i in range(n)], split=split)
 
 
@@ -59,8 +65,11 @@ def test_lr_at_matches_transformers_schedulers(schedule):
     total = 57
     opt = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=cfg.learning_rate)
     w = cfg.warmup_steps(total)
-    sched = (get_linear_schedule_with_warmup(opt, w, total) if schedule == "linear"
-             else get_constant_schedule_with_warmup(opt, w))
+    sched = (
+        get_linear_schedule_with_warmup(opt, w, total)
+        if schedule == "linear"
+        else get_constant_schedule_with_warmup(opt, w)
+    )
     for step in range(total):
         assert math.isclose(opt.param_groups[0]["lr"], cfg.lr_at(step, total), rel_tol=1e-9, abs_tol=1e-15)
         opt.step()
@@ -102,8 +111,18 @@ def test_collapse_reasons():
 
 
 def test_aggregate_runs_of_different_lengths():
-    runs = [dict(test_accuracy=a, test_macro_f1=a / 2, selected_val_metric=1 - a, selected_val_accuracy=a,
-                 collapsed=c, selected_epoch=e, epochs_run=e + 2) for a, c, e in ((0.5, False, 1), (0.3, True, 4))]
+    runs = [
+        dict(
+            test_accuracy=a,
+            test_macro_f1=a / 2,
+            selected_val_metric=1 - a,
+            selected_val_accuracy=a,
+            collapsed=c,
+            selected_epoch=e,
+            epochs_run=e + 2,
+        )
+        for a, c, e in ((0.5, False, 1), (0.3, True, 4))
+    ]
     agg = aggregate_runs(runs)
     assert agg["n_runs"] == 2 and agg["n_collapsed"] == 1 and agg["epochs_run"] == [3, 6]
     assert math.isclose(agg["test_accuracy"]["std"], np.std([0.5, 0.3], ddof=1))
@@ -165,8 +184,15 @@ def test_model_spec_requires_local_directory(tmp_path):
 def test_protocol_writes_runs_and_refuses_overwrite(tiny_bert_dir, tmp_path):
     spec = ModelSpec(path=str(tiny_bert_dir))
     train, val, test = _data(16, "train"), _data(8, "dev", 1), _data(8, "test", 2)
-    res = run_repeats(spec, train, val, test, dict(max_epochs=2, batch_size=8, learning_rate=1e-3,
-                                                   warmup_ratio=0.0, patience=1), seeds=[0, 1], out_dir=tmp_path)
+    res = run_repeats(
+        spec,
+        train,
+        val,
+        test,
+        dict(max_epochs=2, batch_size=8, learning_rate=1e-3, warmup_ratio=0.0, patience=1),
+        seeds=[0, 1],
+        out_dir=tmp_path,
+    )
     assert [r["artifact_dir"].rsplit("/", 1)[-1] for r in res["runs"]] == ["run-00-seed0", "run-01-seed1"]
     assert all(sum(e["split"] == "test" for e in r["split_log"]) == 1 for r in res["runs"])
     assert res["aggregate"]["n_runs"] == 2 and (tmp_path / "results.json").is_file()

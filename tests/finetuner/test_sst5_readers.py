@@ -22,9 +22,11 @@ from gru4rec_conformance.datasets.sst5 import (
 )
 
 TREES = {
-    "train": ["(3 (2 it) (4 (2 's) (4 (3 great) (2 fun))))",
-              "(1 (2 -LRB-) (1 (1 (2 not) (1 (2 a) (1 (1 good) (2 film)))) (2 -RRB-)))",
-              "(2 (2 just) (2 okay))"],
+    "train": [
+        "(3 (2 it) (4 (2 's) (4 (3 great) (2 fun))))",
+        "(1 (2 -LRB-) (1 (1 (2 not) (1 (2 a) (1 (1 good) (2 film)))) (2 -RRB-)))",
+        "(2 (2 just) (2 okay))",
+    ],
     "dev": ["(0 (0 awful) (2 .))", "(4 (4 brilliant) (2 !))"],
     "test": ["(3 (2 a) (3 (3 fine) (2 movie)))", "(2 neutral)"],
 }
@@ -48,12 +50,15 @@ def test_bracket_tokens_normalised_like_pytreebank():
     assert t.text() == "( x )"
 
 
-@pytest.mark.parametrize("line, col, msg", [
-    ("(3 (2 it) (4 great)", 20, "expected ')'"),
-    ("(x (2 it))", 2, "not a non-negative integer"),
-    ("(3 (2 it)) extra", 12, "text after the end"),
-    ("(3 (2 two words))", 7, "more than one word"),
-])
+@pytest.mark.parametrize(
+    "line, col, msg",
+    [
+        ("(3 (2 it) (4 great)", 20, "expected ')'"),
+        ("(x (2 it))", 2, "not a non-negative integer"),
+        ("(3 (2 it)) extra", 12, "text after the end"),
+        ("(3 (2 two words))", 7, "more than one word"),
+    ],
+)
 def test_parse_errors_name_file_line_column(line, col, msg):
     with pytest.raises(ValueError) as e:
         parse_tree(line, source="trees.txt", lineno=7)
@@ -99,13 +104,16 @@ def test_read_stsa(tmp_path):
     assert ex.texts[1] == "awful -lrb- really -rrb-" and ex.labels == (3, 0)
 
 
-@pytest.mark.parametrize("content, msg", [
-    ("3 ok\nnospace\n", ":2: expected '<label> <sentence>'"),
-    ("3 ok\n7 too big\n", ":2: label 7 outside 0..4"),
-    ("x ok\n", ":1: label 'x' is not an integer"),
-    ("3 ok\n\n2 fine\n", ":2: blank line"),
-    ("3  \n", ":1: empty sentence"),
-])
+@pytest.mark.parametrize(
+    "content, msg",
+    [
+        ("3 ok\nnospace\n", ":2: expected '<label> <sentence>'"),
+        ("3 ok\n7 too big\n", ":2: label 7 outside 0..4"),
+        ("x ok\n", ":1: label 'x' is not an integer"),
+        ("3 ok\n\n2 fine\n", ":2: blank line"),
+        ("3  \n", ":1: empty sentence"),
+    ],
+)
 def test_stsa_errors_name_file_and_line(tmp_path, content, msg):
     p = tmp_path / "stsa.fine.train"
     p.write_text(content, encoding="utf-8")

@@ -138,8 +138,11 @@ def test_sentiment_is_learnable(standin):
     assert acc >= 1.4 * majority, f"5-class test accuracy {acc:.3f}, majority {majority:.3f}"
     assert acc_shuffled < majority + 0.05, f"shuffled-label control reaches {acc_shuffled:.3f}"
     b_train, b_test = binary(splits["train"]), binary(splits["test"])
-    b_acc = LogisticRegression(max_iter=2000).fit(vec.transform(b_train.texts), b_train.labels) \
+    b_acc = (
+        LogisticRegression(max_iter=2000)
+        .fit(vec.transform(b_train.texts), b_train.labels)
         .score(vec.transform(b_test.texts), b_test.labels)
+    )
     assert b_acc >= 0.78, f"binary test accuracy {b_acc:.3f}"
 
 
@@ -170,8 +173,9 @@ def test_old_generations_and_leftovers_are_pruned_when_a_stand_in_is_written(tmp
     old_same_version = standin_dir(1, tmp_path)
     os.utime(old_same_version, (two_days_ago, two_days_ago))
     standin_dir(2, tmp_path)  # a write prunes: the current generation's seeds stay, whatever their age
-    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([d.name, old_same_version.name, young.name,
-                                                                  d.name.replace("seed0", "seed2")])
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        [d.name, old_same_version.name, young.name, d.name.replace("seed0", "seed2")]
+    )
 
 
 def test_fallback_to_the_standin(tmp_path, monkeypatch):

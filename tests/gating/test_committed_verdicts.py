@@ -18,8 +18,9 @@ CONFLICT = re.compile(r"^(<{7,8}|>{7,8}) \S", re.MULTILINE)
 def test_no_merge_conflict_markers_in_committed_verdicts():
     files = [p for p in VERDICTS.rglob("*") if p.is_file() and p.suffix in (".json", ".jsonl", ".md", ".html", ".toml")]
     assert files, f"no committed verdict files under {VERDICTS}"
-    marked = [str(p.relative_to(VERDICTS)) for p in files if CONFLICT.search(p.read_text(encoding="utf-8",
-                                                                                          errors="replace"))]
+    marked = [
+        str(p.relative_to(VERDICTS)) for p in files if CONFLICT.search(p.read_text(encoding="utf-8", errors="replace"))
+    ]
     assert not marked, f"merge-conflict markers in committed verdicts: {marked}"
 
 

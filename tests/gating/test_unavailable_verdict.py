@@ -18,12 +18,21 @@ REASON = "recommenders 1.2.1 cannot run on Python 3.11: importing GRUModel fails
 
 
 def _run(outcomes_reasons):
-    results = [{"nodeid": f"t::c{i}", "outcome": o, "reason": r, "check": {"id": f"C-{i}", "kind": "K1"}}
-               for i, (o, r) in enumerate(outcomes_reasons)]
-    header = {"impl": {"name": "ms_recommenders", "family": "gru4rec", "role": "implementation", "version": "1.2.1"},
-              "kinds": {"K1": "state reset"}}
-    return RunData(directory=Path("/nowhere/ms_recommenders/20260101T000000Z"), header=header, results=results,
-                   resumes=[], end={"status": "complete"})
+    results = [
+        {"nodeid": f"t::c{i}", "outcome": o, "reason": r, "check": {"id": f"C-{i}", "kind": "K1"}}
+        for i, (o, r) in enumerate(outcomes_reasons)
+    ]
+    header = {
+        "impl": {"name": "ms_recommenders", "family": "gru4rec", "role": "implementation", "version": "1.2.1"},
+        "kinds": {"K1": "state reset"},
+    }
+    return RunData(
+        directory=Path("/nowhere/ms_recommenders/20260101T000000Z"),
+        header=header,
+        results=results,
+        resumes=[],
+        end={"status": "complete"},
+    )
 
 
 def test_all_skipped_as_unavailable_is_not_a_pass():
@@ -61,10 +70,12 @@ def test_pypi_adapters_without_their_package_are_unavailable_not_failed():
     adapter says UNAVAILABLE with the tox environment to use, instead of failing every check in ``fit``."""
     checked = 0
     registry = default_registry()
-    for impl, module, env in (("cornac", "cornac", "tox -e cornac"),
-                              ("recpack:cross_entropy", "recpack", "tox -e recpack"),
-                              ("recbole", "recbole", "tox -e recbole"),
-                              ("torch_rechub", "torch_rechub", "tox -e torch_rechub")):
+    for impl, module, env in (
+        ("cornac", "cornac", "tox -e cornac"),
+        ("recpack:cross_entropy", "recpack", "tox -e recpack"),
+        ("recbole", "recbole", "tox -e recbole"),
+        ("torch_rechub", "torch_rechub", "tox -e torch_rechub"),
+    ):
         if importlib.util.find_spec(module) is not None:
             continue  # installed here (a tox environment): its checks run for real
         (spec,) = registry.get(impl, family="gru4rec")

@@ -219,7 +219,7 @@ class ToyReference(ToyAdapter):
     role = "reference"
 '''
 
-CONFTEST = '''
+CONFTEST = """
 pytest_plugins = ["gru4rec_conformance.conformance._harness.plugin"]
 
 import dummies
@@ -236,7 +236,7 @@ def pytest_conformance_register_adapters(registry):
                 dummies.Leaking, dummies.BadCaps, dummies.Liar, dummies.Missing, dummies.Mutant, dummies.Reference,
                 dummies.ToyAdapter, dummies.ToyReference):
         registry.add(cls)
-'''
+"""
 
 TRAIN_DF = "pd.DataFrame({'SessionId': [1, 1, 1, 2, 2], 'ItemId': [5, 6, 7, 5, 6], 'Time': [1, 2, 3, 4, 5]})"
 

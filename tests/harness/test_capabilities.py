@@ -137,21 +137,33 @@ def test_declared_hook_raises_unsupported(impl):
 def test_capability_skips_with_reason_and_declared_unsupported_fails(project):
     project.checks(CHECKS)
     result = project.run("conformance", "--impl", "good", "--impl", "liar", "-rs")
-    result.stdout.fnmatch_lines([
-        "*test_checks.py:*: unsupported by liar: needs loss:top1 (not declared)",
-        "*test_checks.py:*: unsupported by liar: needs hook:train_step (not declared)",
-        "*unsupported by liar: momentum (Liar does not declare hyperparameter 'momentum')",
-        "*unsupported by liar: needs logq, extra_shared_negatives (not declared)",
-    ])
+    result.stdout.fnmatch_lines(
+        [
+            "*test_checks.py:*: unsupported by liar: needs loss:top1 (not declared)",
+            "*test_checks.py:*: unsupported by liar: needs hook:train_step (not declared)",
+            "*unsupported by liar: momentum (Liar does not declare hyperparameter 'momentum')",
+            "*unsupported by liar: needs logq, extra_shared_negatives (not declared)",
+        ]
+    )
     result.stdout.fnmatch_lines(["*liar declares 'loss:bpr-max' but raised Unsupported(loss:bpr-max (not really))*"])
     result.stdout.fnmatch_lines(["*liar declares 'optimizer_info' but raised Unsupported(optimizer_info)*"])
     good, liar = project.outcomes("good"), project.outcomes("liar")
-    expected_good = {"needs_top1": "skipped-unsupported", "needs_hook": "skipped-unsupported", "has_hook": "passed",
-                     "runtime_unsupported_hparam": "skipped-unsupported", "hp4_style": "passed",
-                     "require": "skipped-unsupported", "declared_but_unsupported_loss": "skipped-unsupported",
-                     "declared_hook_raises_unsupported": "passed"}
-    expected_liar = {**expected_good, "has_hook": "failed", "declared_but_unsupported_loss": "failed",
-                     "declared_hook_raises_unsupported": "failed"}
+    expected_good = {
+        "needs_top1": "skipped-unsupported",
+        "needs_hook": "skipped-unsupported",
+        "has_hook": "passed",
+        "runtime_unsupported_hparam": "skipped-unsupported",
+        "hp4_style": "passed",
+        "require": "skipped-unsupported",
+        "declared_but_unsupported_loss": "skipped-unsupported",
+        "declared_hook_raises_unsupported": "passed",
+    }
+    expected_liar = {
+        **expected_good,
+        "has_hook": "failed",
+        "declared_but_unsupported_loss": "failed",
+        "declared_hook_raises_unsupported": "failed",
+    }
     assert good == {f"test_{k}[good]": v for k, v in expected_good.items()}
     assert liar == {f"test_{k}[liar]": v for k, v in expected_liar.items()}
     result.assert_outcomes(passed=4, skipped=9, failed=3)
@@ -173,11 +185,13 @@ def test_bad_check_declarations_are_errors(project):
     ''')
     result = project.run("conformance", "--impl", "good")
     result.assert_outcomes(errors=3)
-    result.stdout.fnmatch_lines([
-        "*a conformance check needs @pytest.mark.check('<ID>', kind='<kind>')*",
-        "*@check kind 'K12' is not a kind of family gru4rec*",
-        "*unknown feature 'lgoq' for family gru4rec*",
-    ])
+    result.stdout.fnmatch_lines(
+        [
+            "*a conformance check needs @pytest.mark.check('<ID>', kind='<kind>')*",
+            "*@check kind 'K12' is not a kind of family gru4rec*",
+            "*unknown feature 'lgoq' for family gru4rec*",
+        ]
+    )
     assert set(project.outcomes("good").values()) == {"error"}
 
 
@@ -189,8 +203,12 @@ def test_invalid_declaration_errors_every_check_of_that_adapter(project):
     ''')
     result = project.run("conformance", "--impl", "badcaps", "--impl", "good")
     result.assert_outcomes(passed=1, errors=1)
-    result.stdout.fnmatch_lines(["*ERROR describing the adapter: CapabilityError*unknown capability field(s)*logg*",
-                                 "*badcaps: the adapter cannot be described*"])
+    result.stdout.fnmatch_lines(
+        [
+            "*ERROR describing the adapter: CapabilityError*unknown capability field(s)*logg*",
+            "*badcaps: the adapter cannot be described*",
+        ]
+    )
 
 
 def test_unavailable_implementation_skips_its_checks_with_how_to_provide_it(project):
@@ -201,10 +219,12 @@ def test_unavailable_implementation_skips_its_checks_with_how_to_provide_it(proj
     ''')
     result = project.run("conformance", "--impl", "missing", "-rs")
     result.assert_outcomes(skipped=1)
-    result.stdout.fnmatch_lines([
-        "*NOT AVAILABLE (its checks are skipped): set MISSING_PATH to a checkout of example/missing@abc123",
-        "*implementation missing is not available here: set MISSING_PATH to a checkout*",
-    ])
+    result.stdout.fnmatch_lines(
+        [
+            "*NOT AVAILABLE (its checks are skipped): set MISSING_PATH to a checkout of example/missing@abc123",
+            "*implementation missing is not available here: set MISSING_PATH to a checkout*",
+        ]
+    )
     # and once more at the end of the output, where a user without -rs looks
     result.stdout.fnmatch_lines(["UNAVAILABLE missing: 1 of 1 checks skipped: set MISSING_PATH to a checkout*"])
     result = project.run("conformance", "--impl", "missing", "--gate")

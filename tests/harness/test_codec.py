@@ -18,10 +18,19 @@ def _roundtrip(value, tmp_path):
 def test_roundtrip_of_protocol_values(tmp_path):
     big = np.random.default_rng(0).random((40, 30), dtype=np.float32)
     value = {
-        "scores": big, "small": np.arange(5, dtype=np.int64), "nan": float("nan"), "flag": np.bool_(True),
-        3: (1, "two", None), "set": {1, 2},
-        "report": FitReport([0.5], [2], [10], [0.1], trace=[StepTrace(np.array([1, 2]), np.array([0, 1]),
-                                                                      np.array([0.0, 1.5]), 2, np.array([7]), 0.05)]),
+        "scores": big,
+        "small": np.arange(5, dtype=np.int64),
+        "nan": float("nan"),
+        "flag": np.bool_(True),
+        3: (1, "two", None),
+        "set": {1, 2},
+        "report": FitReport(
+            [0.5],
+            [2],
+            [10],
+            [0.1],
+            trace=[StepTrace(np.array([1, 2]), np.array([0, 1]), np.array([0.0, 1.5]), 2, np.array([7]), 0.05)],
+        ),
     }
     out = _roundtrip(value, tmp_path)
     assert out["scores"].dtype == np.float32 and np.array_equal(out["scores"], big)
@@ -33,8 +42,14 @@ def test_roundtrip_of_protocol_values(tmp_path):
 
 
 def test_dataframes_streams_and_prefixes(tmp_path):
-    df = pd.DataFrame({"SessionId": np.array([1, 1, 2], dtype=np.int64), "ItemId": [5, 6, 5],
-                       "Time": [0.5, 1.0, 2.0], "Name": ["a", "b", "c"]})
+    df = pd.DataFrame(
+        {
+            "SessionId": np.array([1, 1, 2], dtype=np.int64),
+            "ItemId": [5, 6, 5],
+            "Time": [0.5, 1.0, 2.0],
+            "Name": ["a", "b", "c"],
+        }
+    )
     out = _roundtrip(df, tmp_path)
     pd.testing.assert_frame_equal(out, df, check_dtype=False)
     assert out["SessionId"].dtype == np.int64 and out["Time"].dtype == np.float64

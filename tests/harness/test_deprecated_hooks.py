@@ -74,6 +74,7 @@ def test_a_subclass_of_a_new_style_adapter_may_still_override_the_old_name():
             return {"new": np.zeros(1)}
 
     with pytest.warns(DeprecationWarning, match="overrides get_params"):
+
         class Old(New):
             def get_params(self):
                 return {"old": np.zeros(1)}
@@ -110,6 +111,7 @@ def test_without_either_name_the_hook_is_unsupported_and_undeclared():
 
 def test_an_old_style_super_call_raises_unsupported_instead_of_recursing():
     with pytest.warns(DeprecationWarning):
+
         class Partial(_Base):
             def get_params(self):
                 return super().get_params()  # "not this time": the base raised Unsupported before the rename
@@ -180,7 +182,14 @@ def test_the_harness_runs_the_hooks_of_an_old_style_outside_adapter_and_warns_on
 def test_an_old_style_outside_adapter_in_a_worker_process(project):
     project.pytester.makepyfile(legacy=LEGACY_MODULE)
     project.checks(CHECKS)
-    result = project.run("conformance", "--impl", "legacy:Legacy", "--isolation", "always",
-                         "-W", "ignore:legacy.Legacy overrides:DeprecationWarning")  # the warning is tested above
+    result = project.run(
+        "conformance",
+        "--impl",
+        "legacy:Legacy",
+        "--isolation",
+        "always",
+        "-W",
+        "ignore:legacy.Legacy overrides:DeprecationWarning",
+    )  # the warning is tested above
     result.assert_outcomes(passed=2)
     assert "worker process" in project.results("legacy")["run"]["impl"]["isolation"]

@@ -71,10 +71,19 @@ def test_no_harness_module_imports_the_reports_at_module_level():
 
 
 def test_the_import_check_sees_nested_and_relative_module_level_imports():
-    tree = ast.parse("import a\ntry:\n    from b import c\nexcept ImportError:\n    import d\n"
-                     "class K:\n    import e\ndef f():\n    import g\nfrom ...reports import summary\n")
+    tree = ast.parse(
+        "import a\ntry:\n    from b import c\nexcept ImportError:\n    import d\n"
+        "class K:\n    import e\ndef f():\n    import g\nfrom ...reports import summary\n"
+    )
     assert {m for _, m in _module_level_imports(tree)} == {
-        "a", "b", "b.c", "d", "e", "gru4rec_conformance.reports", "gru4rec_conformance.reports.summary"}
+        "a",
+        "b",
+        "b.c",
+        "d",
+        "e",
+        "gru4rec_conformance.reports",
+        "gru4rec_conformance.reports.summary",
+    }
 
 
 def test_every_hook_and_fixture_of_the_harness_modules_is_in_the_plugin_namespace():
@@ -92,8 +101,16 @@ def test_every_hook_and_fixture_of_the_harness_modules_is_in_the_plugin_namespac
             assert name not in seen, f"{name} is defined in {seen[name]} and {module.__name__}"
             seen[name] = module.__name__
             assert getattr(plugin, name, None) is obj, f"plugin.py does not import {module.__name__}.{name}"
-    assert {"pytest_configure", "pytest_collection_modifyitems", "pytest_runtest_setup", "pytest_sessionfinish",
-            "impl", "reference_impl", "record_metric", "conformance_options"} <= set(seen)
+    assert {
+        "pytest_configure",
+        "pytest_collection_modifyitems",
+        "pytest_runtest_setup",
+        "pytest_sessionfinish",
+        "impl",
+        "reference_impl",
+        "record_metric",
+        "conformance_options",
+    } <= set(seen)
     assert set(plugin.__all__) >= set(seen) | {"pytest_addhooks"}
 
 
@@ -101,8 +118,10 @@ def test_the_schema_file_is_a_versioned_draft_2020_12_schema():
     schema = json.loads(RESULTS_SCHEMA_PATH.read_text(encoding="utf-8"))
     jsonschema.Draft202012Validator.check_schema(schema)
     assert schema["$id"].endswith(f"/results-{RESULTS_SCHEMA_VERSION}.schema.json")
-    assert schema["properties"]["schema_version"] == {"const": RESULTS_SCHEMA_VERSION,
-                                                      "description": "version of this JSON Schema"}
+    assert schema["properties"]["schema_version"] == {
+        "const": RESULTS_SCHEMA_VERSION,
+        "description": "version of this JSON Schema",
+    }
     assert schema["properties"]["schema"]["const"] == SCHEMA
     assert RESULTS_SCHEMA_VERSION.split(".")[0] == str(SCHEMA)
     assert schema["$defs"]["outcome"]["enum"] == list(OUTCOMES)
@@ -144,7 +163,7 @@ def test_error(impl, broken):
     """Errors in setup."""
 '''
 
-XFAILS = '''
+XFAILS = """
 implementation = "good"
 
 [[xfail]]
@@ -152,7 +171,7 @@ id = "conformance/gru4rec/test_checks.py::test_known"
 reason = "declared"
 kind = "bug"
 link = "none"
-'''
+"""
 
 
 def _validate(data: dict) -> None:

@@ -40,8 +40,10 @@ def test_crash_hang_exception_and_memory_become_failures_and_the_run_completes(p
     project.run("conformance", "--impl", "crashing,exiting,raising,isolated").assert_outcomes(passed=5, failed=3)
     project.run("conformance", "--impl", "hanging", "--call-timeout", "3").assert_outcomes(passed=1, failed=1)
     project.run("conformance", "--impl", "leaking", "--worker-memory-mb", "400").assert_outcomes(passed=1, failed=1)
-    fit = {impl: next(r for r in project.results(impl)["results"] if r["test"].startswith("test_fit"))
-           for impl in ("crashing", "exiting", "hanging", "raising", "leaking", "isolated")}
+    fit = {
+        impl: next(r for r in project.results(impl)["results"] if r["test"].startswith("test_fit"))
+        for impl in ("crashing", "exiting", "hanging", "raising", "leaking", "isolated")
+    }
     assert fit["isolated"]["outcome"] == "passed"
     assert "killed by SIGSEGV" in fit["crashing"]["reason"]
     assert fit["crashing"]["worker"]["kind"] == "crash"
@@ -99,8 +101,13 @@ def test_worker_least_privilege(project, monkeypatch):
 
 
 def _proxy(**settings) -> WorkerProxy:
-    return WorkerProxy("gru4rec_conformance.implementations.template:TemplateAdapter", TemplateAdapter.protocol_methods(),
-                       settings=IsolationSettings(**settings), capabilities_cls=Capabilities, label="template")
+    return WorkerProxy(
+        "gru4rec_conformance.implementations.template:TemplateAdapter",
+        TemplateAdapter.protocol_methods(),
+        settings=IsolationSettings(**settings),
+        capabilities_cls=Capabilities,
+        label="template",
+    )
 
 
 def test_proxy_forwards_the_protocol_and_reraises_unsupported():
@@ -152,15 +159,22 @@ def test_state_is_lost_after_a_crash_and_build_starts_a_fresh_worker():
 
 
 def test_worker_start_failure_is_reported():
-    proxy = WorkerProxy("gru4rec_conformance.implementations.template:NoSuchAdapter", ("version", "capabilities"), label="broken")
+    proxy = WorkerProxy(
+        "gru4rec_conformance.implementations.template:NoSuchAdapter", ("version", "capabilities"), label="broken"
+    )
     with pytest.raises(WorkerCallError, match="could not create the adapter: AttributeError"):
         proxy.capabilities()
     proxy.close()
 
 
 def test_timeout_kills_the_whole_process_group(project):
-    proxy = WorkerProxy("dummies:Hanging", ("version", "capabilities", "build", "fit"),
-                        settings=IsolationSettings(call_timeout=1), pythonpath=(str(project.path),), label="hanging")
+    proxy = WorkerProxy(
+        "dummies:Hanging",
+        ("version", "capabilities", "build", "fit"),
+        settings=IsolationSettings(call_timeout=1),
+        pythonpath=(str(project.path),),
+        label="hanging",
+    )
     import pandas as pd
 
     try:
@@ -173,11 +187,20 @@ def test_timeout_kills_the_whole_process_group(project):
         proxy.close()
 
 
-@pytest.mark.parametrize("user_env,threads,want_env,want_torch", [
-    ({}, None, {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}, 1),
-    ({"OMP_NUM_THREADS": "2"}, None, {"OMP_NUM_THREADS": "2", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}, 2),
-    ({"OMP_NUM_THREADS": "2"}, 3, {"OMP_NUM_THREADS": "3", "MKL_NUM_THREADS": "3", "OPENBLAS_NUM_THREADS": "3"}, 3),
-], ids=["default-1", "user-env-kept", "option-overrides"])
+@pytest.mark.parametrize(
+    "user_env,threads,want_env,want_torch",
+    [
+        ({}, None, {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}, 1),
+        (
+            {"OMP_NUM_THREADS": "2"},
+            None,
+            {"OMP_NUM_THREADS": "2", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"},
+            2,
+        ),
+        ({"OMP_NUM_THREADS": "2"}, 3, {"OMP_NUM_THREADS": "3", "MKL_NUM_THREADS": "3", "OPENBLAS_NUM_THREADS": "3"}, 3),
+    ],
+    ids=["default-1", "user-env-kept", "option-overrides"],
+)
 def test_worker_pins_thread_counts(monkeypatch, user_env, threads, want_env, want_torch):
     """Workers get OMP/MKL/OpenBLAS thread counts (default 1, a user's variable kept, --worker-threads wins) and
     torch's intra-op threads follow once the adapter has imported torch."""
@@ -190,9 +213,14 @@ def test_worker_pins_thread_counts(monkeypatch, user_env, threads, want_env, wan
         monkeypatch.delenv(var, raising=False)
     for k, v in user_env.items():
         monkeypatch.setenv(k, v)
-    proxy = WorkerProxy("thread_probe:ThreadProbe", ThreadProbe.protocol_methods(),
-                        settings=IsolationSettings(threads=threads), capabilities_cls=Capabilities,
-                        pythonpath=(str(Path(__file__).parent),), label="thread-probe")
+    proxy = WorkerProxy(
+        "thread_probe:ThreadProbe",
+        ThreadProbe.protocol_methods(),
+        settings=IsolationSettings(threads=threads),
+        capabilities_cls=Capabilities,
+        pythonpath=(str(Path(__file__).parent),),
+        label="thread-probe",
+    )
     try:
         proxy.build(seed=1)
         info = proxy.optimizer_info()

@@ -64,8 +64,11 @@ def test_refused_optimizer_drops_its_learning_rate_and_momentum():
 
 def test_accepted_values_are_passed_unchanged():
     impl = FakeImpl(lambda hp: None)
-    assert build(impl, dict(layers=[8]), dict(**ADAGRAD, learning_rate=0.1)) == {"layers": [8], "optimizer": "adagrad",
-                                                                                 "learning_rate": 0.1}
+    assert build(impl, dict(layers=[8]), dict(**ADAGRAD, learning_rate=0.1)) == {
+        "layers": [8],
+        "optimizer": "adagrad",
+        "learning_rate": 0.1,
+    }
     assert impl.notes == [] and len(impl.builds) == 1
 
 
@@ -96,7 +99,8 @@ def test_dropped_values_reach_the_check_record(project):
         model = build(impl, dict(n_epochs=1), dict(learning_rate=0.5, layers=[4]))
         assert model.fit(TRAIN).n_steps == [1]
     ''')
-    project.pytester.makepyfile(refusing='''
+    project.pytester.makepyfile(
+        refusing="""
         from dummies import Good
         from gru4rec_conformance.implementations.base import Unsupported
 
@@ -107,11 +111,13 @@ def test_dropped_values_reach_the_check_record(project):
                 if hp.get("learning_rate", 0.1) != 0.1:
                     raise Unsupported(f"learning_rate:{hp['learning_rate']}", "fixed at 0.1")
                 return super().build(seed, **hp)
-    ''')
+    """
+    )
     project.run("conformance", "--impl", "refusing:Refusing").assert_outcomes(passed=1)
     (impl_dir,) = [p.name for p in (project.path / "reports" / "out").iterdir() if p.is_dir()]
     (rec,) = project.results(impl_dir)["results"]
     notes = [m for m in rec["metrics"] if m["name"].startswith("optional hyperparameter dropped")]
-    assert [(m["context"]["hyperparameter"], m["context"]["value"], m["value"]) for m in notes] == \
-        [("learning_rate", "0.5", None)]
+    assert [(m["context"]["hyperparameter"], m["context"]["value"], m["value"]) for m in notes] == [
+        ("learning_rate", "0.5", None)
+    ]
     assert "fixed at 0.1" in notes[0]["context"]["refused"]

@@ -26,15 +26,29 @@ def test_the_protocol_and_the_reference_share_one_set_of_records():
 def test_importing_the_protocol_imports_neither_torch_nor_numpy():
     heavy = ("torch", "numpy", "gru4rec_conformance.reference.gru4rec.core")
     code = f"import sys; import gru4rec_conformance.implementations.base; print([m for m in {heavy!r} if m in sys.modules])"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                         env={"PYTHONPATH": child_pythonpath(), "PATH": "/usr/bin:/bin"})
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={"PYTHONPATH": child_pythonpath(), "PATH": "/usr/bin:/bin"},
+    )
     assert out.stdout.strip() == "[]"
 
 
 def test_a_reference_trace_crosses_the_worker_boundary(tmp_path):
-    trace = base.StepTrace(session_ids=np.array([3, 4]), positions=np.array([0, 2]), h_in_norms=np.array([0.0, 1.5]),
-                           n_active=2, negative_ids=np.array([7, 8]), learning_rate=0.05, epoch=1, step=9,
-                           score_shape=(2, 4), output_rows_touched=4)
+    trace = base.StepTrace(
+        session_ids=np.array([3, 4]),
+        positions=np.array([0, 2]),
+        h_in_norms=np.array([0.0, 1.5]),
+        n_active=2,
+        negative_ids=np.array([7, 8]),
+        learning_rate=0.05,
+        epoch=1,
+        step=9,
+        score_shape=(2, 4),
+        output_rows_touched=4,
+    )
     report = base.FitReport([0.5], [10], [20], [0.1], trace=[trace])
     sender, receiver = Codec(tmp_path, "c"), Codec(tmp_path, "p")
     out = receiver.decode(loads(dumps(sender.encode(report))))

@@ -57,20 +57,34 @@ def test_report_files_outcomes_and_no_overwrite(project):
     first = project.run_dirs("good")
     assert len(first) == 1
     run_dir = first[0]
-    assert {p.name for p in run_dir.iterdir()} >= {"results.jsonl", "results.json", "summary.md", "summary.html", "plots"}
+    assert {p.name for p in run_dir.iterdir()} >= {
+        "results.jsonl",
+        "results.json",
+        "summary.md",
+        "summary.html",
+        "plots",
+    }
     assert {p.name for p in (run_dir / "plots").iterdir()} == {"kinds.png", "features.png", "metrics.png"}
     data = json.loads((run_dir / "results.json").read_text())
     assert data["status"] == "complete" and data["run"]["impl"]["name"] == "good"
     by_test = {r["test"]: r for r in data["results"]}
     assert {k: v["outcome"] for k, v in by_test.items()} == {
-        "test_pass[good]": "passed", "test_fail[good]": "failed", "test_unsupported[good]": "skipped-unsupported",
-        "test_skip_other[good]": "skipped", "test_error[good]": "error",
+        "test_pass[good]": "passed",
+        "test_fail[good]": "failed",
+        "test_unsupported[good]": "skipped-unsupported",
+        "test_skip_other[good]": "skipped",
+        "test_error[good]": "error",
     }
     assert by_test["test_fail[good]"]["reason"].startswith("AssertionError: loss differs from the reference")
     assert by_test["test_error[good]"]["reason"] == "RuntimeError: fixture broke"
     assert by_test["test_skip_other[good]"]["reason"] == "dataset not available at /nowhere"
-    assert by_test["test_pass[good]"]["check"] == {"id": "R-1", "kind": "K1", "card": None, "timeout": None,
-                                                   "title": "Resets the hidden state at session starts."}
+    assert by_test["test_pass[good]"]["check"] == {
+        "id": "R-1",
+        "kind": "K1",
+        "card": None,
+        "timeout": None,
+        "title": "Resets the hidden state at session starts.",
+    }
     metric = by_test["test_pass[good]"]["metrics"][0]
     assert metric["within"] is True and metric["context"]["dataset"] == "yoochoose_100k"
     assert by_test["test_fail[good]"]["metrics"][0]["within"] is False
@@ -80,7 +94,7 @@ def test_report_files_outcomes_and_no_overwrite(project):
     assert "Resets the hidden state at session starts." in md and "2 sd of reference seeds" in md
     assert "| Deterministic under a seed | not tested | checks R-4 |" in md
     html = (run_dir / "summary.html").read_text()
-    assert "<img src=\"plots/kinds.png\"" in html and "loss differs from the reference" in html
+    assert '<img src="plots/kinds.png"' in html and "loss differs from the reference" in html
     before = {p.name: p.read_bytes() for p in run_dir.iterdir() if p.is_file()}
     project.run("conformance", "--impl", "good")
     assert len(project.run_dirs("good")) == 2  # a new run directory ...
@@ -94,16 +108,35 @@ def test_scoreboard_and_render_cli(project):
     board = build_scoreboard(out)
     assert [r["name"] for r in board["rows"]] == ["reference", "good"]
     env = {**os.environ, "PYTHONPATH": os.environ["PYTHONPATH"]}
-    done = subprocess.run([sys.executable, "-m", "gru4rec_conformance.reports", "scoreboard", "--out", str(out),
-                           "--verdicts", str(project.path / "reports" / "verdicts")], capture_output=True,
-                          text=True, env=env, cwd=project.path, timeout=60)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "gru4rec_conformance.reports",
+            "scoreboard",
+            "--out",
+            str(out),
+            "--verdicts",
+            str(project.path / "reports" / "verdicts"),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=project.path,
+        timeout=60,
+    )
     assert done.returncode == 0, done.stderr
     md = (out / "scoreboard.md").read_text()
     assert "| reference (reference) | 1.0 | FAIL | complete | 1 | 1 | 1 | 0 | 0 | 1 | 1 | ✓ | ✗ | n/a |" in md
     assert "| good | 1.0 | FAIL |" in md and "recall@20 -1.6%" in md
     assert (out / "scoreboard.html").read_text().count("<tr class=") == 2
-    done = subprocess.run([sys.executable, "-m", "gru4rec_conformance.reports", "render", str(out / "nope")], capture_output=True,
-                          text=True, env=env, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-m", "gru4rec_conformance.reports", "render", str(out / "nope")],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
     assert done.returncode == 2 and "not a run directory" in done.stderr
     # a committed verdict keeps only results.json, stamped by the folder name
     (good_run,) = project.run_dirs("good")
@@ -112,7 +145,10 @@ def test_scoreboard_and_render_cli(project):
     (verdict / "results.json").write_bytes((good_run / "results.json").read_bytes())
     board = build_scoreboard(out, project.path / "reports" / "verdicts")
     assert [(r["name"], r["source"]) for r in board["rows"]] == [
-        ("reference", "run"), ("good", "committed verdict"), ("good", "run")]
+        ("reference", "run"),
+        ("good", "committed verdict"),
+        ("good", "run"),
+    ]
     # an unreadable committed verdict (a merge-conflict marker in its JSON) is named, not silently dropped
     broken = project.path / "reports" / "verdicts" / "good" / "commit-def5678"
     broken.mkdir(parents=True)
@@ -120,6 +156,7 @@ def test_scoreboard_and_render_cli(project):
     board = build_scoreboard(out, project.path / "reports" / "verdicts")
     assert len(board["unreadable"]) == 1 and "commit-def5678" in board["unreadable"][0]
     from gru4rec_conformance.reports.scoreboard import render_markdown
+
     assert "Unreadable committed verdicts" in render_markdown(board)
 
 
@@ -149,8 +186,14 @@ def test_d(impl):
 
 def _start(project, *args: str, env: dict | None = None) -> subprocess.Popen:
     cmd = [sys.executable, "-m", "pytest", *project.QUIET, "--no-report-plots", "conformance", "--impl", "good", *args]
-    return subprocess.Popen(cmd, cwd=project.path, env={**os.environ, **(env or {})}, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True)
+    return subprocess.Popen(
+        cmd,
+        cwd=project.path,
+        env={**os.environ, **(env or {})},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
 
 
 def _wait_for(path: Path, proc: subprocess.Popen, timeout: float = 60) -> None:
@@ -173,9 +216,16 @@ def test_sigkill_leaves_a_readable_partial_report_that_resume_completes(project)
     (run_dir,) = project.run_dirs("good")
     assert not (run_dir / "results.json").exists()
     partial = load_run(run_dir)
-    assert partial.status == "incomplete" and sorted(r["test"] for r in partial.results) == ["test_a[good]", "test_b[good]"]
-    done = subprocess.run([sys.executable, "-m", "gru4rec_conformance.reports", "render", str(run_dir)], capture_output=True, text=True,
-                          timeout=60)
+    assert partial.status == "incomplete" and sorted(r["test"] for r in partial.results) == [
+        "test_a[good]",
+        "test_b[good]",
+    ]
+    done = subprocess.run(
+        [sys.executable, "-m", "gru4rec_conformance.reports", "render", str(run_dir)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 0 and "incomplete, 2 checks" in done.stdout
     assert "This report is INCOMPLETE" in (run_dir / "summary.md").read_text()
     result = project.run("conformance", "--impl", "good", "--resume", str(run_dir), "-v")
@@ -242,8 +292,10 @@ def test_known_bug(impl):
 def test_gate_exit_status(project, tmp_path):
     project.checks(GATED)
     xfails = tmp_path / "outside_xfails.toml"
-    xfails.write_text('implementation = "outside"\n[[xfail]]\nid = "conformance/gru4rec/test_checks.py::test_known_bug"\n'
-                      'reason = "known"\nkind = "bug"\nlink = "none"\n')
+    xfails.write_text(
+        'implementation = "outside"\n[[xfail]]\nid = "conformance/gru4rec/test_checks.py::test_known_bug"\n'
+        'reason = "known"\nkind = "bug"\nlink = "none"\n'
+    )
     result = project.run("conformance", "--impl", "dummies:Outside", "--xfails", str(xfails), "--gate")
     assert result.ret == pytest.ExitCode.OK
     result.stdout.fnmatch_lines(["GATE PASSED"])

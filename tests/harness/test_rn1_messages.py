@@ -37,8 +37,9 @@ class FakeImpl:
         class Model:
             def fit(self, train):
                 n = len(impl.losses)
-                return FitReport(epoch_losses=impl.losses, n_steps=[10] * n, n_events_trained=[40] * n,
-                                 epoch_seconds=[0.1] * n)
+                return FitReport(
+                    epoch_losses=impl.losses, n_steps=[10] * n, n_events_trained=[40] * n, epoch_seconds=[0.1] * n
+                )
 
             def score_prefixes(self, prefixes):
                 return np.zeros((len(prefixes), 3), dtype=np.float32)
@@ -46,8 +47,9 @@ class FakeImpl:
         return Model()
 
 
-D_LAG1 = types.SimpleNamespace(train=None, test=pd.DataFrame(
-    {"SessionId": [1] * 12, "ItemId": list(range(12)), "Time": np.arange(12.0)}))
+D_LAG1 = types.SimpleNamespace(
+    train=None, test=pd.DataFrame({"SessionId": [1] * 12, "ItemId": list(range(12)), "Time": np.arange(12.0)})
+)
 
 
 def _rn1(losses):

@@ -79,12 +79,16 @@ def test_repeatable_comma_separated_and_all(project):
 
 def test_family_parametrization_and_deselection_note(project):
     project.checks(BASIC)
-    project.checks('''
+    project.checks(
+        '''
     @pytest.mark.check("TOY-1", kind="T1")
     def test_toy(impl):
         """The toy family's adapter echoes."""
         assert impl.new().predict(3) == 3
-    ''', name="test_toy", family="toyfam")
+    ''',
+        name="test_toy",
+        family="toyfam",
+    )
     result = project.run("conformance", "--impl", "toy", "-v")
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(["*gru4rec checks not collected: no selected implementation of family gru4rec*"])
@@ -98,12 +102,16 @@ def test_unselected_family_is_not_even_imported(project):
     """A family's check modules may import heavy optional packages (the fine-tuner's import transformers): with
     no implementation of that family selected, its folder is not collected, so its modules are never imported."""
     project.checks(BASIC)
-    project.checks('''
+    project.checks(
+        """
     import no_such_heavy_framework  # would fail at collection if this module were imported
 
     def test_never():
         pass
-    ''', name="test_heavy", family="toyfam")
+    """,
+        name="test_heavy",
+        family="toyfam",
+    )
     result = project.run("conformance", "--impl", "good")
     assert result.ret == 0, result.stdout.str()
     result.stdout.fnmatch_lines(["*toyfam checks not collected: no selected implementation of family toyfam*"])
@@ -113,13 +121,17 @@ def test_unselected_family_is_not_even_imported(project):
 
 
 def test_check_outside_a_family_folder_is_an_error(project):
-    project.pytester.makepyfile(**{"conformance/test_nofamily": '''
+    project.pytester.makepyfile(
+        **{
+            "conformance/test_nofamily": '''
 import pytest
 
 @pytest.mark.check("X-1", kind="K1")
 def test_x(impl):
     """no family folder"""
-'''})
+'''
+        }
+    )
     result = project.run("conformance", "--impl", "good")
     result.stdout.fnmatch_lines(["*cannot tell the family of this check*"])
     assert result.ret != 0
@@ -132,14 +144,16 @@ def test_report_header_names_impl_version_capabilities_suite_and_env(project, mo
     monkeypatch.setenv("GRU4REC_SOMETHING", "visible")
     monkeypatch.setenv("DUMMY_VERSION", "7.1")
     result = project.run("conformance", "--impl", "good", "--seeds", "1,2", "--dataset", "yoochoose_100k")
-    result.stdout.fnmatch_lines([
-        "conformance suite * device cpu * seeds 1,2 * dataset yoochoose_100k",
-        "frameworks: python *numpy*",
-        "implementation good [[]gru4rec, implementation[]] version 7.1 (numpy *); in-process",
-        "  capabilities: device:cpu, loss:cross-entropy, embedding:none, session_parallel, in_batch_negatives, full_ranking, hook:optimizer_info",
-        "  shims: scores padded to nothing (dummy)",
-        "GRU4REC_* variables: GRU4REC_SOMETHING=visible",
-    ])
+    result.stdout.fnmatch_lines(
+        [
+            "conformance suite * device cpu * seeds 1,2 * dataset yoochoose_100k",
+            "frameworks: python *numpy*",
+            "implementation good [[]gru4rec, implementation[]] version 7.1 (numpy *); in-process",
+            "  capabilities: device:cpu, loss:cross-entropy, embedding:none, session_parallel, in_batch_negatives, full_ranking, hook:optimizer_info",
+            "  shims: scores padded to nothing (dummy)",
+            "GRU4REC_* variables: GRU4REC_SOMETHING=visible",
+        ]
+    )
 
 
 def test_bad_seeds_is_a_usage_error(project):

@@ -73,7 +73,9 @@ def test_pattern_matching_and_impl_parameter_stripping():
 
 def test_strict_xfail_xpass_and_unmatched_entries(project):
     project.checks(CHECKS, name="test_x")
-    project.xfails("good", '''
+    project.xfails(
+        "good",
+        """
         implementation = "good"
 
         [[xfail]]
@@ -107,14 +109,17 @@ def test_strict_xfail_xpass_and_unmatched_entries(project):
         reason = "file was removed"
         kind = "bug"
         link = "none"
-    ''')
+    """,
+    )
     result = project.run("conformance", "--impl", "good", "-rxX")
     result.assert_outcomes(passed=1, xfailed=2, failed=3)
-    result.stdout.fnmatch_lines([
-        "*entry 4 (id = 'conformance/gru4rec/test_x.py::test_renamed') matches no collected check of good*",
-        "*entry 5 (id = 'conformance/gru4rec/test_gone.py::test_a') names no existing test file*",
-        "*[[]XPASS(strict)[]] [[]numerical[]] claimed to fail but passes (none)*",
-    ])
+    result.stdout.fnmatch_lines(
+        [
+            "*entry 4 (id = 'conformance/gru4rec/test_x.py::test_renamed') matches no collected check of good*",
+            "*entry 5 (id = 'conformance/gru4rec/test_gone.py::test_a') names no existing test file*",
+            "*[[]XPASS(strict)[]] [[]numerical[]] claimed to fail but passes (none)*",
+        ]
+    )
     outcomes = project.outcomes("good")
     assert outcomes["test_fails[good]"] == "xfail"
     assert outcomes["test_passes[good]"] == "xpass"
@@ -131,14 +136,17 @@ def test_strict_xfail_xpass_and_unmatched_entries(project):
 
 def test_selecting_one_check_does_not_flag_entries_outside_the_selection(project):
     project.checks(CHECKS, name="test_x")
-    project.xfails("good", '''
+    project.xfails(
+        "good",
+        """
         implementation = "good"
         [[xfail]]
         id = "conformance/gru4rec/test_x.py::test_fails"
         reason = "known deviation"
         kind = "bug"
         link = "none"
-    ''')
+    """,
+    )
     result = project.run("conformance/gru4rec/test_x.py::test_passes", "--impl", "good")
     result.assert_outcomes(passed=1)
     result = project.run("conformance", "--impl", "good", "-k", "test_passes")  # -k runs after matching
@@ -147,7 +155,7 @@ def test_selecting_one_check_does_not_flag_entries_outside_the_selection(project
 
 def test_xfail_mark_skip_when_conditions_and_reference_rule(project):
     project.checks(CHECKS, name="test_x")
-    body = '''
+    body = """
         implementation = "{impl}"
         [[xfail]]
         id = "conformance/gru4rec/test_x.py::test_fails"
@@ -164,7 +172,7 @@ def test_xfail_mark_skip_when_conditions_and_reference_rule(project):
         link = "none"
         [xfail.when]
         numpy = ">=1,<1.27"
-    '''
+    """
     project.xfails("good", body.format(impl="good"))
     result = project.run("conformance", "--impl", "good")
     result.assert_outcomes(passed=2, failed=2)  # neither entry is active on CPU with numpy 2
@@ -182,8 +190,10 @@ def test_xfail_mark_skip_when_conditions_and_reference_rule(project):
 def test_outside_xfail_file_and_malformed_file(project, tmp_path):
     project.checks(CHECKS, name="test_x")
     outside = tmp_path / "my_xfails.toml"
-    outside.write_text('implementation = "outside"\n[[xfail]]\nid = "conformance/gru4rec/test_x.py::test_fails"\n'
-                       'reason = "ours"\nkind = "bug"\nlink = "none"\n')
+    outside.write_text(
+        'implementation = "outside"\n[[xfail]]\nid = "conformance/gru4rec/test_x.py::test_fails"\n'
+        'reason = "ours"\nkind = "bug"\nlink = "none"\n'
+    )
     result = project.run("conformance", "--impl", "dummies:Outside", "--xfails", str(outside))
     result.assert_outcomes(passed=2, xfailed=1, failed=1)
     project.xfails("good", 'implementation = "good"\n[[xfail]]\nid = "x"\n')

@@ -21,5 +21,7 @@ class ThreadProbe(TemplateAdapter):
 
     def optimizer_info(self) -> dict:
         torch = sys.modules.get("torch")
-        return {"env": {v: os.environ.get(v) for v in (*THREAD_VARS, WORKER_THREADS_ENV)},
-                "torch_threads": torch.get_num_threads() if torch is not None else None}
+        return {
+            "env": {v: os.environ.get(v) for v in (*THREAD_VARS, WORKER_THREADS_ENV)},
+            "torch_threads": torch.get_num_threads() if torch is not None else None,
+        }

@@ -57,21 +57,45 @@ class InnerRun:
     records: dict[str, list[dict]]
 
 
-def run_suite(selection: dict[str, dict], markexpr: str, workdir: Path, workers: int = 2,
-              timeout: float = 3600, extra_args: tuple[str, ...] = ()) -> InnerRun:
+def run_suite(
+    selection: dict[str, dict],
+    markexpr: str,
+    workdir: Path,
+    workers: int = 2,
+    timeout: float = 3600,
+    extra_args: tuple[str, ...] = (),
+) -> InnerRun:
     """Run the selected checks in a subprocess; returns the per-implementation result records."""
     workdir.mkdir(parents=True, exist_ok=True)
     sel_path = workdir / "selection.json"
     sel_path.write_text(json.dumps(selection, indent=1), encoding="utf-8")
     report_dir = workdir / "reports"
-    cmd = [sys.executable, "-m", "pytest", "conformance/gru4rec", "--impl", ",".join(selection), "-p", "meta_select",
-           "-p", "no:cacheprovider", "-q", "-rN", "--report-dir", str(report_dir), "--no-report-plots",
-           "-m", markexpr, *extra_args]
+    cmd = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "conformance/gru4rec",
+        "--impl",
+        ",".join(selection),
+        "-p",
+        "meta_select",
+        "-p",
+        "no:cacheprovider",
+        "-q",
+        "-rN",
+        "--report-dir",
+        str(report_dir),
+        "--no-report-plots",
+        "-m",
+        markexpr,
+        *extra_args,
+    ]
     if workers > 1:
         cmd += ["-n", str(workers)]
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(Path(__file__).parent), str(REPO / "src")] +
-                                        ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
+    env["PYTHONPATH"] = os.pathsep.join(
+        [str(Path(__file__).parent), str(REPO / "src")] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else [])
+    )
     env["GRU4REC_META_SELECTION"] = str(sel_path)
     env.pop("GRU4REC_CONFORMANCE_IMPL", None)
     t0 = time.perf_counter()
@@ -161,9 +185,16 @@ def write_matrix(mode: str, markexpr: str, run: InnerRun, mutants: list[Any], re
         recs = run.records.get(name, [])
         v = verdicts(recs)
         seen |= set(v)
-        row = {"impl": name, "kind": getattr(cls, "kind", "—"), "defect": getattr(cls, "defect", "—"),
-               "caught_by": list(getattr(cls, "caught_by", ())), "also_fails": list(getattr(cls, "also_fails", ())),
-               "cells": v, "reasons": failure_reasons(recs), "n_checks_run": len(recs)}
+        row = {
+            "impl": name,
+            "kind": getattr(cls, "kind", "—"),
+            "defect": getattr(cls, "defect", "—"),
+            "caught_by": list(getattr(cls, "caught_by", ())),
+            "also_fails": list(getattr(cls, "also_fails", ())),
+            "cells": v,
+            "reasons": failure_reasons(recs),
+            "n_checks_run": len(recs),
+        }
         if cls is None:
             bad = sorted(c for c, x in v.items() if x in ("F", "X"))
             row.update(missed=[], unexpected=bad, caught=None)
@@ -171,21 +202,33 @@ def write_matrix(mode: str, markexpr: str, run: InnerRun, mutants: list[Any], re
             row.update(assess(cls, v, available))
         rows.append(row)
     cols = order_checks(sorted(seen), kinds)
-    data = {"mode": mode, "markexpr": markexpr, "seconds": round(run.seconds, 1), "returncode": run.returncode,
-            "generated": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-            "checks": [{"id": c, "kind": kinds.get(c)} for c in cols], "rows": rows}
-    lines = [f"# Mutant × check matrix ({mode} run)", "",
-             f"Inner run: `pytest conformance/gru4rec -m \"{markexpr}\"` over {len(rows)} implementations, "
-             f"{run.seconds:.0f} s, exit status {run.returncode}. Cells: ✗ failed (expected where the mutant "
-             "declares it), **✗!** failed unexpectedly, ✓ passed, s skipped, · not run.", ""]
+    data = {
+        "mode": mode,
+        "markexpr": markexpr,
+        "seconds": round(run.seconds, 1),
+        "returncode": run.returncode,
+        "generated": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "checks": [{"id": c, "kind": kinds.get(c)} for c in cols],
+        "rows": rows,
+    }
+    lines = [
+        f"# Mutant × check matrix ({mode} run)",
+        "",
+        f'Inner run: `pytest conformance/gru4rec -m "{markexpr}"` over {len(rows)} implementations, '
+        f"{run.seconds:.0f} s, exit status {run.returncode}. Cells: ✗ failed (expected where the mutant "
+        "declares it), **✗!** failed unexpectedly, ✓ passed, s skipped, · not run.",
+        "",
+    ]
     caught = [r for r in rows if r["caught"]]
     missed = [r for r in rows if r["caught"] is False]
     unexpected = [r for r in rows if r["unexpected"]]
-    lines += [f"- mutants caught by every declared check: {len(caught)} of {len(rows) - 1}",
-              f"- mutants with a declared check that did not fail: "
-              f"{', '.join(r['impl'] for r in missed) or 'none'}",
-              f"- implementations with failures outside their declaration: "
-              f"{', '.join(r['impl'] for r in unexpected) or 'none'}", ""]
+    lines += [
+        f"- mutants caught by every declared check: {len(caught)} of {len(rows) - 1}",
+        f"- mutants with a declared check that did not fail: {', '.join(r['impl'] for r in missed) or 'none'}",
+        f"- implementations with failures outside their declaration: "
+        f"{', '.join(r['impl'] for r in unexpected) or 'none'}",
+        "",
+    ]
     header = "| implementation | kind | defect | " + " | ".join(cols) + " | verdict |"
     lines += [header, "|" + "---|" * (len(cols) + 4)]
     for r in rows:
@@ -200,12 +243,15 @@ def write_matrix(mode: str, markexpr: str, run: InnerRun, mutants: list[Any], re
             verdict = "no failure" if not r["unexpected"] else "FAILS " + ", ".join(r["unexpected"])
         else:
             verdict = ("caught" if r["caught"] else "MISSED " + ", ".join(r["missed"])) + (
-                "; unexpected " + ", ".join(r["unexpected"]) if r["unexpected"] else "")
+                "; unexpected " + ", ".join(r["unexpected"]) if r["unexpected"] else ""
+            )
         lines.append(f"| {r['impl']} | {r['kind']} | {r['defect']} | " + " | ".join(cells) + f" | {verdict} |")
     lines += ["", "## Declared catches and first failure reasons", ""]
     for r in rows[1:]:
-        lines.append(f"- **{r['impl']}** ({r['defect']}): caught by {', '.join(r['caught_by'])}"
-                     + (f"; may also fail {', '.join(r['also_fails'])}" if r["also_fails"] else ""))
+        lines.append(
+            f"- **{r['impl']}** ({r['defect']}): caught by {', '.join(r['caught_by'])}"
+            + (f"; may also fail {', '.join(r['also_fails'])}" if r["also_fails"] else "")
+        )
         for c in r["caught_by"]:
             if c in r["reasons"]:
                 lines.append(f"  - {c}: {r['reasons'][c]}")

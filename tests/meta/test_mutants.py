@@ -74,10 +74,13 @@ def test_mutant_caught_by_its_checks(default_run, mutant):
     v = meta_matrix.verdicts(recs)
     a = meta_matrix.assess(mutant, v, set(meta_matrix.verdicts(default_run.records.get("reference", []))))
     reasons = meta_matrix.failure_reasons(recs)
-    assert not a["missed"], (f"{mutant.name} ({mutant.defect}) is not caught by {a['missed']} "
-                             f"(verdicts: { {c: v.get(c, 'not run') for c in a['missed']} })")
-    assert not a["unexpected"], (f"{mutant.name} fails checks outside its declaration: "
-                                 + "; ".join(f"{c}: {reasons.get(c, '')}" for c in a["unexpected"]))
+    assert not a["missed"], (
+        f"{mutant.name} ({mutant.defect}) is not caught by {a['missed']} "
+        f"(verdicts: { {c: v.get(c, 'not run') for c in a['missed']} })"
+    )
+    assert not a["unexpected"], f"{mutant.name} fails checks outside its declaration: " + "; ".join(
+        f"{c}: {reasons.get(c, '')}" for c in a["unexpected"]
+    )
 
 
 @pytest.mark.slow

@@ -49,11 +49,13 @@ def test_no_bare_import_of_a_suite_folder():
 
 
 def test_import_datasets_in_the_repository_root_is_never_ours():
-    code = ("import importlib.metadata as m, json\n"
-            "try:\n    import datasets\nexcept ImportError:\n    print(json.dumps(None)); raise SystemExit\n"
-            "try:\n    version = m.version('datasets')\nexcept m.PackageNotFoundError:\n    version = None\n"
-            "print(json.dumps({'file': getattr(datasets, '__file__', None), 'version': version,\n"
-            "                  'has_dataset': hasattr(datasets, 'Dataset')}))\n")
+    code = (
+        "import importlib.metadata as m, json\n"
+        "try:\n    import datasets\nexcept ImportError:\n    print(json.dumps(None)); raise SystemExit\n"
+        "try:\n    version = m.version('datasets')\nexcept m.PackageNotFoundError:\n    version = None\n"
+        "print(json.dumps({'file': getattr(datasets, '__file__', None), 'version': version,\n"
+        "                  'has_dataset': hasattr(datasets, 'Dataset')}))\n"
+    )
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     r = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr[-2000:]
@@ -69,10 +71,12 @@ def test_import_datasets_in_the_repository_root_is_never_ours():
 def test_gru4rec_selection_never_imports_transformers(impl):
     if impl.startswith("reference"):
         impl = "gru4rec_conformance.implementations.reference:ReferenceAdapter"
-    code = ("import sys, pytest\n"
-            f"rc = pytest.main(['conformance', '--impl', {impl!r}, '--co', '-q', '-p', 'no:cacheprovider', "
-            "'--no-report'])\n"
-            "print('RESULT', int(rc), 'transformers' in sys.modules, 'sklearn' in sys.modules)\n")
+    code = (
+        "import sys, pytest\n"
+        f"rc = pytest.main(['conformance', '--impl', {impl!r}, '--co', '-q', '-p', 'no:cacheprovider', "
+        "'--no-report'])\n"
+        "print('RESULT', int(rc), 'transformers' in sys.modules, 'sklearn' in sys.modules)\n"
+    )
     env = {**os.environ, "PYTHONPATH": child_pythonpath(os.environ.get("PYTHONPATH")), "HF_HUB_OFFLINE": "1"}
     r = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
     line = next((ln for ln in r.stdout.splitlines() if ln.startswith("RESULT")), None)

@@ -73,16 +73,18 @@ def wheel(tmp_path_factory) -> Path:
 
 def test_wheel_carries_the_packages_and_run_time_data(wheel):
     names = set(zipfile.ZipFile(wheel).namelist())
-    for required in ("gru4rec_conformance/__init__.py",
-                     "gru4rec_conformance/conformance/_harness/plugin.py",
-                     "gru4rec_conformance/conformance/_harness/results.schema.json",
-                     "gru4rec_conformance/conformance/gru4rec/test_k1_state_reset.py",
-                     "gru4rec_conformance/conformance/xfails/torch_gru4rec.toml",
-                     "gru4rec_conformance/reports/templates/summary.html.j2",
-                     "gru4rec_conformance/reports/data/study_results.csv",
-                     "gru4rec_conformance/datasets/sessions/study_stats.json",
-                     "gru4rec_conformance/datasets/paths.py",
-                     "gru4rec_conformance/implementations/template.py"):
+    for required in (
+        "gru4rec_conformance/__init__.py",
+        "gru4rec_conformance/conformance/_harness/plugin.py",
+        "gru4rec_conformance/conformance/_harness/results.schema.json",
+        "gru4rec_conformance/conformance/gru4rec/test_k1_state_reset.py",
+        "gru4rec_conformance/conformance/xfails/torch_gru4rec.toml",
+        "gru4rec_conformance/reports/templates/summary.html.j2",
+        "gru4rec_conformance/reports/data/study_results.csv",
+        "gru4rec_conformance/datasets/sessions/study_stats.json",
+        "gru4rec_conformance/datasets/paths.py",
+        "gru4rec_conformance/implementations/template.py",
+    ):
         assert required in names, f"{wheel.name} lacks {required}"
     assert not [n for n in names if n.startswith(("tests/", "datasets/", "conftest.py"))], "stray top-level files"
     entry_points = next(n for n in names if n.endswith(".dist-info/entry_points.txt"))
@@ -96,8 +98,10 @@ def venv(wheel, tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("venv") / "env"
     r = _run([sys.executable, "-m", "venv", str(root)], timeout=300)
     assert r.returncode == 0, r.stderr
-    r = _run([str(root / "bin" / "python"), "-m", "pip", "install", "-q", "-c", str(REPO / "requirements.lock"),
-              str(wheel)], timeout=1200)
+    r = _run(
+        [str(root / "bin" / "python"), "-m", "pip", "install", "-q", "-c", str(REPO / "requirements.lock"), str(wheel)],
+        timeout=1200,
+    )
     assert r.returncode == 0, f"pip install {wheel.name} failed:\n{r.stdout[-2000:]}\n{r.stderr[-3000:]}"
     return root
 
@@ -111,22 +115,41 @@ def maintainer_repo(tmp_path) -> Path:
     shutil.copy(REPO / "implementations" / "template.py", repo / "mypkg" / "conformance.py")
     (repo / "mypkg" / "buggy.py").write_text(
         "from gru4rec_conformance.implementations.mutants.k1_state_reset import NoEvalReset\n\n\n"
-        "class Buggy(NoEvalReset):\n    name = 'buggy'\n    role = 'implementation'\n")
+        "class Buggy(NoEvalReset):\n    name = 'buggy'\n    role = 'implementation'\n"
+    )
     return repo
 
 
 def _gate(venv: Path, repo: Path, *args: str) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "PYTEST", "GRU4REC_", "VIRTUAL_ENV"))}
     env.update(PYTHONPATH=str(repo), HF_HUB_OFFLINE="1", OMP_NUM_THREADS="1")
-    return _run([str(venv / "bin" / "pytest"), "--pyargs", "gru4rec_conformance.conformance", "-p", "no:cacheprovider",
-                 "--no-report-plots", *args], cwd=repo, env=env, timeout=900)
+    return _run(
+        [
+            str(venv / "bin" / "pytest"),
+            "--pyargs",
+            "gru4rec_conformance.conformance",
+            "-p",
+            "no:cacheprovider",
+            "--no-report-plots",
+            *args,
+        ],
+        cwd=repo,
+        env=env,
+        timeout=900,
+    )
 
 
 def test_installed_wheel_has_no_transformers_and_no_checkout_on_its_path(venv):
-    code = ("import importlib.util, json, sys, gru4rec_conformance as g; print(json.dumps({'tf': importlib.util."
-            "find_spec('transformers') is not None, 'file': g.__file__, 'checkout': str(g.CHECKOUT_ROOT)}))")
-    r = _run([str(venv / "bin" / "python"), "-c", code], cwd=str(venv), timeout=120,
-             env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
+    code = (
+        "import importlib.util, json, sys, gru4rec_conformance as g; print(json.dumps({'tf': importlib.util."
+        "find_spec('transformers') is not None, 'file': g.__file__, 'checkout': str(g.CHECKOUT_ROOT)}))"
+    )
+    r = _run(
+        [str(venv / "bin" / "python"), "-c", code],
+        cwd=str(venv),
+        timeout=120,
+        env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"},
+    )
     assert r.returncode == 0, r.stderr
     assert '"tf": false' in r.stdout, "the base install pulled in transformers"
     assert str(venv) in r.stdout and '"checkout": "None"' in r.stdout, r.stdout
@@ -147,12 +170,16 @@ def test_outside_adapter_fails_the_gate_until_an_outside_xfail_declares_it(venv,
     assert r.returncode == 1, (r.stdout + r.stderr)[-3000:]
     assert "GATE FAILED: 1 failed" in r.stdout, r.stdout[-3000:]
     xfails = maintainer_repo / "buggy_xfails.toml"
-    xfails.write_text('implementation = "buggy"\n\n[[xfail]]\n'
-                      'id = "conformance/gru4rec/test_k1_state_reset.py::test_sr2_first_event_after_switch"\n'
-                      'reason = "our evaluation loop keeps the hidden state across sessions"\n'
-                      'kind = "bug"\nlink = "none"\n', encoding="utf-8")
-    r = _gate(venv, maintainer_repo, "--impl", "mypkg.buggy:Buggy", "--gate", "--xfails", str(xfails), "-k",
-              SELECT_BUGGY)
+    xfails.write_text(
+        'implementation = "buggy"\n\n[[xfail]]\n'
+        'id = "conformance/gru4rec/test_k1_state_reset.py::test_sr2_first_event_after_switch"\n'
+        'reason = "our evaluation loop keeps the hidden state across sessions"\n'
+        'kind = "bug"\nlink = "none"\n',
+        encoding="utf-8",
+    )
+    r = _gate(
+        venv, maintainer_repo, "--impl", "mypkg.buggy:Buggy", "--gate", "--xfails", str(xfails), "-k", SELECT_BUGGY
+    )
     assert r.returncode == 0, (r.stdout + r.stderr)[-3000:]
     assert "GATE PASSED" in r.stdout and "1 xfailed" in r.stdout, r.stdout[-3000:]
 

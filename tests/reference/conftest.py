@@ -1,4 +1,5 @@
 """Fixtures of the reference GRU4Rec tests (tests/reference/)."""
+
 from __future__ import annotations
 
 import os
@@ -57,6 +58,7 @@ def yoochoose_100k():
     want = shared_data_candidate() / YOOCHOOSE_100K  # datasets.shared_data_dir()'s rule, one place
     if not want.is_dir():
         pytest.skip(f"real data absent: {want} not found (set GRU4REC_SHARED_DATA to the shared data folder)")
+
     def read(name):
         return pd.read_csv(want / f"yoochoose-clicks-100k_{name}.txt", sep="\t")
 

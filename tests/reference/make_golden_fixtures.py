@@ -22,6 +22,7 @@ Shims applied to the official code at run time (declared; none changes its seman
     - evaluation: ``batch_eval`` receives a port ``GRU4Rec`` object whose ``model.forward`` returns rows of a
       given score table (the score of every item after the *last* input item).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -108,8 +109,9 @@ def make_iterator(gp) -> dict:
     for name, B, S in ITERATOR_CASES:
         with _Quiet():
             gru = gp.GRU4Rec(layers=[1], batch_size=B, n_sample=S, device=torch.device("cpu"))
-            it = gp.SessionDataIterator(df.copy(), B, n_sample=S, sample_alpha=0.5, sample_cache_max_size=1000,
-                                        device=torch.device("cpu"))
+            it = gp.SessionDataIterator(
+                df.copy(), B, n_sample=S, sample_alpha=0.5, sample_cache_max_size=1000, device=torch.device("cpu")
+            )
         H = [torch.ones((B, 1))]
         hook = lambda n_valid, fm, vm: gru._adjust_hidden(n_valid, fm, vm, H)  # noqa: E731, B023 (used in this iteration)
         ins, outs, resets, lanes, nsamp = [], [], [], [], []
@@ -203,8 +205,9 @@ def make_steps(gp) -> dict:
             for k in names:
                 g = _official_param(model, k).grad
                 g = g.coalesce().to_dense() if g is not None and g.is_sparse else g
-                out[f"{name}.s{s}.grad.{k}"] = (np.zeros_like(weights[k]) if g is None
-                                                else g.detach().numpy().reshape(weights[k].shape))
+                out[f"{name}.s{s}.grad.{k}"] = (
+                    np.zeros_like(weights[k]) if g is None else g.detach().numpy().reshape(weights[k].shape)
+                )
             opt.step()
             for k in names:
                 out[f"{name}.s{s}.w.{k}"] = _official_param(model, k).detach().numpy().reshape(weights[k].shape).copy()
@@ -216,8 +219,13 @@ def make_steps(gp) -> dict:
 # ----------------------------------------------------------------------------------------------- evaluation
 def make_eval(gp, ev) -> dict:
     table, train, test = eval_data()
-    out = {"table": table, "test.SessionId": test.SessionId.to_numpy(), "test.ItemId": test.ItemId.to_numpy(),
-           "test.Time": test.Time.to_numpy(), "train.ItemId": train.ItemId.to_numpy()}
+    out = {
+        "table": table,
+        "test.SessionId": test.SessionId.to_numpy(),
+        "test.ItemId": test.ItemId.to_numpy(),
+        "test.Time": test.Time.to_numpy(),
+        "train.ItemId": train.ItemId.to_numpy(),
+    }
 
     class FakeModel:
         def forward(self, X, H, Y, training=False):
@@ -245,8 +253,7 @@ def make_eval(gp, ev) -> dict:
             out[f"{mode}.pair_ranks"] = np.asarray(ranks, dtype=np.float64)
             for bs in EVAL_CASE["batch_sizes"]:
                 with _Quiet():
-                    rec, mrr = ev.batch_eval(gru, test.copy(), cutoff=EVAL_CASE["cutoffs"], batch_size=bs,
-                                             mode=mode)
+                    rec, mrr = ev.batch_eval(gru, test.copy(), cutoff=EVAL_CASE["cutoffs"], batch_size=bs, mode=mode)
                 out[f"{mode}.b{bs}.recall"] = np.asarray([rec[c] for c in EVAL_CASE["cutoffs"]], dtype=np.float64)
                 out[f"{mode}.b{bs}.mrr"] = np.asarray([mrr[c] for c in EVAL_CASE["cutoffs"]], dtype=np.float64)
         except Exception as e:  # the port's median branch is broken
@@ -266,8 +273,14 @@ def make_e2e(gp, ev, shared: Path, seeds: list[int], previous: dict | None = Non
     train = pd.read_csv(base / "yoochoose-clicks-100k_train_full.txt", sep="\t")
     test = pd.read_csv(base / "yoochoose-clicks-100k_test.txt", sep="\t")
     cutoffs = [1, 5, 10, 20]
-    result = {"dataset": "yoochoose rsc15_100k_prepared train_full -> test", "cutoffs": cutoffs,
-              "mode": "conservative", "eval_batch_size": 512, "seeds": seeds, "runs": {}}
+    result = {
+        "dataset": "yoochoose rsc15_100k_prepared train_full -> test",
+        "cutoffs": cutoffs,
+        "mode": "conservative",
+        "eval_batch_size": 512,
+        "seeds": seeds,
+        "runs": {},
+    }
     for loss, hp in E2E_PARAMS.items():
         runs = {"params": hp, "official": [], "reference": []}
         if gp is None:
@@ -284,27 +297,43 @@ def make_e2e(gp, ev, shared: Path, seeds: list[int], previous: dict | None = Non
                 t1 = time.perf_counter()
                 with _Quiet():
                     rec, mrr = ev.batch_eval(gru, test.copy(), cutoff=cutoffs, batch_size=512, mode="conservative")
-                runs["official"].append({"seed": seed, "train_seconds": t1 - t0,
-                                         **{f"recall@{c}": float(rec[c]) for c in cutoffs},
-                                         **{f"mrr@{c}": float(mrr[c]) for c in cutoffs}})
+                runs["official"].append(
+                    {
+                        "seed": seed,
+                        "train_seconds": t1 - t0,
+                        **{f"recall@{c}": float(rec[c]) for c in cutoffs},
+                        **{f"mrr@{c}": float(mrr[c]) for c in cutoffs},
+                    }
+                )
             t0 = time.perf_counter()
             ref = GRU4Rec(seed=seed, **hp)
             rep = ref.fit(train)
             t1 = time.perf_counter()
             m = ref.evaluate(test, cutoffs=cutoffs, batch_size=512, mode="conservative")
-            runs["reference"].append({"seed": seed, "train_seconds": t1 - t0, "epoch_losses": rep.epoch_losses,
-                                      **{k: float(v) for k, v in m.items() if k != "n_events"}})
+            runs["reference"].append(
+                {
+                    "seed": seed,
+                    "train_seconds": t1 - t0,
+                    "epoch_losses": rep.epoch_losses,
+                    **{k: float(v) for k, v in m.items() if k != "n_events"},
+                }
+            )
             runs["n_events"] = int(m["n_events"])
             off = [r for r in runs["official"] if r["seed"] == seed][0]
-            print(f"  e2e {loss} seed {seed}: official R@20 {off['recall@20']:.4f} MRR@20 {off['mrr@20']:.4f} | "
-                  f"reference R@20 {m['recall@20']:.4f} MRR@20 {m['mrr@20']:.4f}", flush=True)
+            print(
+                f"  e2e {loss} seed {seed}: official R@20 {off['recall@20']:.4f} MRR@20 {off['mrr@20']:.4f} | "
+                f"reference R@20 {m['recall@20']:.4f} MRR@20 {m['mrr@20']:.4f}",
+                flush=True,
+            )
         for side in ("official", "reference"):
             keys = [k for k in runs[side][0] if k.startswith(("recall", "mrr"))]
             runs[f"{side}_mean"] = {k: float(np.mean([r[k] for r in runs[side]])) for k in keys}
-            runs[f"{side}_std"] = {k: float(np.std([r[k] for r in runs[side]], ddof=1)) if len(seeds) > 1 else 0.0
-                                   for k in keys}
+            runs[f"{side}_std"] = {
+                k: float(np.std([r[k] for r in runs[side]], ddof=1)) if len(seeds) > 1 else 0.0 for k in keys
+            }
         runs["relative_difference_of_means"] = {
-            k: runs["reference_mean"][k] / runs["official_mean"][k] - 1 for k in runs["official_mean"]}
+            k: runs["reference_mean"][k] / runs["official_mean"][k] - 1 for k in runs["official_mean"]
+        }
         result["runs"][loss] = runs
     return result
 
@@ -312,11 +341,15 @@ def make_e2e(gp, ev, shared: Path, seeds: list[int], previous: dict | None = Non
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("official", type=Path, help="path of a GRU4Rec_PyTorch_Official checkout (commit d1fc311)")
-    ap.add_argument("--parts", default="iterator,step,eval,e2e",
-                    help="comma-separated: iterator, step, eval, e2e (both sides), e2e-reference (re-run only the "
-                         "reference side of an existing e2e fixture)")
-    ap.add_argument("--shared-data", type=Path, default=Path(os.environ.get("GRU4REC_SHARED_DATA",
-                                                                            REPO.parent / "shared" / "data")))
+    ap.add_argument(
+        "--parts",
+        default="iterator,step,eval,e2e",
+        help="comma-separated: iterator, step, eval, e2e (both sides), e2e-reference (re-run only the "
+        "reference side of an existing e2e fixture)",
+    )
+    ap.add_argument(
+        "--shared-data", type=Path, default=Path(os.environ.get("GRU4REC_SHARED_DATA", REPO.parent / "shared" / "data"))
+    )
     ap.add_argument("--seeds", default="1,2,3")
     ap.add_argument("--threads", type=int, default=1, help="torch intra-op threads (default 1)")
     args = ap.parse_args(argv)
@@ -327,15 +360,24 @@ def main(argv=None) -> None:
     parts = args.parts.split(",")
     prov_path = FIXTURES / "provenance.json"
     prov = json.loads(prov_path.read_text()) if prov_path.exists() else {}
-    prov.update({"official_repository": "hidasib/GRU4Rec_PyTorch_Official",
-                 "official_commit": official_commit(args.official),
-                 "versions": {"python": sys.version.split()[0], "torch": torch.__version__,
-                              "numpy": np.__version__, "pandas": pd.__version__},
-                 "threads": args.threads})
+    prov.update(
+        {
+            "official_repository": "hidasib/GRU4Rec_PyTorch_Official",
+            "official_commit": official_commit(args.official),
+            "versions": {
+                "python": sys.version.split()[0],
+                "torch": torch.__version__,
+                "numpy": np.__version__,
+                "pandas": pd.__version__,
+            },
+            "threads": args.threads,
+        }
+    )
     prov.setdefault("parts", {})
     stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
     cmd = "python tests/reference/make_golden_fixtures.py <official checkout> " + " ".join(
-        a for a in (argv if argv is not None else sys.argv[2:]))
+        a for a in (argv if argv is not None else sys.argv[2:])
+    )
     if "iterator" in parts:
         save_npz(FIXTURES / "iterator_golden.npz", make_iterator(gp))
         prov["parts"]["iterator"] = {"written": stamp, "command": cmd}

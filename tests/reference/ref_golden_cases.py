@@ -4,6 +4,7 @@ Everything here is our own synthetic data and configuration; the recorded offici
 tests/reference/fixtures/ (see its README). Every input is also stored in the fixtures, so the golden tests
 read only the fixtures.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -63,8 +64,14 @@ def _shapes(hp: dict) -> dict:
     for l in range(start, len(layers)):
         d = layers[l]
         i = n_in if l == 0 else layers[l - 1]
-        s.update({f"G.{l}.weight_ih": (3 * d, i), f"G.{l}.weight_hh": (3 * d, d), f"G.{l}.bias_ih": (3 * d,),
-                  f"G.{l}.bias_hh": (3 * d,)})
+        s.update(
+            {
+                f"G.{l}.weight_ih": (3 * d, i),
+                f"G.{l}.weight_hh": (3 * d, d),
+                f"G.{l}.bias_ih": (3 * d,),
+                f"G.{l}.bias_hh": (3 * d,),
+            }
+        )
     s["Wy"] = (N, layers[-1])
     s["By"] = (N, 1)
     return s
@@ -108,9 +115,22 @@ def _case(name, hp, seed, n_steps=1, b=None, S=5, masks=False):
 
 
 def _hp(**kw):
-    base = dict(layers=[6], loss="cross-entropy", batch_size=4, learning_rate=0.05, momentum=0.0, n_sample=5,
-                sample_alpha=0.5, constrained_embedding=True, embedding=0, elu_param=0.5, bpreg=1.0, logq=0.0,
-                dropout_p_embed=0.0, dropout_p_hidden=0.0)
+    base = dict(
+        layers=[6],
+        loss="cross-entropy",
+        batch_size=4,
+        learning_rate=0.05,
+        momentum=0.0,
+        n_sample=5,
+        sample_alpha=0.5,
+        constrained_embedding=True,
+        embedding=0,
+        elu_param=0.5,
+        bpreg=1.0,
+        logq=0.0,
+        dropout_p_embed=0.0,
+        dropout_p_hidden=0.0,
+    )
     base.update(kw)
     return base
 
@@ -132,19 +152,23 @@ STEP_CASES = [
     _case("bprmax_shared_elu05", _hp(loss=BPR, elu_param=0.5, bpreg=0.6), 6),
     _case("bprmax_shared_elu1_mom", _hp(loss=BPR, elu_param=1.0, bpreg=1.2, momentum=0.4), 7, n_steps=2),
     _case("xe_separate_logq1", _hp(loss=XE, logq=1.0, **_separate(5)), 8),
-    _case("bprmax_separate_mom", _hp(loss=BPR, elu_param=0.5, bpreg=0.8, momentum=0.4, **_separate(7)), 9,
-          n_steps=2),
+    _case("bprmax_separate_mom", _hp(loss=BPR, elu_param=0.5, bpreg=0.8, momentum=0.4, **_separate(7)), 9, n_steps=2),
     _case("xe_none", _hp(loss=XE, **NONE), 10),
     _case("bprmax_none_mom", _hp(loss=BPR, elu_param=0.5, bpreg=0.5, momentum=0.4, **NONE), 11, n_steps=2),
     _case("xe_shared_2layers", _hp(loss=XE, layers=[7, 5], logq=1.0), 12),
-    _case("bprmax_separate_2layers_mom", _hp(loss=BPR, layers=[6, 4], momentum=0.4, **_separate(3)), 13,
-          n_steps=2),
-    _case("xe_shared_dropout_masks", _hp(loss=XE, logq=1.0, dropout_p_embed=0.3, dropout_p_hidden=0.25), 14,
-          masks=True),
-    _case("bprmax_separate_2layers_dropout_masks",
-          _hp(loss=BPR, layers=[6, 4], dropout_p_embed=0.4, dropout_p_hidden=0.2, **_separate(5)), 15, masks=True),
-    _case("bprmax_none_dropout_masks", _hp(loss=BPR, dropout_p_embed=0.3, dropout_p_hidden=0.5, **NONE), 16,
-          masks=True),
+    _case("bprmax_separate_2layers_mom", _hp(loss=BPR, layers=[6, 4], momentum=0.4, **_separate(3)), 13, n_steps=2),
+    _case(
+        "xe_shared_dropout_masks", _hp(loss=XE, logq=1.0, dropout_p_embed=0.3, dropout_p_hidden=0.25), 14, masks=True
+    ),
+    _case(
+        "bprmax_separate_2layers_dropout_masks",
+        _hp(loss=BPR, layers=[6, 4], dropout_p_embed=0.4, dropout_p_hidden=0.2, **_separate(5)),
+        15,
+        masks=True,
+    ),
+    _case(
+        "bprmax_none_dropout_masks", _hp(loss=BPR, dropout_p_embed=0.3, dropout_p_hidden=0.5, **NONE), 16, masks=True
+    ),
     _case("xe_shared_tail_logq0", _hp(loss=XE), 17, b=3),
     _case("bprmax_shared_tail", _hp(loss=BPR, bpreg=0.7), 18, b=3),
 ]
@@ -170,8 +194,9 @@ def eval_data():
     table[3] = 1.0  # a row of identical scores
     table[5, :7] = 2.5  # a block of ties
     table[7] = rng.normal(size=N).astype(np.float32)  # no ties
-    train = pd.DataFrame({"SessionId": np.repeat(np.arange(N), 2), "ItemId": np.repeat(ids, 2),
-                          "Time": np.arange(2 * N)})
+    train = pd.DataFrame(
+        {"SessionId": np.repeat(np.arange(N), 2), "ItemId": np.repeat(ids, 2), "Time": np.arange(2 * N)}
+    )
     rows = []
     t = 0
     for s in range(12):
@@ -191,12 +216,40 @@ eval_data()  # fills EVAL_CASE["pairs"]
 # ------------------------------------------------------------------------------------------------ end to end
 #: The study's Yoochoose best parameters (gru4rec_reference.md §9.1), layers scaled to [100], 3 epochs.
 E2E_PARAMS = {
-    "cross-entropy": dict(loss="cross-entropy", constrained_embedding=True, embedding=0, elu_param=0.0,
-                          layers=[100], n_epochs=3, batch_size=48, dropout_p_embed=0.0, dropout_p_hidden=0.2,
-                          learning_rate=0.07, momentum=0.0, n_sample=2048, sample_alpha=0.2, bpreg=0.0, logq=1.0),
-    "bpr-max": dict(loss="bpr-max", constrained_embedding=True, embedding=0, elu_param=0.0, layers=[100],
-                    n_epochs=3, batch_size=48, dropout_p_embed=0.25, dropout_p_hidden=0.0, learning_rate=0.075,
-                    momentum=0.1, n_sample=2048, sample_alpha=0.2, bpreg=0.5, logq=0.0),
+    "cross-entropy": dict(
+        loss="cross-entropy",
+        constrained_embedding=True,
+        embedding=0,
+        elu_param=0.0,
+        layers=[100],
+        n_epochs=3,
+        batch_size=48,
+        dropout_p_embed=0.0,
+        dropout_p_hidden=0.2,
+        learning_rate=0.07,
+        momentum=0.0,
+        n_sample=2048,
+        sample_alpha=0.2,
+        bpreg=0.0,
+        logq=1.0,
+    ),
+    "bpr-max": dict(
+        loss="bpr-max",
+        constrained_embedding=True,
+        embedding=0,
+        elu_param=0.0,
+        layers=[100],
+        n_epochs=3,
+        batch_size=48,
+        dropout_p_embed=0.25,
+        dropout_p_hidden=0.0,
+        learning_rate=0.075,
+        momentum=0.1,
+        n_sample=2048,
+        sample_alpha=0.2,
+        bpreg=0.5,
+        logq=0.0,
+    ),
 }
 #: A one-epoch variant of the cross-entropy run, for the quick real-data test of the default test run.
 E2E_PARAMS["cross-entropy-1epoch"] = {**E2E_PARAMS["cross-entropy"], "n_epochs": 1}

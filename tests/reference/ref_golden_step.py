@@ -37,6 +37,7 @@ and libraries that round less alike, and because the spread is a maximum over 8 
 case. With it, the largest |diff|/allowed is 0.04 on the default path and 0.08 on the others. Every
 step-changing mutant still exceeds 1, by a factor of 10⁴ or more (test_ref_golden_mutants.py).
 """
+
 from __future__ import annotations
 
 import functools
@@ -79,8 +80,9 @@ def load(name: str) -> dict:
 
 def frame(fx: dict, prefix: str = "data") -> pd.DataFrame:
     """The session frame stored in fixture ``fx`` under ``prefix``."""
-    return pd.DataFrame({"SessionId": fx[f"{prefix}.SessionId"], "ItemId": fx[f"{prefix}.ItemId"],
-                         "Time": fx[f"{prefix}.Time"]})
+    return pd.DataFrame(
+        {"SessionId": fx[f"{prefix}.SessionId"], "ItemId": fx[f"{prefix}.ItemId"], "Time": fx[f"{prefix}.Time"]}
+    )
 
 
 @dataclass(frozen=True)
@@ -101,14 +103,19 @@ def step_inputs(case: str) -> StepInputs:
     fx = load("step_golden.npz")
     assert case in json.loads(str(fx["cases_json"])), f"{case} not recorded: regenerate the step fixture"
     hp = json.loads(str(fx[f"{case}.hp_json"]))
-    names = sorted(k[len(f"{case}.w0."):] for k in fx if k.startswith(f"{case}.w0."))
+    names = sorted(k[len(f"{case}.w0.") :] for k in fx if k.startswith(f"{case}.w0."))
     steps = []
     for s in range(int(fx[f"{case}.n_steps"])):
         p = f"{case}.s{s}"
-        masks = {k[len(p) + 6:]: fx[k] for k in fx if k.startswith(f"{p}.mask.")}
+        masks = {k[len(p) + 6 :]: fx[k] for k in fx if k.startswith(f"{p}.mask.")}
         steps.append((fx[f"{p}.in"], fx[f"{p}.targets"], fx[f"{p}.samples"], masks))
-    return StepInputs(hp, names, {k: fx[f"{case}.w0.{k}"] for k in names},
-                      [fx[f"{case}.hidden.{j}"] for j in range(len(hp["layers"]))], steps)
+    return StepInputs(
+        hp,
+        names,
+        {k: fx[f"{case}.w0.{k}"] for k in names},
+        [fx[f"{case}.hidden.{j}"] for j in range(len(hp["layers"]))],
+        steps,
+    )
 
 
 def build(case: str, gru_cls=GRU4Rec) -> GRU4Rec:
@@ -122,8 +129,9 @@ def build(case: str, gru_cls=GRU4Rec) -> GRU4Rec:
     return g
 
 
-def run_steps(case: str, gru: GRU4Rec | None = None, inputs: StepInputs | None = None,
-              perm: np.ndarray | None = None) -> list[dict]:
+def run_steps(
+    case: str, gru: GRU4Rec | None = None, inputs: StepInputs | None = None, perm: np.ndarray | None = None
+) -> list[dict]:
     """Run the recorded step(s) of ``case`` on ``gru`` (default: a fresh reference model) from ``inputs``
     (default: the recorded ones), optimizer state reset first. Each later step starts from our own new hidden
     state, as in training.
@@ -141,8 +149,14 @@ def run_steps(case: str, gru: GRU4Rec | None = None, inputs: StepInputs | None =
     hidden = [h[order] for h in inputs.hidden]
     out = []
     for xin, targets, samples, masks in inputs.steps:
-        res = gru.train_step(ids[xin[order]], ids[targets[order]], ids[samples], hidden=hidden,
-                             dropout_masks={k: v[order] for k, v in masks.items()}, return_grads=True)
+        res = gru.train_step(
+            ids[xin[order]],
+            ids[targets[order]],
+            ids[samples],
+            hidden=hidden,
+            dropout_masks={k: v[order] for k, v in masks.items()},
+            return_grads=True,
+        )
         w = gru.get_weights()
         o = {"loss": np.float64(res.loss)}
         o.update({f"grad.{k}": res.grads[k] for k in inputs.names})
@@ -175,10 +189,13 @@ def sensitivity(case: str) -> tuple[dict, ...]:
     rng = np.random.default_rng([PROBE_SEED, zlib.crc32(case.encode())])
     b = len(inputs.steps[0][0])
     for _ in range(N_PROBES):
-        probe = StepInputs(inputs.hp, inputs.names, {k: _nudge(v, rng) for k, v in inputs.w0.items()},
-                           [_nudge(h, rng) for h in inputs.hidden],
-                           [(x, t, s, {k: _nudge(m, rng) for k, m in masks.items()})
-                            for x, t, s, masks in inputs.steps])
+        probe = StepInputs(
+            inputs.hp,
+            inputs.names,
+            {k: _nudge(v, rng) for k, v in inputs.w0.items()},
+            [_nudge(h, rng) for h in inputs.hidden],
+            [(x, t, s, {k: _nudge(m, rng) for k, m in masks.items()}) for x, t, s, masks in inputs.steps],
+        )
         for sp, o, ob in zip(spread, run_steps(case, gru, probe, perm=rng.permutation(b)), base):
             for k in sp:
                 np.maximum(sp[k], np.abs(np.asarray(o[k], np.float64) - np.asarray(ob[k], np.float64)), out=sp[k])
@@ -209,9 +226,11 @@ class Comparison:
         return self.ratio <= 1.0
 
     def __str__(self) -> str:
-        return (f"{self.what}[{self.index}]: ours {self.ours:.6g}, official {self.official:.6g}, "
-                f"|diff| {abs(self.ours - self.official):.3g}, allowed {self.allowed:.3g} "
-                f"(ratio {self.ratio:.3g})")
+        return (
+            f"{self.what}[{self.index}]: ours {self.ours:.6g}, official {self.official:.6g}, "
+            f"|diff| {abs(self.ours - self.official):.3g}, allowed {self.allowed:.3g} "
+            f"(ratio {self.ratio:.3g})"
+        )
 
 
 def _compare(what: str, ours, official, spread, rtol: float) -> Comparison:
@@ -227,8 +246,9 @@ def _compare(what: str, ours, official, spread, rtol: float) -> Comparison:
     # NaN (a diverged step) counts as an infinite deviation
     ratio = np.where(np.isnan(diff), np.inf, diff / allowed)
     i = int(np.argmax(ratio))
-    return Comparison(what, float(ratio[i]), i, float(ours.reshape(-1)[i]), float(official.reshape(-1)[i]),
-                      float(allowed[i]))
+    return Comparison(
+        what, float(ratio[i]), i, float(ours.reshape(-1)[i]), float(official.reshape(-1)[i]), float(allowed[i])
+    )
 
 
 def compare_step(case: str, outputs: list[dict]) -> list[Comparison]:

@@ -1,4 +1,5 @@
 """Evaluation of the reference GRU4Rec (gru4rec_reference.md §7): ranks, tie modes, invariances, errors."""
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -94,8 +95,9 @@ def test_unknown_items_are_dropped_before_sequences_form(trained, lag1_test):
     removed = noisy[~pick]
     assert trained.evaluate(noisy) == trained.evaluate(removed)
     # a session reduced to one known event contributes nothing
-    df = pd.DataFrame({"SessionId": [1, 1, 1, 2, 2], "ItemId": [1000, 424242, 1001, 1003, 424243],
-                       "Time": [0, 1, 2, 3, 4]})
+    df = pd.DataFrame(
+        {"SessionId": [1, 1, 1, 2, 2], "ItemId": [1000, 424242, 1001, 1003, 424243], "Time": [0, 1, 2, 3, 4]}
+    )
     assert trained.evaluate(df, cutoffs=(1,))["n_events"] == 1
     s = [r[:3] for r in trained.score_stream(df)]
     assert s == [(1, 1, 1001)]
@@ -138,8 +140,9 @@ def test_model_trained_without_samples_is_evaluated_on_every_event(lag1_test):
     """Deliberate difference: the port's evaluator stops with fewer than two lanes when n_sample = 0."""
     g = GRU4Rec(layers=[8], batch_size=8, n_sample=0, n_epochs=1)
     g.fit(lag1_sessions(n_sessions=40))
-    tail = pd.DataFrame({"SessionId": 99_999, "ItemId": [1000 + i % 20 for i in range(15)],
-                         "Time": 5e6 + np.arange(15)})
+    tail = pd.DataFrame(
+        {"SessionId": 99_999, "ItemId": [1000 + i % 20 for i in range(15)], "Time": 5e6 + np.arange(15)}
+    )
     test = pd.concat([lag1_test, tail], ignore_index=True)
     for b in (1, 4, 512):
         assert g.evaluate(test, batch_size=b)["n_events"] == len(test) - test.SessionId.nunique()

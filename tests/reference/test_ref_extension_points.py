@@ -4,6 +4,7 @@ Each test subclasses exactly one component the way a mutant in implementations/m
 the override takes effect (and that the unmodified reference does not show the effect). The mutants themselves
 live elsewhere; these tests keep the contract they rely on from breaking silently.
 """
+
 import math
 
 import numpy as np
@@ -44,6 +45,7 @@ def test_evaluator_reset_lanes(data, test_data):
     class NoReset(SessionParallelEvaluator):
         def reset_lanes(self, H, mask):
             return H
+
     ref, var = GRU4Rec(**KW), _sub(evaluator_class=NoReset)(**KW)
     ref.fit(data), var.fit(data)
     a = np.stack([r[3] for r in ref.score_stream(test_data, batch_size=3)])
@@ -56,6 +58,7 @@ def test_iterator_reset_mask(data):
     class Stale(SessionParallelIterator):
         def reset_mask(self, run, step):
             return run.reset
+
     traces = []
     _sub(iterator_class=Stale)(**KW).fit(data, trace=traces.append)
     assert any(np.any((t.h_in_norms == 0) & (t.positions > 0)) for t in traces)
@@ -65,6 +68,7 @@ def test_iterator_should_stop(data):
     class EarlyEnd(SessionParallelIterator):
         def should_stop(self, n_valid, n_lanes_before):
             return n_valid < n_lanes_before
+
     ref = GRU4Rec(**KW).fit(data)
     var = _sub(iterator_class=EarlyEnd)(**KW).fit(data)
     assert var.n_events_trained[0] < ref.n_events_trained[0]
@@ -74,6 +78,7 @@ def test_loss_softmax(data):
     class TwiceXE(CrossEntropyLoss):
         def softmax(self, R):
             return super().softmax(super().softmax(R))
+
     R = np.random.default_rng(0).normal(0, 2, (4, 9))
     R[np.arange(4), np.arange(4)] += 8.0  # targets score best: XE is near 0, a double softmax cannot be
     classes = {**LOSS_CLASSES, "cross-entropy": TwiceXE}
@@ -86,6 +91,7 @@ def test_model_score_train(data):
     class FullThenPick(GRU4RecModel):
         def score_train(self, h, y, O, Bo):
             return torch.softmax(self.score_all(h), dim=1)[:, y]
+
     traces = []
     _sub(model_class=type("M", (FullThenPick,), {}))(**KW).fit(data, trace=traces.append)
     n_items = 20
@@ -100,6 +106,7 @@ def test_model_dropout_mask(data):
         def dropout_mask(self, shape, p, generator):
             m = torch.empty(shape, device=self.device).bernoulli_(p, generator=generator)
             return m.div_(p)
+
     g = _sub(model_class=KeepProb)(**{**KW, "dropout_p_embed": 0.2})
     g.fit(data, n_epochs=0)
     emb = g.train_forward(list(g.item_ids()) * 10)["embedding_out"]
@@ -110,6 +117,7 @@ def test_dropout_rates(data):
     class Shared(GRU4Rec):
         def _dropout_rates(self):
             return self.dropout_p_hidden, self.dropout_p_hidden
+
     g = Shared(**{**KW, "dropout_p_embed": 0.0, "dropout_p_hidden": 0.5})
     g.fit(data, n_epochs=0)
     emb = g.train_forward(list(g.item_ids()) * 10)["embedding_out"]
@@ -134,7 +142,7 @@ def test_optimizer_initial_accumulator_lr_and_momentum(data):
 
     class Decay(IndexedAdagradM):
         def current_lr(self):
-            return self.learning_rate * 0.5 ** self.n_updates
+            return self.learning_rate * 0.5**self.n_updates
 
     class NoMomentum(IndexedAdagradM):
         def __init__(self, params, learning_rate, momentum=0.0):
@@ -154,6 +162,7 @@ def test_model_layers(data):
     class Hardcoded(GRU4RecModel):
         def __init__(self, n_items, layers, *a, **k):
             super().__init__(n_items, [10], *a, **k)
+
     g = _sub(model_class=Hardcoded)(**{**KW, "layers": [32]})
     g.fit(data, n_epochs=1)
     assert g.get_weights()["G.0.weight_hh"].shape == (30, 10)
@@ -167,6 +176,7 @@ def test_model_init_block_and_bias(data):
 
         def init_bias(self, n, generator):
             return torch.full((n,), 0.1)
+
     g = _sub(model_class=Small)(**KW)
     g.fit(data, n_epochs=0)
     w = g.get_weights()
@@ -203,6 +213,7 @@ def test_sampler_weights():
         @staticmethod
         def weights(supports, sample_alpha):
             return np.ones_like(supports)
+
     supp = np.array([1000.0, 1, 1, 1])
     gen = lambda: torch.Generator().manual_seed(0)  # noqa: E731
     ref = SampleCache(supp, 256, 1.0, 256 * 10, gen(), torch.device("cpu")).take(10).numpy()
@@ -221,6 +232,7 @@ def test_evaluator_prepare_and_hits(data, test_data):
     class OffByOne(SessionParallelEvaluator):
         def hits(self, ranks, cutoff):
             return ranks < cutoff
+
     noisy = pd.concat([test_data, pd.DataFrame({"SessionId": [10_000], "ItemId": [424242], "Time": [2e6]})])
     g = _sub(evaluator_class=Crash)(**KW)
     g.fit(data)

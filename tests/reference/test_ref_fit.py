@@ -1,4 +1,5 @@
 """Training behaviour of the reference GRU4Rec: learning, determinism, FitReport, trace, NaN abort."""
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -13,17 +14,21 @@ def _recall1(g, test):
     return g.evaluate(test, cutoffs=(1,))["recall@1"]
 
 
-@pytest.mark.parametrize("kw", [
-    dict(loss="cross-entropy"),
-    dict(loss="cross-entropy", logq=1.0, sample_alpha=0.5),
-    dict(loss="bpr-max", elu_param=0.5, bpreg=0.5, momentum=0.3),
-    dict(loss="bpr-max", elu_param=0.0, constrained_embedding=False, embedding=16),
-    dict(loss="cross-entropy", constrained_embedding=False, embedding=0),
-    dict(loss="top1-max", final_act="linear"),
-    dict(loss="bpr", final_act="elu-1"),
-    dict(loss="top1", final_act="tanh"),
-    dict(loss="cross-entropy", layers=[24, 16], constrained_embedding=False, embedding=0),
-], ids=lambda kw: "-".join(f"{k}={v}" for k, v in kw.items()))
+@pytest.mark.parametrize(
+    "kw",
+    [
+        dict(loss="cross-entropy"),
+        dict(loss="cross-entropy", logq=1.0, sample_alpha=0.5),
+        dict(loss="bpr-max", elu_param=0.5, bpreg=0.5, momentum=0.3),
+        dict(loss="bpr-max", elu_param=0.0, constrained_embedding=False, embedding=16),
+        dict(loss="cross-entropy", constrained_embedding=False, embedding=0),
+        dict(loss="top1-max", final_act="linear"),
+        dict(loss="bpr", final_act="elu-1"),
+        dict(loss="top1", final_act="tanh"),
+        dict(loss="cross-entropy", layers=[24, 16], constrained_embedding=False, embedding=0),
+    ],
+    ids=lambda kw: "-".join(f"{k}={v}" for k, v in kw.items()),
+)
 def test_learns_the_lag1_cycle(kw, lag1, lag1_test):
     g = GRU4Rec(**{**SMALL, **kw})
     rep = g.fit(lag1)
@@ -44,8 +49,9 @@ def test_report_counts_every_transition_once_per_epoch(lag1):
 def test_without_samples_the_last_lone_lane_is_not_trained(lag1):
     """n_sample = 0: the epoch stops when fewer than two lanes remain (the port's rule), so the tail of a long
     last session is not trained; with samples every transition is."""
-    tail = pd.DataFrame({"SessionId": 10_000, "ItemId": [1000 + i % 20 for i in range(30)],
-                         "Time": 1e6 + np.arange(30)})
+    tail = pd.DataFrame(
+        {"SessionId": 10_000, "ItemId": [1000 + i % 20 for i in range(30)], "Time": 1e6 + np.arange(30)}
+    )
     data = pd.concat([lag1, tail], ignore_index=True)
     E, Ns = len(data), data.SessionId.nunique()
     rep0 = GRU4Rec(**{**SMALL, "n_sample": 0}).fit(data, n_epochs=1)
@@ -116,8 +122,9 @@ def test_train_step_is_the_fit_step(lag1):
     # first Adagrad step: Δθ = -η g / sqrt(g² + eps)
     for k in w0:
         gk = res.grads[k]
-        np.testing.assert_allclose(w1[k] - w0[k], -0.1 * gk / np.sqrt(gk.astype(np.float64) ** 2 + 1e-6),
-                                   rtol=1e-4, atol=1e-7)
+        np.testing.assert_allclose(
+            w1[k] - w0[k], -0.1 * gk / np.sqrt(gk.astype(np.float64) ** 2 + 1e-6), rtol=1e-4, atol=1e-7
+        )
     assert res.loss > 0 and len(res.hidden) == 1 and res.hidden[0].shape == (4, 32)
     untouched = np.setdiff1d(np.arange(20), np.concatenate([np.arange(0, 13)]))
     np.testing.assert_array_equal(w1["Wy"][untouched], w0["Wy"][untouched])
@@ -125,8 +132,17 @@ def test_train_step_is_the_fit_step(lag1):
 
 def test_set_params_string_semantics():
     g = GRU4Rec()
-    g.set_params(layers="64/32", constrained_embedding="False", embedding="layersize", learning_rate="0.07",
-                 n_sample="128", momentum="0.2", loss="bpr-max", elu_param="1", final_act="elu-0.5")
+    g.set_params(
+        layers="64/32",
+        constrained_embedding="False",
+        embedding="layersize",
+        learning_rate="0.07",
+        n_sample="128",
+        momentum="0.2",
+        loss="bpr-max",
+        elu_param="1",
+        final_act="elu-0.5",
+    )
     p = g.get_params()
     assert p["layers"] == [64, 32] and p["constrained_embedding"] is False and p["embedding"] == 64
     assert p["learning_rate"] == 0.07 and p["n_sample"] == 128 and p["momentum"] == 0.2
@@ -134,20 +150,41 @@ def test_set_params_string_semantics():
     assert g.layers == [64, 32]  # official attribute access
     assert GRU4Rec(constrained_embedding="1").constrained_embedding is True
     d = GRU4Rec().get_params()
-    assert (d["layers"], d["loss"], d["batch_size"], d["learning_rate"], d["n_sample"], d["sample_alpha"],
-            d["constrained_embedding"], d["elu_param"], d["bpreg"], d["logq"], d["n_epochs"]) == \
-        ([100], "cross-entropy", 64, 0.05, 2048, 0.5, True, 0.5, 1.0, 0.0, 10)
+    assert (
+        d["layers"],
+        d["loss"],
+        d["batch_size"],
+        d["learning_rate"],
+        d["n_sample"],
+        d["sample_alpha"],
+        d["constrained_embedding"],
+        d["elu_param"],
+        d["bpreg"],
+        d["logq"],
+        d["n_epochs"],
+    ) == ([100], "cross-entropy", 64, 0.05, 2048, 0.5, True, 0.5, 1.0, 0.0, 10)
 
 
-@pytest.mark.parametrize("kw,name", [
-    (dict(hidden_size=10), "hidden_size"), (dict(layers="a/b"), "layers"), (dict(layers=[]), "layers"),
-    (dict(batch_size=0), "batch_size"), (dict(dropout_p_embed=1.0), "dropout_p_embed"),
-    (dict(dropout_p_hidden=-0.1), "dropout_p_hidden"), (dict(learning_rate=0), "learning_rate"),
-    (dict(momentum=-1), "momentum"), (dict(loss="hinge"), "loss"), (dict(constrained_embedding="yes"),
-                                                                      "constrained_embedding"),
-    (dict(final_act="swish", loss="bpr-max"), "final_act"), (dict(final_act="tanh"), "final_act"),
-    (dict(n_sample=-1), "n_sample"), (dict(embedding=-3), "embedding"), (dict(n_sample="many"), "n_sample"),
-])
+@pytest.mark.parametrize(
+    "kw,name",
+    [
+        (dict(hidden_size=10), "hidden_size"),
+        (dict(layers="a/b"), "layers"),
+        (dict(layers=[]), "layers"),
+        (dict(batch_size=0), "batch_size"),
+        (dict(dropout_p_embed=1.0), "dropout_p_embed"),
+        (dict(dropout_p_hidden=-0.1), "dropout_p_hidden"),
+        (dict(learning_rate=0), "learning_rate"),
+        (dict(momentum=-1), "momentum"),
+        (dict(loss="hinge"), "loss"),
+        (dict(constrained_embedding="yes"), "constrained_embedding"),
+        (dict(final_act="swish", loss="bpr-max"), "final_act"),
+        (dict(final_act="tanh"), "final_act"),
+        (dict(n_sample=-1), "n_sample"),
+        (dict(embedding=-3), "embedding"),
+        (dict(n_sample="many"), "n_sample"),
+    ],
+)
 def test_bad_hyperparameters_name_the_parameter(kw, name):
     with pytest.raises(ValueError, match=name):
         GRU4Rec(**kw)

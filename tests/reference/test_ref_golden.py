@@ -2,6 +2,7 @@
 
 The official code is not needed here; its outputs were recorded by make_golden_fixtures.py.
 """
+
 import json
 import os
 import subprocess
@@ -128,15 +129,32 @@ def test_golden_step_passes_with_other_mkl_kernels(tmp_path):
         pytest.skip("torch does not use MKL here")
     here = Path(__file__).parent
     env = {**os.environ, "MKL_CBWR": "COMPATIBLE"}
-    proc = subprocess.run([sys.executable, "-c", _CHILD, str(here.parents[1] / "src"), str(here),
-                           str(tmp_path / "out.npz"), *GOLDEN_STEP_CASES],
-                          env=env, capture_output=True, text=True, timeout=300, check=False)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            _CHILD,
+            str(here.parents[1] / "src"),
+            str(here),
+            str(tmp_path / "out.npz"),
+            *GOLDEN_STEP_CASES,
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
     assert proc.returncode == 0, proc.stderr
     assert not proc.stdout.strip(), f"mismatches with MKL_CBWR=COMPATIBLE:\n{proc.stdout}"
     with np.load(tmp_path / "out.npz") as z:
         theirs = dict(z)
-    native = {f"{c}.s{s}.{k}": np.asarray(v) for c in GOLDEN_STEP_CASES for s, o in enumerate(run_steps(c))
-              for k, v in o.items()}
+    native = {
+        f"{c}.s{s}.{k}": np.asarray(v)
+        for c in GOLDEN_STEP_CASES
+        for s, o in enumerate(run_steps(c))
+        for k, v in o.items()
+    }
     if all(np.array_equal(native[k], theirs[k]) for k in native):
         pytest.skip("MKL_CBWR=COMPATIBLE computes the same bits as the default path on this CPU")
 
@@ -161,6 +179,7 @@ def _table_scorer(table, ids):
 
     def score_prefixes(prefixes):
         return np.stack([table[col[p[-1]]] for p in prefixes])
+
     return score_prefixes
 
 

@@ -6,6 +6,7 @@ implementations/mutants/ is either run on the step cases its change reaches (STE
 the reason its GRU4Rec computes the same step from the given weights, states, samples and masks (LEFT_OUT).
 A left-out mutant that can run a step must pass the comparison, which checks that reason.
 """
+
 from __future__ import annotations
 
 import pytest
@@ -84,8 +85,15 @@ CANNOT_RUN = {"mutant:hidden_size_hardcoded", "mutant:per_row_negatives"}
 
 #: cases for the left-out check, covering both losses, the three embedding modes, two layers, logQ, no
 #: samples, a second momentum step, injected masks and a shrunk tail batch (all 19 would triple its time)
-LEFT_OUT_CASES = ["xe_shared_logq1_mom", "xe_shared_nsample0_logq1", "xe_shared_dropout_masks", "xe_none",
-                  "bprmax_separate_2layers_mom", "bprmax_none_dropout_masks", "bprmax_shared_tail"]
+LEFT_OUT_CASES = [
+    "xe_shared_logq1_mom",
+    "xe_shared_nsample0_logq1",
+    "xe_shared_dropout_masks",
+    "xe_none",
+    "bprmax_separate_2layers_mom",
+    "bprmax_none_dropout_masks",
+    "bprmax_shared_tail",
+]
 
 PAIRS = [(m, c) for m, reaches in STEP_MUTANTS.items() for c, d in CASES.items() if reaches(d)]
 
@@ -99,7 +107,7 @@ def test_every_mutant_is_classified():
     assert set(LEFT_OUT_CASES) <= set(CASES)
 
 
-@pytest.mark.parametrize("mutant,case", PAIRS, ids=[f"{m[len('mutant:'):]}-{c}" for m, c in PAIRS])
+@pytest.mark.parametrize("mutant,case", PAIRS, ids=[f"{m[len('mutant:') :]}-{c}" for m, c in PAIRS])
 def test_step_changing_mutant_fails_golden_step(mutant, case):
     """The mutant's step, from the recorded inputs, differs from the port by more than the tolerance."""
     gru = build(case, MUTANTS[mutant].make_gru_class())

@@ -1,4 +1,5 @@
 """Session-parallel iterator and sample cache (gru4rec_reference.md §1.4, §3.2–3.3): properties."""
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -28,8 +29,17 @@ def _flatten(it, data):
     for run in it:
         for i in range(run.n_steps):
             m = it.reset_mask(run, i)
-            steps.append((data.session_ids[run.lane_sessions], run.start_pos + i, run.in_items[i],
-                          run.out_items[i], m, run.n_lanes, run.keep if i == 0 else None))
+            steps.append(
+                (
+                    data.session_ids[run.lane_sessions],
+                    run.start_pos + i,
+                    run.in_items[i],
+                    run.out_items[i],
+                    m,
+                    run.n_lanes,
+                    run.keep if i == 0 else None,
+                )
+            )
     return steps
 
 
@@ -44,7 +54,7 @@ def test_every_transition_once_with_samples(B):
     for sess, pos, xin, xout, *_ in steps:
         for s, p, a, b in zip(sess, pos, xin, xout):
             k = int(np.flatnonzero(d.session_ids == s)[0])
-            row = d.items[d.offsets[k]:d.offsets[k + 1]]
+            row = d.items[d.offsets[k] : d.offsets[k + 1]]
             assert (row[p], row[p + 1]) == (a, b)
 
 
@@ -119,6 +129,7 @@ def test_cache_rows_are_consumed_in_order_and_refreshed_only_when_used_up():
 
 def test_cache_filled_in_blocks_gives_the_same_rows():
     """Drawing a generation's rows block by block (on demand) gives the rows of a one-shot generation (CPU)."""
+
     class SmallBlocks(SampleCache):
         block_ids = 16  # 2 rows of 8
 
@@ -137,10 +148,9 @@ def test_sampling_distribution_is_support_to_the_alpha(alpha):
     c = _cache(supp, S=512, alpha=alpha, size=512 * 200, seed=3)
     draws = c.take(200).numpy().ravel()
     counts = np.bincount(draws, minlength=len(supp))
-    expected = supp ** alpha / (supp ** alpha).sum() * draws.size
+    expected = supp**alpha / (supp**alpha).sum() * draws.size
     p = stats.chisquare(counts, expected).pvalue
     assert p > 1e-3
     other = 1.0 if alpha < 1 else 0.0
-    wrong = supp ** other / (supp ** other).sum() * draws.size
+    wrong = supp**other / (supp**other).sum() * draws.size
     assert stats.chisquare(counts, wrong).pvalue < 1e-6
-

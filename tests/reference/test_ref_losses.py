@@ -1,4 +1,5 @@
 """Losses of the reference GRU4Rec against independent NumPy transcriptions of gru4rec_reference.md §4."""
+
 import numpy as np
 import pytest
 import torch
@@ -35,19 +36,19 @@ def np_bprmax(R, bpreg, elu):
     O = _elu(R, elu) if elu > 0 else R
     s = np_softmax_neg(O)
     d = np.diag(O)[:, None]
-    return np.sum(-np.log((_sig(d - O) * s).sum(1) + 1e-24) + bpreg * (O ** 2 * s).sum(1))
+    return np.sum(-np.log((_sig(d - O) * s).sum(1) + 1e-24) + bpreg * (O**2 * s).sum(1))
 
 
 def np_top1(R):
     K = R.shape[1]
     d = np.diag(R)[:, None]
-    return np.sum(np.mean(_sig(R - d) + _sig(R ** 2), 1) - _sig(np.diag(R) ** 2) / K)
+    return np.sum(np.mean(_sig(R - d) + _sig(R**2), 1) - _sig(np.diag(R) ** 2) / K)
 
 
 def np_top1max(R):
     s = np_softmax_neg(R)
     d = np.diag(R)[:, None]
-    return np.sum(s * (_sig(R - d) + _sig(R ** 2)))
+    return np.sum(s * (_sig(R - d) + _sig(R**2)))
 
 
 def np_bpr(R):
@@ -73,8 +74,11 @@ CASES = [
     ("top1", {"final_act": "relu"}, lambda R: np_top1(np.maximum(R, 0))),
     ("bpr-max", {"final_act": "leaky-0.1", "bpreg": 0.3}, lambda R: np_bprmax(np.where(R >= 0, R, 0.1 * R), 0.3, 0)),
     ("bpr-max", {"final_act": "elu-0.7", "bpreg": 0.3}, lambda R: np_bprmax(_elu(R, 0.7), 0.3, 0)),
-    ("top1-max", {"final_act": "selu-1.05-1.67"},
-     lambda R: np_top1max(1.05 * np.where(R >= 0, R, 1.67 * (np.exp(R) - 1)))),
+    (
+        "top1-max",
+        {"final_act": "selu-1.05-1.67"},
+        lambda R: np_top1max(1.05 * np.where(R >= 0, R, 1.67 * (np.exp(R) - 1))),
+    ),
 ]
 
 
@@ -109,7 +113,7 @@ def test_xe_column_q_splits_in_batch_and_samples_by_actual_lanes():
     obj = losses.CrossEntropyLoss(logq=1.0, sample_alpha=0.5, supports=supports)
     y = torch.tensor([0, 1, 2, 3, 4])
     q = obj.column_q(y, 2)
-    np.testing.assert_allclose(q.numpy(), [2.0, 3.0, 5 ** 0.5, 7 ** 0.5, 11 ** 0.5])
+    np.testing.assert_allclose(q.numpy(), [2.0, 3.0, 5**0.5, 7**0.5, 11**0.5])
 
 
 def test_normalisation_by_nominal_batch_size(R):

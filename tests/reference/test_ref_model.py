@@ -1,4 +1,5 @@
 """Reference network: shapes per embedding mode, per-gate Glorot init, dropout placement and rates."""
+
 import math
 
 import numpy as np
@@ -56,15 +57,15 @@ def _blocks(W, mode):
             out.append((k, v, sum(v.shape)))
         elif k == "GE.Wx0":
             d = v.shape[1] // 3
-            out += [(f"{k}[{i}]", v[:, i * d:(i + 1) * d], v.shape[0] + d) for i in range(3)]
+            out += [(f"{k}[{i}]", v[:, i * d : (i + 1) * d], v.shape[0] + d) for i in range(3)]
         elif k == "GE.Wrz0":
             d = v.shape[0]
-            out += [(f"{k}[{i}]", v[:, i * d:(i + 1) * d], 2 * d) for i in range(2)]
+            out += [(f"{k}[{i}]", v[:, i * d : (i + 1) * d], 2 * d) for i in range(2)]
         elif k == "GE.Wh0":
             out.append((k, v, sum(v.shape)))
         elif k.endswith(("weight_ih", "weight_hh")):
             d = v.shape[0] // 3
-            out += [(f"{k}[{i}]", v[i * d:(i + 1) * d], d + v.shape[1]) for i in range(3)]
+            out += [(f"{k}[{i}]", v[i * d : (i + 1) * d], d + v.shape[1]) for i in range(3)]
     return out
 
 
@@ -97,8 +98,9 @@ def test_same_seed_same_init_different_seed_different():
 @pytest.mark.parametrize("p_embed,p_hidden", [(0.0, 0.0), (0.25, 0.0), (0.0, 0.5), (0.5, 0.25)])
 def test_dropout_rates_and_sites(mode, p_embed, p_hidden):
     """DO-3/DO-4: measured fraction of exact zeros ≈ p at each site; kept units scaled by 1/(1-p)."""
-    g = GRU4Rec(layers=[64, 48], batch_size=8, n_sample=4, dropout_p_embed=p_embed, dropout_p_hidden=p_hidden,
-                **MODES[mode])
+    g = GRU4Rec(
+        layers=[64, 48], batch_size=8, n_sample=4, dropout_p_embed=p_embed, dropout_p_hidden=p_hidden, **MODES[mode]
+    )
     data = _many_items()
     g.fit(data, n_epochs=0)
     items = list(g.item_ids()[:256])
@@ -135,8 +137,7 @@ def test_dropped_out_output_is_the_next_hidden_state():
 
 def test_no_embedding_mode_puts_embed_dropout_on_first_layer():
     """The port applies dropout_p_embed to the first (one-hot) layer's output in no-embedding mode."""
-    g = GRU4Rec(layers=[64, 32], batch_size=8, n_sample=4, dropout_p_embed=0.5, dropout_p_hidden=0.0,
-                **MODES["none"])
+    g = GRU4Rec(layers=[64, 32], batch_size=8, n_sample=4, dropout_p_embed=0.5, dropout_p_hidden=0.0, **MODES["none"])
     g.fit(_many_items(), n_epochs=0)
     out = g.train_forward(list(g.item_ids()[:200]))
     assert out["embedding_out"] is None

@@ -1,4 +1,5 @@
 """Adagrad-momentum of the reference (gru4rec_reference.md §5.1) against the written formulas."""
+
 import numpy as np
 import pytest
 import torch
@@ -8,8 +9,7 @@ from gru4rec_conformance.reference.gru4rec import IndexedAdagradM
 
 def _sparse(idx, rows, n):
     i = torch.tensor([idx], dtype=torch.int64)
-    return torch.sparse_coo_tensor(i, torch.tensor(rows, dtype=torch.float32), (n, len(rows[0])),
-                                   check_invariants=True)
+    return torch.sparse_coo_tensor(i, torch.tensor(rows, dtype=torch.float32), (n, len(rows[0])), check_invariants=True)
 
 
 @pytest.mark.parametrize("mu", [0.0, 0.4])
@@ -47,14 +47,14 @@ def test_sparse_rows_are_lazy_and_duplicates_summed(mu):
     th = theta.astype(np.float64)
     gsum = {1: np.array(g1[0]) + np.array(g1[2]), 4: np.array(g1[1])}
     for r, g in gsum.items():
-        A[r] += g ** 2
+        A[r] += g**2
         V[r] = mu * V[r] - 0.1 * g / np.sqrt(A[r] + 1e-6)
         th[r] += V[r]
     np.testing.assert_allclose(p["E"].numpy(), th, rtol=1e-6)
     # a second step touching row 4 only: row 1 keeps its momentum untouched (lazy), row 4 uses it
     opt.step({"E": _sparse([4], [[1.0, 1.0, 1.0]], n)})
     g = np.ones(3)
-    A[4] += g ** 2
+    A[4] += g**2
     V[4] = mu * V[4] - 0.1 * g / np.sqrt(A[4] + 1e-6)
     th[4] += V[4]
     np.testing.assert_allclose(p["E"].numpy(), th, rtol=1e-6)
@@ -81,7 +81,7 @@ def test_second_step_ratio(mu):
     s1 = p["W"].clone()
     opt.step({"W": g})
     s2 = p["W"] - s1
-    np.testing.assert_allclose((s2 / s1).numpy(), 2 ** -0.5 + mu, rtol=1e-4)
+    np.testing.assert_allclose((s2 / s1).numpy(), 2**-0.5 + mu, rtol=1e-4)
 
 
 def test_info_and_validation():

@@ -5,6 +5,7 @@ numbers were recorded by make_golden_fixtures.py (fixtures/e2e_yoochoose_100k.js
 cross-entropy and BPR-max parameters with layers=[100], 3 epochs, seeds 1, 2, 3, conservative ranking); only the
 reference is trained here.
 """
+
 import json
 from pathlib import Path
 
@@ -43,8 +44,9 @@ def test_three_seeds_match_official_within_2_percent(yoochoose_100k, loss):
     for k in METRICS:
         ours = float(np.mean([r[k] for r in runs]))
         spread = float(np.std([r[k] for r in runs], ddof=1))
-        assert abs(ours / off[k] - 1) <= 0.02, (f"{loss} {k}: reference mean {ours:.4f} (sd {spread:.4f}) vs "
-                                                f"official mean {off[k]:.4f}")
+        assert abs(ours / off[k] - 1) <= 0.02, (
+            f"{loss} {k}: reference mean {ours:.4f} (sd {spread:.4f}) vs official mean {off[k]:.4f}"
+        )
 
 
 def test_recorded_official_and_reference_runs_agree():

@@ -1,4 +1,5 @@
 """save/load of the reference GRU4Rec: one directory, no pickles, scores reproduced exactly."""
+
 import json
 import os
 
@@ -9,11 +10,14 @@ from ref_testdata import lag1_sessions
 from gru4rec_conformance.reference.gru4rec import GRU4Rec
 
 
-@pytest.mark.parametrize("kw", [
-    dict(),
-    dict(constrained_embedding=False, embedding=12, loss="bpr-max", final_act="elu-0.5"),
-    dict(constrained_embedding=False, embedding=0, layers=[16, 8], logq=1.0),
-])
+@pytest.mark.parametrize(
+    "kw",
+    [
+        dict(),
+        dict(constrained_embedding=False, embedding=12, loss="bpr-max", final_act="elu-0.5"),
+        dict(constrained_embedding=False, embedding=0, layers=[16, 8], logq=1.0),
+    ],
+)
 def test_roundtrip_reproduces_scores_exactly(tmp_path, kw, lag1_test):
     g = GRU4Rec(layers=kw.pop("layers", [16]), batch_size=8, n_sample=6, n_epochs=1, seed=11, **kw)
     g.fit(lag1_sessions(n_sessions=60))

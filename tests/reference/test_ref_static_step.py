@@ -9,6 +9,7 @@
 - selection: ``step_impl='auto'`` keeps the standard step on CPU, a model with an overridden component cannot be
   forced onto the static step, a per-step trace uses the standard step, a NaN loss still aborts training.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -20,19 +21,33 @@ from gru4rec_conformance.reference.gru4rec import GRU4Rec, TrainingDivergedError
 from gru4rec_conformance.reference.gru4rec.model import GRU4RecModel
 from gru4rec_conformance.reference.gru4rec.steps import StandardStep, StaticStep, unsupported_reason
 
-MODES = {"shared": dict(constrained_embedding=True),
-         "separate": dict(constrained_embedding=False, embedding=12),
-         "none": dict(constrained_embedding=False, embedding=0)}
-LOSSES = {"cross-entropy": dict(loss="cross-entropy", logq=1.0, sample_alpha=0.5),
-          "bpr-max": dict(loss="bpr-max", elu_param=0.5, bpreg=1.0, sample_alpha=0.3)}
-SETTINGS = {"plain": dict(dropout_p_embed=0.0, dropout_p_hidden=0.0, momentum=0.0),
-            "dropout+momentum": dict(dropout_p_embed=0.3, dropout_p_hidden=0.2, momentum=0.4)}
+MODES = {
+    "shared": dict(constrained_embedding=True),
+    "separate": dict(constrained_embedding=False, embedding=12),
+    "none": dict(constrained_embedding=False, embedding=0),
+}
+LOSSES = {
+    "cross-entropy": dict(loss="cross-entropy", logq=1.0, sample_alpha=0.5),
+    "bpr-max": dict(loss="bpr-max", elu_param=0.5, bpreg=1.0, sample_alpha=0.3),
+}
+SETTINGS = {
+    "plain": dict(dropout_p_embed=0.0, dropout_p_hidden=0.0, momentum=0.0),
+    "dropout+momentum": dict(dropout_p_embed=0.3, dropout_p_hidden=0.2, momentum=0.4),
+}
 
 
 def hparams(mode, loss, setting, n_sample=8):
     layers = [16, 8] if mode == "none" else [16]
-    return dict(layers=layers, batch_size=7, n_sample=n_sample, learning_rate=0.1, seed=5, **MODES[mode],
-                **LOSSES[loss], **SETTINGS[setting])
+    return dict(
+        layers=layers,
+        batch_size=7,
+        n_sample=n_sample,
+        learning_rate=0.1,
+        seed=5,
+        **MODES[mode],
+        **LOSSES[loss],
+        **SETTINGS[setting],
+    )
 
 
 def equal_length_sessions(n_sessions=70, length=5, n_items=30, seed=0) -> pd.DataFrame:
@@ -40,8 +55,13 @@ def equal_length_sessions(n_sessions=70, length=5, n_items=30, seed=0) -> pd.Dat
     than B lanes (no tail)."""
     rng = np.random.default_rng(seed)
     n = n_sessions * length
-    return pd.DataFrame({"SessionId": np.repeat(np.arange(n_sessions), length),
-                         "ItemId": 100 + rng.integers(0, n_items, n), "Time": np.arange(n, dtype=float)})
+    return pd.DataFrame(
+        {
+            "SessionId": np.repeat(np.arange(n_sessions), length),
+            "ItemId": 100 + rng.integers(0, n_items, n),
+            "Time": np.arange(n, dtype=float),
+        }
+    )
 
 
 @pytest.fixture(scope="module")
@@ -66,7 +86,9 @@ def fitted(df, impl, n_epochs=2, **hp):
 
 
 CASES = [(m, l, s, 8) for m in MODES for l in LOSSES for s in SETTINGS] + [
-    ("shared", "cross-entropy", "dropout+momentum", 0), ("none", "bpr-max", "dropout+momentum", 0)]
+    ("shared", "cross-entropy", "dropout+momentum", 0),
+    ("none", "bpr-max", "dropout+momentum", 0),
+]
 
 
 @pytest.mark.parametrize("mode,loss,setting,n_sample", CASES)

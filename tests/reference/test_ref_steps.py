@@ -1,4 +1,5 @@
 """The training steps sit behind one interface without an import cycle (reference/gru4rec/steps/)."""
+
 from __future__ import annotations
 
 import subprocess
@@ -16,10 +17,14 @@ PKG = "gru4rec_conformance.reference.gru4rec"
 @pytest.mark.parametrize("module", ["records", "steps.base", "steps.standard", "steps.static", "steps", "core"])
 def test_each_module_imports_first_in_a_fresh_interpreter(module):
     """Any import order works (no cycle); the steps never load core (core imports them)."""
-    code = (f"import sys, importlib; importlib.import_module('{PKG}.{module}'); "
-            f"print('{PKG}.core' in sys.modules)")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                         env={"PYTHONPATH": child_pythonpath(), "PATH": "/usr/bin:/bin"})
+    code = f"import sys, importlib; importlib.import_module('{PKG}.{module}'); print('{PKG}.core' in sys.modules)"
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={"PYTHONPATH": child_pythonpath(), "PATH": "/usr/bin:/bin"},
+    )
     assert out.stdout.strip() == str(module == "core")
 
 

@@ -1,4 +1,5 @@
 """Bad input to the reference GRU4Rec gets a clear ValueError naming the column or parameter."""
+
 import numpy as np
 import pandas as pd
 import pytest

@@ -23,11 +23,27 @@ QUIET = ("-p", "no:cacheprovider", "-p", "no:hypothesispytest", "-p", "no:benchm
 
 def suite_env(**extra: str) -> dict[str, str]:
     """Environment of an inner run: this one, one torch thread, no implementation preselected by env."""
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("GRU4REC_CONFORMANCE_IMPL", "GRU4REC_REPORT_DIR", "GRU4REC_ISOLATION", "GRU4REC_XFAIL_MARK",
-                        "PYTEST_ADDOPTS", "PYTEST_PLUGINS")}
-    env.update({"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1",
-                "PYTHONPATH": os.pathsep.join([str(REPO / "src"), str(HERE)])})
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k
+        not in (
+            "GRU4REC_CONFORMANCE_IMPL",
+            "GRU4REC_REPORT_DIR",
+            "GRU4REC_ISOLATION",
+            "GRU4REC_XFAIL_MARK",
+            "PYTEST_ADDOPTS",
+            "PYTEST_PLUGINS",
+        )
+    }
+    env.update(
+        {
+            "OMP_NUM_THREADS": "1",
+            "MKL_NUM_THREADS": "1",
+            "HF_HUB_OFFLINE": "1",
+            "PYTHONPATH": os.pathsep.join([str(REPO / "src"), str(HERE)]),
+        }
+    )
     env.update(extra)
     return env
 
@@ -43,8 +59,14 @@ def suite_command(report_dir: Path, *args: str) -> list[str]:
 
 def run_suite(report_dir: Path, *args: str, timeout: float = 240, **env: str) -> subprocess.CompletedProcess:
     """Run the suite to its end; returns the completed process (stdout and stderr as text)."""
-    return subprocess.run(suite_command(report_dir, *args), cwd=REPO, env=suite_env(**env), capture_output=True,
-                          text=True, timeout=timeout)
+    return subprocess.run(
+        suite_command(report_dir, *args),
+        cwd=REPO,
+        env=suite_env(**env),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 def run_dirs(report_dir: Path, impl_folder: str) -> list[Path]:

@@ -34,10 +34,14 @@ PAUSE_AFTER = 6
 
 def _run_until_paused(report_dir, marker):
     """Start the suite held after PAUSE_AFTER checks; return the process once it is held there."""
-    proc = subprocess.Popen(suite_command(report_dir, SUITE, *SELECTION, "-p", "reliability_pause_plugin"),
-                            cwd=REPO, env=suite_env(RELIABILITY_PAUSE_AFTER=str(PAUSE_AFTER),
-                                                    RELIABILITY_PAUSE_FILE=str(marker)),
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    proc = subprocess.Popen(
+        suite_command(report_dir, SUITE, *SELECTION, "-p", "reliability_pause_plugin"),
+        cwd=REPO,
+        env=suite_env(RELIABILITY_PAUSE_AFTER=str(PAUSE_AFTER), RELIABILITY_PAUSE_FILE=str(marker)),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     deadline = time.monotonic() + 240
     while not marker.exists():
         if proc.poll() is not None:
@@ -59,7 +63,8 @@ def _resume_and_check(report_dir, run_dir, partial_nodeids):
     records = jsonl_records(run_dir)
     results = [r for r in records if r["type"] == "result"]
     assert len(results) == N_CHECKS and set(Counter(r["nodeid"] for r in results).values()) == {1}, (
-        "a check was re-run or lost: " + str(Counter(r["nodeid"] for r in results)))
+        "a check was re-run or lost: " + str(Counter(r["nodeid"] for r in results))
+    )
     assert {r["nodeid"] for r in results[:PAUSE_AFTER]} == partial_nodeids  # the early verdicts are the kept ones
     assert [r["type"] for r in records].count("resume") == 1
     data = results_json(run_dir)
@@ -85,8 +90,14 @@ def test_sigkill_half_way_leaves_a_partial_report_that_resume_completes(tmp_path
     assert all(r["outcome"] == "passed" for r in records[1:])
     assert not (run_dir / "results.json").exists() and not (run_dir / "summary.md").exists()
     # python -m gru4rec_conformance.reports render turns it into a report marked incomplete
-    render = subprocess.run([sys.executable, "-m", "gru4rec_conformance.reports", "render", str(run_dir)], cwd=REPO, env=suite_env(),
-                            capture_output=True, text=True, timeout=120)
+    render = subprocess.run(
+        [sys.executable, "-m", "gru4rec_conformance.reports", "render", str(run_dir)],
+        cwd=REPO,
+        env=suite_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert render.returncode == 0, describe(render)
     assert f"{run_dir}: incomplete, {PAUSE_AFTER} checks" in render.stdout
     data = results_json(run_dir)

@@ -14,29 +14,45 @@ MUTANTS = ("mutant:crash", "mutant:hang", "mutant:leak")
 # LF-1 (cross-entropy) only builds and calls loss_on_scores: after the crash it passes in a fresh worker.
 # Every worker start costs seconds on a loaded machine, so LF-1 runs for the crash mutant only.
 SELECTION = [f"conformance/gru4rec/test_k1_state_reset.py::test_sr5_state_is_used[{m}]" for m in MUTANTS] + [
-    "conformance/gru4rec/test_k2_loss_formula.py::test_lf1_fixed_score_matrix[mutant:crash-cross-entropy]"]
+    "conformance/gru4rec/test_k2_loss_formula.py::test_lf1_fixed_score_matrix[mutant:crash-cross-entropy]"
+]
 CALL_TIMEOUT_S = 8  # a D-LONG fit takes ~0.5 s in a one-thread worker
 MEMORY_LIMIT_MIB = 650  # a worker with torch and the reference holds ~310 MiB; the leak adds 64 MiB per step
 
 EXPECTED = {
     # impl: (worker kind, fragments of the reason, fragments of the worker's stderr tail)
-    "mutant:crash": ("crash", ["worker crash:", "mutant:crash.fit()", "was killed by SIGSEGV"],
-                     ["mutant:crash: reading address 0 in the first training step",
-                      "Fatal Python error: Segmentation fault"]),
-    "mutant:hang": ("timeout", ["worker timeout:", "mutant:hang.score_prefixes()",
-                                f"no answer within the timeout of {CALL_TIMEOUT_S} s"],
-                    ["mutant:hang: score_prefixes waits for an event nobody sets"]),
-    "mutant:leak": ("memory", ["worker memory:", "mutant:leak.fit()",
-                               f"exceeded the limit of {MEMORY_LIMIT_MIB} MiB"],
-                    ["mutant:leak: keeping 64 MiB per training step"]),
+    "mutant:crash": (
+        "crash",
+        ["worker crash:", "mutant:crash.fit()", "was killed by SIGSEGV"],
+        ["mutant:crash: reading address 0 in the first training step", "Fatal Python error: Segmentation fault"],
+    ),
+    "mutant:hang": (
+        "timeout",
+        ["worker timeout:", "mutant:hang.score_prefixes()", f"no answer within the timeout of {CALL_TIMEOUT_S} s"],
+        ["mutant:hang: score_prefixes waits for an event nobody sets"],
+    ),
+    "mutant:leak": (
+        "memory",
+        ["worker memory:", "mutant:leak.fit()", f"exceeded the limit of {MEMORY_LIMIT_MIB} MiB"],
+        ["mutant:leak: keeping 64 MiB per training step"],
+    ),
 }
 
 
 @pytest.fixture(scope="module")
 def mutant_run(tmp_path_factory):
     report_dir = tmp_path_factory.mktemp("reports")
-    proc = run_suite(report_dir, "--impl", ",".join(MUTANTS), *SELECTION,
-                     "--call-timeout", str(CALL_TIMEOUT_S), "--worker-memory-mb", str(MEMORY_LIMIT_MIB), timeout=300)
+    proc = run_suite(
+        report_dir,
+        "--impl",
+        ",".join(MUTANTS),
+        *SELECTION,
+        "--call-timeout",
+        str(CALL_TIMEOUT_S),
+        "--worker-memory-mb",
+        str(MEMORY_LIMIT_MIB),
+        timeout=300,
+    )
     return report_dir, proc
 
 

@@ -21,8 +21,16 @@ from . import (
 )
 
 MUTANTS: dict[str, type] = {}
-for _module in (tokenization, padding_masking, data_integrity, selection_leakage, early_stopping, seeding,
-                reporting, offline):
+for _module in (
+    tokenization,
+    padding_masking,
+    data_integrity,
+    selection_leakage,
+    early_stopping,
+    seeding,
+    reporting,
+    offline,
+):
     for _cls in _module.MUTANTS:
         MUTANTS[_cls.name] = _cls
 

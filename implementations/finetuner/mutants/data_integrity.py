@@ -62,8 +62,9 @@ class MutantBinaryKeepsNeutral(MutantAdapter):
     defect = "binary view maps neutral to positive instead of dropping it"
 
     def binary_view(self, examples):
-        return Examples(examples.split, examples.ids, examples.texts, tuple(int(y > 1) for y in examples.labels),
-                        2, examples.source)
+        return Examples(
+            examples.split, examples.ids, examples.texts, tuple(int(y > 1) for y in examples.labels), 2, examples.source
+        )
 
 
 MUTANTS = [MutantDropLongExamples, MutantTupleUnpack, MutantBinaryKeepsNeutral]

@@ -30,8 +30,9 @@ class _FixedLength(ReferenceFineTuner):
     def collate(self, features):
         from transformers import DataCollatorWithPadding
 
-        collator = DataCollatorWithPadding(self.tokenizer, padding="max_length", max_length=self.fixed_length,
-                                           return_tensors="pt")
+        collator = DataCollatorWithPadding(
+            self.tokenizer, padding="max_length", max_length=self.fixed_length, return_tensors="pt"
+        )
         return dict(collator(features))
 
 

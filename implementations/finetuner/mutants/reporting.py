@@ -18,7 +18,7 @@ class _LossOverBatchSize(ReferenceFineTuner):
     def _metrics(self, logits, examples):
         res = super()._metrics(logits, examples)
         bs, n = self.config.eval_batch_size, len(examples)
-        batch_means = [mean_cross_entropy(logits[i:i + bs], examples.labels[i:i + bs]) for i in range(0, n, bs)]
+        batch_means = [mean_cross_entropy(logits[i : i + bs], examples.labels[i : i + bs]) for i in range(0, n, bs)]
         res["mean_ce"] = float(sum(batch_means) / n)  # sum of batch-mean losses / N
         return res
 
@@ -111,8 +111,9 @@ class MutantEqualLengthAggregate(MutantAdapter):
             v = np.array([r["test"][field] for r in runs])
             agg[key] = {**describe(v), "std": float(np.std(v))}
         shortest = min(len(r["epochs"]) for r in runs)
-        agg["mean_val_curve"] = np.mean([[e["val_accuracy"] for e in r["epochs"][:shortest]] for r in runs],
-                                        axis=0).tolist()
+        agg["mean_val_curve"] = np.mean(
+            [[e["val_accuracy"] for e in r["epochs"][:shortest]] for r in runs], axis=0
+        ).tolist()
         return agg
 
 
@@ -139,5 +140,12 @@ class MutantAdHocMetrics(MutantAdapter):
     tuner_cls = _AdHocMetrics
 
 
-MUTANTS = [MutantLossOverBatchSize, MutantPickleNoRunId, MutantTokenizerDrift, MutantFixedPaperOptimizer,
-           MutantCollapseUnflagged, MutantEqualLengthAggregate, MutantAdHocMetrics]
+MUTANTS = [
+    MutantLossOverBatchSize,
+    MutantPickleNoRunId,
+    MutantTokenizerDrift,
+    MutantFixedPaperOptimizer,
+    MutantCollapseUnflagged,
+    MutantEqualLengthAggregate,
+    MutantAdHocMetrics,
+]

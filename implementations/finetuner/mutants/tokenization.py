@@ -32,8 +32,14 @@ class _LiteralBertMarkers(ReferenceFineTuner):
         marked = [f"[CLS] {t} [SEP]" for t in texts]
         full = tok(marked, add_special_tokens=False)["input_ids"]
         enc = tok(marked, add_special_tokens=False, truncation=True, max_length=L)
-        return Encoded([list(x) for x in enc["input_ids"]], [list(x) for x in enc["attention_mask"]], None,
-                       sum(len(x) > L for x in full), L, special_ids(tok))
+        return Encoded(
+            [list(x) for x in enc["input_ids"]],
+            [list(x) for x in enc["attention_mask"]],
+            None,
+            sum(len(x) > L for x in full),
+            L,
+            special_ids(tok),
+        )
 
 
 @register

@@ -7,6 +7,7 @@
 ``GRU4Rec.fit`` asks :func:`select_step` for the step of its ``step_impl``. The steps read the model only through
 :class:`StepHost`; nothing here imports ``core``.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -16,15 +17,24 @@ from .base import EpochTotals, StepHost, TrainingStep
 from .standard import StandardStep
 from .static import StaticStep, unsupported_reason
 
-__all__ = ["STEP_IMPLS", "EpochTotals", "StandardStep", "StaticStep", "StepHost", "TrainingStep", "select_step",
-           "unsupported_reason"]
+__all__ = [
+    "STEP_IMPLS",
+    "EpochTotals",
+    "StandardStep",
+    "StaticStep",
+    "StepHost",
+    "TrainingStep",
+    "select_step",
+    "unsupported_reason",
+]
 
 #: values of ``GRU4Rec(step_impl=...)``
 STEP_IMPLS = ("auto", "standard", "static")
 
 
-def select_step(host: StepHost, step_impl: str, trace: Callable[[StepTrace], None] | None = None,
-                use_cuda_graph: bool | None = None) -> TrainingStep:
+def select_step(
+    host: StepHost, step_impl: str, trace: Callable[[StepTrace], None] | None = None, use_cuda_graph: bool | None = None
+) -> TrainingStep:
     """The training step for one ``fit`` of the built ``host``.
 
     Args:

@@ -6,6 +6,7 @@ shapes follow the shrinking batch; built from the model's overridable seams) and
 shapes, CUDA-graph capturable). A step reads the model only through :class:`StepHost`, which ``GRU4Rec`` implements;
 no step imports ``core`` (``core`` imports the steps).
 """
+
 from __future__ import annotations
 
 import abc
@@ -86,8 +87,16 @@ class StepHost(Protocol):
     def get_params(self) -> dict[str, Any]: ...
     @classmethod
     def overridden_methods(cls, names: Iterable[str]) -> list[str]: ...
-    def _step(self, x: torch.Tensor, targets: torch.Tensor, samples: torch.Tensor | None, H: list[torch.Tensor],
-              masks: dict[str, Any] | None = None, want_info: bool = False, want_grads: bool = False) -> Any: ...
+    def _step(
+        self,
+        x: torch.Tensor,
+        targets: torch.Tensor,
+        samples: torch.Tensor | None,
+        H: list[torch.Tensor],
+        masks: dict[str, Any] | None = None,
+        want_info: bool = False,
+        want_grads: bool = False,
+    ) -> Any: ...
     def _apply_keep(self, H: list[torch.Tensor], keep: np.ndarray | None) -> list[torch.Tensor]: ...
     def _reset_lanes(self, H: list[torch.Tensor], mask: np.ndarray) -> list[torch.Tensor]: ...
     def _sample_block(self, n_steps: int, n_lanes: int) -> torch.Tensor | None: ...

@@ -7,6 +7,7 @@ arithmetic goes through the host's seams, so a ``GRU4Rec`` subclass that overrid
 with its override. Free of host synchronisation except the NaN check every ``nan_check_interval`` steps and, with a
 per-step ``trace``, one sync per step.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -63,12 +64,20 @@ class StandardStep(TrainingStep):
                     lr = host.optimizer.current_lr()
                     loss, H, info = host._step(xin[i], xout[i], s, H, want_info=True)
                     data = host.data
-                    trace(StepTrace(epoch=epoch, step=n_steps + i, session_ids=data.session_ids[run.lane_sessions],
-                                    positions=run.start_pos + i, h_in_norms=h_norm, n_active=run.n_lanes,
-                                    negative_ids=(data.item_ids[s.cpu().numpy()] if s is not None
-                                                  else data.item_ids[:0]),
-                                    learning_rate=lr, score_shape=info["score_shape"],
-                                    output_rows_touched=info["output_rows_touched"]))
+                    trace(
+                        StepTrace(
+                            epoch=epoch,
+                            step=n_steps + i,
+                            session_ids=data.session_ids[run.lane_sessions],
+                            positions=run.start_pos + i,
+                            h_in_norms=h_norm,
+                            n_active=run.n_lanes,
+                            negative_ids=(data.item_ids[s.cpu().numpy()] if s is not None else data.item_ids[:0]),
+                            learning_rate=lr,
+                            score_shape=info["score_shape"],
+                            output_rows_touched=info["output_rows_touched"],
+                        )
+                    )
                 acc += loss
             n_steps += run.n_steps
             n_events += run.n_steps * run.n_lanes

@@ -39,6 +39,7 @@ Supported: the stock components (iterator, sampler, model, optimizer, evaluator-
 cross-entropy and BPR-max losses and no per-step trace; :func:`unsupported_reason` says why anything else falls back
 to the standard step. The model is read only through :class:`~.base.StepHost`.
 """
+
 from __future__ import annotations
 
 import time
@@ -74,8 +75,12 @@ def unsupported_reason(host: StepHost) -> str | None:
     overridden = host.overridden_methods(RE_IMPLEMENTED_SEAMS)
     if overridden:
         return f"{type(host).__name__}.{overridden[0]} is overridden"
-    stock = {"iterator_class": SessionParallelIterator, "sampler_class": SampleCache,
-             "model_class": GRU4RecModel, "optimizer_class": IndexedAdagradM}
+    stock = {
+        "iterator_class": SessionParallelIterator,
+        "sampler_class": SampleCache,
+        "model_class": GRU4RecModel,
+        "optimizer_class": IndexedAdagradM,
+    }
     for attr, base in stock.items():
         if getattr(host, attr) is not base:
             return f"{attr} is {getattr(host, attr).__name__}, not the stock {base.__name__}"
@@ -85,8 +90,10 @@ def unsupported_reason(host: StepHost) -> str | None:
         return None
     if loss == "bpr-max" and cls_loss is BPRMaxLoss:
         return None
-    return f"loss {loss!r} ({getattr(cls_loss, '__name__', cls_loss)}) has no static form (cross-entropy and " \
-           "bpr-max with the stock loss classes only)"
+    return (
+        f"loss {loss!r} ({getattr(cls_loss, '__name__', cls_loss)}) has no static form (cross-entropy and "
+        "bpr-max with the stock loss classes only)"
+    )
 
 
 class StaticStep(TrainingStep):
@@ -151,8 +158,7 @@ class StaticStep(TrainingStep):
         self.G = {name: torch.zeros_like(model.params[name]) for name in self._row_tables()}
         self.names = model.param_names()
         self.graph: torch.cuda.CUDAGraph | None = None
-        self.info: dict[str, Any] = {"step_impl": "static", "cuda_graph": False, "graph_error": None,
-                                     "block_steps": K}
+        self.info: dict[str, Any] = {"step_impl": "static", "cuda_graph": False, "graph_error": None, "block_steps": K}
         self._graph_steps_seen = 0
 
     def _row_tables(self) -> list[str]:
@@ -176,8 +182,9 @@ class StaticStep(TrainingStep):
         O = lf.activation(R)
         softmax_scores = lf.softmax_neg(O.masked_fill(padcol, NEG))
         target_scores = torch.diagonal(O).reshape(-1, 1)
-        return (-torch.log(torch.sum(torch.sigmoid(target_scores - O) * softmax_scores, dim=1) + EPS_LOG)
-                + lf.bpreg * torch.sum((O ** 2) * softmax_scores, dim=1))
+        return -torch.log(
+            torch.sum(torch.sigmoid(target_scores - O) * softmax_scores, dim=1) + EPS_LOG
+        ) + lf.bpreg * torch.sum((O**2) * softmax_scores, dim=1)
 
     def _step(self) -> None:
         model = self.gru.model
@@ -204,11 +211,11 @@ class StaticStep(TrainingStep):
         opt = self.gru.optimizer
         clr = opt.current_lr()
         with torch.no_grad():
-            for name, g in zip(self.names, grads[:len(self.names)]):
+            for name, g in zip(self.names, grads[: len(self.names)]):
                 if g is not None and name not in self.G:
                     opt.update_dense(name, g, clr)
             idx_parts: dict = {}
-            for (name, flat, _), g in zip(rows, grads[len(self.names):]):
+            for (name, flat, _), g in zip(rows, grads[len(self.names) :]):
                 if g is None:
                     continue
                 self.G[name].index_add_(0, flat, g.reshape(flat.shape[0], -1))
@@ -247,8 +254,12 @@ class StaticStep(TrainingStep):
         except Exception as exc:  # capture failed: nothing was executed; run this step eagerly from now on
             self.use_cuda_graph = False
             self.info["graph_error"] = f"{type(exc).__name__}: {exc}"
-            warnings.warn(f"reference GRU4Rec: CUDA graph capture of the static step failed ({exc}); "
-                          "continuing with the eager static step", RuntimeWarning, stacklevel=3)
+            warnings.warn(
+                f"reference GRU4Rec: CUDA graph capture of the static step failed ({exc}); "
+                "continuing with the eager static step",
+                RuntimeWarning,
+                stacklevel=3,
+            )
             torch.cuda.synchronize(self.dev)
             self._step()
             return
@@ -277,9 +288,13 @@ class StaticStep(TrainingStep):
         for h in self.H:
             h.zero_()
         self.acc_loss.zero_()
-        host: dict[str, np.ndarray] = {"X": np.zeros((K, B), np.int64), "T": np.zeros((K, B), np.int64),
-                                       "KEEP": np.zeros((K, B), np.int64), "MULT": np.zeros((K, B), np.float32),
-                                       "VALID": np.zeros((K, B), np.float32)}
+        host: dict[str, np.ndarray] = {
+            "X": np.zeros((K, B), np.int64),
+            "T": np.zeros((K, B), np.int64),
+            "KEEP": np.zeros((K, B), np.int64),
+            "MULT": np.zeros((K, B), np.float32),
+            "VALID": np.zeros((K, B), np.float32),
+        }
         lanes = np.arange(B, dtype=np.int64)
         b_of_step = np.zeros(K, dtype=np.int64)
         n_steps = n_events = 0
@@ -312,8 +327,8 @@ class StaticStep(TrainingStep):
             while done < n:
                 m = min(n - done, K - fill)
                 rows = slice(fill, fill + m)
-                xin = run.in_items[done:done + m]
-                xout = run.out_items[done:done + m]
+                xin = run.in_items[done : done + m]
+                xout = run.out_items[done : done + m]
                 host["X"][rows, :b] = xin
                 host["X"][rows, b:] = xin[:, :1]
                 host["T"][rows, :b] = xout
