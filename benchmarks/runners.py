@@ -305,7 +305,7 @@ def import_official_port(path: str | os.PathLike) -> tuple[types.ModuleType, typ
     """
     if str(path) not in sys.path:
         sys.path.insert(0, str(path))
-    gp = importlib.import_module("gru4rec_pytorch")
+    gp: Any = importlib.import_module("gru4rec_pytorch")  # Any: the checkout's module is untyped; its torch is replaced
     ev = importlib.import_module("evaluation")
     gp.torch = _TorchShim("torch")
     return gp, ev

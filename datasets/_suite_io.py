@@ -18,6 +18,7 @@ import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import IO
 
 import numpy as np
 import pyarrow as pa
@@ -93,7 +94,8 @@ def _split_zip_member(path: Path) -> tuple[Path, str | None]:
 
 
 @contextlib.contextmanager
-def open_raw(path) -> Iterator[tuple[io.BufferedIOBase, Callable[[], int], int]]:
+# the stream is a BufferedIOBase (plain, .gz, .bz2) or, for a .zip member, what ZipFile.open returns (IO[bytes])
+def open_raw(path) -> Iterator[tuple[io.BufferedIOBase | IO[bytes], Callable[[], int], int]]:
     """Open a raw file for binary reading, decompressing .gz/.bz2/.zip transparently.
 
     Yields ``(stream, consumed, total)``: ``consumed()`` returns the number of bytes of the file on disk read so

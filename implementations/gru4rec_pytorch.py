@@ -22,7 +22,7 @@ from __future__ import annotations
 import time
 import types
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -89,7 +89,7 @@ class GRU4RecPytorchAdapter(Adapter):
     worker_env = ("GRU4REC_PYTORCH_PATH", "GRU4REC_PYTORCH_FORK_PATH")
     homepage = "https://github.com/hungpthanh/GRU4REC-pytorch"
     description = "GRU4REC-pytorch (hungpthanh) @666b842, upstream as it is"
-    study = None
+    study: ClassVar[Mapping[str, str] | None] = None  # subclasses in the study name their rows
     reproducibility = {
         "installs": "yes on a current stack (torch 2.13, numpy 2, pandas 3) although its README asks for "
         "PyTorch 0.4.1 / Python 3.5; no packaging (a folder of scripts)",
@@ -108,7 +108,7 @@ class GRU4RecPytorchAdapter(Adapter):
         self._checkout_key = "gru4rec_pytorch_fork" if self.fork else "gru4rec_pytorch"
         self._tmp: TempDir | None = None
         self._trace_on = False
-        self.model = None
+        self.model: Any = None  # the checkout's lib.GRU4REC (untyped third-party code)
 
     # -- declarations -------------------------------------------------------------------------------------
     def version(self) -> str:
@@ -228,7 +228,7 @@ class GRU4RecPytorchAdapter(Adapter):
             raise Unsupported(f"optimizer:{opt}")
         self.hp = hp
         self.seed = int(seed)
-        self.settings = dict(
+        self.settings: dict[str, Any] = dict(
             hidden_size=layers[0], num_layers=len(layers), batch_size=int(hp["batch_size"]),
             dropout_input=float(hp["dropout_p_embed"]), dropout_hidden=float(hp["dropout_p_hidden"]),
             embedding_dim=int(emb) if int(emb) > 0 else -1, final_act=act, loss_type=LOSS_NAMES[loss],
@@ -238,7 +238,7 @@ class GRU4RecPytorchAdapter(Adapter):
         if self._tmp is None:
             self._tmp = TempDir("gru4rec-pytorch-")
         self.model = None
-        self._train = None
+        self._train: Any = None  # the checkout's lib.Dataset (untyped third-party code)
 
     def fit(self, train_df: Any, n_epochs: int | None = None) -> FitReport:
         lib = self._lib()
@@ -262,6 +262,7 @@ class GRU4RecPytorchAdapter(Adapter):
         self.loss_func = lib.LossFunction(loss_type=s["loss_type"], use_cuda=False, **loss_kw)
         self.optim = lib.Optimizer(model.parameters(), optimizer_type=s["optimizer_type"], lr=s["lr"],
                                    weight_decay=0, momentum=s["momentum"], eps=1e-6)  # fmt: skip
+        assert self._tmp is not None  # build() created it; _dataset() above needs it too
         args = types.SimpleNamespace(k_eval=20, checkpoint_dir=str(self._tmp.path))
         tr_kw = {"use_correct_mask_reset": flags["use_correct_mask_reset"]} if self.fork else {}
         trainer = lib.Trainer(model, train_data=train, eval_data=None, optim=self.optim, use_cuda=False,
@@ -279,7 +280,9 @@ class GRU4RecPytorchAdapter(Adapter):
         loader_cls = lib.DataLoader
         adapter = self
 
-        class SpyLoader(loader_cls):  # observes the lanes; yields exactly what the original yields
+        # observes the lanes; yields exactly what the original yields. The base is the checkout's DataLoader,
+        # known only at run time
+        class SpyLoader(loader_cls):  # type: ignore[valid-type, misc]
             def __iter__(self):
                 def seen(loc, item):
                     counts["events"] += int(len(item[0]))
@@ -386,7 +389,7 @@ class GRU4RecPytorchAdapter(Adapter):
         items_col = test.df["item_idx"].to_numpy()
         loader_cls = lib.DataLoader
 
-        class SpyLoader(loader_cls):
+        class SpyLoader(loader_cls):  # type: ignore[valid-type, misc]  # the checkout's DataLoader, run-time base
             def __iter__(self):
                 def seen(loc, item):
                     tgt = np.asarray(loc["start"]) + int(loc["i"]) + 1
@@ -459,6 +462,7 @@ class GRU4RecPytorchAdapter(Adapter):
         t = torch.tensor(R, requires_grad=True)
         value = fn(holder.final_activation(t))
         value.backward()
+        assert t.grad is not None  # backward() of a loss computed from the leaf t fills t.grad
         return float(value.detach()), t.grad.numpy().copy()
 
     def trace(self, enable: bool = True) -> None:

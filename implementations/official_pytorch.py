@@ -55,8 +55,8 @@ class OfficialPytorchAdapter(Adapter):
 
     def __init__(self, device: str = "cpu") -> None:
         super().__init__(device=device)
-        self.gru = None
-        self._opt = None
+        self.gru: Any = None  # the port's gru4rec_pytorch.GRU4Rec (untyped third-party code)
+        self._opt: Any = None  # the port's IndexedAdagradM, seen at its first step (untyped third-party code)
 
     def _mods(self):
         root = locate("gru4rec_pytorch_official")
@@ -246,7 +246,7 @@ class OfficialPytorchAdapter(Adapter):
         rows: list[tuple] = []
         inner_cls = ev.SessionDataIterator
 
-        class SpyIterator(inner_cls):
+        class SpyIterator(inner_cls):  # type: ignore[valid-type, misc]  # the port's iterator, run-time base
             def __call__(self, *a, **k):
                 it = self
 
@@ -324,6 +324,7 @@ class OfficialPytorchAdapter(Adapter):
         B = R.shape[0]
         value = holder.loss_function(R, Y, B) / B  # the step loss of fit(): summed over lanes, divided by B
         value.backward()
+        assert R.grad is not None  # backward() of a loss computed from the leaf R fills R.grad
         return float(value.detach()), R.grad.numpy().copy()
 
     def optimizer_info(self) -> dict:

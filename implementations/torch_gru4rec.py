@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -72,7 +72,7 @@ class TorchGRU4RecAdapter(Adapter):
     worker_env = ("TORCH_GRU4REC_PATH", "TORCH_GRU4REC_FORK_PATH")
     homepage = "https://github.com/yeganegi-reza/Torch-GRU4Rec"
     description = "Torch-GRU4Rec (yeganegi-reza) @744f6b3, upstream as it is"
-    study = None
+    study: ClassVar[Mapping[str, str] | None] = None  # subclasses in the study name their rows
     checkout_key = "torch_gru4rec"
     reproducibility = {
         "installs": "yes on a current stack (torch 2.13, numpy 2, pandas 3); README asks for PyTorch 1.3.1, "
@@ -87,8 +87,8 @@ class TorchGRU4RecAdapter(Adapter):
         super().__init__(device=device)
         self._tmp: TempDir | None = None
         self._trace_on = False
-        self.model = None
-        self._train = None
+        self.model: Any = None  # the checkout's Modules.Model.GRU4Rec (untyped third-party code)
+        self._train: Any = None  # the checkout's Modules.Dataset.Dataset (untyped third-party code)
 
     @property
     def fork(self) -> bool:
@@ -201,7 +201,7 @@ class TorchGRU4RecAdapter(Adapter):
             emb = layers[0] if emb == "layersize" else int(emb)
         self.hp = hp
         self.seed = int(seed)
-        self.settings = dict(
+        self.settings: dict[str, Any] = dict(
             hiddenSize=layers[0], nLayers=len(layers), batchSize=int(hp["batch_size"]),
             dropoutHidden=float(hp["dropout_p_hidden"]), dropoutEmbed=float(hp["dropout_p_embed"]),
             embeddingDim=int(emb) if int(emb) > 0 else -1, finalAct=act, lossType=LOSS_NAMES[loss],
@@ -225,7 +225,8 @@ class TorchGRU4RecAdapter(Adapter):
         lanes: dict[str, Any] = {}
         counts = {"steps": 0, "events": 0}
 
-        class SpyGenerator(M.Dataset.DataGenerator):
+        # the base is the checkout's DataGenerator, imported at run time
+        class SpyGenerator(M.Dataset.DataGenerator):  # type: ignore[name-defined]
             def __iter__(self):
                 def seen(loc, item):
                     counts["events"] += int(len(item[0]))
@@ -246,6 +247,7 @@ class TorchGRU4RecAdapter(Adapter):
         self.loss_func = M.Loss.LossFunction(lossType=s["lossType"], useCuda=False, bpreg=s["bpreg"])
         self.optim = M.Optimizer.Optimizer(model.parameters(), optimizerType=s["optimizerType"], lr=s["lr"],
                                            momentum=s["momentum"], weightDecay=0)  # fmt: skip
+        assert self._tmp is not None  # build() created it; _dataset() above needs it too
         trainer = M.Trainer.Trainer(model, trainGenerator=gen, validGenerator=None, optim=self.optim,
                                     lossFunc=self.loss_func, topN=20, resultDir=str(self._tmp.path))  # fmt: skip
         epochs = s["nEpochs"] if n_epochs is None else int(n_epochs)
@@ -340,7 +342,8 @@ class TorchGRU4RecAdapter(Adapter):
         sess_col = test.data[test.sessionKey].to_numpy()
         items_col = test.data["ItemIdx"].to_numpy()
 
-        class SpyGenerator(M.Dataset.DataGenerator):
+        # the base is the checkout's DataGenerator, imported at run time
+        class SpyGenerator(M.Dataset.DataGenerator):  # type: ignore[name-defined]
             def __iter__(self):
                 def seen(loc, item):
                     tgt = np.asarray(loc["start"]) + int(loc["i"]) + 1
@@ -400,6 +403,7 @@ class TorchGRU4RecAdapter(Adapter):
         t = torch.tensor(R, requires_grad=True)
         value = fn(holder.finalAct(t))
         value.backward()
+        assert t.grad is not None  # backward() of a loss computed from the leaf t fills t.grad
         return float(value.detach()), t.grad.numpy().copy()
 
     def trace(self, enable: bool = True) -> None:

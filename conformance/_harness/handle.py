@@ -31,9 +31,8 @@ UNSUPPORTED_PREFIX = "unsupported by "
 
 
 def adapter_class(spec: AdapterSpec) -> type[AdapterBase]:
-    """The adapter class of a registry entry (the registry admits only :class:`AdapterBase` subclasses;
-    ``AdapterSpec.cls`` is typed ``type``)."""
-    return cast("type[AdapterBase]", spec.cls)
+    """The adapter class of a registry entry (the registry admits only :class:`AdapterBase` subclasses)."""
+    return spec.cls
 
 
 class HarnessError(Exception):

@@ -133,7 +133,8 @@ class GRU4Rec:
     def _seeds(self) -> tuple[int, int, int]:
         """Independent seeds for initialisation, dropout and sampling derived from ``seed``."""
         ss = np.random.SeedSequence(int(self._hp["seed"])).spawn(3)
-        return tuple(int(s.generate_state(1, dtype=np.uint64)[0] >> np.uint64(1)) for s in ss)
+        init, dropout, sample = (int(s.generate_state(1, dtype=np.uint64)[0] >> np.uint64(1)) for s in ss)
+        return init, dropout, sample
 
     def _dropout_rates(self) -> tuple[float, float]:
         """(dropout_p_embed, dropout_p_hidden) used by the training forward pass."""
@@ -303,6 +304,7 @@ class GRU4Rec:
         y = self._columns(targets, samples)
         p_embed, p_hidden = self._dropout_rates()
         model = self.model
+        assert model is not None, "built by _build/load before any step"  # fit builds it; train_step requires it
         rows: list = []
         R, H_new, _ = model.forward_train(x, y, H, p_embed, p_hidden, self._gen_dropout, masks=masks, rows=rows)
         loss_sum = self.loss_function(R, y, x.shape[0])
@@ -342,9 +344,11 @@ class GRU4Rec:
         return gd
 
     # ------------------------------------------------------------------ id mapping
-    def _require_model(self) -> None:
+    def _require_model(self) -> GRU4RecModel:
+        """The built model. Raises RuntimeError when it is not built (neither ``fit`` nor ``load`` ran)."""
         if self.model is None:
             raise RuntimeError("the model is not built: call fit() (n_epochs=0 builds without training) or load()")
+        return self.model
 
     def item_ids(self) -> np.ndarray:
         """Training item ids in the column order of every score matrix, (n_items,)."""
@@ -370,8 +374,7 @@ class GRU4Rec:
         Returns: (n_prefixes, n_items) float32 raw scores (logits; no final activation), columns as
         :meth:`item_ids`.
         """
-        self._require_model()
-        model = self.model
+        model = self._require_model()
         cols = []
         for p in prefixes:
             idx = self._item_index.reindex(np.asarray(list(p), dtype=object if len(p) == 0 else None))
@@ -461,12 +464,13 @@ class GRU4Rec:
 
     # ------------------------------------------------------------------ white-box
     def _hidden_in(self, hidden, b: int) -> list[torch.Tensor]:
+        model = self._require_model()
         if hidden is None:
-            return self.model.zero_state(b)
-        if len(hidden) != len(self.model.layers):
-            raise ValueError(f"hidden: expected {len(self.model.layers)} layer state(s), got {len(hidden)}")
+            return model.zero_state(b)
+        if len(hidden) != len(model.layers):
+            raise ValueError(f"hidden: expected {len(model.layers)} layer state(s), got {len(hidden)}")
         out = []
-        for l, (h, d) in enumerate(zip(hidden, self.model.layers)):
+        for l, (h, d) in enumerate(zip(hidden, model.layers)):
             t = torch.as_tensor(np.asarray(h, dtype=np.float32), device=self.device)
             if tuple(t.shape) != (b, d):
                 raise ValueError(f"hidden[{l}]: expected shape {(b, d)}, got {tuple(t.shape)}")
@@ -499,7 +503,7 @@ class GRU4Rec:
         dropout_p_embed acts on layer 0's output), 'layer_outputs' (per layer (b, d_l), post-dropout),
         'scores' ((b, K) or (b, n_items)), 'columns' (item ids of the score columns).
         """
-        self._require_model()
+        model = self._require_model()
         x = self._to_columns(in_items, "in_items")
         H = self._hidden_in(hidden, len(x))
         if targets is None and samples is None:
@@ -511,7 +515,7 @@ class GRU4Rec:
             y = torch.cat(parts)
         p_embed, p_hidden = self._dropout_rates()
         with torch.no_grad():
-            R, _, cap = self.model.forward_train(
+            R, _, cap = model.forward_train(
                 x, y, H, p_embed, p_hidden, self._gen_dropout, masks=self._masks_in(dropout_masks), capture=True
             )
         emb = cap["embedding_out"]
@@ -561,16 +565,15 @@ class GRU4Rec:
     def get_weights(self) -> dict:
         """Copies of every parameter as float32 numpy arrays (names and gate layouts: ``model.GRU4RecModel``;
         ``By`` as (n_items,))."""
-        self._require_model()
-        out = {k: v.detach().cpu().numpy().copy() for k, v in self.model.params.items()}
+        out = {k: v.detach().cpu().numpy().copy() for k, v in self._require_model().params.items()}
         out["By"] = out["By"].reshape(-1)
         return out
 
     def set_weights(self, weights: dict, reset_optimizer: bool = False) -> None:
         """Overwrite parameters in place from name → array (a subset is allowed). Raises ValueError for an
         unknown name or a wrong shape. The optimizer state is kept unless ``reset_optimizer``."""
-        self._require_model()
-        params = self.model.params
+        model = self._require_model()
+        params = model.params
         for k, v in weights.items():
             if k not in params:
                 raise ValueError(f"weights: unknown parameter {k!r}; known: {', '.join(params)}")
@@ -582,7 +585,7 @@ class GRU4Rec:
             with torch.no_grad():
                 params[k].copy_(torch.as_tensor(arr))
         if reset_optimizer:
-            self.optimizer = self.optimizer_class(self.model.params, self._hp["learning_rate"], self._hp["momentum"])
+            self.optimizer = self.optimizer_class(model.params, self._hp["learning_rate"], self._hp["momentum"])
 
     def optimizer_info(self) -> dict:
         """{type, learning_rate, lr_schedule, initial_accumulator, eps, momentum, nesterov, grad_clip, ...}."""
@@ -596,10 +599,10 @@ class GRU4Rec:
         written atomically (``gru4rec_conformance.fileio``: old or new file, never a part). No pickles."""
         from safetensors.torch import save_file
 
-        self._require_model()
+        model = self._require_model()
         path = os.fspath(path)
         os.makedirs(path, exist_ok=True)
-        tensors = {k: v.detach().cpu().contiguous() for k, v in self.model.params.items()}
+        tensors = {k: v.detach().cpu().contiguous() for k, v in model.params.items()}
         ids = self.data.item_ids
         if np.issubdtype(ids.dtype, np.integer):
             items = {"dtype": "int", "ids": [int(i) for i in ids]}
