@@ -41,6 +41,8 @@ def _run_until_paused(report_dir, marker):
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
+        # SIGINT must reach the child even when this run inherited it ignored (a shell's background job)
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     deadline = time.monotonic() + 240
     while not marker.exists():
