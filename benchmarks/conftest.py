@@ -42,7 +42,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 from gru4rec_conformance.benchmarks import runners as R  # noqa: E402
 from gru4rec_conformance.benchmarks.timing import RESULTS as _RESULTS  # noqa: E402
-from gru4rec_conformance.benchmarks.timing import BenchConfig, _env_list, _unsupported, bench_device  # noqa: E402
+from gru4rec_conformance.benchmarks.timing import BenchConfig, bench_device, env_list, is_unsupported  # noqa: E402
 from gru4rec_conformance.benchmarks.workload import DATASETS, LOSSES  # noqa: E402
 
 _RUNNERS_KEY = pytest.StashKey[list]()
@@ -79,9 +79,9 @@ def pytest_generate_tests(metafunc):
         names = [r.name for r in _runners(metafunc.config)]
         metafunc.parametrize("bench_impl", names, ids=[f"impl={n}" for n in names], indirect=True, scope="session")
     if "bench_dataset" in metafunc.fixturenames:
-        metafunc.parametrize("bench_dataset", _env_list("GRU4REC_BENCH_DATASETS", DATASETS, DATASETS))
+        metafunc.parametrize("bench_dataset", env_list("GRU4REC_BENCH_DATASETS", DATASETS, DATASETS))
     if "bench_loss" in metafunc.fixturenames:
-        metafunc.parametrize("bench_loss", _env_list("GRU4REC_BENCH_LOSSES", LOSSES, LOSSES))
+        metafunc.parametrize("bench_loss", env_list("GRU4REC_BENCH_LOSSES", LOSSES, LOSSES))
 
 
 def pytest_collection_modifyitems(session, config, items):
@@ -131,7 +131,7 @@ def _warm_up(runner: R.Runner) -> None:
             finally:
                 runner.close(state)
         except Exception as exc:  # noqa: BLE001 - an unsupported loss or a failing build shows up in the benchmark
-            if not _unsupported(exc):
+            if not is_unsupported(exc):
                 print(f"warm-up of {runner.name} ({loss}) failed: {type(exc).__name__}: {exc}", file=sys.stderr)
     runner._warmed_up = True
 

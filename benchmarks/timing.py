@@ -18,7 +18,11 @@ from gru4rec_conformance.benchmarks.workload import DATASETS, LOSSES
 RESULTS: dict = {}  # (group, case) -> {impl: summary dict}; insertion order = run order
 
 
-def _env_list(name: str, allowed, default) -> list:
+def env_list(name: str, allowed, default) -> list:
+    """The comma-separated values of environment variable ``name`` (``default`` when unset or empty).
+
+    Raises ``pytest.UsageError`` naming the variable and the allowed values for an unknown entry.
+    """
     raw = os.environ.get(name)
     if not raw:
         return list(default)
@@ -46,8 +50,8 @@ class BenchConfig:
         self.device = bench_device(config)
         self.cuda = self.device.startswith("cuda")
         self.scale = os.environ.get("GRU4REC_BENCH_SCALE") or ("1" if self.cuda else "ci")
-        self.datasets = _env_list("GRU4REC_BENCH_DATASETS", DATASETS, DATASETS)
-        self.losses = _env_list("GRU4REC_BENCH_LOSSES", LOSSES, LOSSES)
+        self.datasets = env_list("GRU4REC_BENCH_DATASETS", DATASETS, DATASETS)
+        self.losses = env_list("GRU4REC_BENCH_LOSSES", LOSSES, LOSSES)
         self.sweeps = os.environ.get("GRU4REC_BENCH_SWEEPS") or ("gpu" if self.cuda else "cpu")
         if self.sweeps not in ("ci", "cpu", "gpu"):
             raise pytest.UsageError(f"GRU4REC_BENCH_SWEEPS={self.sweeps!r}: one of ci, cpu, gpu")
@@ -81,7 +85,8 @@ def _rates(res: R.EpochResult) -> dict:
     return out
 
 
-def _unsupported(exc: BaseException) -> bool:
+def is_unsupported(exc: BaseException) -> bool:
+    """Whether ``exc`` is the protocol's ``Unsupported`` (the benchmark is then skipped, not failed)."""
     try:
         from gru4rec_conformance.implementations.base import Unsupported
     except ImportError:
@@ -121,7 +126,7 @@ def time_epochs(
             target, setup=setup, teardown=runner.close, rounds=rounds, iterations=1, warmup_rounds=warmup
         )
     except Exception as exc:
-        if _unsupported(exc):
+        if is_unsupported(exc):
             pytest.skip(f"unsupported by {runner.name}: {exc}")
         raise
     timed = results[-rounds:] if len(results) >= rounds else results
@@ -162,7 +167,7 @@ def time_eval(
             target, setup=setup, teardown=runner.close, rounds=rounds, iterations=1, warmup_rounds=warmup
         )
     except Exception as exc:
-        if _unsupported(exc):
+        if is_unsupported(exc):
             pytest.skip(f"unsupported by {runner.name}: {exc}")
         raise
     timed = results[-rounds:] if len(results) >= rounds else results

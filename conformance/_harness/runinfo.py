@@ -13,10 +13,9 @@ import platform
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 from gru4rec_conformance import CHECKOUT_ROOT
-from gru4rec_conformance import __version__ as _INSTALLED_VERSION
+from gru4rec_conformance import __version__ as _SUITE_VERSION
 from gru4rec_conformance.conformance._harness.records import SuiteVersion
 
 #: The suite's checkout, or None for an installed wheel (then the version is the distribution's, the SHA unknown).
@@ -25,29 +24,18 @@ FRAMEWORK_DISTRIBUTIONS = ("numpy", "pandas", "torch", "tensorflow", "tensorflow
                            "pytest", "pytest-xdist")  # fmt: skip
 
 
-def _toml_loads(text: str) -> dict[str, Any]:
-    try:
-        import tomllib  # Python >= 3.11
-    except ModuleNotFoundError:  # Python 3.10
-        import tomli as tomllib  # type: ignore[no-redef]
-    return tomllib.loads(text)
-
-
 @functools.cache
-def suite_version(root: str | None = None) -> SuiteVersion:
-    """``{"version", "git_sha", "dirty", "string"}`` of the suite checkout at ``root`` (default: this one).
+def suite_version() -> SuiteVersion:
+    """``{"version", "git_sha", "dirty", "string"}`` of the suite.
 
-    ``string`` is ``<pyproject version>+g<sha7>`` (``.dirty`` appended for uncommitted changes); it is what
-    ``--resume`` compares. Outside a git checkout the SHA is ``unknown``.
+    ``version`` is ``gru4rec_conformance.__version__`` (the checkout's pyproject.toml, or the installed
+    distribution's metadata). ``string`` is ``<version>+g<sha7>`` (``.dirty`` appended for uncommitted changes);
+    it is what ``--resume`` compares. Installed, or outside a git checkout, the SHA is ``unknown``.
     """
-    if root is None and SUITE_ROOT is None:  # installed: no checkout to ask git about
-        return {"version": _INSTALLED_VERSION, "git_sha": "unknown", "dirty": False, "string": _INSTALLED_VERSION}
-    base = Path(root) if root else SUITE_ROOT
-    assert base is not None
-    version = "unknown"
-    pyproject = base / "pyproject.toml"
-    if pyproject.is_file():
-        version = str(_toml_loads(pyproject.read_text(encoding="utf-8")).get("project", {}).get("version", "unknown"))
+    version = _SUITE_VERSION
+    if SUITE_ROOT is None:  # installed: no checkout to ask git about
+        return {"version": version, "git_sha": "unknown", "dirty": False, "string": version}
+    base = SUITE_ROOT
     sha, dirty = "unknown", False
     try:
         sha = subprocess.run(["git", "-C", str(base), "rev-parse", "HEAD"], capture_output=True, text=True,

@@ -32,7 +32,6 @@ CHECKOUT_ROOT: _Path | None = (
 )
 
 
-
 def _version() -> str:
     if CHECKOUT_ROOT is not None:  # the checkout's own pyproject.toml wins over any installed metadata
         try:
@@ -47,18 +46,13 @@ def _version() -> str:
 
 __version__ = _version()
 
-#: The pytest plugin module; its ``pytest11`` entry point has the same name, so a ``pytest_plugins`` line naming
-#: it is a no-op where the entry point already loaded it.
-PLUGIN = "gru4rec_conformance.conformance._harness.plugin"
-
-
 def import_root() -> _Path:
     """The folder to put on ``PYTHONPATH`` so that another process imports this same ``gru4rec_conformance``.
 
     ``<checkout>/src`` from a checkout (it holds nothing else, so the repository's folders never become
     top-level names); for an installed wheel, the site-packages folder that holds the package.
     """
-    return _HERE.parent if CHECKOUT_ROOT is None else CHECKOUT_ROOT / "src"
+    return _HERE.parent
 
 
 def child_pythonpath(existing: str | None = None) -> str:

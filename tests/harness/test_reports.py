@@ -193,13 +193,9 @@ def _start(project, *args: str, env: dict | None = None) -> subprocess.Popen:
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
-        preexec_fn=_default_sigint,
+        # SIGINT must reach the child even when this run inherited it ignored (a shell's background job)
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
-
-
-def _default_sigint() -> None:
-    """The child must react to SIGINT even when this run inherited it ignored (a shell's background job)."""
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def _wait_for(path: Path, proc: subprocess.Popen, timeout: float = 60) -> None:
