@@ -27,6 +27,7 @@ def render_markdown(s: dict[str, Any]) -> str:
         f"{c['error']} errors, {c['xfail']} xfail, {c['xpass']} xpass, {c['skipped-unsupported']} not applicable "
         f"(capability not declared), {c['skipped']} skipped."
     )
+    lines += notices_markdown(s.get("notices", []))
     if s["status"] != "complete":
         lines += ["", f"> **This report is {s['status'].upper()}**: the run did not finish; checks without a "
                       "verdict are missing. Complete it with `pytest ... --resume <this folder>`."]  # fmt: skip
@@ -95,6 +96,11 @@ def render_markdown(s: dict[str, Any]) -> str:
     if s["plot_error"]:
         lines += ["", f"Plots were not written: {s['plot_error']}"]
     return "\n".join(lines).rstrip() + "\n"
+
+
+def notices_markdown(notices: list[str]) -> list[str]:
+    """The summary's warnings (``reports.notices``) as Markdown quote lines, one paragraph each."""
+    return [line for n in notices for line in ("", f"> **Warning:** {_md_escape(n)}")]
 
 
 def render_html(s: dict[str, Any], template: str = "summary.html.j2") -> str:

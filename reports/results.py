@@ -45,6 +45,7 @@ class RunData:
         resumes: the ``resume`` records.
         end: the last ``end`` record after the last resume, or None.
         status: ``complete``, ``interrupted`` or ``incomplete`` (no end record: the run was killed).
+        torn: ``{"line", "bytes"}`` of a torn last line of results.jsonl that reading ignored, else None.
     """
 
     directory: Path
@@ -52,6 +53,7 @@ class RunData:
     results: list[dict[str, Any]]
     resumes: list[dict[str, Any]]
     end: dict[str, Any] | None
+    torn: dict[str, int] | None = None
 
     @property
     def status(self) -> str:
@@ -74,8 +76,18 @@ class RunData:
 
 
 def read_jsonl(path: Path) -> list[dict[str, Any]]:
-    """Records of a results.jsonl; a torn last line (the process died mid-write) is ignored."""
+    """Records of a results.jsonl; a torn last line (the process died mid-write) is ignored.
+
+    Raises:
+        RunDirError: naming the file and the 1-based line, for an invalid line that is not the last one.
+    """
+    return _read_jsonl(path)[0]
+
+
+def _read_jsonl(path: Path) -> tuple[list[dict[str, Any]], dict[str, int] | None]:
+    """:func:`read_jsonl`, and ``{"line", "bytes"}`` of the torn last line it ignored (None when there was none)."""
     records = []
+    torn = None
     with open(path, "rb") as fh:
         lines = fh.read().split(b"\n")
     for i, line in enumerate(lines):
@@ -83,11 +95,12 @@ def read_jsonl(path: Path) -> list[dict[str, Any]]:
             continue
         try:
             records.append(json.loads(line))
-        except json.JSONDecodeError:
-            if i >= len(lines) - 2:  # only the last line may be torn
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            if i == len(lines) - 1:  # only an unterminated last line is torn (a write is one call, newline last)
+                torn = {"line": i + 1, "bytes": len(line)}
                 continue
-            raise RunDirError(f"{path}: line {i + 1} is not valid JSON") from None
-    return records
+            raise RunDirError(f"{path}: line {i + 1} is not valid JSON (the run folder is damaged)") from None
+    return records, torn
 
 
 def load_run(directory: Path | str) -> RunData:
@@ -106,7 +119,7 @@ def load_run(directory: Path | str) -> RunData:
                 directory, data.get("run", {}), data.get("results", []), data.get("resumes", []), data.get("end")
             )
         raise RunDirError(f"{directory}: not a run directory (no results.jsonl)")
-    records = read_jsonl(path)
+    records, torn = _read_jsonl(path)
     if not records or records[0].get("type") != "run":
         raise RunDirError(f"{path}: the first record must be the run header")
     header = records[0]
@@ -128,7 +141,7 @@ def load_run(directory: Path | str) -> RunData:
                 # the resumed session's count of checks kept from earlier sessions, known only at its end
                 open_resume["reused"] = rec["reused"]
             open_resume = None
-    return RunData(directory, header, list(results.values()), resumes, end)
+    return RunData(directory, header, list(results.values()), resumes, end, torn)
 
 
 def iter_run_dirs(root: Path) -> Iterable[Path]:

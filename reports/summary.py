@@ -14,6 +14,7 @@ from typing import Any
 
 from gru4rec_conformance.conformance._harness.records import record_unavailable
 from gru4rec_conformance.reports import study
+from gru4rec_conformance.reports.notices import notices
 from gru4rec_conformance.reports.results import BAD_OUTCOMES, OUTCOMES, RunData
 
 SYMBOLS = {
@@ -295,4 +296,5 @@ def build_summary(run: RunData, plots: dict[str, str] | None = None, plot_error:
         "plots": plots or {},
         "plot_error": plot_error,
         "fmt": _fmt,
+        "notices": notices(run),
     }

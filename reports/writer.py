@@ -5,6 +5,11 @@
 an existing one (``--resume``). Every record is one JSON line, flushed and fsynced before the next check starts.
 :func:`finalize` (re)writes ``results.json``, ``summary.md``, ``summary.html`` and ``plots/*.png``
 atomically from ``results.jsonl``; ``python -m gru4rec_conformance.reports render RUN_DIR`` calls it for a killed run.
+
+Crash safety of a resume: a process killed in the middle of an append leaves a torn last line. ``RunWriter.resume``
+cuts it off (:func:`repair_torn_tail`) before appending, so the next record never joins it, and notes the cut in
+the resume record (``truncated: {line, bytes}``); it also removes the summaries of the earlier sessions, which no
+longer describe the run, so a resumed run that dies leaves no stale verdict behind (``render`` rewrites them).
 """
 
 from __future__ import annotations
@@ -16,11 +21,18 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from gru4rec_conformance.conformance._harness.records import RESULTS_SCHEMA_VERSION, utc_now
+from gru4rec_conformance.conformance._harness.records import RESULTS_SCHEMA_VERSION, Truncation, utc_now
 from gru4rec_conformance.fileio import atomic_write_json, atomic_write_text, new_run_dir
 from gru4rec_conformance.reports.results import SCHEMA, RunData, load_run
 
-__all__ = ["RunWriter", "finalize", "utc_now", "safe_name"]
+__all__ = ["RunWriter", "finalize", "utc_now", "safe_name", "repair_torn_tail", "SummaryWriteError", "DERIVED"]
+
+#: The files :func:`finalize` derives from results.jsonl (plots/ aside).
+DERIVED = ("results.json", "summary.md", "summary.html")
+
+
+class SummaryWriteError(OSError):
+    """One or more summaries of a run directory could not be written; the message names each file and why."""
 
 
 def safe_name(name: str) -> str:
@@ -40,6 +52,7 @@ class RunWriter:
         self.path = self.directory / "results.jsonl"
         self._fh = open(self.path, "a", encoding="utf-8")
         self.n_results = 0
+        self.truncated: Truncation | None = None
 
     @classmethod
     def create(cls, root: Path | str, impl_name: str, header: Mapping[str, Any]) -> RunWriter:
@@ -52,9 +65,16 @@ class RunWriter:
 
     @classmethod
     def resume(cls, directory: Path | str, record: Mapping[str, Any]) -> RunWriter:
-        """Continue an existing run directory; appends a ``resume`` record."""
-        writer = cls(Path(directory))
-        writer.append({"type": "resume", **record})
+        """Continue an existing run directory: cut off a torn last line of results.jsonl
+        (:func:`repair_torn_tail`; the cut is kept as ``truncated`` in the resume record and in
+        ``writer.truncated``), remove the now stale :data:`DERIVED` summaries, append a ``resume`` record."""
+        directory = Path(directory)
+        truncated = repair_torn_tail(directory / "results.jsonl")
+        for name in DERIVED:
+            (directory / name).unlink(missing_ok=True)
+        writer = cls(directory)
+        writer.truncated = truncated
+        writer.append({"type": "resume", **record, "truncated": truncated})
         return writer
 
     def append(self, record: Mapping[str, Any]) -> None:
@@ -80,12 +100,46 @@ class RunWriter:
             self._fh.close()
 
 
+def repair_torn_tail(path: Path) -> Truncation | None:
+    """Make results.jsonl end with a complete record before anything is appended to it.
+
+    Bytes after the last newline are a record torn by a kill during its write: they are cut off (the file is
+    truncated to the end of the last complete line and fsynced) and ``{"line": <1-based line number>, "bytes":
+    <bytes removed>}`` is returned. A tail that is a whole JSON object (only its newline was lost) is kept and
+    gets its newline; then, and for a file that ends with a newline, None is returned.
+
+    Raises:
+        OSError: the file cannot be read or written.
+    """
+    with open(path, "r+b") as fh:
+        data = fh.read()
+        if not data or data.endswith(b"\n"):
+            return None
+        cut = data.rfind(b"\n") + 1
+        tail = data[cut:]
+        try:
+            whole = isinstance(json.loads(tail), dict)
+        except ValueError:  # JSONDecodeError, or bytes that are not UTF-8
+            whole = False
+        if whole:
+            fh.write(b"\n")
+        else:
+            fh.truncate(cut)
+        fh.flush()
+        os.fsync(fh.fileno())
+    return None if whole else {"line": data.count(b"\n", 0, cut) + 1, "bytes": len(tail)}
+
+
 def finalize(directory: Path | str, plots: bool = True) -> RunData:
     """(Re)write results.json, summary.md, summary.html and (unless ``plots`` is False) plots/ of a run
     directory, atomically.
 
     Works on partial runs too (status ``incomplete``). A plotting failure is recorded in the summaries
-    instead of aborting them.
+    instead of aborting them. Each of the three files is attempted even when another fails.
+
+    Raises:
+        RunDirError: results.jsonl cannot be read (the message names the file and the line).
+        SummaryWriteError: a summary could not be rendered or written (the message names each such file).
     """
     from gru4rec_conformance.reports.render import render_html, render_markdown
     from gru4rec_conformance.reports.summary import build_summary
@@ -101,9 +155,13 @@ def finalize(directory: Path | str, plots: bool = True) -> RunData:
             written = write_plots(run, directory / "plots")
         except Exception as exc:  # plots are a convenience; the tables must still be written
             plot_error = f"{type(exc).__name__}: {exc}"
-    summary = build_summary(run, plots=written, plot_error=plot_error)
-    atomic_write_text(directory / "summary.md", render_markdown(summary))
-    atomic_write_text(directory / "summary.html", render_html(summary))
+    built: list[dict[str, Any]] = []
+
+    def summary() -> dict[str, Any]:  # built once, on first use (a failure is reported for each file using it)
+        if not built:
+            built.append(build_summary(run, plots=written, plot_error=plot_error))
+        return built[0]
+
     payload = {
         "schema": SCHEMA,
         "schema_version": RESULTS_SCHEMA_VERSION,
@@ -114,5 +172,16 @@ def finalize(directory: Path | str, plots: bool = True) -> RunData:
         "counts": run.counts(),
         "results": run.results,
     }
-    atomic_write_json(directory / "results.json", payload, default=str)
+    failures = []
+    for name, write in (
+        ("results.json", lambda p: atomic_write_json(p, payload, default=str)),
+        ("summary.md", lambda p: atomic_write_text(p, render_markdown(summary()))),
+        ("summary.html", lambda p: atomic_write_text(p, render_html(summary()))),
+    ):
+        try:
+            write(directory / name)
+        except Exception as exc:  # every summary is attempted; the error names each one that is missing
+            failures.append(f"{directory / name}: not written ({type(exc).__name__}: {exc})")
+    if failures:
+        raise SummaryWriteError("; ".join(failures))
     return run

@@ -21,12 +21,13 @@ import pytest
 from gru4rec_conformance.conformance._harness.handle import HarnessError, ImplHandle
 from gru4rec_conformance.conformance._harness.options import missing_selection_usage
 from gru4rec_conformance.conformance._harness.recording import PROP_INFO, PROP_XFAIL
-from gru4rec_conformance.conformance._harness.records import CheckInfo, StaticInfo
+from gru4rec_conformance.conformance._harness.records import DETERMINISM_MARKER, CheckInfo, StaticInfo, XfailFileInfo
 from gru4rec_conformance.conformance._harness.runinfo import suite_version
 from gru4rec_conformance.conformance._harness.state import ImplParam, State, find_state, state_of
 from gru4rec_conformance.conformance._harness.xfails import (
     XfailRegistryError,
     default_xfail_path,
+    file_provenance,
     files_matching,
     load_xfail_file,
     pattern_file_part,
@@ -157,7 +158,7 @@ def _static_info(item: pytest.Item, family: str, name: str) -> StaticInfo:
         elif m.name in prefixes:
             features += [f"{prefixes[m.name]}:{a}" for a in m.args]
     features = list(dict.fromkeys(features))
-    markers = sorted({m.name for m in item.iter_markers()} & {"slow", "gpu", "metric"})
+    markers = sorted({m.name for m in item.iter_markers()} & {"slow", "gpu", "metric", DETERMINISM_MARKER})
     return {"impl": name, "family": family, "check": check, "features": features, "markers": markers,
             "problems": problems}  # fmt: skip
 
@@ -233,6 +234,19 @@ def xfail_file_for(state: State, spec: AdapterSpec) -> Path:
         return Path(own)
     candidates = [default_xfail_path(root, spec.name) for root in check_roots(state.config)]
     return next((c for c in candidates if c.is_file()), candidates[0])
+
+
+def xfail_file_info(state: State, spec: AdapterSpec) -> XfailFileInfo | None:
+    """Hash and provenance (``xfails.file_provenance``) of the xfail file of ``spec`` as it is now; None when the
+    implementation has none or it cannot be read (collection then reports that). ``explicit``: named with
+    ``--xfails`` (an adapter's own ``xfails_file`` is not: the adapter is the code under test)."""
+    path = xfail_file_for(state, spec)
+    if not path.is_file():
+        return None
+    try:
+        return file_provenance(path, explicit=spec.name in state.extra_xfail_files)
+    except OSError:
+        return None
 
 
 @pytest.hookimpl(tryfirst=True)

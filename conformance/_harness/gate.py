@@ -2,7 +2,9 @@
 
 The gate fails on any failed/error/xpass check (xfails declared in the registry are fine), on an implementation
 for which no check ran (nor was reused by ``--resume``), on an adapter that cannot be described or is not
-available, on an interrupted run and on any exit status other than 0 or 1. It is evaluated for every run (the
+available, on an xfail file it cannot trust (untracked or modified in git, unverifiable outside git, unless named
+with ``--xfails``: ``xfails.provenance_problem``) or that changed during the run, on an interrupted run and on
+any exit status other than 0 or 1. It is evaluated for every run (the
 end record keeps it when ``--gate`` is given) and changes the exit status only with ``--gate``.
 """
 
@@ -13,8 +15,10 @@ from collections.abc import Sequence
 
 import pytest
 
+from gru4rec_conformance.conformance._harness.collection import xfail_file_info
 from gru4rec_conformance.conformance._harness.records import GateResult, ResultRecord
 from gru4rec_conformance.conformance._harness.state import State
+from gru4rec_conformance.conformance._harness.xfails import provenance_problem
 
 
 def evaluate(state: State, records: Sequence[ResultRecord], exitstatus: int, interrupted: bool) -> GateResult:
@@ -28,6 +32,7 @@ def evaluate(state: State, records: Sequence[ResultRecord], exitstatus: int, int
             problems.append(f"{name}: adapter cannot be described")
         if handle.describe().unavailable:
             problems.append(f"{name}: implementation not available ({handle.describe().unavailable})")
+        problems += registry_problems(state, family, name)
     bad = [r for r in records if r["outcome"] in ("failed", "error", "xpass")]
     if bad:
         c = collections.Counter(r["outcome"] for r in bad)
@@ -37,6 +42,23 @@ def evaluate(state: State, records: Sequence[ResultRecord], exitstatus: int, int
     if exitstatus not in (0, 1) and not interrupted:
         problems.append(f"pytest exit status {exitstatus}")
     return {"passed": not problems, "problems": problems}
+
+
+def registry_problems(state: State, family: str, name: str) -> list[str]:
+    """Why the xfail file of one implementation cannot back a gate verdict: its provenance when the session
+    started (``state.xfail_infos``), and whether it is still the same file with the same hash now."""
+    if (family, name) not in state.xfail_infos:
+        return []
+    before = state.xfail_infos[(family, name)]
+    after = xfail_file_info(state, state.handles[(family, name)].spec)
+    out = []
+    if before is not None and (problem := provenance_problem(before)):
+        out.append(f"{name}: {problem}")
+    if (before and (before["path"], before["sha256"])) != (after and (after["path"], after["sha256"])):
+        was = f"{before['path']} (sha256 {before['sha256'][:12]})" if before else "no file"
+        now = f"{after['path']} (sha256 {after['sha256'][:12]})" if after else "no file"
+        out.append(f"{name}: xfail file changed during the run: {was} at the start, {now} at the end")
+    return out
 
 
 def apply(session: pytest.Session, state: State, records: Sequence[ResultRecord], exitstatus: int,

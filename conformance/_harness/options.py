@@ -32,6 +32,7 @@ MARKERS = {
     "slow": "slow check or test (deselect with -m 'not slow')",
     "gpu": "needs a GPU (runs only with --device cuda)",
     "metric": "metric-conformance check (trains on a real dataset)",
+    "determinism": "determinism check (same-seed runs agree); when it fails, reports warn that verdicts may flap",
 }
 
 

@@ -14,14 +14,18 @@ from __future__ import annotations
 import datetime as _dt
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Literal, TypedDict
+from typing import TYPE_CHECKING, Literal, TypedDict
+
+if TYPE_CHECKING:  # annotations only (postponed): the runtime stays standard-library only on Python 3.10
+    from typing_extensions import NotRequired
 
 #: Version of the record format (the ``schema`` field of the run header and of results.json); readers of the
 #: records accept every file with this number.
 SCHEMA = 1
 #: Version of :data:`RESULTS_SCHEMA_PATH` (the ``schema_version`` field of results.json). Its major number is
-#: :data:`SCHEMA`; the minor one counts additions (1.1: ``schema_version``, ``outcome_detail``, ``unavailable``).
-RESULTS_SCHEMA_VERSION = "1.1"
+#: :data:`SCHEMA`; the minor one counts additions (1.1: ``schema_version``, ``outcome_detail``, ``unavailable``;
+#: 1.2: the optional ``xfail_files``, resume ``truncated`` and end ``nondeterminism``).
+RESULTS_SCHEMA_VERSION = "1.2"
 #: The JSON Schema (draft 2020-12) of results.json, shipped in the package.
 RESULTS_SCHEMA_PATH = Path(__file__).resolve().with_name("results.schema.json")
 
@@ -191,6 +195,36 @@ class XfailHeader(TypedDict):
     entries: list[dict[str, object]]
 
 
+class XfailFileInfo(TypedDict):
+    """An xfail file a run uses (``xfails.file_provenance``): absolute path, sha256 (hex) of its bytes, ``git``
+    (``tracked`` / ``untracked`` / ``modified`` / ``no git``), ``explicit`` (named with ``--xfails``) and
+    ``package`` (outside git only: ``pristine`` / ``modified`` / ``unlisted`` against the installed wheel's
+    RECORD, None when there is none)."""
+
+    path: str
+    sha256: str
+    git: str
+    explicit: bool
+    package: str | None
+
+
+class Truncation(TypedDict):
+    """A torn last line of results.jsonl that ``--resume`` cut off: its 1-based line number and its bytes."""
+
+    line: int
+    bytes: int
+
+
+class Nondeterminism(TypedDict):
+    """A failed determinism check (``determinism`` marker): ``check`` (its node id), and ``may_flap``, the node
+    ids of the checks whose outcome may differ in another run (see :func:`nondeterminism`)."""
+
+    detected: bool
+    check: str
+    may_flap: list[str]
+    xfails_may_flap: list[str]
+
+
 class RunHeader(TypedDict):
     """What the harness writes at the top of a run (``RunWriter.create`` adds ``type``, ``schema``, ``run_id``)."""
 
@@ -209,6 +243,7 @@ class RunHeader(TypedDict):
     gate: bool
     options: RunOptions
     xfail: XfailHeader
+    xfail_files: NotRequired[list[XfailFileInfo]]
 
 
 class ResumeRecord(TypedDict):
@@ -219,6 +254,8 @@ class ResumeRecord(TypedDict):
     suite: str
     impl_version: str
     command: list[str]
+    xfail_files: NotRequired[list[XfailFileInfo]]
+    truncated: NotRequired[Truncation | None]
 
 
 class GateResult(TypedDict):
@@ -234,6 +271,7 @@ class EndExtra(TypedDict):
 
     gate: GateResult | None
     reused: int
+    nondeterminism: NotRequired[Nondeterminism | None]
 
 
 class ResultsDocument(TypedDict):
@@ -270,3 +308,41 @@ def _legacy_unavailable_why(record: Mapping[str, object]) -> str | None:
     if record.get("outcome") != "skipped" or UNAVAILABLE_MARKER not in reason:
         return None
     return reason.split(UNAVAILABLE_MARKER, 1)[1]
+
+
+#: The marker of determinism checks: two runs with the same seed must give the same results.
+DETERMINISM_MARKER = "determinism"
+#: Outcomes that mean a check ran the implementation to a verdict (a skipped check cannot flap).
+_VERDICT_OUTCOMES = ("passed", "failed", "xfail", "xpass")
+
+
+def nondeterminism(results: list[dict[str, object]] | list[ResultRecord]) -> Nondeterminism | None:
+    """Whether a determinism check of these result records failed, and which checks may then flap.
+
+    A determinism check (records whose ``markers`` hold :data:`DETERMINISM_MARKER`) has failed when its outcome
+    is ``failed`` or ``xfail`` (a declared failure is a known non-determinism). Then every other check that ran
+    the implementation to a verdict (outcome passed, failed, xfail or xpass; registry items error) may flap:
+    same-seed runs differ, and the suite does not trace which of the implementation's outputs a verdict used, so
+    any verdict computed from them may change in another run. ``xfails_may_flap`` are those of them that are
+    strict xfails or XPASSes (an xfail that flips to XPASS fails a strict run, and the reverse).
+
+    Returns None when no determinism check failed (also when none ran).
+    """
+    recs = [dict(r) for r in results]
+    failed = [r for r in recs if DETERMINISM_MARKER in _str_list(r.get("markers"))
+              and r.get("outcome") in ("failed", "xfail")]  # fmt: skip
+    if not failed:
+        return None
+    check = str(failed[0].get("nodeid"))
+    ran = [
+        r
+        for r in recs
+        if r.get("outcome") in _VERDICT_OUTCOMES and DETERMINISM_MARKER not in _str_list(r.get("markers"))
+    ]
+    flap = [str(r.get("nodeid")) for r in ran]
+    xf = [str(r.get("nodeid")) for r in ran if r.get("outcome") in ("xfail", "xpass")]
+    return {"detected": True, "check": check, "may_flap": flap, "xfails_may_flap": xf}
+
+
+def _str_list(value: object) -> list[str]:
+    return [str(v) for v in value] if isinstance(value, list) else []

@@ -25,8 +25,11 @@ from gru4rec_conformance.conformance._harness.isolation import network_isolation
 from gru4rec_conformance.conformance._harness.recording import Recorder, RunSink, impl_from_nodeid
 from gru4rec_conformance.conformance._harness.records import (
     ImplHeader,
+    Nondeterminism,
     ResumeRecord,
     RunHeader,
+    XfailFileInfo,
+    nondeterminism,
     record_unavailable,
     utc_now,
 )
@@ -71,9 +74,28 @@ def pytest_report_header(config: pytest.Config) -> list[str] | None:
             lines.append("  shims: " + "; ".join(caps.shims))
     if any(h.uses_worker for h in state.handles.values()):
         lines.append(f"worker network: {network_isolation()[1] if o.settings.network == 'deny' else 'allowed'}")
+    for (_family, name), info in state.xfail_infos.items():
+        if info is not None:
+            lines.append(f"xfail file of {name}: {describe_xfail_file(info)}")
     env = gru4rec_env()
     lines.append("GRU4REC_* variables: " + (", ".join(f"{k}={v}" for k, v in env.items()) or "none"))
     return lines
+
+
+def describe_xfail_file(info: XfailFileInfo) -> str:
+    """``<path> (sha256 <12 hex>, git <state>[, RECORD <state>][, --xfails])`` for headers and notes."""
+    parts = [f"sha256 {info['sha256'][:12]}", f"git {info['git']}"]
+    if info.get("package"):
+        parts.append(f"installed RECORD {info['package']}")
+    if info["explicit"]:
+        parts.append("named with --xfails")
+    return f"{info['path']} ({', '.join(parts)})"
+
+
+def xfail_files_of(state: State, handle: ImplHandle) -> list[XfailFileInfo]:
+    """The xfail files the run uses for ``handle`` (zero or one), as hashed when the session started."""
+    info = state.xfail_infos.get((handle.family, handle.name))
+    return [info] if info is not None else []
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -154,6 +176,7 @@ def run_header(state: State, handle: ImplHandle) -> RunHeader:
         "options": {"isolation": o.isolation, "xfail_mark": o.xfail_mark,
                     "call_timeout": o.settings.call_timeout, "worker_network": o.settings.network},
         "xfail": {"file": str(xf_path) if xf_path.is_file() else None, "entries": entries},
+        "xfail_files": xfail_files_of(state, handle),
     }  # fmt: skip
 
 
@@ -173,8 +196,13 @@ def writer_for(state: State, name: str, family: str | None = None) -> RunSink | 
     if resume is not None:
         record: ResumeRecord = {"started": utc_now(), "reused": None, "suite": suite_version()["string"],
                                 "impl_version": handle.version,
-                                "command": ["pytest", *state.config.invocation_params.args]}  # fmt: skip
+                                "command": ["pytest", *state.config.invocation_params.args],
+                                "xfail_files": xfail_files_of(state, handle)}  # fmt: skip
         writer = RunWriter.resume(resume.directory, record)
+        if writer.truncated:
+            t = writer.truncated
+            state.notes.append(f"--resume: {writer.path} ended with a torn line {t['line']} ({t['bytes']} bytes, a "
+                               "record cut off when the run was killed): removed before appending")  # fmt: skip
     else:
         writer = RunWriter.create(state.options.report_dir, name, run_header(state, handle))
     state.writers[key] = writer
@@ -259,18 +287,44 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int | pytest.ExitC
     for (_family, name), writer in list(state.writers.items()):
         if writer is None:
             continue
+        nondet = _nondeterminism(writer.directory)
+        if nondet is not None:
+            state.notes.append(nondeterminism_line(name, nondet))
         try:
             # "reused" is known only after collection (on xdist: when the workers are down), after the
             # resume record was written at session start: the end record carries it (reports.results.load_run)
             writer.finish(
                 status,
                 int(session.exitstatus),
-                {"gate": result if state.options.gate else None, "reused": state.reused.get(name, 0)},
+                {"gate": result if state.options.gate else None, "reused": state.reused.get(name, 0),
+                 "nondeterminism": nondet},
                 plots=state.options.plots,
-            )
+            )  # fmt: skip
         except Exception as exc:  # the run's verdicts are in results.jsonl; say why the summary is missing
             state.notes.append(f"report of {name}: summaries not written ({type(exc).__name__}: {exc}); "
                                f"run: python -m gru4rec_conformance.reports render {writer.directory}")  # fmt: skip
+            # a run whose report is missing or stale must not look like a success (nor like a plain failure)
+            if int(session.exitstatus) in (int(pytest.ExitCode.OK), int(pytest.ExitCode.TESTS_FAILED)):
+                session.exitstatus = pytest.ExitCode.INTERNAL_ERROR
+
+
+def _nondeterminism(directory: Path) -> Nondeterminism | None:
+    """:func:`~.records.nondeterminism` over every verdict of a run directory (earlier sessions of a resumed run
+    included); None when it cannot be read (finish then says why)."""
+    from gru4rec_conformance.reports.results import RunDirError, load_run
+
+    try:
+        return nondeterminism(load_run(directory).results)
+    except (RunDirError, OSError):
+        return None
+
+
+def nondeterminism_line(name: str, nd: Nondeterminism) -> str:
+    """The terminal summary's warning for a failed determinism check of implementation ``name``."""
+    xf = nd["xfails_may_flap"]
+    return (f"NON-DETERMINISTIC {name}: determinism check {nd['check']} failed, so its strict xfails cannot be "
+            f"trusted; {len(nd['may_flap'])} check verdict(s) may flap between runs"
+            + (f", among them the xfail/xpass verdicts of {', '.join(xf)}" if xf else ""))  # fmt: skip
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, exitstatus: int | pytest.ExitCode,

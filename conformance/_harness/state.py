@@ -13,7 +13,7 @@ import pytest
 from gru4rec_conformance.conformance._harness.handle import ImplHandle
 from gru4rec_conformance.conformance._harness.options import Options
 from gru4rec_conformance.conformance._harness.recording import Recorder, RunSink
-from gru4rec_conformance.conformance._harness.records import GateResult
+from gru4rec_conformance.conformance._harness.records import GateResult, XfailFileInfo
 from gru4rec_conformance.implementations.registry import AdapterSpec, Registry
 
 #: What ``signal.signal`` returns (a previous handler): a callable, ``SIG_DFL``/``SIG_IGN`` or None.
@@ -59,6 +59,8 @@ class State:
         old_sigterm: the SIGTERM handler to restore at unconfigure.
         gate_result: ``--gate``'s evaluation, set at session finish.
         reused: implementation name → checks ``--resume`` skipped because they had a verdict.
+        xfail_infos: ``(family, name)`` → hash and provenance of its xfail file when the session started (None:
+            it has none), controller only.
     """
 
     config: pytest.Config
@@ -76,6 +78,7 @@ class State:
     old_sigterm: SignalHandler = None
     gate_result: GateResult | None = None
     reused: collections.Counter[str] = dataclasses.field(default_factory=collections.Counter)
+    xfail_infos: dict[tuple[str, str], XfailFileInfo | None] = dataclasses.field(default_factory=dict)
 
     def handle_for(self, param: ImplParam) -> ImplHandle:
         return self.handles[(param.family, param.name or "")]

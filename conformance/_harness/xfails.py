@@ -9,20 +9,33 @@ matched as ``test_sr1``; ``test_lf1[recpack-bpr-max]`` as ``test_lf1[bpr-max]``)
 id. ``*`` matches any text and ``?`` one character; everything else is literal (brackets included). A
 pattern without wildcards also matches as a prefix ending at ``::``, ``[`` or ``/`` (a file, a class, a
 test with all its parameters).
+
+Integrity (issue 13): :func:`file_provenance` hashes an xfail file and asks git whether the file is tracked and
+unmodified; :func:`provenance_problem` says why ``--gate`` must not trust a file the run picked up implicitly
+(untracked, modified, or unverifiable). A file named with ``--xfails`` is trusted as given: the person who
+started the run chose it, and the header records its hash.
 """
 
 from __future__ import annotations
 
+import base64
 import dataclasses
+import hashlib
+import importlib.metadata
+import os
 import platform
 import re
+import subprocess
 import sys
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from gru4rec_conformance.conformance._harness.records import XfailFileInfo
+
 __all__ = ["XfailEntry", "XfailFile", "XfailRegistryError", "load_xfail_file", "default_xfail_path",
-           "strip_impl_param", "pattern_matches", "KINDS", "FIX_LEVELS"]  # fmt: skip
+           "strip_impl_param", "pattern_matches", "KINDS", "FIX_LEVELS", "file_provenance", "provenance_problem",
+           "git_state"]  # fmt: skip
 
 KINDS = ("bug", "design-difference", "numerical")
 FIX_LEVELS = ("OOB", "INF", "MIN", "MAJ", "NEVER", "NOT-IN-STUDY")
@@ -250,3 +263,94 @@ def when_context(device: str, impl_version: str, distributions: Iterable[str] = 
         except importlib.metadata.PackageNotFoundError:
             continue
     return ctx
+
+
+# ---------------------------------------------------------------------------------------------------------
+# integrity of the registry files (issue 13)
+# ---------------------------------------------------------------------------------------------------------
+#: The suite's distribution, whose RECORD (the wheel's list of files with their sha256) vouches for the xfail
+#: files of an installed suite, where there is no git checkout to ask.
+DISTRIBUTION = "gru4rec-conformance"
+
+
+def _git(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    # GIT_DIR, GIT_WORK_TREE, GIT_INDEX_FILE ... of the caller would point git at another repository
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    return subprocess.run(["git", "-C", str(cwd), *args], capture_output=True, text=True, timeout=20, env=env)
+
+
+def git_state(path: Path) -> str:
+    """How git sees ``path``: ``"tracked"`` (in the index and unchanged against HEAD, staged or not),
+    ``"modified"`` (tracked, with staged or unstaged changes), ``"untracked"`` (in a work tree but not tracked,
+    ignored files included) or ``"no git"`` (not inside a git work tree, or git is not installed or fails)."""
+    path = Path(path).resolve()
+    try:
+        if _git(path.parent, "rev-parse", "--is-inside-work-tree").stdout.strip() != "true":
+            return "no git"
+        if _git(path.parent, "ls-files", "--error-unmatch", "--", path.name).returncode != 0:
+            return "untracked"
+        status = _git(path.parent, "status", "--porcelain", "--untracked-files=no", "--", path.name)
+    except (OSError, subprocess.SubprocessError):
+        return "no git"
+    if status.returncode != 0:
+        return "no git"
+    return "modified" if status.stdout.strip() else "tracked"
+
+
+def package_state(path: Path, data: bytes) -> str | None:
+    """How the installed suite's RECORD sees ``path`` (contents ``data``): ``"pristine"`` (listed, same sha256),
+    ``"modified"`` (listed, another hash), ``"unlisted"`` (not a file of the installed distribution); None when
+    the suite is not installed from a wheel (no RECORD with hashes)."""
+    try:
+        files = importlib.metadata.files(DISTRIBUTION)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+    if not files or not any(f.hash for f in files):
+        return None  # an editable install's RECORD does not list the package data
+    target = Path(path).resolve()
+    digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+    for f in files:
+        if f.hash is not None and Path(str(f.locate())).resolve() == target:
+            return "pristine" if f.hash.mode == "sha256" and f.hash.value == digest else "modified"
+    return "unlisted"
+
+
+def file_provenance(path: Path, explicit: bool) -> XfailFileInfo:
+    """Hash and provenance of one xfail file the run uses.
+
+    Args:
+        path: the file (it must exist).
+        explicit: named on the command line with ``--xfails``.
+
+    Returns:
+        ``{"path", "sha256" (hex of the bytes read), "git" (:func:`git_state`), "explicit", "package"}``;
+        ``package`` is :func:`package_state` when git says ``"no git"``, else None.
+
+    Raises:
+        OSError: the file cannot be read.
+    """
+    path = Path(path).resolve()
+    data = path.read_bytes()
+    git = git_state(path)
+    return {"path": str(path), "sha256": hashlib.sha256(data).hexdigest(), "git": git, "explicit": explicit,
+            "package": package_state(path, data) if git == "no git" else None}  # fmt: skip
+
+
+def provenance_problem(info: XfailFileInfo) -> str | None:
+    """Why ``--gate`` must not trust an xfail file, or None when it may.
+
+    Trusted: a file named with ``--xfails`` (whatever git says: the caller chose it; its hash is recorded), a file
+    git tracks unmodified, and, where the suite is not a git checkout, a file the installed wheel's RECORD lists
+    with the same sha256. Anything else is a file the run found by its place in a folder, which anyone who could
+    write there (the code under test included) may have put or changed there.
+    """
+    if info["explicit"] or info["git"] == "tracked" or info.get("package") == "pristine":
+        return None
+    how = {
+        "untracked": "is not tracked by git",
+        "modified": "has changes git has not committed",
+    }.get(info["git"]) or {
+        "modified": "differs from the installed suite's RECORD",
+        "unlisted": "is not a file of the installed suite (RECORD) and not in a git checkout",
+    }.get(str(info.get("package")), "cannot be verified (not in a git checkout, no installed RECORD lists it)")
+    return f"xfail file {info['path']} {how}; commit it, or name it with --xfails to use it deliberately"

@@ -20,6 +20,7 @@ def _run(impl, spec, slices, seed):
 
 @pytest.mark.check("FT-14", kind=KIND)
 @pytest.mark.feature("seed")
+@pytest.mark.determinism
 def test_same_seed_bitwise_identical(impl, tiny_bert, slices):
     """Two runs with the same seed give bitwise-identical logits and metrics after one epoch on CPU."""
     z1, r1 = _run(impl, tiny_bert, slices, 7)

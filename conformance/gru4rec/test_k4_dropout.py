@@ -215,6 +215,7 @@ def test_do2_dropout_bites(impl, d_lag1, param, mode, record_metric):
 
 
 @pytest.mark.check("DO-1", kind="K4", card="deterministic")
+@pytest.mark.determinism
 def test_do1_zero_dropout_is_deterministic(impl, d_lag1, record_metric):
     """Dropout 0 is legal and training is deterministic for a fixed seed.
 
