@@ -14,6 +14,7 @@ longer describe the run, so a resumed run that dies leaves no stale verdict behi
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -71,7 +72,8 @@ class RunWriter:
         directory = Path(directory)
         truncated = repair_torn_tail(directory / "results.jsonl")
         for name in DERIVED:
-            (directory / name).unlink(missing_ok=True)
+            with contextlib.suppress(OSError):  # one that cannot be removed is overwritten, or named, by finalize
+                (directory / name).unlink(missing_ok=True)
         writer = cls(directory)
         writer.truncated = truncated
         writer.append({"type": "resume", **record, "truncated": truncated})
