@@ -198,8 +198,8 @@ class XfailHeader(TypedDict):
 class XfailFileInfo(TypedDict):
     """An xfail file a run uses (``xfails.file_provenance``): absolute path, sha256 (hex) of its bytes, ``git``
     (``tracked`` / ``untracked`` / ``modified`` / ``no git``), ``explicit`` (named with ``--xfails``) and
-    ``package`` (outside git only: ``pristine`` / ``modified`` / ``unlisted`` against the installed wheel's
-    RECORD, None when there is none)."""
+    ``package`` (an installed suite only: ``pristine`` / ``modified`` / ``unlisted`` against the installed
+    wheel's RECORD; None from a checkout or without a RECORD)."""
 
     path: str
     sha256: str

@@ -31,6 +31,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from gru4rec_conformance import CHECKOUT_ROOT
 from gru4rec_conformance.conformance._harness.records import XfailFileInfo
 
 __all__ = ["XfailEntry", "XfailFile", "XfailRegistryError", "load_xfail_file", "default_xfail_path",
@@ -324,33 +325,36 @@ def file_provenance(path: Path, explicit: bool) -> XfailFileInfo:
 
     Returns:
         ``{"path", "sha256" (hex of the bytes read), "git" (:func:`git_state`), "explicit", "package"}``;
-        ``package`` is :func:`package_state` when git says ``"no git"``, else None.
+        ``package`` is :func:`package_state` when the suite runs installed (not from a checkout), else None.
 
     Raises:
         OSError: the file cannot be read.
     """
     path = Path(path).resolve()
     data = path.read_bytes()
-    git = git_state(path)
-    return {"path": str(path), "sha256": hashlib.sha256(data).hexdigest(), "git": git, "explicit": explicit,
-            "package": package_state(path, data) if git == "no git" else None}  # fmt: skip
+    # an installed suite's own files are vouched for by its RECORD, also when its venv lies in some git work tree
+    package = package_state(path, data) if CHECKOUT_ROOT is None else None
+    return {"path": str(path), "sha256": hashlib.sha256(data).hexdigest(), "git": git_state(path),
+            "explicit": explicit, "package": package}  # fmt: skip
 
 
 def provenance_problem(info: XfailFileInfo) -> str | None:
     """Why ``--gate`` must not trust an xfail file, or None when it may.
 
     Trusted: a file named with ``--xfails`` (whatever git says: the caller chose it; its hash is recorded), a file
-    git tracks unmodified, and, where the suite is not a git checkout, a file the installed wheel's RECORD lists
-    with the same sha256. Anything else is a file the run found by its place in a folder, which anyone who could
+    git tracks unmodified, and, when the suite runs installed, a file the installed wheel's RECORD lists with the
+    same sha256 (package data of the wheel, e.g. ``site-packages/gru4rec_conformance/conformance/xfails/``). Anything else is a file the run found by its place in a folder, which anyone who could
     write there (the code under test included) may have put or changed there.
     """
-    if info["explicit"] or info["git"] == "tracked" or info.get("package") == "pristine":
+    package = info.get("package")
+    if info["explicit"] or info["git"] == "tracked" or package == "pristine":
         return None
-    how = {
-        "untracked": "is not tracked by git",
-        "modified": "has changes git has not committed",
-    }.get(info["git"]) or {
-        "modified": "differs from the installed suite's RECORD",
-        "unlisted": "is not a file of the installed suite (RECORD) and not in a git checkout",
-    }.get(str(info.get("package")), "cannot be verified (not in a git checkout, no installed RECORD lists it)")
+    if package == "modified":
+        how = "differs from the installed suite's RECORD"
+    elif info["git"] in ("untracked", "modified"):
+        how = "is not tracked by git" if info["git"] == "untracked" else "has changes git has not committed"
+    elif package == "unlisted":
+        how = "is not a file of the installed suite (RECORD) and not in a git checkout"
+    else:
+        how = "cannot be verified (not in a git checkout, no installed RECORD lists it)"
     return f"xfail file {info['path']} {how}; commit it, or name it with --xfails to use it deliberately"

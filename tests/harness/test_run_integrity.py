@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from gru4rec_conformance.conformance._harness import xfails
 from gru4rec_conformance.conformance._harness.records import nondeterminism
 from gru4rec_conformance.conformance._harness.xfails import file_provenance, git_state, provenance_problem
 from gru4rec_conformance.reports.writer import repair_torn_tail
@@ -79,6 +80,22 @@ def test_provenance_of_a_file_in_and_out_of_git(tmp_path):
     assert info["git"] == "modified" and "has changes git has not committed" in str(provenance_problem(info))
     assert provenance_problem(file_provenance(f, explicit=True)) is None  # named with --xfails: trusted as given
     assert "cannot be verified" in str(provenance_problem({**file_provenance(outside, False), "package": None}))
+
+
+def test_an_installed_suite_vouches_for_its_files_with_the_wheel_record(monkeypatch):
+    """Outside a checkout the wheel's RECORD (sha256 of every installed file) stands in for git; checked here on
+    an installed distribution that has a RECORD (the suite itself runs from a checkout in these tests)."""
+    import importlib.metadata
+
+    monkeypatch.setattr(xfails, "DISTRIBUTION", "packaging")
+    (entry,) = [f for f in importlib.metadata.files("packaging") or [] if str(f).endswith("packaging/version.py")]
+    installed = Path(str(entry.locate()))
+    assert xfails.package_state(installed, installed.read_bytes()) == "pristine"
+    assert xfails.package_state(installed, b"forged") == "modified"
+    assert xfails.package_state(Path(__file__), b"") == "unlisted"
+    info = {"path": str(installed), "sha256": "0" * 64, "git": "untracked", "explicit": False}
+    assert provenance_problem({**info, "package": "pristine"}) is None  # a venv inside some git work tree
+    assert "differs from the installed suite's RECORD" in str(provenance_problem({**info, "package": "modified"}))
 
 
 def test_header_records_the_registry_file_and_the_gate_trusts_a_tracked_one(project):
