@@ -8,7 +8,8 @@ JSON lines are:
 - ``{"type": "run", ...}``: run metadata (implementation, capabilities, suite version, frameworks, ...);
 - ``{"type": "result", ...}``: one per finished check (see :data:`OUTCOMES`; typed as
   ``conformance._harness.records.ResultRecord``);
-- ``{"type": "resume", ...}``: a later ``--resume`` session continuing this run;
+- ``{"type": "resume", ...}``: a later ``--resume`` session continuing this run (``truncated``: the torn last
+  line it cut off, if any);
 - ``{"type": "end", "status": "complete" | "interrupted", "reused": n, ...}``: the session ended (``reused``:
   checks it skipped because they had a verdict; copied into the preceding ``resume`` record on reading).
 
