@@ -299,3 +299,49 @@ def test_no_warning_when_the_determinism_check_passes(project):
     assert data["end"]["nondeterminism"] is None
     assert "Non-deterministic" not in (project.run_dirs("good")[-1] / "summary.md").read_text()
     assert nondeterminism(data["results"]) is None
+
+
+# -- the worker never learns where the registry is --------------------------------------------------------
+SNOOPER = '''
+import os
+import sys
+
+from dummies import Good
+
+
+class Snooper(Good):
+    """An isolated adapter that reports everything its process was started with."""
+
+    name = "snooper"
+    isolated = True
+
+    def optimizer_info(self):
+        return {"type": "sgd", "argv": list(sys.argv), "environ": dict(os.environ), "cwd": os.getcwd()}
+'''
+
+SNOOP_CHECK = '''
+import json, os
+
+@pytest.mark.check("W-1", kind="K5")
+def test_snoop(impl):
+    """the worker's start-up, as the adapter sees it"""
+    with open(os.environ["SNOOP_OUT"], "w") as fh:
+        json.dump(impl.build(seed=1).optimizer_info(), fh)
+'''
+
+
+def test_the_worker_is_given_no_path_of_the_xfail_registry(project, monkeypatch):
+    """The controller alone reads the registry: neither the worker's command line, nor its environment, nor its
+    working directory names an xfail file or the registry folder."""
+    project.checks(SNOOP_CHECK)
+    project.pytester.makepyfile(snooping=SNOOPER)
+    registry = project.xfails("snooper", 'implementation = "snooper"\n')
+    explicit = project.path / "elsewhere.toml"
+    explicit.write_text('implementation = "snooper"\n')
+    out = project.path / "snoop.json"
+    monkeypatch.setenv("SNOOP_OUT", str(out))
+    project.run("conformance", "--impl", "snooping:Snooper", "--xfails", str(explicit)).assert_outcomes(passed=1)
+    seen = json.loads(out.read_text())
+    start = json.dumps([seen["argv"], seen["environ"], seen["cwd"]])
+    for secret in (str(registry.resolve()), str(registry.parent.resolve()), str(explicit), "conformance/xfails"):
+        assert secret not in start, f"the worker was told {secret!r}"
