@@ -19,6 +19,7 @@ wheel cannot be built here. About 2-3 minutes, most of it installing torch into 
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -188,3 +189,20 @@ def test_finetuner_without_its_extra_names_the_extra(venv, maintainer_repo):
     r = _gate(venv, maintainer_repo, "--impl", "hf_trainer")
     assert r.returncode == 4, (r.stdout + r.stderr)[-3000:]  # pytest's usage error
     assert "pip install 'gru4rec-conformance[finetuner]'" in r.stderr, r.stderr[-2000:]
+
+
+def test_installed_xfail_files_are_vouched_for_by_the_wheel_record(venv):
+    """Outside a checkout, the wheel's RECORD (sha256 of every installed file) stands in for git: a committed
+    xfail file is pristine and trusted by --gate; the same file changed is not (conformance/xfails/README.md)."""
+    code = (
+        "import json; from gru4rec_conformance.conformance._harness.collection import SUITE_CHECKS_ROOT as R; "
+        "from gru4rec_conformance.conformance._harness.xfails import file_provenance as fp, provenance_problem as pp; "
+        "p = R / 'conformance' / 'xfails' / 'cornac.toml'; a = fp(p, False); "
+        "b = dict(a, package='modified'); print(json.dumps([a['package'], pp(a), pp(b)]))"
+    )
+    r = _run([str(venv / "bin" / "python"), "-c", code], cwd=str(venv), timeout=120,
+             env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    package, trusted, changed = json.loads(r.stdout)
+    assert package == "pristine" and trusted is None, r.stdout
+    assert "differs from the installed suite's RECORD" in changed
