@@ -343,8 +343,9 @@ def provenance_problem(info: XfailFileInfo) -> str | None:
 
     Trusted: a file named with ``--xfails`` (whatever git says: the caller chose it; its hash is recorded), a file
     git tracks unmodified, and, when the suite runs installed, a file the installed wheel's RECORD lists with the
-    same sha256 (package data of the wheel, e.g. ``site-packages/gru4rec_conformance/conformance/xfails/``). Anything else is a file the run found by its place in a folder, which anyone who could
-    write there (the code under test included) may have put or changed there.
+    same sha256 (package data of the wheel: ``site-packages/gru4rec_conformance/conformance/xfails/``). Anything
+    else is a file the run found by its place in a folder, which anyone who could write there (the code under
+    test included) may have put or changed there.
     """
     package = info.get("package")
     if info["explicit"] or info["git"] == "tracked" or package == "pristine":
