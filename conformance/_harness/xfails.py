@@ -275,9 +275,11 @@ DISTRIBUTION = "gru4rec-conformance"
 
 
 def _git(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    # GIT_DIR, GIT_WORK_TREE, GIT_INDEX_FILE ... of the caller would point git at another repository
+    # GIT_DIR, GIT_WORK_TREE, GIT_INDEX_FILE ... of the caller would point git at another repository; no optional
+    # locks: a status must not take the index lock from someone committing in that checkout meanwhile
     env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
-    return subprocess.run(["git", "-C", str(cwd), *args], capture_output=True, text=True, timeout=20, env=env)
+    return subprocess.run(["git", "--no-optional-locks", "-C", str(cwd), *args], capture_output=True, text=True,
+                          timeout=20, env=env)  # fmt: skip
 
 
 def git_state(path: Path) -> str:
