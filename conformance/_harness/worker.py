@@ -82,8 +82,26 @@ def _pin_torch_threads(done: list[bool]) -> None:
         torch.set_num_threads(n)
 
 
+def _die_with_parent() -> None:
+    """Ask the kernel to SIGKILL this worker when its parent (the suite, or bwrap's init) dies (Linux only); the
+    sandbox's ``--die-with-parent`` also covers the worker's own children."""
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        import ctypes
+        import signal
+
+        ppid = os.getppid()
+        ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL), 0, 0, 0)  # 1 = PR_SET_PDEATHSIG
+        if os.getppid() != ppid:  # the parent died before the request took effect
+            os._exit(1)
+    except (OSError, AttributeError):
+        pass
+
+
 def main(argv: list[str]) -> int:
     fd_in, fd_out, exchange_dir = int(argv[0]), int(argv[1]), argv[2]
+    _die_with_parent()
     try:
         import resource
 

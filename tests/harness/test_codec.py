@@ -86,7 +86,9 @@ def test_unsafe_values_and_names_are_refused(tmp_path):
 def test_npy_headers_are_checked_before_loading(tmp_path):
     """A file past the byte budget, a link, a structured dtype or a truncated payload is refused from its header."""
     np.save(tmp_path / "c0.npy", np.zeros(1000, dtype=np.float64))
-    with pytest.raises(ExchangeError, match=r"shape \(1000,\) and dtype float64 \(8000 bytes\) exceeds the reply budget of 4000"):
+    with pytest.raises(
+        ExchangeError, match=r"shape \(1000,\) and dtype float64 \(8000 bytes\) exceeds the reply budget of 4000"
+    ):
         Codec(tmp_path, "p", max_bytes=4000).decode({"__ndarray__": "c0.npy"})
     budget = Codec(tmp_path, "p", max_bytes=12000)  # the budget is summed over one message
     budget.decode({"__ndarray__": "c0.npy"})
