@@ -643,7 +643,9 @@ class WorkerProxy:
         hidden = tuple(d for d in HIDDEN_DIRS if os.path.isdir(d) and not os.path.islink(d))
         for d in hidden:
             cmd += ["--tmpfs", d]
-        needed = [self._python, sys.prefix, sys.base_prefix, env.get("GRU4REC_CACHE_DIR", "")]
+        exe = Path(self._python)
+        venv = str(exe.parent.parent) if exe.parent.name == "bin" else ""  # the interpreter's environment
+        needed = [self._python, venv, sys.prefix, sys.base_prefix, env.get("GRU4REC_CACHE_DIR", "")]
         needed += env.get("PYTHONPATH", "").split(os.pathsep)
         for raw in dict.fromkeys(needed):
             for path in dict.fromkeys((os.path.abspath(raw), os.path.realpath(raw)) if raw else ()):
