@@ -502,16 +502,18 @@ class WorkerProxy:
             "kwargs": self._codec.encode(dict(kwargs), where=f"{method}() keyword arguments"),
         }
         reply = self._roundtrip(request, timeout, f"{self._label}.{method}()")
+        problem: Exception | None = None
         try:
             if not reply.get("ok"):
-                self._raise_remote(reply["error"], method)
+                self._raise_remote(reply.get("error"), method)
             try:
                 value = self._codec.decode(reply.get("result"))
             except (ExchangeError, ValueError, KeyError, TypeError) as exc:
-                raise WorkerProtocolError(f"{self._label}.{method}(): refused the worker's reply: {exc}",
-                                          stderr_tail=self._stderr_tail()) from None  # fmt: skip
+                problem = exc
         finally:
             self._codec.clear()
+        if problem is not None:  # a worker that sends what the protocol refuses is not trusted further
+            self._fail(WorkerProtocolError, f"{self._label}.{method}(): refused the worker's reply: {problem}")
         if method == "build":
             self._lost = False
         return value
@@ -749,7 +751,9 @@ class WorkerProxy:
         self._lost = True
         raise cls(message, stderr_tail=tail, details={"starts": self.starts})
 
-    def _raise_remote(self, err: Mapping[str, Any], method: str) -> None:
+    def _raise_remote(self, err: Any, method: str) -> None:
+        if not isinstance(err, Mapping):
+            self._fail(WorkerProtocolError, f"{self._label}.{method}(): the worker's error reply is malformed")
         if err.get("type") == "Unsupported":
             raise Unsupported(err.get("name") or method, err.get("detail") or "")
         if err.get("type") == "ImplementationUnavailable":

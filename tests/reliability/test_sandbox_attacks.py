@@ -31,6 +31,10 @@ SANDBOX = sandbox_probe()
 requires_sandbox = pytest.mark.skipif(not SANDBOX.available, reason=f"the bubblewrap sandbox cannot run here: "
                                                                     f"{SANDBOX.reason}")  # fmt: skip
 GONE_WITHIN_S = 10.0
+#: the protocol and process-tree defences hold with and without the sandbox
+MODES = pytest.mark.parametrize(
+    "sandbox", ["auto", pytest.param("none", id="unsandboxed")], ids=lambda m: "sandboxed" if m == "auto" else m
+)
 
 
 @pytest.fixture
@@ -97,11 +101,12 @@ def test_gate_refuses_isolated_adapters_without_the_sandbox(tmp_path):
 
 
 # -- code execution in the suite ------------------------------------------------------------------------------
-def test_a_dataclass_named_in_a_reply_is_never_imported(tmp_path):
+@MODES
+def test_a_dataclass_named_in_a_reply_is_never_imported(tmp_path, sandbox):
     """The worker writes conformance_pwn.py where it can and names it in a ``__dataclass__``: the decoder refuses the
     name (exact registry, nothing imported), the worker is killed, and the module's code never ran here."""
     flag = tmp_path / "pwned"
-    proxy = attacker_proxy("pwn_import", marker=str(flag))
+    proxy = attacker_proxy("pwn_import", settings={"sandbox": sandbox}, marker=str(flag))
     try:
         proxy.build(seed=1)
         with pytest.raises(WorkerProtocolError, match="refusing to rebuild 'gru4rec_conformance.conformance_pwn:Pwn'"):
@@ -114,8 +119,9 @@ def test_a_dataclass_named_in_a_reply_is_never_imported(tmp_path):
 
 
 # -- limits ---------------------------------------------------------------------------------------------------
-def test_a_trickling_reply_is_stopped_at_the_call_timeout():
-    proxy = attacker_proxy("trickle", settings={"call_timeout": 3})
+@MODES
+def test_a_trickling_reply_is_stopped_at_the_call_timeout(sandbox):
+    proxy = attacker_proxy("trickle", settings={"call_timeout": 3, "sandbox": sandbox})
     try:
         proxy.build(seed=1)
         start = time.monotonic()
@@ -165,9 +171,10 @@ def test_a_crafted_npy_file_is_refused_from_its_header(kind, message):
 
 
 # -- escaping processes ---------------------------------------------------------------------------------------
-def test_children_of_the_worker_do_not_survive_close(marker):
+@MODES
+def test_children_of_the_worker_do_not_survive_close(marker, sandbox):
     """A plain child and a double-forked setsid grandchild, both alive when the call returns, end with close()."""
-    proxy = attacker_proxy("fork_child", marker=marker, hold_s=0.5)  # the watchdog sees them during the call
+    proxy = attacker_proxy("fork_child", settings={"sandbox": sandbox}, marker=marker)
     try:
         proxy.build(seed=1)
         proxy.fit(tiny_train())
@@ -177,11 +184,13 @@ def test_children_of_the_worker_do_not_survive_close(marker):
     assert wait_until(lambda: not processes_with(marker), GONE_WITHIN_S), "a child of the worker survived close()"
 
 
-@requires_sandbox
-def test_a_setsid_grandchild_is_counted_against_the_memory_limit_and_killed(marker):
-    """The grandchild leaves the worker's session and is orphaned, yet stays in the PID namespace under bwrap: its
-    400 MiB count against the 350 MiB limit, and it dies with the worker."""
-    proxy = attacker_proxy("fork_child", settings={"memory_limit_mb": 350, "call_timeout": 60}, marker=marker,
+@MODES
+def test_a_setsid_grandchild_is_counted_against_the_memory_limit_and_killed(marker, sandbox):
+    """The grandchild leaves the worker's session and is orphaned, yet stays in the worker's tree (the PID
+    namespace's init under bwrap, the worker as subreaper without): its 400 MiB count against the 350 MiB limit,
+    and it dies with the worker."""
+    settings = {"memory_limit_mb": 350, "call_timeout": 60, "sandbox": sandbox}
+    proxy = attacker_proxy("fork_child", settings=settings, marker=marker,
                            grandchild_mib=400, hold_s=60)  # fmt: skip
     try:
         proxy.build(seed=1)
