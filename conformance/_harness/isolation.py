@@ -647,12 +647,21 @@ class WorkerProxy:
             cmd += ["--tmpfs", d]
         exe = Path(self._python)
         venv = str(exe.parent.parent) if exe.parent.name == "bin" else ""  # the interpreter's environment
-        needed = [self._python, venv, sys.prefix, sys.base_prefix, env.get("GRU4REC_CACHE_DIR", "")]
+        needed = [self._python, venv, sys.prefix, sys.base_prefix]
         needed += env.get("PYTHONPATH", "").split(os.pathsep)
+        # folders named by the variables the worker sees (checkouts, mirrors: GRU4REC_*_PATH, GRU4REC_MIRROR_DIR)
+        needed += [v for k, v in env.items() if k != "GRU4REC_CACHE_DIR" and os.path.isabs(v)]
         for raw in dict.fromkeys(needed):
             for path in dict.fromkeys((os.path.abspath(raw), os.path.realpath(raw)) if raw else ()):
-                if _under(path, hidden) and os.path.exists(path):
+                if _under(path, hidden) and os.path.exists(path) and not _under(path, (str(workdir),)):
                     cmd += ["--ro-bind", path, path]
+        cache = env.get("GRU4REC_CACHE_DIR")
+        if cache:  # GitHub-only adapters export their pinned checkout there on first use (from inside the worker)
+            try:
+                os.makedirs(cache, exist_ok=True)
+                cmd += ["--bind", cache, cache]
+            except OSError:
+                pass  # stays read-only (or hidden); such an adapter then says it cannot provide its checkout
         cmd += ["--bind", str(workdir), str(workdir)]
         if self.device.startswith("cuda"):  # the GPU device nodes (the fresh /dev has none)
             for dev in sorted(glob.glob("/dev/nvidia*")):
