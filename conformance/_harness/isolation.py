@@ -732,10 +732,7 @@ class WorkerProxy:
         if now < self._next_memory_check:
             return  # the /proc walk once per poll period, however fast bytes arrive
         self._next_memory_check = now + self._settings.poll_s
-        rss, pids = _tree(self._proc.pid)
-        for pid in pids:
-            if pid not in self._seen:
-                self._seen[pid] = _start_time(pid)
+        rss, pids = self._remember_tree()
         limit = self._settings.effective_memory_limit_mb()
         if limit is not None and rss > limit:
             self._fail(WorkerMemoryExceeded, f"{what}: worker memory {rss:.0f} MiB (process tree of {len(pids)}) "
@@ -786,6 +783,15 @@ class WorkerProxy:
         except OSError:
             return ""
 
+    def _remember_tree(self) -> tuple[float, list[int]]:
+        """Walk the worker's process tree now (memory in MiB, pids) and remember its processes for :meth:`_kill`."""
+        assert self._proc is not None
+        rss, pids = _tree(self._proc.pid)
+        for pid in pids:
+            if pid not in self._seen:
+                self._seen[pid] = _start_time(pid)
+        return rss, pids
+
     def _kill(self) -> None:
         """End the worker's whole process tree: its session's group, every descendant alive now or seen by the
         watchdog (same pid and start time), and under the sandbox bwrap itself, which ends its PID namespace."""
@@ -824,6 +830,7 @@ class WorkerProxy:
 
     def _stop(self, polite: bool) -> None:
         if self._proc is not None and self._proc.poll() is None and polite:
+            self._remember_tree()  # the worker's children, before a clean exit orphans them
             try:
                 self._roundtrip({"op": "shutdown"}, 10.0, f"{self._label} shutdown")
                 self._proc.wait(timeout=5)
