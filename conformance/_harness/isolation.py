@@ -26,8 +26,10 @@ fresh ``/dev`` and ``/proc``, its own PID, IPC, UTS, network (unless allowed) an
 no new privileges, a new session, and killed with the suite (``--die-with-parent``). Killing the ``bwrap``
 process ends the whole PID namespace, so no process of the worker outlives a close or a timeout. Without the
 sandbox (``--sandbox none`` or no bwrap) the worker only gets the weaker protections: a private directory, a
-filtered environment, its own session (killed as a group, with every descendant seen by the watchdog), and no
-network when ``unshare -n`` (or ``unshare -r -n`` without root) works; it can then write wherever its user can.
+filtered environment, its own session (killed as a group, with every descendant seen by the watchdog or alive
+at the close; the worker is the subreaper of its descendants, so orphans stay in its tree while it lives), and no
+network when ``unshare -n`` (or ``unshare -r -n`` without root) works; it can then write wherever its user can,
+and a daemon it leaves when the suite is SIGKILLed survives.
 """
 
 from __future__ import annotations
