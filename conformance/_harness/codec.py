@@ -7,21 +7,28 @@ coming from an implementation is ever unpickled in the suite's process (issue 8)
 - numeric, boolean and fixed-width string numpy arrays (object arrays are refused);
 - pandas DataFrame / Series (column by column; the index is not transferred);
 - list, tuple, set/frozenset, dict (any keys of the supported scalar types);
-- dataclasses marked ``__exchange__ = True`` defined in ``implementations.*``, ``conformance.*`` or the result
-  records module ``reference.gru4rec.records`` (``FitReport``, ``StepTrace``), rebuilt field by field;
-- capability objects (:class:`implementations.base.BaseCapabilities`), rebuilt through ``from_mapping``;
+- the suite's exchange records (:data:`EXCHANGE_TYPES`: ``FitReport``, ``StepTrace``), rebuilt field by field;
+- capability objects (:class:`implementations.base.BaseCapabilities`), rebuilt through ``from_mapping`` of one of
+  the capability classes in :data:`EXCHANGE_TYPES` (the nearest registered base of the sender's class);
 - iterators/generators are materialised into lists (``score_stream``).
 
 Lists of equal-shaped tuples and lists of integer lists are packed column-wise into few ``.npy`` files.
+
+Decoding trusts nothing in the message (issue 13): a class is looked up by name in the fixed registry
+:data:`EXCHANGE_TYPES` (never imported), and every ``.npy`` file is opened without following links, must be a
+regular file whose header declares a plain numeric, boolean or fixed-width string dtype (no object or structured
+dtype) and whose payload fits the decoder's byte budget (``max_bytes``, summed over one message), checked from the
+header before a byte of the payload is read.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import importlib
 import itertools
 import json
+import math
 import os
+import stat
 import types
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -33,13 +40,22 @@ from gru4rec_conformance.fileio import atomic_path
 if TYPE_CHECKING:  # imported lazily at run time (see _capabilities_base)
     from gru4rec_conformance.implementations.base import BaseCapabilities
 
-__all__ = ["Codec", "ExchangeError", "dumps", "loads"]
+__all__ = ["Codec", "ExchangeError", "EXCHANGE_TYPES", "DEFAULT_MAX_BYTES", "dumps", "loads"]
 
 _SAFE_KINDS = set("biufcUS")
 _INLINE_MAX = 256
-_ALLOWED_MODULE_PREFIXES = ("gru4rec_conformance.implementations.", "gru4rec_conformance.conformance.")
-#: single modules outside those prefixes whose exchange records may be rebuilt (the shared result records)
-_ALLOWED_MODULES = ("gru4rec_conformance.reference.gru4rec.records",)
+#: Default byte budget of the ``.npy`` payloads of one decoded message (2 GiB).
+DEFAULT_MAX_BYTES = 2 << 30
+#: The only classes that may cross, by the name the encoder writes (``module:QualName``). Fixed here: a decoder
+#: never imports a module named in a message, and a name outside this table is refused.
+EXCHANGE_TYPES: dict[str, tuple[str, str]] = {
+    "gru4rec_conformance.reference.gru4rec.records:FitReport": ("gru4rec_conformance.reference.gru4rec.records", "FitReport"),
+    "gru4rec_conformance.reference.gru4rec.records:StepTrace": ("gru4rec_conformance.reference.gru4rec.records", "StepTrace"),
+    "gru4rec_conformance.implementations.base:BaseCapabilities": ("gru4rec_conformance.implementations.base", "BaseCapabilities"),
+    "gru4rec_conformance.implementations.base:Capabilities": ("gru4rec_conformance.implementations.base", "Capabilities"),
+    "gru4rec_conformance.implementations.finetuner.base:FinetunerCapabilities": (
+        "gru4rec_conformance.implementations.finetuner.base", "FinetunerCapabilities"),
+}  # fmt: skip
 
 
 class ExchangeError(TypeError):
@@ -62,15 +78,28 @@ def _class_ref(cls: type) -> str:
     return f"{cls.__module__}:{cls.__qualname__}"
 
 
-def _import_ref(ref: str) -> Any:
-    module_name, _, qualname = ref.partition(":")
-    if not (module_name.startswith(_ALLOWED_MODULE_PREFIXES) or module_name in _ALLOWED_MODULES):
-        allowed = _ALLOWED_MODULE_PREFIXES + _ALLOWED_MODULES
-        raise ExchangeError(f"refusing to rebuild {ref!r}: only classes of {allowed} may cross")
-    obj: Any = importlib.import_module(module_name)
-    for part in qualname.split("."):
-        obj = getattr(obj, part)
-    return obj
+def _registered_class(ref: object) -> type:
+    """The class registered in :data:`EXCHANGE_TYPES` under ``ref`` (its module, one of the suite's, is named by
+    the table, never by the message); raises :class:`ExchangeError` for any other name."""
+    import importlib
+
+    entry = EXCHANGE_TYPES.get(ref) if isinstance(ref, str) else None
+    if entry is None:
+        raise ExchangeError(f"refusing to rebuild {ref!r}: only the registered exchange types may cross "
+                            f"({', '.join(sorted(EXCHANGE_TYPES))})")  # fmt: skip
+    cls = getattr(importlib.import_module(entry[0]), entry[1], None)
+    if not isinstance(cls, type):
+        raise ExchangeError(f"refusing to rebuild {ref!r}: {entry[0]} has no class {entry[1]}")
+    return cls
+
+
+def _exchange_name(cls: type) -> str | None:
+    """The registered name of ``cls`` or of its nearest registered base class (None when there is none)."""
+    for base in cls.__mro__:
+        ref = _class_ref(base)
+        if ref in EXCHANGE_TYPES:
+            return ref
+    return None
 
 
 class Codec:
@@ -79,11 +108,15 @@ class Codec:
     Args:
         directory: folder shared by the two processes for ``.npy`` files.
         prefix: file-name prefix of this side (``"p"`` parent, ``"c"`` child), so the sides never clash.
+        max_bytes: byte budget of the ``.npy`` payloads decoded between two :meth:`clear` calls (one message);
+            a file past it raises :class:`ExchangeError` before it is read.
     """
 
-    def __init__(self, directory: Path | str, prefix: str) -> None:
+    def __init__(self, directory: Path | str, prefix: str, max_bytes: int = DEFAULT_MAX_BYTES) -> None:
         self.directory = Path(directory)
         self.prefix = prefix
+        self.max_bytes = int(max_bytes)
+        self._loaded = 0
         self._counter = itertools.count()
 
     # -- encoding ----------------------------------------------------------------------------------------
@@ -118,12 +151,15 @@ class Codec:
             }
         caps = _capabilities_base()
         if caps is not None and isinstance(value, caps):
-            return {"__capabilities__": _class_ref(type(value)), "data": value.to_dict()}
+            return {"__capabilities__": _exchange_name(type(value)) or _class_ref(caps), "data": value.to_dict()}
         if dataclasses.is_dataclass(value) and getattr(value, "__exchange__", False):
+            name = _exchange_name(type(value))
+            if name is None:
+                raise ExchangeError(f"{where}: {_class_ref(type(value))} is not a registered exchange type")
             fields = {
                 f.name: self.encode(getattr(value, f.name), f"{where}.{f.name}") for f in dataclasses.fields(value)
             }
-            return {"__dataclass__": _class_ref(type(value)), "fields": fields}
+            return {"__dataclass__": name, "fields": fields}
         pd = _pandas_if_loaded()
         if pd is not None and isinstance(value, pd.DataFrame):
             names = [str(c) for c in value.columns]
@@ -209,7 +245,10 @@ class Codec:
             raise ExchangeError(f"malformed exchange object with keys {sorted(obj)}")
         if "__array__" in obj:
             a = obj["__array__"]
-            return np.asarray(a["data"], dtype=np.dtype(a["dtype"])).reshape(a["shape"])
+            dtype = np.dtype(a["dtype"])
+            if dtype.kind not in "biuf" or dtype.fields is not None:
+                raise ExchangeError(f"refusing an inline array of dtype {dtype}")
+            return np.asarray(a["data"], dtype=dtype).reshape(a["shape"])
         if "__ndarray__" in obj:
             return self._load(obj["__ndarray__"])
         if "__tuple__" in obj:
@@ -240,13 +279,13 @@ class Codec:
             d = obj["__series__"]
             return pd.Series(self.decode(d["data"]), name=d["name"])
         if "__capabilities__" in obj:
-            cls = _import_ref(obj["__capabilities__"])
+            cls = _registered_class(obj["__capabilities__"])
             caps = _capabilities_base()
             if caps is None or not (isinstance(cls, type) and issubclass(cls, caps)):
                 raise ExchangeError(f"{obj['__capabilities__']!r} is not a capabilities class")
             return cls.from_mapping(obj["data"], source=f"worker capabilities ({obj['__capabilities__']})")
         if "__dataclass__" in obj:
-            cls = _import_ref(obj["__dataclass__"])
+            cls = _registered_class(obj["__dataclass__"])
             if not (isinstance(cls, type) and dataclasses.is_dataclass(cls) and getattr(cls, "__exchange__", False)):
                 raise ExchangeError(f"{obj['__dataclass__']!r} is not an exchange dataclass")
             return cls(**{k: self.decode(v) for k, v in obj["fields"].items()})
@@ -261,11 +300,45 @@ class Codec:
             or not name.endswith(".npy")
         ):
             raise ExchangeError(f"refusing exchange file name {name!r}")
-        arr: np.ndarray = np.load(self.directory / name, allow_pickle=False)
+        path = self.directory / name
+        try:
+            fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+        except OSError as exc:
+            raise ExchangeError(f"exchange file {name}: cannot open it without following links: {exc}") from None
+        with os.fdopen(fd, "rb") as fh:
+            info = os.fstat(fh.fileno())
+            if not stat.S_ISREG(info.st_mode):
+                raise ExchangeError(f"exchange file {name} is not a regular file")
+            try:
+                version = np.lib.format.read_magic(fh)
+                if version == (1, 0):
+                    shape, fortran, dtype = np.lib.format.read_array_header_1_0(fh)
+                elif version == (2, 0):
+                    shape, fortran, dtype = np.lib.format.read_array_header_2_0(fh)
+                else:
+                    raise ExchangeError(f"exchange file {name}: unsupported .npy format version {version}")
+            except ValueError as exc:
+                raise ExchangeError(f"exchange file {name}: not a valid .npy header: {exc}") from None
+            if dtype.hasobject or dtype.fields is not None or dtype.kind not in _SAFE_KINDS:
+                raise ExchangeError(f"exchange file {name}: dtype {dtype} is refused (only plain numeric, boolean "
+                                    "and fixed-width string arrays may cross)")  # fmt: skip
+            nbytes = math.prod(shape) * dtype.itemsize
+            if self._loaded + nbytes > self.max_bytes:
+                raise ExchangeError(f"exchange file {name}: an array of shape {tuple(shape)} and dtype {dtype} "
+                                    f"({nbytes} bytes) exceeds the reply budget of {self.max_bytes} bytes "
+                                    f"({self._loaded} bytes already received)")  # fmt: skip
+            if info.st_size < fh.tell() + nbytes:
+                raise ExchangeError(f"exchange file {name} is truncated: {info.st_size} bytes for a payload of "
+                                    f"{nbytes} bytes")  # fmt: skip
+            self._loaded += nbytes
+            fh.seek(0)
+            arr: np.ndarray = np.lib.format.read_array(fh, allow_pickle=False)
         return arr
 
     def clear(self) -> None:
-        """Remove every exchange file of both sides (called by the parent after each completed call)."""
+        """Remove every exchange file of both sides (called by the parent after each completed call) and reset
+        the byte budget."""
+        self._loaded = 0
         for entry in os.scandir(self.directory):
             if entry.is_file():
                 os.unlink(entry.path)

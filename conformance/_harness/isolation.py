@@ -11,21 +11,31 @@ Failure containment, per call:
   tail), or :class:`~implementations.base.Unsupported` again when the adapter raised that;
 - a crash (segfault, ``os._exit``, a kill from outside) becomes :class:`WorkerCrashed` (exit code or signal);
 - a call running past its timeout becomes :class:`WorkerTimeout` (the worker's process group is killed);
-- a worker whose resident memory (with its children) passes the limit becomes :class:`WorkerMemoryExceeded`.
+- a worker whose resident memory (its whole process tree) passes the limit becomes :class:`WorkerMemoryExceeded`;
+- a reply over the frame limit, unreadable JSON or a refused exchange value becomes :class:`WorkerProtocolError`.
 
-After any of the last three the model state is gone; the next call starts a fresh worker (``build``,
-``capabilities`` and ``version`` work on it; anything else raises :class:`WorkerStateLost`).
+The watchdog (worker alive, memory of the tree, the call's deadline) runs on every iteration of the send and
+receive loops, whatever the pipe does, so a worker trickling bytes cannot outlive its timeout.
 
-Least privilege: the worker runs in a private temporary directory (cwd, ``HOME``, ``TMPDIR``), sees only
-an allow-list of environment variables (plus the adapter's ``worker_env``), runs offline for Hugging Face
-libraries, has core dumps disabled, and has no network when ``unshare -n`` (or ``unshare -r -n`` without
-root) works on this machine (Linux with namespaces); elsewhere the network stays on and the report says so.
-It can still write wherever its user can: that is not enforced.
+After a crash, timeout, memory kill or oversized frame the model state is gone; the next call starts a fresh
+worker (``build``, ``capabilities`` and ``version`` work on it; anything else raises :class:`WorkerStateLost`).
+
+Sandbox (issue 13): where bubblewrap works (:func:`sandbox_probe`), the worker runs under ``bwrap``: the whole
+filesystem read-only except its private directory, empty ``/tmp``, ``/var/tmp``, ``/run`` and ``/dev/shm``, a
+fresh ``/dev`` and ``/proc``, its own PID, IPC, UTS, network (unless allowed) and user namespaces (uid 65534),
+no new privileges, a new session, and killed with the suite (``--die-with-parent``). Killing the ``bwrap``
+process ends the whole PID namespace, so no process of the worker outlives a close or a timeout. Without the
+sandbox (``--sandbox none`` or no bwrap) the worker only gets the weaker protections: a private directory, a
+filtered environment, its own session (killed as a group, with every descendant seen by the watchdog or alive
+at the close; the worker is the subreaper of its descendants, so orphans stay in its tree while it lives), and no
+network when ``unshare -n`` (or ``unshare -r -n`` without root) works; it can then write wherever its user can,
+and a daemon it leaves when the suite is SIGKILLed survives.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import glob
 import os
 import select
 import shutil
@@ -36,10 +46,10 @@ import tempfile
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from gru4rec_conformance import child_pythonpath, import_root
-from gru4rec_conformance.conformance._harness.codec import Codec, dumps, loads
+from gru4rec_conformance.conformance._harness.codec import DEFAULT_MAX_BYTES, Codec, ExchangeError, dumps, loads
 from gru4rec_conformance.conformance._harness.worker import _HEADER
 from gru4rec_conformance.implementations.base import BaseCapabilities, ImplementationUnavailable, Unsupported
 
@@ -52,8 +62,13 @@ __all__ = [
     "WorkerTimeout",
     "WorkerMemoryExceeded",
     "WorkerStateLost",
+    "WorkerProtocolError",
+    "SandboxInfo",
     "network_isolation",
+    "sandbox_probe",
+    "sandbox_for",
     "DEFAULT_TIMEOUTS_S",
+    "MAX_FRAME_BYTES",
 ]
 
 
@@ -81,6 +96,15 @@ THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 #: The worker's torch intra-op thread count (read by :mod:`conformance._harness.worker`).
 WORKER_THREADS_ENV = "GRU4REC_WORKER_THREADS"
 STDERR_TAIL_CHARS = 4000
+#: Largest JSON frame (one reply) accepted from a worker, in bytes; arrays travel in .npy files (own budget).
+MAX_FRAME_BYTES = 64 << 20
+#: Values of ``--sandbox`` (env ``GRU4REC_SANDBOX``).
+SANDBOX_MODES = ("auto", "bwrap", "none")
+#: Directories replaced by an empty tmpfs inside the sandbox: where Unix sockets and other programs' scratch files
+#: live (the worker's own directory and the suite's import paths are bound back on top).
+HIDDEN_DIRS = ("/tmp", "/var/tmp", "/run", "/var/run", "/dev/shm")
+#: The unprivileged user (nobody) the worker runs as inside the sandbox's user namespace.
+SANDBOX_UID = 65534
 
 
 class WorkerError(Exception):
@@ -140,6 +164,12 @@ class WorkerStateLost(WorkerError):
     kind = "state-lost"
 
 
+class WorkerProtocolError(WorkerError):
+    """The worker's reply broke the protocol (frame over the limit, bad JSON, a refused value or file)."""
+
+    kind = "protocol"
+
+
 @dataclasses.dataclass
 class IsolationSettings:
     """How workers are started. Built by the plugin from the command line (``--worker-*`` options).
@@ -149,7 +179,10 @@ class IsolationSettings:
         timeouts: per-kind defaults (see :data:`DEFAULT_TIMEOUTS_S`).
         call_timeout: if set, overrides every per-call timeout (``--call-timeout``).
         memory_limit_mb: kill a worker whose RSS (with children) exceeds this; None = 80% of physical memory.
-        network: "deny" (``unshare -n`` where it works) or "allow".
+        network: "deny" (no network namespace of its own, or ``unshare -n`` without the sandbox) or "allow".
+        sandbox: "auto" (bubblewrap where it works, else none), "bwrap" (required) or "none" (``--sandbox``).
+        max_frame_bytes: largest JSON reply accepted (bytes); a larger announced frame kills the worker.
+        max_reply_bytes: budget of the ``.npy`` payloads of one reply (bytes), checked from each file's header.
         tmp_root: parent folder of the worker directories (None = system temp).
         keep_dirs: keep worker directories after close (debugging).
         poll_s: watchdog period.
@@ -168,6 +201,9 @@ class IsolationSettings:
     keep_dirs: bool = False
     poll_s: float = 0.05
     threads: int | None = None
+    sandbox: str = "auto"
+    max_frame_bytes: int = MAX_FRAME_BYTES
+    max_reply_bytes: int = DEFAULT_MAX_BYTES
 
     def timeout_for(self, method: str, kind: str | None, override: float | None = None) -> float:
         """Timeout of one call: --call-timeout > the check's own ``timeout`` > light/kind defaults."""
@@ -225,14 +261,103 @@ def network_isolation() -> tuple[list[str], str]:
     return _NETWORK_CACHE
 
 
-def _tree_rss_mb(pid: int) -> float:
-    """Resident memory of ``pid`` and its descendants, in MiB (Linux /proc; 0 elsewhere)."""
-    total_kb, stack, seen = 0, [pid], set()
+@dataclasses.dataclass(frozen=True)
+class SandboxInfo:
+    """What :func:`sandbox_probe` found: whether bubblewrap runs here, its version, whether it can also switch to
+    an unprivileged user (user namespace), and why not when it cannot run."""
+
+    available: bool
+    exe: str = ""
+    version: str = ""
+    user_namespace: bool = False
+    reason: str = ""
+
+    def describe(self, network: bool = False) -> str:
+        """``bubblewrap 0.8.0 (pid, ipc, net, uts, user namespaces; ...)`` or ``none (why)``; ``network``: the
+        worker keeps the network (no network namespace)."""
+        if not self.available:
+            return f"none ({self.reason})"
+        spaces = ["pid", "ipc"] + ([] if network else ["net"]) + ["uts"] + (["user"] if self.user_namespace else [])
+        who = f"uid {SANDBOX_UID}" if self.user_namespace else "uid unchanged (no user namespace here)"
+        return (f"{self.version} ({', '.join(spaces)} namespaces; {who}; fs read-only except worker dir; "
+                f"private /tmp; dies with the suite)")  # fmt: skip
+
+
+_SANDBOX_CACHE: SandboxInfo | None = None
+
+
+def _bwrap_base(exe: str) -> list[str]:
+    return [exe, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", "--unshare-all",
+            "--die-with-parent", "--new-session"]  # fmt: skip
+
+
+def sandbox_probe() -> SandboxInfo:
+    """Whether bubblewrap can sandbox workers here, probed once per process (``bwrap ... true``, a few ms).
+
+    Tries the full sandbox with an unprivileged user first (``--unshare-user --uid 65534``), then without the
+    user namespace (kernels or containers that forbid it). Never raises: the reason is in the result.
+    """
+    global _SANDBOX_CACHE
+    if _SANDBOX_CACHE is not None:
+        return _SANDBOX_CACHE
+    exe = shutil.which("bwrap")
+    if not sys.platform.startswith("linux"):
+        _SANDBOX_CACHE = SandboxInfo(False, reason=f"bubblewrap needs Linux namespaces; this is {sys.platform}")
+        return _SANDBOX_CACHE
+    if exe is None:
+        _SANDBOX_CACHE = SandboxInfo(False, reason="bubblewrap is not installed (apt-get install bubblewrap)")
+        return _SANDBOX_CACHE
+    try:
+        out = subprocess.run([exe, "--version"], capture_output=True, text=True, timeout=10)
+        version = out.stdout.strip() or "bubblewrap (unknown version)"
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        _SANDBOX_CACHE = SandboxInfo(False, exe=exe, reason=f"bwrap --version failed: {exc}")
+        return _SANDBOX_CACHE
+    reasons = []
+    user = ["--unshare-user", "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID)]
+    for extra in (user, []):
+        try:
+            probe = subprocess.run(_bwrap_base(exe) + extra + ["true"], capture_output=True, timeout=10)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            reasons.append(str(exc))
+            continue
+        if probe.returncode == 0:
+            _SANDBOX_CACHE = SandboxInfo(True, exe=exe, version=version, user_namespace=bool(extra))
+            return _SANDBOX_CACHE
+        reasons.append(probe.stderr.decode(errors="replace").strip() or f"exit {probe.returncode}")
+    _SANDBOX_CACHE = SandboxInfo(False, exe=exe, version=version,
+                                 reason="bwrap cannot create its namespaces here: " + "; ".join(dict.fromkeys(reasons)))  # fmt: skip
+    return _SANDBOX_CACHE
+
+
+def sandbox_for(mode: str) -> SandboxInfo:
+    """The sandbox workers get under ``--sandbox mode``: the probe's result for ``auto`` and ``bwrap`` (the
+    caller refuses ``bwrap`` when it is unavailable), an unavailable one for ``none``."""
+    if mode == "none":
+        return SandboxInfo(False, reason="--sandbox none")
+    return sandbox_probe()
+
+
+def _start_time(pid: int) -> str | None:
+    """The start time of ``pid`` (field 22 of /proc/PID/stat), telling a process from a later one with its pid."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            return fh.read().rsplit(b")", 1)[1].split()[19].decode()
+    except (OSError, IndexError):
+        return None
+
+
+def _tree(pid: int) -> tuple[float, list[int]]:
+    """Resident memory of ``pid`` and its descendants in MiB, and their pids (Linux /proc; 0 and [] elsewhere).
+
+    Under the sandbox ``pid`` is bwrap's: orphans of the worker (a double-forked ``setsid`` daemon) are
+    re-parented to the PID namespace's init, a descendant of bwrap, so they are counted too."""
+    total_kb, stack, seen = 0, [pid], []
     while stack:
         p = stack.pop()
         if p in seen:
             continue
-        seen.add(p)
+        seen.append(p)
         try:
             with open(f"/proc/{p}/status", "rb") as fh:
                 for line in fh:
@@ -244,10 +369,18 @@ def _tree_rss_mb(pid: int) -> float:
                     stack.extend(int(c) for c in fh.read().split())
         except (OSError, ValueError):
             continue
-    return total_kb / 1024.0
+    return total_kb / 1024.0, seen
 
 
-def _describe_exit(returncode: int) -> str:
+def _under(path: str, roots: tuple[str, ...]) -> bool:
+    return any(path == r or path.startswith(r.rstrip("/") + "/") for r in roots)
+
+
+def _describe_exit(returncode: int, sandboxed: bool = False) -> str:
+    """``was killed by SIGSEGV`` / ``exited with status 3``; under the sandbox bwrap reports a command killed by
+    signal N as exit status 128 + N."""
+    if sandboxed and 128 < returncode < 128 + 65:
+        returncode = 128 - returncode
     if returncode < 0:
         try:
             name = signal.Signals(-returncode).name
@@ -322,6 +455,9 @@ class WorkerProxy:
         self.hello: dict[str, Any] = {}
         self.starts = 0
         self.isolation_info = ""
+        self.sandboxed = False
+        self._seen: dict[int, str | None] = {}  # pid -> start time of every process of the tree the watchdog saw
+        self._next_memory_check = 0.0
 
     # -- public ----------------------------------------------------------------------------------------
     def __getattr__(self, name: str) -> Any:
@@ -368,12 +504,18 @@ class WorkerProxy:
             "kwargs": self._codec.encode(dict(kwargs), where=f"{method}() keyword arguments"),
         }
         reply = self._roundtrip(request, timeout, f"{self._label}.{method}()")
+        problem: Exception | None = None
         try:
             if not reply.get("ok"):
-                self._raise_remote(reply["error"], method)
-            value = self._codec.decode(reply.get("result"))
+                self._raise_remote(reply.get("error"), method)
+            try:
+                value = self._codec.decode(reply.get("result"))
+            except (ExchangeError, ValueError, KeyError, TypeError) as exc:
+                problem = exc
         finally:
             self._codec.clear()
+        if problem is not None:  # a worker that sends what the protocol refuses is not trusted further
+            self._fail(WorkerProtocolError, f"{self._label}.{method}(): refused the worker's reply: {problem}")
         if method == "build":
             self._lost = False
         return value
@@ -433,16 +575,25 @@ class WorkerProxy:
         self._dir = Path(tempfile.mkdtemp(prefix="gru4rec-worker-", dir=base))
         for sub in ("home", "tmp", "xchg"):
             (self._dir / sub).mkdir()
-        self._codec = Codec(self._dir / "xchg", prefix="p")
+        self._codec = Codec(self._dir / "xchg", prefix="p", max_bytes=self._settings.max_reply_bytes)
         to_child_r, to_child_w = os.pipe()
         from_child_r, from_child_w = os.pipe()
+        allow_net = self._settings.network != "deny" or self._needs_network
+        net_text = "network allowed" + (" (adapter needs it)" if self._needs_network else "")
+        env = self._environment(self._dir)
+        sandbox = sandbox_for(self._settings.sandbox)
         prefix: list[str] = []
-        if self._settings.network == "deny" and not self._needs_network:
-            prefix, self.isolation_info = network_isolation()
-        else:
-            self.isolation_info = "not isolated: network allowed" + (
-                " (adapter needs it)" if self._needs_network else ""
+        if sandbox.available:
+            prefix = self._bwrap_prefix(sandbox, self._dir, env, allow_net)
+            self.sandboxed = True
+            self.isolation_info = f"sandbox: {sandbox.describe(network=allow_net)}" + (
+                f"; {net_text}" if allow_net else ""
             )
+        elif not allow_net:
+            prefix, net_info = network_isolation()
+            self.isolation_info = f"sandbox: {sandbox.describe()}; network {net_info}"
+        else:
+            self.isolation_info = f"sandbox: {sandbox.describe()}; not isolated: {net_text}"
         cmd = prefix + [self._python, "-m", "gru4rec_conformance.conformance._harness.worker", str(to_child_r), str(from_child_w),
                         str(self._dir / "xchg")]  # fmt: skip
         self._stdout = open(self._dir / "stdout.log", "wb")
@@ -454,7 +605,7 @@ class WorkerProxy:
                 stdout=self._stdout,
                 stderr=self._stderr,
                 cwd=self._dir,
-                env=self._environment(self._dir),
+                env=env,
                 pass_fds=(to_child_r, from_child_w),
                 start_new_session=True,
             )
@@ -488,6 +639,40 @@ class WorkerProxy:
             )  # fmt: skip
         self.hello = reply["result"]
 
+    def _bwrap_prefix(self, sandbox: SandboxInfo, workdir: Path, env: Mapping[str, str], allow_net: bool) -> list[str]:
+        """The ``bwrap`` command line that runs the worker: everything read-only, the hidden directories empty,
+        what the worker must read under them (interpreter, import paths, cache) bound back read-only, its own
+        directory writable."""
+        cmd = [sandbox.exe, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+        hidden = tuple(d for d in HIDDEN_DIRS if os.path.isdir(d) and not os.path.islink(d))
+        for d in hidden:
+            cmd += ["--tmpfs", d]
+        exe = Path(self._python)
+        venv = str(exe.parent.parent) if exe.parent.name == "bin" else ""  # the interpreter's environment
+        needed = [self._python, venv, sys.prefix, sys.base_prefix]
+        needed += env.get("PYTHONPATH", "").split(os.pathsep)
+        # folders named by the variables the worker sees (checkouts, mirrors: GRU4REC_*_PATH, GRU4REC_MIRROR_DIR)
+        needed += [v for k, v in env.items() if k != "GRU4REC_CACHE_DIR" and os.path.isabs(v)]
+        for raw in dict.fromkeys(needed):
+            for path in dict.fromkeys((os.path.abspath(raw), os.path.realpath(raw)) if raw else ()):
+                if _under(path, hidden) and os.path.exists(path) and not _under(path, (str(workdir),)):
+                    cmd += ["--ro-bind", path, path]
+        cache = env.get("GRU4REC_CACHE_DIR")
+        if cache:  # GitHub-only adapters export their pinned checkout there on first use (from inside the worker)
+            try:
+                os.makedirs(cache, exist_ok=True)
+                cmd += ["--bind", cache, cache]
+            except OSError:
+                pass  # stays read-only (or hidden); such an adapter then says it cannot provide its checkout
+        cmd += ["--bind", str(workdir), str(workdir)]
+        if self.device.startswith("cuda"):  # the GPU device nodes (the fresh /dev has none)
+            for dev in sorted(glob.glob("/dev/nvidia*")):
+                cmd += ["--dev-bind", dev, dev]
+        cmd += ["--unshare-all"] + (["--share-net"] if allow_net else [])
+        if sandbox.user_namespace:
+            cmd += ["--unshare-user", "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID)]
+        return cmd + ["--die-with-parent", "--new-session", "--chdir", str(workdir), "--"]
+
     def _roundtrip(self, request: dict[str, Any], timeout: float, what: str) -> dict[str, Any]:
         deadline = time.monotonic() + timeout
         body = dumps(request)
@@ -495,7 +680,17 @@ class WorkerProxy:
             self._send(_HEADER.pack(len(body)) + body, deadline, what, timeout)
             header = self._recv(_HEADER.size, deadline, what, timeout)
             (length,) = _HEADER.unpack(header)
-            reply: dict[str, Any] = loads(self._recv(length, deadline, what, timeout))
+            cap = self._settings.max_frame_bytes
+            if length > cap:
+                self._fail(WorkerProtocolError, f"{what}: the worker announced a reply of {length} bytes, over the "
+                                                f"frame limit of {cap} bytes ({cap / 2**20:g} MiB)")  # fmt: skip
+            raw = self._recv(length, deadline, what, timeout)
+            try:
+                reply: dict[str, Any] = loads(raw)
+            except (ValueError, RecursionError) as exc:
+                self._fail(WorkerProtocolError, f"{what}: the worker's reply is not valid JSON ({exc})")
+            if not isinstance(reply, dict):
+                self._fail(WorkerProtocolError, f"{what}: the worker's reply is not a JSON object")
             return reply
         except WorkerError:
             raise
@@ -518,6 +713,8 @@ class WorkerProxy:
     def _recv(self, n: int, deadline: float, what: str, timeout: float) -> bytes:
         chunks, got = [], 0
         while got < n:
+            # every iteration, whether bytes arrive or not: a trickling worker must not outlive its deadline
+            self._watchdog(deadline, what, timeout)
             readable, _, _ = select.select([self._from_child], [], [], self._settings.poll_s)
             if readable:
                 chunk = os.read(self._from_child, min(n - got, 1 << 20))
@@ -525,23 +722,23 @@ class WorkerProxy:
                     self._fail(WorkerCrashed, f"{what}: the worker {self._exit_text(wait=True)}")
                 chunks.append(chunk)
                 got += len(chunk)
-            else:
-                self._watchdog(deadline, what, timeout)
         return b"".join(chunks)
 
     def _watchdog(self, deadline: float, what: str, timeout: float) -> None:
         assert self._proc is not None
         if self._proc.poll() is not None:
-            self._fail(WorkerCrashed, f"{what}: the worker {_describe_exit(self._proc.returncode)}")
-        limit = self._settings.effective_memory_limit_mb()
-        if limit is not None:
-            rss = _tree_rss_mb(self._proc.pid)
-            if rss > limit:
-                self._fail(
-                    WorkerMemoryExceeded, f"{what}: worker memory {rss:.0f} MiB exceeded the limit of {limit:.0f} MiB"
-                )
-        if time.monotonic() > deadline:
+            self._fail(WorkerCrashed, f"{what}: the worker {_describe_exit(self._proc.returncode, self.sandboxed)}")
+        now = time.monotonic()
+        if now > deadline:
             self._fail(WorkerTimeout, f"{what}: no answer within the timeout of {timeout:g} s")
+        if now < self._next_memory_check:
+            return  # the /proc walk once per poll period, however fast bytes arrive
+        self._next_memory_check = now + self._settings.poll_s
+        rss, pids = self._remember_tree()
+        limit = self._settings.effective_memory_limit_mb()
+        if limit is not None and rss > limit:
+            self._fail(WorkerMemoryExceeded, f"{what}: worker memory {rss:.0f} MiB (process tree of {len(pids)}) "
+                                             f"exceeded the limit of {limit:.0f} MiB")  # fmt: skip
 
     def _exit_text(self, wait: bool = False) -> str:
         if self._proc is None:
@@ -552,9 +749,9 @@ class WorkerProxy:
             except subprocess.TimeoutExpired:
                 pass
         rc = self._proc.poll()
-        return "closed its pipe" if rc is None else _describe_exit(rc)
+        return "closed its pipe" if rc is None else _describe_exit(rc, self.sandboxed)
 
-    def _fail(self, cls: type, message: str) -> None:
+    def _fail(self, cls: type[WorkerError], message: str) -> NoReturn:
         self._kill()
         tail = self._stderr_tail()
         self._cleanup_dir()
@@ -562,7 +759,9 @@ class WorkerProxy:
         self._lost = True
         raise cls(message, stderr_tail=tail, details={"starts": self.starts})
 
-    def _raise_remote(self, err: Mapping[str, Any], method: str) -> None:
+    def _raise_remote(self, err: Any, method: str) -> None:
+        if not isinstance(err, Mapping):
+            self._fail(WorkerProtocolError, f"{self._label}.{method}(): the worker's error reply is malformed")
         if err.get("type") == "Unsupported":
             raise Unsupported(err.get("name") or method, err.get("detail") or "")
         if err.get("type") == "ImplementationUnavailable":
@@ -586,16 +785,40 @@ class WorkerProxy:
         except OSError:
             return ""
 
+    def _remember_tree(self) -> tuple[float, list[int]]:
+        """Walk the worker's process tree now (memory in MiB, pids) and remember its processes for :meth:`_kill`."""
+        assert self._proc is not None
+        rss, pids = _tree(self._proc.pid)
+        for pid in pids:
+            if pid not in self._seen:
+                self._seen[pid] = _start_time(pid)
+        return rss, pids
+
     def _kill(self) -> None:
-        if self._proc is not None and self._proc.poll() is None:
+        """End the worker's whole process tree: its session's group, every descendant alive now or seen by the
+        watchdog (same pid and start time), and under the sandbox bwrap itself, which ends its PID namespace."""
+        if self._proc is not None:
+            victims = dict(self._seen)
+            if self._proc.poll() is None:
+                for pid in _tree(self._proc.pid)[1]:
+                    victims.setdefault(pid, _start_time(pid))
             try:
                 os.killpg(self._proc.pid, signal.SIGKILL)
             except (ProcessLookupError, PermissionError):
+                pass
+            for pid, started in victims.items():
+                if pid != self._proc.pid and started is not None and _start_time(pid) == started:
+                    try:
+                        os.kill(pid, signal.SIGKILL)
+                    except (ProcessLookupError, PermissionError):
+                        pass
+            if self._proc.poll() is None:
                 self._proc.kill()
             try:
                 self._proc.wait(timeout=10)
             except subprocess.TimeoutExpired:
                 pass
+            self._seen.clear()
         self._close_pipes()
 
     def _close_pipes(self) -> None:
@@ -609,6 +832,7 @@ class WorkerProxy:
 
     def _stop(self, polite: bool) -> None:
         if self._proc is not None and self._proc.poll() is None and polite:
+            self._remember_tree()  # the worker's children, before a clean exit orphans them
             try:
                 self._roundtrip({"op": "shutdown"}, 10.0, f"{self._label} shutdown")
                 self._proc.wait(timeout=5)

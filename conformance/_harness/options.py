@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from gru4rec_conformance.conformance._harness.isolation import DEFAULT_TIMEOUTS_S, IsolationSettings
+from gru4rec_conformance.conformance._harness.isolation import DEFAULT_TIMEOUTS_S, SANDBOX_MODES, IsolationSettings
 from gru4rec_conformance.implementations.registry import Registry
 
 ENV_IMPL = "GRU4REC_CONFORMANCE_IMPL"
@@ -51,7 +51,8 @@ class Options:
         report_enabled: False with ``--no-report``.
         plots: False with ``--no-report-plots``.
         isolation: ``auto``, ``always`` or ``never``.
-        settings: worker settings (``--call-timeout``, ``--worker-*``, ``--keep-worker-dirs``).
+        settings: worker settings (``--call-timeout``, ``--worker-*``, ``--keep-worker-dirs``, ``--sandbox``).
+        allow_unsandboxed: ``--allow-unsandboxed`` (``--gate`` may run isolated adapters without the sandbox).
         is_xdist_worker: this process is a pytest-xdist worker (the controller writes the reports).
         resume: ``--resume`` run directories, as given.
         xfail_files: ``--xfails`` files, as given.
@@ -71,6 +72,7 @@ class Options:
     is_xdist_worker: bool
     resume: list[str]
     xfail_files: list[str]
+    allow_unsandboxed: bool = False
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -198,6 +200,20 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="OMP/MKL/OpenBLAS and torch threads of each worker (default: OMP_NUM_THREADS etc. as set "
         "here, else 1; env GRU4REC_WORKER_THREADS)",
     )
+    g.addoption(
+        "--sandbox",
+        dest="conformance_sandbox",
+        default=os.environ.get("GRU4REC_SANDBOX", "auto"),
+        metavar="auto|bwrap|none",
+        help="sandbox of worker processes: bwrap (bubblewrap, required), auto (bwrap where it works, else none; "
+        "default) or none (env GRU4REC_SANDBOX)",
+    )
+    g.addoption(
+        "--allow-unsandboxed",
+        action="store_true",
+        dest="conformance_allow_unsandboxed",
+        help="let --gate run isolated adapters although the sandbox cannot be used (their verdict can be forged)",
+    )
     g.addoption("--keep-worker-dirs", action="store_true", dest="conformance_keep_worker_dirs",
                 help="keep worker temporary directories (debugging)")  # fmt: skip
 
@@ -217,6 +233,7 @@ def read_options(config: pytest.Config) -> Options:
         network=config.getoption("conformance_worker_network"),
         keep_dirs=config.getoption("conformance_keep_worker_dirs"),
         threads=config.getoption("conformance_worker_threads"),
+        sandbox=config.getoption("conformance_sandbox"),
     )
     return Options(
         selection=_selection(config),
@@ -233,6 +250,7 @@ def read_options(config: pytest.Config) -> Options:
         is_xdist_worker=hasattr(config, "workerinput"),
         resume=list(config.getoption("conformance_resume")),
         xfail_files=list(config.getoption("conformance_xfails")),
+        allow_unsandboxed=bool(config.getoption("conformance_allow_unsandboxed")),
     )
 
 
@@ -245,6 +263,10 @@ def check_options(options: Options) -> None:
     if options.isolation not in ("auto", "always", "never"):
         raise pytest.UsageError(
             f"--isolation / GRU4REC_ISOLATION must be auto, always or never, got {options.isolation!r}"
+        )
+    if options.settings.sandbox not in SANDBOX_MODES:
+        raise pytest.UsageError(
+            f"--sandbox / GRU4REC_SANDBOX must be auto, bwrap or none, got {options.settings.sandbox!r}"
         )
     if options.gate and options.xfail_mark == "skip":
         raise pytest.UsageError("--gate needs strict xfails: do not combine it with --xfail-mark=skip")
@@ -294,6 +316,26 @@ def _check_worker_limits(settings: IsolationSettings) -> None:
     if settings.memory_limit_mb is not None and not settings.memory_limit_mb >= 0:
         raise pytest.UsageError(f"--worker-memory-mb {settings.memory_limit_mb:g}: the memory limit must be >= 0 MiB "
                                 "(0 = no limit)")  # fmt: skip
+
+
+def check_sandbox(options: Options, uses_workers: bool) -> None:
+    """Raise ``pytest.UsageError`` when workers need the sandbox and cannot have it: ``--sandbox bwrap`` where
+    bubblewrap does not run, or ``--gate`` over isolated adapters without it (unless ``--allow-unsandboxed``)."""
+    from gru4rec_conformance.conformance._harness.isolation import sandbox_for
+
+    if not uses_workers:
+        return
+    sandbox = sandbox_for(options.settings.sandbox)
+    if sandbox.available:
+        return
+    if options.settings.sandbox == "bwrap":
+        raise pytest.UsageError(f"--sandbox bwrap: bubblewrap cannot sandbox the workers here: {sandbox.reason}")
+    if options.gate and not options.allow_unsandboxed:
+        raise pytest.UsageError(
+            f"--gate runs adapters in worker processes, but the sandbox cannot be used ({sandbox.reason}): an "
+            "unsandboxed worker can forge its verdict. Install bubblewrap (apt-get install bubblewrap), or pass "
+            "--allow-unsandboxed to gate anyway"
+        )
 
 
 def looks_like_conformance_run(config: pytest.Config) -> bool:

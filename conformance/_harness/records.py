@@ -225,7 +225,13 @@ class Nondeterminism(TypedDict):
     xfails_may_flap: list[str]
 
 
-class RunHeader(TypedDict):
+class _RunHeaderOptional(TypedDict, total=False):
+    """Keys added after schema 1 was fixed; absent in older runs."""
+
+    sandbox: str  # what confined the worker processes (issue 13)
+
+
+class RunHeader(_RunHeaderOptional):
     """What the harness writes at the top of a run (``RunWriter.create`` adds ``type``, ``schema``, ``run_id``)."""
 
     impl: ImplHeader

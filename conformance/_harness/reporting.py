@@ -21,7 +21,7 @@ import pytest
 from gru4rec_conformance.conformance._harness import gate
 from gru4rec_conformance.conformance._harness.collection import xfail_file_for
 from gru4rec_conformance.conformance._harness.handle import ImplHandle, adapter_class
-from gru4rec_conformance.conformance._harness.isolation import network_isolation
+from gru4rec_conformance.conformance._harness.isolation import network_isolation, sandbox_for
 from gru4rec_conformance.conformance._harness.recording import Recorder, RunSink, impl_from_nodeid
 from gru4rec_conformance.conformance._harness.records import (
     ImplHeader,
@@ -73,7 +73,10 @@ def pytest_report_header(config: pytest.Config) -> list[str] | None:
         if caps.shims:
             lines.append("  shims: " + "; ".join(caps.shims))
     if any(h.uses_worker for h in state.handles.values()):
-        lines.append(f"worker network: {network_isolation()[1] if o.settings.network == 'deny' else 'allowed'}")
+        lines.append(f"sandbox: {sandbox_text(state)}")
+        sandboxed = sandbox_for(o.settings.sandbox).available
+        net = "isolated: own network namespace (bwrap)" if sandboxed else network_isolation()[1]
+        lines.append(f"worker network: {net if o.settings.network == 'deny' else 'allowed'}")
     for (_family, name), info in state.xfail_infos.items():
         if info is not None:
             lines.append(f"xfail file of {name}: {describe_xfail_file(info)}")
@@ -132,6 +135,15 @@ def versions(state: State, name: str, family: str | None = None) -> tuple[str, s
     return (handle.version if handle else "unknown", suite_version()["string"])
 
 
+def sandbox_text(state: State, handle: ImplHandle | None = None) -> str:
+    """What confines the worker processes: ``bubblewrap 0.8.0 (pid, ipc, net, ... namespaces; ...)`` or
+    ``none (why)``; for an in-process ``handle``, ``none (in-process adapter)``."""
+    if handle is not None and not handle.uses_worker:
+        return "none (in-process adapter: runs in the suite's own process)"
+    o = state.options
+    return sandbox_for(o.settings.sandbox).describe(network=o.settings.network == "allow")
+
+
 def run_header(state: State, handle: ImplHandle) -> RunHeader:
     """The first record of a new run directory: implementation, declaration, versions, platform, options."""
     d = handle.describe()
@@ -177,6 +189,7 @@ def run_header(state: State, handle: ImplHandle) -> RunHeader:
                     "call_timeout": o.settings.call_timeout, "worker_network": o.settings.network},
         "xfail": {"file": str(xf_path) if xf_path.is_file() else None, "entries": entries},
         "xfail_files": xfail_files_of(state, handle),
+        "sandbox": sandbox_text(state, handle),
     }  # fmt: skip
 
 

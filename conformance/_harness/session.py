@@ -20,6 +20,7 @@ from gru4rec_conformance.conformance._harness.handle import ImplHandle
 from gru4rec_conformance.conformance._harness.options import (
     check_cuda,
     check_options,
+    check_sandbox,
     looks_like_conformance_run,
     missing_selection_usage,
     read_options,
@@ -61,6 +62,7 @@ def pytest_configure(config: pytest.Config) -> None:
             spec, device=options.device, seeds=options.seeds, dataset=options.dataset, isolation=options.isolation,
             settings=options.settings,
         )  # fmt: skip
+    check_sandbox(options, any(h.uses_worker for h in state.handles.values()))
     for raw in options.xfail_files:
         path = Path(raw).resolve()
         try:

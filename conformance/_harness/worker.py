@@ -82,8 +82,29 @@ def _pin_torch_threads(done: list[bool]) -> None:
         torch.set_num_threads(n)
 
 
+def _bind_to_parent() -> None:
+    """Linux only: ask the kernel to SIGKILL this worker when its parent (the suite, or bwrap's init) dies, and make
+    the worker the subreaper of its descendants, so that a double-forked ``setsid`` daemon stays in its process
+    tree (counted against the memory limit, killed with the tree) also without the sandbox."""
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        import ctypes
+        import signal
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        ppid = os.getppid()
+        libc.prctl(1, int(signal.SIGKILL), 0, 0, 0)  # PR_SET_PDEATHSIG
+        libc.prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
+        if os.getppid() != ppid:  # the parent died before the request took effect
+            os._exit(1)
+    except (OSError, AttributeError):
+        pass
+
+
 def main(argv: list[str]) -> int:
     fd_in, fd_out, exchange_dir = int(argv[0]), int(argv[1]), argv[2]
+    _bind_to_parent()
     try:
         import resource
 

@@ -73,9 +73,36 @@ def test_unsafe_values_and_names_are_refused(tmp_path):
         codec.decode({"__ndarray__": "../../etc/passwd.npy"})
     with pytest.raises(ExchangeError, match="refusing to rebuild 'os:system'"):
         codec.decode({"__dataclass__": "os:system", "fields": {}})
-    with pytest.raises(ExchangeError, match="is not an exchange dataclass"):
+    with pytest.raises(ExchangeError, match="refusing to rebuild .*FamilySpec.*only the registered exchange types"):
         codec.decode({"__dataclass__": "gru4rec_conformance.implementations.base:FamilySpec", "fields": {}})
+    with pytest.raises(ExchangeError, match="refusing to rebuild 'gru4rec_conformance.conformance_pwn:X'"):
+        codec.decode({"__dataclass__": "gru4rec_conformance.conformance_pwn:X", "fields": {}})
     pickled = tmp_path / "p0.npy"
     np.save(pickled, np.array([{"a": 1}], dtype=object), allow_pickle=True)
-    with pytest.raises(ValueError, match="allow_pickle=False"):
+    with pytest.raises(ExchangeError, match="dtype object is refused"):
         codec.decode({"__ndarray__": "p0.npy"})
+
+
+def test_npy_headers_are_checked_before_loading(tmp_path):
+    """A file past the byte budget, a link, a structured dtype or a truncated payload is refused from its header."""
+    np.save(tmp_path / "c0.npy", np.zeros(1000, dtype=np.float64))
+    with pytest.raises(
+        ExchangeError, match=r"shape \(1000,\) and dtype float64 \(8000 bytes\) exceeds the reply budget of 4000"
+    ):
+        Codec(tmp_path, "p", max_bytes=4000).decode({"__ndarray__": "c0.npy"})
+    budget = Codec(tmp_path, "p", max_bytes=12000)  # the budget is summed over one message
+    budget.decode({"__ndarray__": "c0.npy"})
+    with pytest.raises(ExchangeError, match="8000 bytes already received"):
+        budget.decode({"__ndarray__": "c0.npy"})
+    (tmp_path / "c1.npy").symlink_to(tmp_path / "c0.npy")
+    with pytest.raises(ExchangeError, match="without following links"):
+        budget.decode({"__ndarray__": "c1.npy"})
+    np.save(tmp_path / "c2.npy", np.zeros(3, dtype=[("a", "i4"), ("b", "f8")]))
+    with pytest.raises(ExchangeError, match="is refused"):
+        budget.decode({"__ndarray__": "c2.npy"})
+    data = (tmp_path / "c0.npy").read_bytes()
+    (tmp_path / "c3.npy").write_bytes(data[:200])
+    with pytest.raises(ExchangeError, match="truncated"):
+        Codec(tmp_path, "p").decode({"__ndarray__": "c3.npy"})
+    with pytest.raises(ExchangeError, match="inline array of dtype object"):
+        budget.decode({"__array__": {"dtype": "|O", "shape": [1], "data": [1]}})

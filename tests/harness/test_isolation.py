@@ -4,6 +4,7 @@ the worker's stderr in the report, the run completes, and the worker sees a redu
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 
@@ -229,3 +230,52 @@ def test_worker_pins_thread_counts(monkeypatch, user_env, threads, want_env, wan
     assert {k: info["env"][k] for k in want_env} == want_env
     assert info["env"]["GRU4REC_WORKER_THREADS"] == str(want_torch)
     assert info["torch_threads"] == want_torch
+
+
+def test_sandbox_is_named_in_both_headers(project):
+    """The terminal header and results.json's run header say what confines the workers."""
+    from gru4rec_conformance.conformance._harness.isolation import sandbox_probe
+
+    project.checks(FIT_THEN_SCORE)
+    result = project.run("conformance", "--impl", "isolated", "--sandbox", "none", "-k", "test_fit")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["sandbox: none (--sandbox none)"])
+    assert project.results("isolated")["run"]["sandbox"] == "none (--sandbox none)"
+    assert "sandbox: none (--sandbox none)" in project.results("isolated")["run"]["impl"]["isolation"]
+    result = project.run("conformance", "--impl", "good", "-k", "test_fit")  # in-process: no worker, no sandbox line
+    assert "sandbox:" not in result.stdout.str()
+    assert project.results("good")["run"]["sandbox"].startswith("none (in-process adapter")
+    if not sandbox_probe().available:
+        pytest.skip(f"bubblewrap cannot run here: {sandbox_probe().reason}")
+    result = project.run("conformance", "--impl", "isolated", "--sandbox", "bwrap", "-k", "test_fit")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(
+        ["sandbox: bubblewrap * (pid, ipc, net, uts, * namespaces; *fs read-only except worker dir*"]
+    )
+    assert project.results("isolated")["run"]["sandbox"].startswith("bubblewrap")
+
+
+def test_without_bubblewrap_auto_falls_back_and_gate_and_bwrap_refuse(monkeypatch):
+    """No bwrap on PATH: ``auto`` gives ``none (why)``, ``--sandbox bwrap`` and an unsandboxed ``--gate`` are usage
+    errors naming the way out, ``--allow-unsandboxed`` lets the gate run."""
+    import dataclasses
+
+    from gru4rec_conformance.conformance._harness import isolation
+    from gru4rec_conformance.conformance._harness.options import Options, check_sandbox
+
+    monkeypatch.setattr(isolation, "_SANDBOX_CACHE", None)
+    monkeypatch.setattr(isolation.shutil, "which", lambda name: None)
+    info = isolation.sandbox_for("auto")
+    assert not info.available and info.describe() == "none (bubblewrap is not installed (apt-get install bubblewrap))"
+    options = Options(selection=["x"], device="cpu", dataset=None, seeds=[1], gate=True, xfail_mark="xfail",
+                      report_dir=Path("."), report_enabled=False, plots=False, isolation="auto",
+                      settings=IsolationSettings(), is_xdist_worker=False, resume=[], xfail_files=[])  # fmt: skip
+    with pytest.raises(pytest.UsageError, match="--allow-unsandboxed") as exc:
+        check_sandbox(options, uses_workers=True)
+    assert "bubblewrap is not installed" in str(exc.value)
+    check_sandbox(options, uses_workers=False)  # in-process adapters only: nothing to sandbox
+    check_sandbox(dataclasses.replace(options, allow_unsandboxed=True), uses_workers=True)
+    check_sandbox(dataclasses.replace(options, gate=False), uses_workers=True)
+    bwrap = dataclasses.replace(options, gate=False, settings=IsolationSettings(sandbox="bwrap"))
+    with pytest.raises(pytest.UsageError, match="--sandbox bwrap: bubblewrap cannot sandbox the workers here"):
+        check_sandbox(bwrap, uses_workers=True)

@@ -1,0 +1,223 @@
+"""Adversarial adapters for the sandbox tests (test-only, never registered): each ``fit`` performs one attack from
+issue 13 inside the worker and either reports what it could do (a dict from ``optimizer_info``, or an exception
+naming every attempt) or breaks the protocol on purpose by writing raw frames to the worker's reply pipe.
+
+``Attacker(attack=NAME, **params)``; the attacks:
+
+- ``forge``: append a passing record to every ``results.jsonl`` under ``params["report_dir"]``, create
+  ``params["xfails_dir"]/<name>.toml``, write ``conformance_pwn.py`` into the suite's import root; raises
+  ``RuntimeError("attack report: ...")`` listing each attempt and its outcome.
+- ``pwn_import``: write ``conformance_pwn.py`` (which would drop ``params["marker"]`` when imported) into its own
+  directory and the suite's import root, then reply with a ``__dataclass__`` naming it.
+- ``trickle``: announce a 1 MiB reply and send one byte every 50 ms (``params["grow_mib"]`` MiB more memory
+  per byte when given).
+- ``huge_frame``: announce a reply of ``params["bytes"]`` bytes.
+- ``npy``: reply with ``c0.npy`` in the exchange folder, crafted as ``params["kind"]``: ``"object"`` (a pickled
+  object array) or ``"huge"`` (a header claiming 2**40 float64 values).
+- ``fork_child``: start ``sleep`` children tagged with ``params["marker"]`` (plain child, and a double-forked
+  ``setsid`` grandchild holding ``params["grandchild_mib"]`` MiB), then return (``params["hold_s"]``: sleep first).
+- ``snoop``: read ``/proc/<params["pid"]>/environ`` and every visible ``/proc/*/environ`` looking for
+  ``params["secret"]``; connect to the Unix sockets ``params["sockets"]`` (paths, or ``@name`` for abstract).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import struct
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from gru4rec_conformance import import_root
+from gru4rec_conformance.implementations.template import TemplateAdapter
+
+_HEADER = struct.Struct(">Q")
+
+
+def _reply_fd() -> int:
+    # the worker runs as ``python -m ...worker FD_IN FD_OUT EXCHANGE_DIR``
+    return int(sys.argv[2])
+
+
+def _forge_reply(reply: Any) -> None:
+    """Write ``reply`` as the worker's answer, then block: the parent must refuse it and kill this worker."""
+    body = json.dumps(reply).encode()
+    os.write(_reply_fd(), _HEADER.pack(len(body)) + body)
+    time.sleep(3600)
+
+
+def _try_write(path: Path, text: str, mode: str = "a") -> str:
+    try:
+        with open(path, mode, encoding="utf-8") as fh:
+            fh.write(text)
+        return f"{path}: WRITTEN"
+    except OSError as exc:
+        return f"{path}: {exc.strerror or exc}"
+
+
+def _child_code(marker: str, mib: int) -> str:
+    return f"import time; block = b'x' * ({mib} << 20); time.sleep(600)  # {marker}"  # b'x' * n: pages touched
+
+
+class Attacker(TemplateAdapter):
+    name = "attacker"
+
+    def __init__(self, device: str = "cpu", attack: str = "", **params: Any) -> None:
+        super().__init__(device)
+        self.attack = attack
+        self.params = params
+        self.found: dict[str, Any] = {}
+
+    def optimizer_info(self) -> dict[str, Any]:
+        return {"type": "sgd", "found": self.found}
+
+    def fit(self, train_df: Any, n_epochs: int | None = None) -> Any:
+        getattr(self, "_" + self.attack)()
+        return super().fit(train_df, n_epochs)
+
+    # -- forged verdicts ---------------------------------------------------------------------------------
+    def _forge(self) -> None:
+        p = self.params
+        attempts = []
+        forged = json.dumps({"type": "result", "nodeid": "forged", "outcome": "passed", "forged": True}) + "\n"
+        for jsonl in sorted(Path(p["report_dir"]).rglob("results.jsonl")):
+            attempts.append(_try_write(jsonl, forged))
+        attempts.append(_try_write(Path(p["report_dir"]) / "forged.txt", "x", "w"))
+        attempts.append(_try_write(Path(p["xfails_dir"]) / f"{p['toml_name']}.toml", 'implementation = "x"\n', "w"))
+        attempts.append(_try_write(import_root() / "conformance_pwn.py", "print('pwned')\n", "w"))
+        raise RuntimeError("attack report: " + " | ".join(attempts))
+
+    def _pwn_import(self) -> None:
+        code = f"open({self.params['marker']!r}, 'w').write('imported by the suite')\n"
+        for folder in (Path.cwd(), import_root(), import_root() / "gru4rec_conformance"):
+            _try_write(folder / "conformance_pwn.py", code, "w")
+        _forge_reply({"ok": True, "result": {"__dataclass__": "gru4rec_conformance.conformance_pwn:Pwn", "fields": {}}})
+
+    # -- limits ------------------------------------------------------------------------------------------
+    def _trickle(self) -> None:
+        fd, grow = _reply_fd(), int(self.params.get("grow_mib", 0))
+        os.write(fd, _HEADER.pack(1 << 20))
+        hoard = []
+        while True:
+            os.write(fd, b" ")
+            if grow:
+                hoard.append(np.ones(grow << 17))  # grow MiB of float64, touched
+            time.sleep(0.05)
+
+    def _huge_frame(self) -> None:
+        os.write(_reply_fd(), _HEADER.pack(int(self.params["bytes"])) + b"{")
+        time.sleep(3600)
+
+    def _npy(self) -> None:
+        path = Path(sys.argv[3]) / "c0.npy"
+        if self.params["kind"] == "object":
+            np.save(path, np.array([{"a": 1}], dtype=object), allow_pickle=True)
+        else:
+            with open(path, "wb") as fh:
+                np.lib.format.write_array_header_1_0(fh, {"descr": "<f8", "fortran_order": False, "shape": (2**40,)})
+                fh.write(b"\0" * 64)
+        _forge_reply({"ok": True, "result": {"__ndarray__": "c0.npy"}})
+
+    # -- escaping processes ------------------------------------------------------------------------------
+    def _fork_child(self) -> None:
+        marker, mib = self.params["marker"], int(self.params.get("grandchild_mib", 0))
+        child = subprocess.Popen([sys.executable, "-c", _child_code(marker + "-child", 1)])
+        self.found["child"] = child.pid
+        # double fork + setsid: the grandchild is orphaned at once and leaves the worker's session
+        subprocess.run([sys.executable, "-c",
+                        "import os, subprocess, sys\n"
+                        "subprocess.Popen([sys.executable, '-c', sys.argv[1]], start_new_session=True)\n"
+                        "os._exit(0)\n", _child_code(marker + "-grandchild", mib)], check=True)  # fmt: skip
+        time.sleep(float(self.params.get("hold_s", 0)))
+
+    # -- reading what it should not ----------------------------------------------------------------------
+    def _snoop(self) -> None:
+        p, found = self.params, self.found
+        try:
+            with open(f"/proc/{p['pid']}/environ", "rb") as fh:
+                found["parent_environ"] = p["secret"].encode() in fh.read()
+        except OSError as exc:
+            found["parent_environ"] = f"{type(exc).__name__}: {exc.strerror}"
+        found["secret_seen_in"] = []
+        for entry in Path("/proc").iterdir():
+            try:
+                if entry.name.isdigit() and p["secret"].encode() in (entry / "environ").read_bytes():
+                    found["secret_seen_in"].append(entry.name)
+            except OSError:
+                continue
+        found["visible_pids"] = sorted(int(e.name) for e in Path("/proc").iterdir() if e.name.isdigit())
+        found["sockets"] = {}
+        for address in p["sockets"]:
+            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+                s.settimeout(2)
+                try:
+                    s.connect("\0" + address[1:] if address.startswith("@") else address)
+                    found["sockets"][address] = "CONNECTED"
+                except OSError as exc:
+                    found["sockets"][address] = f"{type(exc).__name__}: {exc.strerror}"
+
+
+class Forger(Attacker):
+    """``forge`` as a registry-free adapter for a whole suite run (``--impl sandbox_attackers:Forger``): its
+    targets come from ``GRU4REC_ATTACK_REPORT_DIR`` and ``GRU4REC_ATTACK_XFAILS_DIR`` (``GRU4REC_*`` variables
+    reach workers)."""
+
+    name = "attack-forger"
+    isolated = True
+
+    def __init__(self, device: str = "cpu") -> None:
+        super().__init__(device, attack="forge", report_dir=os.environ["GRU4REC_ATTACK_REPORT_DIR"],
+                         xfails_dir=os.environ["GRU4REC_ATTACK_XFAILS_DIR"], toml_name=self.name)  # fmt: skip
+
+
+def attacker_proxy(attack: str, settings: dict[str, Any] | None = None, **params: Any) -> Any:
+    """A :class:`~gru4rec_conformance.conformance._harness.isolation.WorkerProxy` running ``Attacker(attack, **params)``."""
+    from gru4rec_conformance.conformance._harness.isolation import IsolationSettings, WorkerProxy
+    from gru4rec_conformance.implementations.base import Capabilities
+
+    return WorkerProxy(
+        "sandbox_attackers:Attacker",
+        Attacker.protocol_methods(),
+        init_kwargs={"attack": attack, **params},
+        settings=IsolationSettings(**(settings or {})),
+        capabilities_cls=Capabilities,
+        pythonpath=(str(Path(__file__).resolve().parent),),
+        label=f"attacker-{attack}",
+    )
+
+
+def tiny_train() -> Any:
+    import pandas as pd
+
+    return pd.DataFrame({"SessionId": [1, 1, 2, 2], "ItemId": [3, 4, 3, 4], "Time": [1, 2, 3, 4]})
+
+
+def processes_with(marker: str) -> list[int]:
+    """Pids (as this machine sees them) of the live processes whose command line contains ``marker``."""
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            if marker.encode() in (entry / "cmdline").read_bytes():
+                state = next(line for line in (entry / "status").read_text().splitlines() if line.startswith("State:"))
+                if "zombie" not in state:
+                    pids.append(int(entry.name))
+        except (OSError, StopIteration):
+            continue
+    return pids
+
+
+def wait_until(predicate: Any, timeout: float, period: float = 0.1) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(period)
+    return bool(predicate())

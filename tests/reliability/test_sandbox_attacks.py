@@ -1,0 +1,266 @@
+"""The attacks of issue 13, each by an adversarial adapter (``sandbox_attackers``), each contained with a clear
+message: forged verdicts and xfail files, code run in the suite through the reply decoder, limits bypassed by a
+trickling or oversized reply, processes escaping the worker or outliving the suite, and reads of the suite's
+environment or of a Unix socket. Tests that need the bubblewrap sandbox skip, saying why, where it cannot run;
+the protocol and process-tree ones run either way."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import uuid
+
+import pytest
+from reliability_support import REPO, describe, jsonl_records, results_json, run_dirs, run_suite, suite_env
+from sandbox_attackers import attacker_proxy, processes_with, tiny_train, wait_until
+
+from gru4rec_conformance import import_root
+from gru4rec_conformance.conformance._harness.isolation import (
+    WorkerMemoryExceeded,
+    WorkerProtocolError,
+    WorkerTimeout,
+    sandbox_probe,
+)  # fmt: skip
+
+SANDBOX = sandbox_probe()
+requires_sandbox = pytest.mark.skipif(not SANDBOX.available, reason=f"the bubblewrap sandbox cannot run here: "
+                                                                    f"{SANDBOX.reason}")  # fmt: skip
+GONE_WITHIN_S = 10.0
+#: the protocol and process-tree defences hold with and without the sandbox
+MODES = pytest.mark.parametrize(
+    "sandbox", ["auto", pytest.param("none", id="unsandboxed")], ids=lambda m: "sandboxed" if m == "auto" else m
+)
+
+
+@pytest.fixture
+def marker():
+    tag = f"sbx-attack-{uuid.uuid4().hex[:12]}"
+    yield tag
+    for pid in processes_with(tag):  # never leave an escaped process behind, whatever the test found
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+# -- forged verdicts -----------------------------------------------------------------------------------------
+@requires_sandbox
+def test_worker_cannot_forge_results_nor_write_an_xfail_file():
+    """The worker tries to append a passing record to every results.jsonl of the report folder, to create a file
+    there, to write conformance/xfails/attack-forger.toml and a module into the suite's import root: all fail on
+    the read-only filesystem, the run's record is its own, and --gate fails."""
+    report_dir = REPO / "reports" / "out" / f"_sandbox_attack_{uuid.uuid4().hex[:8]}"  # in the repo: visible, read-only
+    victim = report_dir / "earlier" / "results.jsonl"
+    victim.parent.mkdir(parents=True)
+    victim.write_text('{"type": "run"}\n')
+    toml = REPO / "conformance" / "xfails" / "attack-forger.toml"
+    try:
+        proc = run_suite(report_dir, "conformance/gru4rec/test_k7_epoch_batching.py", "-k", "eb3_epoch_count",
+                         "--impl", "sandbox_attackers:Forger", "--gate", "--call-timeout", "60",
+                         GRU4REC_ATTACK_REPORT_DIR=str(report_dir),
+                         GRU4REC_ATTACK_XFAILS_DIR=str(REPO / "conformance" / "xfails"))  # fmt: skip
+        assert proc.returncode == 1, describe(proc)
+        assert "sandbox: bubblewrap" in proc.stdout and "GATE FAILED" in proc.stdout, describe(proc)
+        assert not toml.exists(), "the worker wrote an xfail file"
+        assert not (import_root() / "conformance_pwn.py").exists()
+        assert victim.read_text() == '{"type": "run"}\n' and not (report_dir / "forged.txt").exists()
+        (run_dir,) = run_dirs(report_dir, "attack-forger")
+        assert not any(r.get("forged") for r in jsonl_records(run_dir))
+        data = results_json(run_dir)
+        assert data["run"]["sandbox"].startswith("bubblewrap"), data["run"]["sandbox"]
+        (record,) = data["results"]
+        assert record["outcome"] == "failed" and "attack report:" in record["reason"], record
+        assert record["reason"].count("Read-only file system") == 4, record["reason"]  # the 4 writes outside /tmp
+        assert "WRITTEN" not in record["reason"]
+        assert "**Verdict: FAIL**" in (run_dir / "summary.md").read_text(encoding="utf-8")
+    finally:
+        toml.unlink(missing_ok=True)
+        (import_root() / "conformance_pwn.py").unlink(missing_ok=True)
+        shutil.rmtree(report_dir, ignore_errors=True)
+
+
+def test_gate_refuses_isolated_adapters_without_the_sandbox(tmp_path):
+    """--gate with --sandbox none stops before any check, naming --allow-unsandboxed and why."""
+    proc = run_suite(
+        tmp_path,
+        "conformance/gru4rec",
+        "--impl",
+        "gru4rec_conformance.implementations.template:TemplateAdapter",
+        "--gate",
+        "--sandbox",
+        "none",
+    )
+    assert proc.returncode == 4, describe(proc)
+    assert "--allow-unsandboxed" in proc.stderr and "--sandbox none" in proc.stderr, describe(proc)
+    assert "can forge its verdict" in proc.stderr
+
+
+# -- code execution in the suite ------------------------------------------------------------------------------
+@MODES
+def test_a_dataclass_named_in_a_reply_is_never_imported(tmp_path, sandbox):
+    """The worker writes conformance_pwn.py where it can and names it in a ``__dataclass__``: the decoder refuses the
+    name (exact registry, nothing imported), the worker is killed, and the module's code never ran here."""
+    flag = tmp_path / "pwned"
+    proxy = attacker_proxy("pwn_import", settings={"sandbox": sandbox}, marker=str(flag))
+    try:
+        proxy.build(seed=1)
+        with pytest.raises(WorkerProtocolError, match="refusing to rebuild 'gru4rec_conformance.conformance_pwn:Pwn'"):
+            proxy.fit(tiny_train())
+    finally:
+        proxy.close()
+        for folder in (import_root(), import_root() / "gru4rec_conformance"):
+            (folder / "conformance_pwn.py").unlink(missing_ok=True)
+    assert not flag.exists() and "gru4rec_conformance.conformance_pwn" not in sys.modules
+
+
+# -- limits ---------------------------------------------------------------------------------------------------
+@MODES
+def test_a_trickling_reply_is_stopped_at_the_call_timeout(sandbox):
+    proxy = attacker_proxy("trickle", settings={"call_timeout": 3, "sandbox": sandbox})
+    try:
+        proxy.build(seed=1)
+        start = time.monotonic()
+        with pytest.raises(WorkerTimeout, match="no answer within the timeout of 3 s"):
+            proxy.fit(tiny_train())
+        assert time.monotonic() - start < 6
+    finally:
+        proxy.close()
+
+
+def test_memory_growing_while_trickling_is_stopped_at_the_limit():
+    proxy = attacker_proxy("trickle", settings={"call_timeout": 30, "memory_limit_mb": 350}, grow_mib=20)
+    try:
+        proxy.build(seed=1)
+        start = time.monotonic()
+        with pytest.raises(WorkerMemoryExceeded, match="exceeded the limit of 350 MiB"):
+            proxy.fit(tiny_train())
+        assert time.monotonic() - start < 20
+    finally:
+        proxy.close()
+
+
+def test_an_oversized_frame_is_refused_before_it_is_read():
+    proxy = attacker_proxy("huge_frame", bytes=1 << 31)
+    try:
+        proxy.build(seed=1)
+        with pytest.raises(WorkerProtocolError, match=r"reply of 2147483648 bytes, over the frame limit of "
+                                                      r"67108864 bytes \(64 MiB\)"):  # fmt: skip
+            proxy.fit(tiny_train())
+    finally:
+        proxy.close()
+
+
+@pytest.mark.parametrize(
+    "kind,message",
+    [("object", "dtype object is refused"), ("huge", r"shape \(1099511627776,\) and dtype float64 .* exceeds the "
+                                                     "reply budget")],
+)  # fmt: skip
+def test_a_crafted_npy_file_is_refused_from_its_header(kind, message):
+    proxy = attacker_proxy("npy", kind=kind)
+    try:
+        proxy.build(seed=1)
+        with pytest.raises(WorkerProtocolError, match=message):
+            proxy.fit(tiny_train())
+    finally:
+        proxy.close()
+
+
+# -- escaping processes ---------------------------------------------------------------------------------------
+@MODES
+def test_children_of_the_worker_do_not_survive_close(marker, sandbox):
+    """A plain child and a double-forked setsid grandchild, both alive when the call returns, end with close()."""
+    proxy = attacker_proxy("fork_child", settings={"sandbox": sandbox}, marker=marker)
+    try:
+        proxy.build(seed=1)
+        proxy.fit(tiny_train())
+        assert wait_until(lambda: len(processes_with(marker)) == 2, 10), processes_with(marker)
+    finally:
+        proxy.close()
+    assert wait_until(lambda: not processes_with(marker), GONE_WITHIN_S), "a child of the worker survived close()"
+
+
+@MODES
+def test_a_setsid_grandchild_is_counted_against_the_memory_limit_and_killed(marker, sandbox):
+    """The grandchild leaves the worker's session and is orphaned, yet stays in the worker's tree (the PID
+    namespace's init under bwrap, the worker as subreaper without): its 400 MiB count against the 350 MiB limit,
+    and it dies with the worker."""
+    settings = {"memory_limit_mb": 350, "call_timeout": 60, "sandbox": sandbox}
+    proxy = attacker_proxy("fork_child", settings=settings, marker=marker,
+                           grandchild_mib=400, hold_s=60)  # fmt: skip
+    try:
+        proxy.build(seed=1)
+        with pytest.raises(WorkerMemoryExceeded, match="exceeded the limit of 350 MiB"):
+            proxy.fit(tiny_train())
+    finally:
+        proxy.close()
+    assert wait_until(lambda: not processes_with(marker), GONE_WITHIN_S), "the setsid grandchild survived"
+
+
+@requires_sandbox
+def test_workers_and_their_children_do_not_outlive_a_killed_suite(marker, tmp_path):
+    """SIGKILL the suite's process while a worker call runs: the worker, its child and its setsid grandchild end."""
+    script = tmp_path / "suite.py"
+    script.write_text(
+        "from sandbox_attackers import attacker_proxy, tiny_train\n"
+        f"proxy = attacker_proxy('fork_child', marker={marker!r}, hold_s=600)\n"
+        "proxy.build(seed=1)\n"
+        "print('worker', proxy.worker_pid, flush=True)\n"
+        "proxy.fit(tiny_train())\n"
+    )
+    suite = subprocess.Popen([sys.executable, str(script)], env=suite_env(), stdout=subprocess.PIPE, text=True)
+    try:
+        assert suite.stdout is not None
+        worker = int(suite.stdout.readline().split()[1])
+        assert wait_until(lambda: len(processes_with(marker)) == 2, 30), "the attack did not start"
+        suite.kill()
+        suite.wait()
+        assert wait_until(lambda: not processes_with(marker) and not _alive(worker), GONE_WITHIN_S), (
+            f"survivors: {processes_with(marker)}, worker alive: {_alive(worker)}"
+        )
+    finally:
+        if suite.poll() is None:
+            suite.kill()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/status") as fh:
+            return "zombie" not in fh.read()
+    except OSError:
+        return False
+
+
+# -- reading what it should not -------------------------------------------------------------------------------
+@requires_sandbox
+def test_the_suite_environment_and_unix_sockets_are_out_of_reach(tmp_path, monkeypatch):
+    """/proc/<suite pid>/environ does not exist in the worker's PID namespace (no visible process holds the secret);
+    a Unix socket by path under /tmp and an abstract one cannot be reached."""
+    secret = f"secret-{uuid.uuid4().hex}"
+    monkeypatch.setenv("SANDBOX_TEST_SECRET", secret)
+    path = str(tmp_path / "suite.sock")
+    abstract = f"@sbx-test-{uuid.uuid4().hex[:8]}"
+    servers = []
+    for address in (path, "\0" + abstract[1:]):
+        server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        server.bind(address)
+        server.listen(1)
+        servers.append(server)
+    proxy = attacker_proxy("snoop", pid=os.getpid(), secret=secret, sockets=[path, abstract])
+    try:
+        proxy.build(seed=1)
+        proxy.fit(tiny_train())
+        found = proxy.optimizer_info()["found"]
+    finally:
+        proxy.close()
+        for server in servers:
+            server.close()
+    assert found["secret_seen_in"] == [], found
+    assert found["parent_environ"] is not True, found
+    assert max(found["visible_pids"]) < 100, found["visible_pids"]  # its own PID namespace: a handful of pids
+    assert found["sockets"][path].startswith("FileNotFoundError"), found["sockets"]
+    assert found["sockets"][abstract].startswith(("ConnectionRefusedError", "FileNotFoundError")), found["sockets"]
