@@ -232,6 +232,25 @@ def locate(key: str) -> Path:
     raise ImplementationUnavailable(checkout.how_to_provide())
 
 
+_PREPARED: set[str] = set()
+
+
+def prepare(keys: tuple[str, ...]) -> None:
+    """Make the pinned checkouts ``keys`` present in the cache, from the controller, before an isolated worker
+    starts: the worker sees the cache read-only, so it cannot populate it itself (nor alter another
+    implementation's checkout). Each key is tried once per process; a checkout that cannot be provided is left
+    to the worker's own ``locate()``, which then raises :class:`ImplementationUnavailable` with the how-to line.
+    """
+    for key in keys:
+        if key in _PREPARED:
+            continue
+        _PREPARED.add(key)
+        try:
+            locate(key)
+        except ImplementationUnavailable:
+            pass
+
+
 def import_path(root: Path, package_names: tuple[str, ...]) -> None:
     """Put ``root`` first on ``sys.path`` and forget earlier imports of ``package_names`` from elsewhere.
 

@@ -443,6 +443,9 @@ class AdapterBase(abc.ABC):
         isolated: run in a worker subprocess (third-party code; see conformance/README.md, Isolation).
         worker_python: interpreter for the worker (path), None = the suite's own interpreter.
         worker_env: names of extra environment variables the worker may see (e.g. ``TORCH_GRU4REC_PATH``).
+        checkouts: keys of ``implementations._checkout.CHECKOUTS`` the adapter may ``locate()``. The controller
+            prepares them in the cache before it starts an isolated worker, because the worker sees the cache
+            read-only (a worker must not be able to alter another implementation's checkout).
         worker_network: the implementation needs the network (or loopback) at run time; its worker is then
             not cut off the network (say why in the adapter's docstring).
         description, homepage: printed in reports.
@@ -465,6 +468,7 @@ class AdapterBase(abc.ABC):
     isolated: ClassVar[bool] = False
     worker_python: ClassVar[str | None] = None
     worker_env: ClassVar[tuple[str, ...]] = ()
+    checkouts: ClassVar[tuple[str, ...]] = ()
     worker_network: ClassVar[bool] = False
     description: ClassVar[str] = ""
     homepage: ClassVar[str] = ""

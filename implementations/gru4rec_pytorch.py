@@ -86,6 +86,7 @@ class GRU4RecPytorchAdapter(Adapter):
     name = "gru4rec_pytorch"
     role = "implementation"
     isolated = True
+    checkouts = ("gru4rec_pytorch", "gru4rec_pytorch_fork")
     worker_env = ("GRU4REC_PYTORCH_PATH", "GRU4REC_PYTORCH_FORK_PATH")
     homepage = "https://github.com/hungpthanh/GRU4REC-pytorch"
     description = "GRU4REC-pytorch (hungpthanh) @666b842, upstream as it is"

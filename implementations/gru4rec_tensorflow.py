@@ -67,6 +67,7 @@ class GRU4RecTensorflowUpstream(Adapter):
     name = "gru4rec_tensorflow"
     role = "implementation"
     isolated = True
+    checkouts = ("gru4rec_tensorflow",)
     worker_env = ("GRU4REC_TENSORFLOW_PATH",)
     homepage = "https://github.com/Songweiping/GRU4Rec_TensorFlow"
     description = "GRU4Rec_TensorFlow (Songweiping) @d53fd9e, upstream: Python 2 / TF 0.12, cannot run on Python 3.11"
@@ -133,6 +134,7 @@ class GRU4RecTensorflowFork(Adapter):
     level = "oob"
     role = "implementation"
     isolated = True
+    checkouts = ("gru4rec_tensorflow_fork",)
     worker_env = ("GRU4REC_TENSORFLOW_FORK_PATH", "TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS")
     worker_python = os.environ.get("GRU4REC_TF_PYTHON") or None
     homepage = "https://github.com/czappi44/GRU4Rec_TensorFlow"

@@ -74,6 +74,7 @@ class KerasGRU4RecAdapter(Adapter):
     level = "upstream"
     role = "implementation"
     isolated = True
+    checkouts = ("keras_gru4rec", "keras_gru4rec_fork")
     worker_env = ("KERAS_GRU4REC_PATH", "KERAS_GRU4REC_FORK_PATH", "TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS")
     worker_python = os.environ.get("GRU4REC_TF_PYTHON") or None
     homepage = "https://github.com/paxcema/KerasGRU4Rec"

@@ -41,6 +41,7 @@ class OfficialPytorchAdapter(Adapter):
     name = "official_pytorch"
     role = "implementation"
     isolated = True
+    checkouts = ("gru4rec_pytorch_official",)
     worker_env = ("OFFICIAL_GRU4REC_PATH",)
     homepage = "https://github.com/hidasib/GRU4Rec_PyTorch_Official"
     description = "Official GRU4Rec PyTorch port (hidasib) @d1fc311"

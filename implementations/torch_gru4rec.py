@@ -69,6 +69,7 @@ class TorchGRU4RecAdapter(Adapter):
     name = "torch_gru4rec"
     role = "implementation"
     isolated = True
+    checkouts = ("torch_gru4rec", "torch_gru4rec_fork")
     worker_env = ("TORCH_GRU4REC_PATH", "TORCH_GRU4REC_FORK_PATH")
     homepage = "https://github.com/yeganegi-reza/Torch-GRU4Rec"
     description = "Torch-GRU4Rec (yeganegi-reza) @744f6b3, upstream as it is"

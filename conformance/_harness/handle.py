@@ -105,6 +105,10 @@ class ImplHandle:
         if not self.uses_worker:
             return self.spec.create(self.device)
         cls = adapter_class(self.spec)
+        if cls.checkouts:  # the worker sees the checkout cache read-only: fill it from here
+            from gru4rec_conformance.implementations._checkout import prepare
+
+            prepare(tuple(cls.checkouts))
         return WorkerProxy(
             self.spec.ref,
             cls.protocol_methods(),

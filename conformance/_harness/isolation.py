@@ -658,12 +658,8 @@ class WorkerProxy:
                 if _under(path, hidden) and os.path.exists(path) and not _under(path, (str(workdir),)):
                     cmd += ["--ro-bind", path, path]
         cache = env.get("GRU4REC_CACHE_DIR")
-        if cache:  # GitHub-only adapters export their pinned checkout there on first use (from inside the worker)
-            try:
-                os.makedirs(cache, exist_ok=True)
-                cmd += ["--bind", cache, cache]
-            except OSError:
-                pass  # stays read-only (or hidden); such an adapter then says it cannot provide its checkout
+        if cache and os.path.isdir(cache):  # read-only: the controller fills it (handle.new_adapter, _checkout.prepare)
+            cmd += ["--ro-bind", cache, cache]
         cmd += ["--bind", str(workdir), str(workdir)]
         if self.device.startswith("cuda"):  # the GPU device nodes (the fresh /dev has none)
             for dev in sorted(glob.glob("/dev/nvidia*")):

@@ -93,6 +93,11 @@ class Attacker(TemplateAdapter):
         attempts.append(_try_write(import_root() / "conformance_pwn.py", "print('pwned')\n", "w"))
         raise RuntimeError("attack report: " + " | ".join(attempts))
 
+    def _poison_cache(self) -> None:
+        """Try to alter another implementation's cached checkout (the cache is bound read-only)."""
+        target = Path(os.environ["GRU4REC_CACHE_DIR"]) / "victim@000000000000" / "model.py"
+        self.found["cache_write"] = _try_write(target, "raise SystemExit('poisoned')\n")
+
     def _pwn_import(self) -> None:
         code = f"open({self.params['marker']!r}, 'w').write('imported by the suite')\n"
         for folder in (Path.cwd(), import_root(), import_root() / "gru4rec_conformance"):

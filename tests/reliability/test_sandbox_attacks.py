@@ -100,6 +100,26 @@ def test_gate_refuses_isolated_adapters_without_the_sandbox(tmp_path):
     assert "can forge its verdict" in proc.stderr
 
 
+@requires_sandbox
+def test_the_checkout_cache_is_read_only_for_the_worker(tmp_path, monkeypatch):
+    """The worker cannot alter a cached checkout that another implementation's worker will run: the cache is bound
+    read-only (the controller exports checkouts into it before workers start)."""
+    cache = tmp_path / "cache"
+    victim = cache / "victim@000000000000" / "model.py"
+    victim.parent.mkdir(parents=True)
+    victim.write_text("GOOD = True\n")
+    monkeypatch.setenv("GRU4REC_CACHE_DIR", str(cache))
+    proxy = attacker_proxy("poison_cache")
+    try:
+        proxy.build(seed=1)
+        proxy.fit(tiny_train())
+        found = proxy.optimizer_info()["found"]
+    finally:
+        proxy.close()
+    assert found["cache_write"].endswith("Read-only file system"), found
+    assert victim.read_text() == "GOOD = True\n"
+
+
 # -- code execution in the suite ------------------------------------------------------------------------------
 @MODES
 def test_a_dataclass_named_in_a_reply_is_never_imported(tmp_path, sandbox):
