@@ -212,7 +212,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--allow-unsandboxed",
         action="store_true",
         dest="conformance_allow_unsandboxed",
-        help="let --gate run isolated adapters although the sandbox cannot be used (their verdict can be forged)",
+        default=os.environ.get("GRU4REC_ALLOW_UNSANDBOXED", "").lower() in ("1", "true", "yes"),
+        help="let --gate run isolated adapters although the sandbox cannot be used (their verdict can be forged; "
+        "env GRU4REC_ALLOW_UNSANDBOXED=1, e.g. on CI runners that forbid user namespaces)",
     )
     g.addoption("--keep-worker-dirs", action="store_true", dest="conformance_keep_worker_dirs",
                 help="keep worker temporary directories (debugging)")  # fmt: skip

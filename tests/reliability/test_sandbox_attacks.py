@@ -94,6 +94,7 @@ def test_gate_refuses_isolated_adapters_without_the_sandbox(tmp_path):
         "--gate",
         "--sandbox",
         "none",
+        GRU4REC_ALLOW_UNSANDBOXED="",
     )
     assert proc.returncode == 4, describe(proc)
     assert "--allow-unsandboxed" in proc.stderr and "--sandbox none" in proc.stderr, describe(proc)
