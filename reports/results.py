@@ -73,42 +73,86 @@ class RunData:
         return {r["nodeid"]: (r.get("impl_version", ""), r.get("suite_version", "")) for r in self.results}
 
 
+#: Names a run's records may have, in the order :func:`load_run` tries them (the gzipped ones are committed verdicts).
+RESULT_FILES = ("results.jsonl", "results.jsonl.gz", "results.json", "results.json.gz")
+
+
+def _read_bytes(path: Path) -> bytes:
+    if path.name.endswith(".gz"):
+        import gzip
+
+        try:
+            return gzip.decompress(path.read_bytes())
+        except (OSError, EOFError) as exc:  # gzip.BadGzipFile is an OSError
+            raise RunDirError(f"{path}: not a readable gzip file ({exc})") from None
+    return path.read_bytes()
+
+
 def read_jsonl(path: Path) -> list[dict[str, Any]]:
-    """Records of a results.jsonl; a torn last line (the process died mid-write) is ignored."""
+    """Records of a results.jsonl (or results.jsonl.gz); a torn last line (the process died mid-write) is ignored.
+
+    Raises:
+        RunDirError: naming the file and the line when any other line is not valid JSON.
+    """
     records = []
-    with open(path, "rb") as fh:
-        lines = fh.read().split(b"\n")
+    lines = _read_bytes(Path(path)).split(b"\n")
     for i, line in enumerate(lines):
         if not line.strip():
             continue
         try:
             records.append(json.loads(line))
-        except json.JSONDecodeError:
+        except json.JSONDecodeError as exc:
             if i >= len(lines) - 2:  # only the last line may be torn
                 continue
-            raise RunDirError(f"{path}: line {i + 1} is not valid JSON") from None
+            raise RunDirError(f"{path}: line {i + 1} is not valid JSON ({exc.msg})") from None
     return records
+
+
+def read_results_json(path: Path) -> dict[str, Any]:
+    """The object of a results.json (or results.json.gz).
+
+    Raises:
+        RunDirError: naming the file, line and column when it is not valid JSON, or when it is not an object.
+    """
+    try:
+        data = json.loads(_read_bytes(Path(path)))
+    except json.JSONDecodeError as exc:
+        raise RunDirError(f"{path}: line {exc.lineno}, column {exc.colno}: {exc.msg}") from None
+    except UnicodeDecodeError as exc:
+        raise RunDirError(f"{path}: not UTF-8 text ({exc.reason})") from None
+    if not isinstance(data, dict):
+        raise RunDirError(f"{path}: line 1: expected a JSON object, found {type(data).__name__}")
+    return data
+
+
+def results_file(directory: Path | str) -> Path | None:
+    """The file :func:`load_run` reads in ``directory`` (see :data:`RESULT_FILES`), or None."""
+    for name in RESULT_FILES:
+        if (Path(directory) / name).is_file():
+            return Path(directory) / name
+    return None
 
 
 def load_run(directory: Path | str) -> RunData:
     """Read a run directory from ``results.jsonl`` (the source of truth; results.json is derived).
 
+    A folder without results.jsonl is read from results.jsonl.gz, results.json or results.json.gz, in that order
+    (committed verdicts keep one gzipped results.json).
+
     Raises:
-        RunDirError: when the folder has no results.jsonl or its first record is not a run header.
+        RunDirError: when the folder has none of these files, a file is not valid JSON (the message names the file
+            and the line), or the first record of a results.jsonl is not a run header.
     """
     directory = Path(directory)
-    path = directory / "results.jsonl"
-    if not path.is_file():
-        json_path = directory / "results.json"
-        if json_path.is_file():  # committed verdicts may keep only the final JSON
-            data = json.loads(json_path.read_text(encoding="utf-8"))
-            return RunData(
-                directory, data.get("run", {}), data.get("results", []), data.get("resumes", []), data.get("end")
-            )
+    path = results_file(directory)
+    if path is None:
         raise RunDirError(f"{directory}: not a run directory (no results.jsonl)")
+    if path.name.startswith("results.json") and not path.name.startswith("results.jsonl"):
+        data = read_results_json(path)
+        return RunData(directory, data.get("run", {}), data.get("results", []), data.get("resumes", []), data.get("end"))
     records = read_jsonl(path)
     if not records or records[0].get("type") != "run":
-        raise RunDirError(f"{path}: the first record must be the run header")
+        raise RunDirError(f"{path}: line 1: the first record must be the run header")
     header = records[0]
     results: dict[str, dict[str, Any]] = {}
     resumes: list[dict[str, Any]] = []
@@ -132,13 +176,10 @@ def load_run(directory: Path | str) -> RunData:
 
 
 def iter_run_dirs(root: Path) -> Iterable[Path]:
-    """Run directories under ``root`` (``<impl>/<timestamp>/``), any depth up to two."""
+    """Run directories under ``root`` (``<impl>/<timestamp>/`` of a report folder, ``<impl>/[<level>/]<version>/`` of
+    committed verdicts, a run directory itself): every folder holding one of :data:`RESULT_FILES`, sorted by path."""
     root = Path(root)
     if not root.is_dir():
         return []
-    out = []
-    for impl_dir in sorted(p for p in root.iterdir() if p.is_dir()):
-        for run_dir in sorted(p for p in impl_dir.iterdir() if p.is_dir()):
-            if (run_dir / "results.jsonl").is_file() or (run_dir / "results.json").is_file():
-                out.append(run_dir)
-    return out
+    found = {p.parent for name in RESULT_FILES for p in root.rglob(name) if p.is_file()}
+    return sorted(found)

@@ -54,11 +54,10 @@ def verdict_runs(root: Path, unreadable: list[str] | None = None) -> list[RunDat
     if not root.is_dir():
         return []
     found: dict[tuple[str, str], RunData] = {}  # (family, name) -> run
-    for marker in sorted(root.rglob("results.json*")):
-        if marker.name not in ("results.json", "results.jsonl"):
-            continue
+    for folder in iter_run_dirs(root):
+        marker = folder / "results"
         try:
-            run = load_run(marker.parent)
+            run = load_run(folder)
         except (RunDirError, ValueError) as exc:
             if unreadable is not None:
                 unreadable.append(f"{marker}: {type(exc).__name__}: {exc}")
