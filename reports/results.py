@@ -45,6 +45,8 @@ class RunData:
         resumes: the ``resume`` records.
         end: the last ``end`` record after the last resume, or None.
         status: ``complete``, ``interrupted`` or ``incomplete`` (no end record: the run was killed).
+        stored_conformance: the ``conformance`` object of a results.json that has one (written by the harness),
+            else None; :meth:`conformance` prefers it.
     """
 
     directory: Path
@@ -52,6 +54,20 @@ class RunData:
     results: list[dict[str, Any]]
     resumes: list[dict[str, Any]]
     end: dict[str, Any] | None
+    stored_conformance: dict[str, Any] | None = None
+
+    def conformance(self) -> Any:
+        """The conformance status of the run (``conformance._harness.verdict.Conformance``): the stored one when
+        it is readable, else computed from the records with ``verdict.assess`` (runs written before the harness
+        stored it)."""
+        from gru4rec_conformance.conformance._harness import verdict
+
+        if self.stored_conformance:
+            try:
+                return verdict.Conformance.from_json(self.stored_conformance)
+            except (KeyError, ValueError, TypeError):
+                pass  # an older or damaged form: recompute
+        return verdict.assess(self.header, self.results, self.end)
 
     @property
     def status(self) -> str:
@@ -149,7 +165,14 @@ def load_run(directory: Path | str) -> RunData:
         raise RunDirError(f"{directory}: not a run directory (no results.jsonl)")
     if path.name.startswith("results.json") and not path.name.startswith("results.jsonl"):
         data = read_results_json(path)
-        return RunData(directory, data.get("run", {}), data.get("results", []), data.get("resumes", []), data.get("end"))
+        return RunData(
+            directory,
+            data.get("run", {}),
+            data.get("results", []),
+            data.get("resumes", []),
+            data.get("end"),
+            data.get("conformance") if isinstance(data.get("conformance"), dict) else None,
+        )
     records = read_jsonl(path)
     if not records or records[0].get("type") != "run":
         raise RunDirError(f"{path}: line 1: the first record must be the run header")
