@@ -52,11 +52,12 @@ def negative_control(impl: dict[str, Any]) -> str | None:
 
 @functools.lru_cache(maxsize=64)
 def _changed_since(sha: str, root: str) -> int | None:
-    """Files under :data:`CHECK_PATHS` that differ between commit ``sha`` and the checkout at ``root`` (its working
-    tree), or None when git cannot tell (no git, not a repository, an unknown commit)."""
+    """Files under :data:`CHECK_PATHS` that differ between commit ``sha`` and the checkout's ``HEAD`` at ``root``
+    (committed checks: a run from a work tree with uncommitted changes is judged by its commit), or None when git
+    cannot tell (no git, not a repository, an unknown commit)."""
     try:
         done = subprocess.run(
-            ["git", "-C", root, "diff", "--name-only", sha, "--", *CHECK_PATHS],
+            ["git", "-C", root, "diff", "--name-only", sha, "HEAD", "--", *CHECK_PATHS],
             capture_output=True, text=True, timeout=30, check=False,
         )  # fmt: skip
     except (OSError, subprocess.SubprocessError):
@@ -75,7 +76,7 @@ def suite_currency(run: RunData, root: Path | None = CHECKOUT_ROOT) -> tuple[boo
     """Whether the run's checks are this checkout's: ``(True, note)`` current, ``(False, why)`` stale, ``(None,
     note)`` when it cannot be told.
 
-    Stale when the run's suite commit differs from this checkout in :data:`CHECK_PATHS` (git), or, without git or
+    Stale when the run's suite commit differs from this checkout's HEAD in :data:`CHECK_PATHS` (git), or, without git or
     without that commit here, when its release is older than this suite's (``__version__``).
     """
     suite = run.header.get("suite") or {}
@@ -86,7 +87,7 @@ def suite_currency(run: RunData, root: Path | None = CHECKOUT_ROOT) -> tuple[boo
         if changed == 0:
             return True, f"suite {string}: same checks as this checkout"
         if changed:
-            return False, f"stale: the checks changed since suite {string} ({changed} files under {', '.join(CHECK_PATHS)})"
+            return False, f"stale: {changed} files of the checks changed since suite {string}"
     release = str(suite.get("version") or string.split("+")[0])
     if _release(release) and _release(release) < _release(__version__):
         return False, f"stale: suite {string} is older than this suite {__version__}"
@@ -241,14 +242,21 @@ def build_card(run: RunData, readme: Path | None = None, readme_link: str | None
         "counts_by_kind": dict(conf.counts_by_kind),
         "gate": None if gate is None else ("PASSED" if gate.get("passed") else "FAILED"),
         "gate_problems": list((gate or {}).get("problems") or []),
-        "coverage": {"figure": cov.figure(), "percent": cov.percent, "ran": cov.ran, "applicable": cov.applicable,
-                     "feature_absent": cov.feature_absent, "why": cov.why_not_tested(),
-                     "not_applicable": dict(cov.not_applicable), "unknown": cov.unknown_not_run},  # fmt: skip
+        "coverage": {
+            "figure": cov.figure(),
+            "percent": cov.percent,
+            "ran": cov.ran,
+            "applicable": cov.applicable,
+            "feature_absent": cov.feature_absent,
+            "why": cov.why_not_tested(),
+            "not_applicable": dict(cov.not_applicable),
+            "unknown": cov.unknown_not_run,
+        },  # fmt: skip
         "by_kind": by_kind,
         "defects": defects,
         "missing": _missing_features(run),
         "metrics": headline_metrics(run, _HEADLINE),
-        "study_decl": impl.get("study"),
+        "study_decl": " / ".join(str(v) for v in (impl.get("study") or {}).values()) or None,
         "study_level": study.fix_level(impl.get("study")),
         "study_rows": brows,
         "study_tally": {k: tally.get(k, 0) for k in (study.AGREE, study.DISAGREE, study.NOT_TESTED)},
@@ -296,8 +304,10 @@ def render_markdown(c: dict[str, Any]) -> str:
         lines.append("None.")
     lines += ["", "## Missing features (refused loudly)", ""]
     if c["missing"]:
-        lines += _table(["feature", "how", "checks n/a"],
-                        [[m["feature"], m["how"], "–" if m["checks"] is None else m["checks"]] for m in c["missing"]])
+        lines += _table(
+            ["feature", "how", "checks n/a"],
+            [[m["feature"], m["how"], "–" if m["checks"] is None else m["checks"]] for m in c["missing"]],
+        )
     else:
         lines.append("None declared or refused.")
     lines += ["", "## Metrics against the reference band", ""]
@@ -308,8 +318,11 @@ def render_markdown(c: dict[str, Any]) -> str:
                           f"{m['reference']:.4f} ± {m['tolerance']:.4f}" if m["tolerance"] is not None
                           else f"{m['reference']:.4f}", _pct(m["delta_rel"]), _pct(m["study_delta_rel"]),
                           m["outcome"]] for m in c["metrics"]])  # fmt: skip
-        lines += ["", "Study Δ: the published change of the same implementation and fix level against the official "
-                      "code on the study's full dataset (matching features for MC-1/MC-3, best parameters for MC-2)."]
+        lines += [
+            "",
+            "Study Δ: the published change of the same implementation and fix level against the official "
+            "code on the study's full dataset (matching features for MC-1/MC-3, best parameters for MC-2).",
+        ]
     else:
         lines.append("No ranking metric was recorded against the reference.")
     lines += ["", "## The study's expected outcome per check (§B.3)", ""]
@@ -329,7 +342,9 @@ def render_markdown(c: dict[str, Any]) -> str:
         lines.append("Not tested: " + "; ".join(cov["why"]) + ".")
     if cov["unknown"]:
         lines.append(f"Also: {cov['unknown']}.")
-    lines += [""] + _table(["kind", "ran", "applicable"], [[k["kind"], k["ran"], k["applicable"]] for k in c["by_kind"]])
+    lines += [""] + _table(
+        ["kind", "ran", "applicable"], [[k["kind"], k["ran"], k["applicable"]] for k in c["by_kind"]]
+    )
     lines += ["", "## Environment", ""] + _table(["", ""], [[k, v] for k, v in c["environment"]])
     if c["readme"]:
         lines += ["", f"Interpretation (hand-written): [{c['readme']}]({c['readme']})"]

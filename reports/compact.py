@@ -65,8 +65,10 @@ def payload(run: RunData) -> dict[str, Any]:
     was written from (it may carry fields the writer adds, e.g. ``conformance``), else rebuilt from the records."""
     path = results_file(run.directory)
     json_path = run.directory / "results.json"
-    if path is not None and json_path.is_file() and (
-        path == json_path or json_path.stat().st_mtime >= path.stat().st_mtime
+    if (
+        path is not None
+        and json_path.is_file()
+        and (path == json_path or json_path.stat().st_mtime >= path.stat().st_mtime)
     ):
         data = json.loads(json_path.read_text(encoding="utf-8"))
         if isinstance(data, dict) and data.get("results") is not None and data.get("status") == run.status:
@@ -91,9 +93,7 @@ def _started(run: RunData) -> str:
     return str(run.header.get("started") or "")
 
 
-def newest_complete(
-    roots: Iterable[Path], skipped: list[str] | None = None
-) -> dict[Path, RunData]:
+def newest_complete(roots: Iterable[Path], skipped: list[str] | None = None) -> dict[Path, RunData]:
     """``{verdict key: newest complete run}`` over every run directory under ``roots``.
 
     A run that is not complete (interrupted, killed), a folder that is not a conformance run (no implementation

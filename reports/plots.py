@@ -152,7 +152,9 @@ def write_metrics_figure(run: RunData, path: Path) -> bool:
             for r in rows:
                 if r["name"] != f"{fam}@{n}":
                     continue
-                y = labels.index(f"{r['check']} {r['loss']}" + (f" ({r['comparison']})" if r["comparison"] != "–" else ""))
+                y = labels.index(
+                    f"{r['check']} {r['loss']}" + (f" ({r['comparison']})" if r["comparison"] != "–" else "")
+                )
                 tol = r["tolerance"] or 0.0
                 ax.barh(y, 2 * tol, left=r["reference"] - tol, height=0.6, color="#d0d7de", zorder=1)
                 ax.plot([r["reference"]] * 2, [y - 0.3, y + 0.3], color="#57606a", lw=1.2, zorder=2)
@@ -184,8 +186,8 @@ def study_points(runs: list[RunData]) -> list[dict[str, Any]]:
     out = []
     for run in runs:
         decl = run.header.get("impl", {}).get("study")
-        if not decl:
-            continue
+        if not decl or run.header.get("impl", {}).get("role") == "reference":
+            continue  # the reference against itself says nothing
         for r in headline_metrics(run, ("recall@20", "mrr@20")):
             if r["comparison"] != "all features":
                 continue
@@ -211,8 +213,13 @@ def write_study_figure(runs: list[RunData], path: Path) -> bool:
                 continue
             y = labels.index(p["label"])
             if p["ours"] is not None:
-                ax.barh(y - 0.19, 100 * p["ours"], height=0.36, color="#0969da",
-                        label="ours" if y == 0 or "ours" not in ax.get_legend_handles_labels()[1] else None)
+                ax.barh(
+                    y - 0.19,
+                    100 * p["ours"],
+                    height=0.36,
+                    color="#0969da",
+                    label="ours" if y == 0 or "ours" not in ax.get_legend_handles_labels()[1] else None,
+                )
             if p["study"] is not None:
                 ax.barh(y + 0.19, 100 * p["study"], height=0.36, color="#bc4c00",
                         label="study (published)" if "study (published)" not in ax.get_legend_handles_labels()[1]

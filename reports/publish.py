@@ -42,11 +42,13 @@ def render_tree(roots: Sequence[Path], out: Path, plots: bool = True) -> tuple[l
     from gru4rec_conformance.reports.card import render_markdown as card_md
     from gru4rec_conformance.reports.compact import verdict_key
     from gru4rec_conformance.reports.render import render_html, render_markdown
-    from gru4rec_conformance.reports.scoreboard import build_scoreboard, render_html as board_html
+    from gru4rec_conformance.reports.scoreboard import build_scoreboard
+    from gru4rec_conformance.reports.scoreboard import render_html as board_html
     from gru4rec_conformance.reports.scoreboard import render_markdown as board_md
     from gru4rec_conformance.reports.summary import build_summary
 
     out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
     errors: list[str] = []
     runs: list[RunData] = []
     for root in roots:
@@ -99,7 +101,7 @@ def render_tree(roots: Sequence[Path], out: Path, plots: bool = True) -> tuple[l
     if plots:
         from gru4rec_conformance.reports.plots import write_study_figure
 
-        if write_study_figure([r for r in chosen.values()], out / "study.png"):
+        if write_study_figure(list(chosen.values()), out / "study.png"):
             board["study_figure"] = "study.png"
     board["unreadable"] = errors
     md_cards = {k: v.replace(".html", ".md") for k, v in cards.items()}

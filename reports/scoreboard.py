@@ -66,7 +66,9 @@ def apart_reasons(run: RunData, conformance: Any | None = None) -> list[str]:
     cov = conf.coverage
     if cov.not_selected or (cov.unknown_not_run and "subset" in cov.unknown_not_run):
         what = cov.unknown_not_run if cov.unknown_not_run and "subset" in cov.unknown_not_run else None
-        reasons.append(what.split(":")[0] if what else f"a subset run ({cov.not_selected} applicable checks not selected)")
+        reasons.append(
+            what.split(":")[0] if what else f"a subset run ({cov.not_selected} applicable checks not selected)"
+        )
     current, note = suite_currency(run)
     if current is False:
         reasons.append(note)
@@ -107,14 +109,27 @@ def board_row(run: RunData, link_base: Path | None = None, cards: dict[str, str]
         "role": str(run.impl.get("role") or "?"),
         "negative_control": negative_control(run.impl),
         "status": conf.status,
-        "defects": {"bug": counts.get("bug", 0), "design": counts.get("design-difference", 0),
-                    "numerical": counts.get("numerical", 0), "undeclared": counts.get("undeclared", 0)},  # fmt: skip
+        "defects": {
+            "bug": counts.get("bug", 0),
+            "design": counts.get("design-difference", 0),
+            "numerical": counts.get("numerical", 0),
+            "undeclared": counts.get("undeclared", 0),
+        },  # fmt: skip
         "defect_ids": list(conf.defect_ids),
         "coverage": conf.coverage.figure(),
         "coverage_pct": conf.coverage.percent,
-        "metrics": [{"name": n, "delta": head[n]["delta_rel"], "study": head[n]["study_delta_rel"],
-                     "dataset": head[n]["dataset"], "loss": head[n]["loss"], "check": head[n]["check"]}
-                    for n in ("recall@20", "mrr@20") if n in head],  # fmt: skip
+        "metrics": [
+            {
+                "name": n,
+                "delta": head[n]["delta_rel"],
+                "study": head[n]["study_delta_rel"],
+                "dataset": head[n]["dataset"],
+                "loss": head[n]["loss"],
+                "check": head[n]["check"],
+            }
+            for n in ("recall@20", "mrr@20")
+            if n in head
+        ],  # fmt: skip
         "gate": None if gate is None else ("PASSED" if gate.get("passed") else "FAILED"),
         "judged": judged_version(run),
         "version": str(run.impl.get("version") or "unknown"),
@@ -125,6 +140,9 @@ def board_row(run: RunData, link_base: Path | None = None, cards: dict[str, str]
         "key": key,
         "card": (cards or {}).get(key),
         "apart": apart_reasons(run, conf),
+        "unavailable": "; ".join(r.removeprefix("not available here: ") for r in conf.reasons)
+        if conf.status == "UNAVAILABLE"
+        else None,
     }
 
 
@@ -236,6 +254,10 @@ def render_markdown(board: dict[str, Any]) -> str:
             lines += ["| " + " | ".join(c.replace("|", "\\|") for c in _cells(r) + ["; ".join(r["apart"])]) + " |"
                       for r in apart]  # fmt: skip
         lines.append("")
+    unavailable = [r for r in board["rows"] + board["apart"] if r.get("unavailable")]
+    if unavailable:
+        lines += ["Unavailable implementations (not runnable here):", ""]
+        lines += [f"- {r['name']} {r['version']}: {r['unavailable']}" for r in unavailable] + [""]
     if board.get("study_figure"):
         lines += [f"![study figure]({board['study_figure']})", ""]
     if board.get("unreadable"):
