@@ -187,7 +187,9 @@ def build_scoreboard(
             apart.append(newer[0])
     rows.sort(key=_order)
     apart.sort(key=_order)
-    families = list(dict.fromkeys(r["family"] for r in rows + apart))
+    order = ["gru4rec", "finetuner"]  # the catalogue's family order, then any other
+    families = sorted(dict.fromkeys(r["family"] for r in rows + apart),
+                      key=lambda f: (order.index(f) if f in order else len(order), f))  # fmt: skip
     return {"rows": rows, "apart": apart, "families": families, "unreadable": unreadable,
             "roots": [str(r) for r in root_list]}  # fmt: skip
 
