@@ -37,6 +37,8 @@ NEGATIVE_CONTROLS = {
     "ms_recommenders": "a different algorithm (the study leaves it out)",
 }
 _HEADLINE = ("recall@20", "mrr@20")
+#: Declared properties whose absence is no missing feature (the reference declares them false too).
+_NOT_A_LACK = ("needs_categories", "fixed_batch_shape")
 _SEMVER = re.compile(r"^(\d+(?:\.\d+)*)")
 
 
@@ -108,9 +110,20 @@ def _ours(results: list[dict[str, Any]], ids: list[str], conformance: Any) -> tu
     if ran and ran == len(rs) - outcomes["skipped-unsupported"]:
         return "pass", f"{ran}/{len(rs)} passed"
     if outcomes["skipped-unsupported"] == len(rs):
-        hooks = ["hook:" in str(r.get("reason") or "") for r in rs]
-        return (study.NOT_TESTED, "adapter lacks a hook") if all(hooks) else ("n/a", "feature absent")
+        if any(_hook_only(r) for r in rs):
+            return study.NOT_TESTED, "adapter lacks a hook"
+        return "n/a", "feature absent"
     return study.NOT_TESTED, ", ".join(f"{n} {o}" for o, n in sorted(outcomes.items()))
+
+
+def _hook_only(record: dict[str, Any]) -> bool:
+    """Whether an n/a record lacks only hooks (applicable but not testable), from its ``missing`` list or, for
+    records without one, the reason's ``needs ... (not declared)``."""
+    missing = record.get("missing")
+    if missing is None:
+        m = re.search(r": needs (.+?) \(not declared\)", str(record.get("reason") or ""))
+        missing = [x.strip() for x in m.group(1).split(",")] if m else []
+    return bool(missing) and all(str(x).startswith("hook:") for x in missing)
 
 
 def study_rows(run: RunData, conformance: Any) -> list[dict[str, str]]:
@@ -168,7 +181,8 @@ def _missing_features(run: RunData) -> list[dict[str, Any]]:
     """Features declared absent (with the number of checks they made n/a) and hyperparameters the adapter refused
     at build time (``Unsupported``)."""
     declared = run.impl.get("features") or {}
-    absent = [f for f, v in declared.items() if not v and not f.startswith(("hook:", "device:"))]
+    absent = [f for f, v in declared.items()
+              if not v and not f.startswith(("hook:", "device:")) and f not in _NOT_A_LACK]  # fmt: skip
     n_checks: collections.Counter[str] = collections.Counter()
     refused: dict[str, str] = {}
     for r in run.results:
@@ -182,7 +196,8 @@ def _missing_features(run: RunData) -> list[dict[str, Any]]:
         elif reason.startswith("unsupported by"):
             what = reason.removeprefix(f"unsupported by {run.impl.get('name', '')}:").strip()
             refused.setdefault(what.split(" ")[0], what[:200])
-    out = [{"feature": f, "how": "declared absent", "checks": n_checks.get(f, 0)} for f in absent]
+    out = sorted(({"feature": f, "how": "declared absent", "checks": n_checks.get(f, 0)} for f in absent),
+                 key=lambda m: -m["checks"])  # fmt: skip
     out += [{"feature": f, "how": f"refused at build time: {why}", "checks": None} for f, why in refused.items()]
     return out
 
