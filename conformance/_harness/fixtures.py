@@ -64,7 +64,7 @@ def _impl_view(request: pytest.FixtureRequest, handle: ImplHandle) -> Impl:
     info = static_info(item)
     check = info["check"] if info else None
     view = Impl(handle, kind=check["kind"] if check else None, timeout=check["timeout"] if check else None,
-                on_unsupported=lambda _: mark_unsupported(item),
+                on_unsupported=lambda missing: mark_unsupported(item, missing),
                 on_note=lambda name, context: _note(item, name, context))  # fmt: skip
     request.addfinalizer(view.close)
     return view

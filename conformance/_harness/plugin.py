@@ -44,6 +44,7 @@ from gru4rec_conformance.conformance._harness.collection import (
     XfailRegistryItem,
     check_id,
     pytest_collection_modifyitems,
+    pytest_deselected,
     pytest_generate_tests,
     pytest_ignore_collect,
 )
@@ -60,7 +61,11 @@ from gru4rec_conformance.conformance._harness.reporting import (
     pytest_sessionfinish,
     pytest_terminal_summary,
 )
-from gru4rec_conformance.conformance._harness.running import pytest_runtest_call, pytest_runtest_setup
+from gru4rec_conformance.conformance._harness.running import (
+    pytest_runtest_call,
+    pytest_runtest_makereport,
+    pytest_runtest_setup,
+)
 from gru4rec_conformance.conformance._harness.session import pytest_configure, pytest_unconfigure
 from gru4rec_conformance.conformance._harness.state import STATE_KEY, ImplParam, State
 
@@ -72,7 +77,8 @@ def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
 __all__ = [
     # hooks
     "pytest_addhooks", "pytest_addoption", "pytest_configure", "pytest_unconfigure", "pytest_ignore_collect",
-    "pytest_generate_tests", "pytest_collection_modifyitems", "pytest_runtest_setup", "pytest_runtest_call",
+    "pytest_generate_tests", "pytest_collection_modifyitems", "pytest_deselected", "pytest_runtest_setup",
+    "pytest_runtest_call", "pytest_runtest_makereport",
     "pytest_report_header", "pytest_sessionfinish", "pytest_terminal_summary",
     # fixtures
     "conformance_options", "impl", "record_metric", "reference_impl",
