@@ -283,6 +283,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int | pytest.ExitC
     for (family, name), handle in state.handles.items():
         writer = state.writers.get((family, name))
         mine = [r for r in records if r["impl"] == name and r.get("family") in (family, None)]
+        if writer is None and not mine and not state.planned.get((family, name)) and not handle.describe().unavailable:
+            continue  # no check of its family was collected (the note says so): no status to give
         # the gate is kept (and shown) with --gate, or when xfail entries apply: then "declared" means something
         shown = state.options.gate or any(r.get("xfail") for r in mine)
         extra: EndExtra = {"gate": result if shown else None, "reused": state.reused.get(name, 0),
@@ -329,7 +331,7 @@ def _fail_on_explicit_unavailable(session: pytest.Session, state: State) -> None
 
 def _label(state: State, family: str, name: str) -> tuple[str, str | None]:
     """``(name, family)`` for the conformance line: the family only when two selected ones share the name."""
-    multi = sum(1 for f, n in state.handles if n == name) > 1
+    multi = sum(1 for f, n in state.conformance if n == name) > 1
     return name, (family if multi else None)
 
 
