@@ -135,7 +135,8 @@ def _run(
     ``progress`` fixture, which shows each fit (minutes on the real data) in the terminal."""
     key = (label, data["name"], json.dumps(cfg, sort_keys=True), int(seed), bool(own_eval))
     if key not in cache:
-        what = f"{label} seed {seed}: fit {cfg.get('n_epochs', '?')} epochs on {data['name']} and evaluate"
+        who = label.removeprefix("impl:").split("@", 1)[0]
+        what = f"{who} seed {seed}: fit {cfg.get('n_epochs', '?')} epochs on {data['name']} and evaluate"
         with progress.task(what) if progress is not None else contextlib.nullcontext():
             if adagrad_optional:
                 required = {k: v for k, v in cfg.items() if k not in OPTIMIZER_KEYS}
@@ -146,7 +147,7 @@ def _run(
             rep = model.fit(data["train"])
             if progress is not None:
                 epochs = ", ".join(f"{x:.1f}" for x in rep.epoch_seconds)
-                progress.note(f"{label} seed {seed}: epochs took {epochs} s; evaluating")
+                progress.note(f"{who} seed {seed}: epochs took {epochs} s; evaluating")
             out: dict[str, Any] = {
                 "suite": suite_metrics(model, data["test"], CUTOFFS, mode="conservative"),
                 "own": model.evaluate(data["test"], cutoffs=CUTOFFS, batch_size=512) if own_eval else None,
