@@ -12,15 +12,21 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 from gru4rec_conformance.conformance._harness.records import RESULTS_SCHEMA_VERSION, utc_now
+from gru4rec_conformance.conformance._harness.verdict import assess
 from gru4rec_conformance.fileio import atomic_write_json, atomic_write_text, new_run_dir
 from gru4rec_conformance.reports.results import SCHEMA, RunData, load_run
 
-__all__ = ["RunWriter", "finalize", "utc_now", "safe_name"]
+__all__ = ["RunWriter", "finalize", "utc_now", "safe_name", "REPORT_FILE_MODE", "REPORT_DIR_MODE"]
+
+#: Permissions of every file and folder of a run directory, whatever the umask: reports are meant to be read
+#: (by CI artifact uploaders, web servers, colleagues), and hold nothing secret (``GRU4REC_*`` values are redacted).
+REPORT_FILE_MODE = 0o644
+REPORT_DIR_MODE = 0o755
 
 
 def safe_name(name: str) -> str:
@@ -39,6 +45,7 @@ class RunWriter:
         self.directory = Path(directory)
         self.path = self.directory / "results.jsonl"
         self._fh = open(self.path, "a", encoding="utf-8")
+        os.chmod(self.path, REPORT_FILE_MODE)
         self.n_results = 0
 
     @classmethod
@@ -46,6 +53,7 @@ class RunWriter:
         """New run directory ``<root>/<impl>/<timestamp>[-N]/`` with the header as the first line."""
         # the second run within one second is <stamp>-2, the third <stamp>-3, ...
         candidate = new_run_dir(Path(root) / safe_name(impl_name), first_suffix=2, attempts=9_999)
+        os.chmod(candidate, REPORT_DIR_MODE)
         writer = cls(candidate)
         writer.append({"type": "run", "schema": SCHEMA, "run_id": f"{safe_name(impl_name)}/{candidate.name}", **header})
         return writer
@@ -101,9 +109,12 @@ def finalize(directory: Path | str, plots: bool = True) -> RunData:
             written = write_plots(run, directory / "plots")
         except Exception as exc:  # plots are a convenience; the tables must still be written
             plot_error = f"{type(exc).__name__}: {exc}"
-    summary = build_summary(run, plots=written, plot_error=plot_error)
-    atomic_write_text(directory / "summary.md", render_markdown(summary))
-    atomic_write_text(directory / "summary.html", render_html(summary))
+    if written:
+        _publish((directory / "plots").iterdir(), directory / "plots")
+    conformance = assess(run.header, run.results, run.end)
+    summary = build_summary(run, plots=written, plot_error=plot_error, conformance=conformance)
+    atomic_write_text(directory / "summary.md", render_markdown(summary), mode=REPORT_FILE_MODE)
+    atomic_write_text(directory / "summary.html", render_html(summary), mode=REPORT_FILE_MODE)
     payload = {
         "schema": SCHEMA,
         "schema_version": RESULTS_SCHEMA_VERSION,
@@ -113,6 +124,15 @@ def finalize(directory: Path | str, plots: bool = True) -> RunData:
         "end": run.end,
         "counts": run.counts(),
         "results": run.results,
+        "conformance": conformance.to_json(),
     }
-    atomic_write_json(directory / "results.json", payload, default=str)
+    atomic_write_json(directory / "results.json", payload, default=str, mode=REPORT_FILE_MODE)
     return run
+
+
+def _publish(files: Iterable[Path], folder: Path) -> None:
+    """Give ``folder`` and the regular ``files`` in it the report modes (0755 / 0644), whatever the umask."""
+    os.chmod(folder, REPORT_DIR_MODE)
+    for f in files:
+        if f.is_file() and not f.is_symlink():
+            os.chmod(f, REPORT_FILE_MODE)

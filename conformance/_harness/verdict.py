@@ -203,23 +203,25 @@ class Conformance:
         """The catalogue ids of all defects, sorted and without repeats."""
         return tuple(sorted({i for d in self.defects for i in d.defect_ids}, key=_id_key))
 
-    def line(self, impl: str, max_ids: int = 8) -> str:
+    def line(self, impl: str, family: str | None = None, max_ids: int = 8) -> str:
         """The one terminal line, e.g. ``torch_gru4rec: NOT CONFORMANT — 3 bug, 1 design-difference (TG-3, TG-6);
-        coverage 61/88 (69%)``; at most ``max_ids`` defect ids are listed (then ``+N more``)."""
+        coverage 61/88 (69%)``; ``family`` (when given) follows the status in brackets (``reference: CONFORMANT
+        [gru4rec] — ...``); at most ``max_ids`` defect ids are listed (then ``+N more``)."""
+        head = f"{impl}: {self.status}" + (f" [{family}]" if family else "") + " — "
         cov = f"coverage {self.coverage.figure()}"
         if self.status == CONFORMANT:
-            return f"{impl}: {CONFORMANT} — {cov}"
+            return head + cov
         if self.status == UNAVAILABLE:
-            return f"{impl}: {UNAVAILABLE} — " + ("; ".join(self.reasons) or "not available here")
+            return head + ("; ".join(self.reasons) or "not available here")
         if self.status == NOT_CONFORMANT:
             kinds = ", ".join(f"{n} {k}" for k, n in self.counts_by_kind.items())
             ids = self.defect_ids
             shown = ", ".join(ids[:max_ids]) + (f", +{len(ids) - max_ids} more" if len(ids) > max_ids else "")
-            text = f"{impl}: {NOT_CONFORMANT} — {kinds}" + (f" ({shown})" if ids else "") + f"; {cov}"
+            text = head + kinds + (f" ({shown})" if ids else "") + f"; {cov}"
             if self.coverage.not_tested or self.coverage.unknown_not_run is not None:
                 text += f"; incomplete: {self._not_tested_text()}"
             return text
-        return f"{impl}: {INCOMPLETE} — {self._not_tested_text()}; {cov}"
+        return head + f"{self._not_tested_text()}; {cov}"
 
     def _not_tested_text(self) -> str:
         causes = self.coverage.why_not_tested()

@@ -90,7 +90,8 @@ def test_report_files_outcomes_and_no_overwrite(project):
     assert by_test["test_fail[good]"]["metrics"][0]["within"] is False
     assert by_test["test_pass[good]"]["features"] == ["session_parallel"]
     md = (run_dir / "summary.md").read_text()
-    assert "**Verdict: FAIL**" in md and "| K1 | state reset | ✓ |" in md and "| K3 | sampling order | n/a |" in md
+    assert "**Conformance: NOT CONFORMANT** — 1 undeclared; coverage 2/4 (50%)" in md
+    assert "| K1 | state reset | ✓ |" in md and "| K3 | sampling order | n/a |" in md
     assert "Resets the hidden state at session starts." in md and "2 sd of reference seeds" in md
     assert "| Deterministic under a seed | not tested | checks R-4 |" in md
     html = (run_dir / "summary.html").read_text()
