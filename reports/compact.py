@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 import re
 from collections.abc import Iterable
 from pathlib import Path
@@ -22,6 +23,7 @@ from typing import Any
 
 from gru4rec_conformance.fileio import atomic_write_bytes
 from gru4rec_conformance.reports.results import SCHEMA, RunData, RunDirError, iter_run_dirs, load_run, results_file
+from gru4rec_conformance.reports.writer import REPORT_DIR_MODE, REPORT_FILE_MODE
 
 __all__ = ["VERDICT_FILE", "verdict_key", "judged_version", "payload", "newest_complete", "compact"]
 
@@ -142,6 +144,9 @@ def compact(roots: Iterable[Path], into: Path, skipped: list[str] | None = None)
         if target.is_file() and target.read_bytes() == blob:
             continue
         target.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write_bytes(target, blob)
+        parts = key.parts
+        for i in range(len(parts)):  # the key's folders get the report mode whatever the umask
+            os.chmod(into.joinpath(*parts[: i + 1]), REPORT_DIR_MODE)
+        atomic_write_bytes(target, blob, mode=REPORT_FILE_MODE)
         written.append((run.directory, target))
     return written

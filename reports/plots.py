@@ -33,7 +33,9 @@ COLORS = {
 def _save(fig: Any, path: Path) -> None:
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=90, bbox_inches="tight")
-    atomic_write_bytes(path, buf.getvalue())
+    from gru4rec_conformance.reports.writer import REPORT_FILE_MODE
+
+    atomic_write_bytes(path, buf.getvalue(), mode=REPORT_FILE_MODE)
 
 
 def write_plots(run: RunData, directory: Path) -> dict[str, str]:

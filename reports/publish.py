@@ -20,6 +20,18 @@ from gru4rec_conformance.reports.results import RunData, RunDirError, iter_run_d
 __all__ = ["render_tree", "readme_for"]
 
 
+def _folder(path: Path, top: Path) -> Path:
+    """Make ``path`` (below ``top``) and give it and its parents up to ``top`` the report mode 0755."""
+    from gru4rec_conformance.reports.writer import REPORT_DIR_MODE
+
+    path.mkdir(parents=True, exist_ok=True)
+    for p in [path, *path.parents]:
+        os.chmod(p, REPORT_DIR_MODE)
+        if p == top:
+            break
+    return path
+
+
 def readme_for(run: RunData, roots: Sequence[Path]) -> Path | None:
     """The hand-written README of the implementation's verdict folder (``<root>/<impl>/README.md``), if any."""
     base = str(run.impl.get("name") or "").split(":")[0]
@@ -46,9 +58,10 @@ def render_tree(roots: Sequence[Path], out: Path, plots: bool = True) -> tuple[l
     from gru4rec_conformance.reports.scoreboard import render_html as board_html
     from gru4rec_conformance.reports.scoreboard import render_markdown as board_md
     from gru4rec_conformance.reports.summary import build_summary
+    from gru4rec_conformance.reports.writer import REPORT_FILE_MODE as MODE
 
     out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
+    _folder(out, out)
     errors: list[str] = []
     runs: list[RunData] = []
     for root in roots:
@@ -72,8 +85,7 @@ def render_tree(roots: Sequence[Path], out: Path, plots: bool = True) -> tuple[l
             chosen[key] = run
     written, cards = [], {}
     for key, run in sorted(chosen.items()):
-        folder = out / key
-        folder.mkdir(parents=True, exist_ok=True)
+        folder = _folder(out / key, out)
         try:
             drawn: dict[str, str] = {}
             plot_error = None if plots else "disabled"
@@ -81,17 +93,17 @@ def render_tree(roots: Sequence[Path], out: Path, plots: bool = True) -> tuple[l
                 from gru4rec_conformance.reports.plots import write_plots
 
                 try:
-                    drawn = write_plots(run, folder / "plots")
+                    drawn = write_plots(run, _folder(folder / "plots", out))
                 except Exception as exc:  # the tables must still be written
                     plot_error = f"{type(exc).__name__}: {exc}"
             readme = readme_for(run, roots)
             link = os.path.relpath(readme, folder) if readme else None
             card = build_card(run, readme, link)
-            atomic_write_text(folder / "card.md", card_md(card))
-            atomic_write_text(folder / "card.html", card_html(card))
+            atomic_write_text(folder / "card.md", card_md(card), mode=MODE)
+            atomic_write_text(folder / "card.html", card_html(card), mode=MODE)
             summary = build_summary(run, plots=drawn, plot_error=plot_error)
-            atomic_write_text(folder / "summary.md", render_markdown(summary))
-            atomic_write_text(folder / "summary.html", render_html(summary))
+            atomic_write_text(folder / "summary.md", render_markdown(summary), mode=MODE)
+            atomic_write_text(folder / "summary.html", render_html(summary), mode=MODE)
         except (RunDirError, OSError, KeyError, TypeError, ValueError) as exc:
             errors.append(f"{run.directory}: cannot render: {type(exc).__name__}: {exc}")
             continue
@@ -105,8 +117,8 @@ def render_tree(roots: Sequence[Path], out: Path, plots: bool = True) -> tuple[l
             board["study_figure"] = "study.png"
     board["unreadable"] = errors
     md_cards = {k: v.replace(".html", ".md") for k, v in cards.items()}
-    atomic_write_text(out / "scoreboard.html", board_html(board))
+    atomic_write_text(out / "scoreboard.html", board_html(board), mode=MODE)
     for r in board["rows"] + board["apart"]:
         r["card"] = md_cards.get(r["key"])
-    atomic_write_text(out / "scoreboard.md", board_md(board))
+    atomic_write_text(out / "scoreboard.md", board_md(board), mode=MODE)
     return written, errors

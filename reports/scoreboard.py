@@ -291,6 +291,8 @@ def write_scoreboard(
     if (out_root / "study.png").is_file():
         board["study_figure"] = "study.png"
     md, html = out_root / "scoreboard.md", out_root / "scoreboard.html"
-    atomic_write_text(md, render_markdown(board))
-    atomic_write_text(html, render_html(board))
+    from gru4rec_conformance.reports.writer import REPORT_FILE_MODE
+
+    atomic_write_text(md, render_markdown(board), mode=REPORT_FILE_MODE)
+    atomic_write_text(html, render_html(board), mode=REPORT_FILE_MODE)
     return md, html

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -132,8 +133,13 @@ def test_render_writes_cards_plots_study_figure_and_scoreboard(tmp_path):
     root = tmp_path / "verdicts"
     _write_run(root / "gp" / "oob" / "abcdef0")
     (root / "gp" / "README.md").write_text("Interpretation.\n")
-    done = _cli("render", str(root), "--out", str(tmp_path / "site"))
+    done = subprocess.run(
+        [sys.executable, "-m", "gru4rec_conformance.reports", "render", str(root), "--out", str(tmp_path / "site")],
+        capture_output=True, text=True, timeout=300, preexec_fn=lambda: os.umask(0o077),
+    )  # fmt: skip
     assert done.returncode == 0, done.stderr
+    modes = {oct(p.stat().st_mode & 0o777) for p in (tmp_path / "site").rglob("*")}
+    assert modes == {"0o644", "0o755"}, modes  # readable pages whatever the umask
     page = tmp_path / "site" / "gp" / "oob" / "abcdef0"
     assert {p.name for p in page.iterdir()} >= {"card.md", "card.html", "summary.md", "summary.html", "plots"}
     assert (page / "plots" / "metrics.png").stat().st_size > 1000
