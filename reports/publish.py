@@ -101,7 +101,7 @@ def render_tree(roots: Sequence[Path], out: Path, plots: bool = True) -> tuple[l
             card = build_card(run, readme, link)
             atomic_write_text(folder / "card.md", card_md(card), mode=MODE)
             atomic_write_text(folder / "card.html", card_html(card), mode=MODE)
-            summary = build_summary(run, plots=drawn, plot_error=plot_error)
+            summary = build_summary(run, plots=drawn, plot_error=plot_error, conformance=run.conformance())
             atomic_write_text(folder / "summary.md", render_markdown(summary), mode=MODE)
             atomic_write_text(folder / "summary.html", render_html(summary), mode=MODE)
         except (RunDirError, OSError, KeyError, TypeError, ValueError) as exc:

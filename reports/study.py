@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import csv
 import functools
+import re
 from pathlib import Path
 from typing import Any
 
@@ -126,10 +127,18 @@ def expected(impl_name: str, study: dict[str, str] | None) -> list[dict[str, str
     return [r for r in expected_rows() if (r["implementation"], r["fix_level"]) == key]
 
 
-def check_ids(column: str) -> list[str]:
-    """The check ids of a §B.3 column: ``LF-1/2`` → ``["LF-1", "LF-2"]``, ``SR-3`` → ``["SR-3"]``."""
+#: Catalogue defect-id prefixes (§B.2); other ``XX-n`` in a note name checks.
+_DEFECT_PREFIXES = ("GP", "TG", "TF", "KG", "RP", "MS")
+
+
+def check_ids(column: str, note: str = "") -> list[str]:
+    """The check ids of a §B.3 column, plus the checks its note names as the one to watch: ``LF-1/2`` →
+    ``["LF-1", "LF-2"]``; ``EB-1/2`` with the note ``EB-4`` → ``["EB-1", "EB-2", "EB-4"]`` (defect ids such as
+    ``KG-4`` in a note are not checks and are left out)."""
     prefix, _, numbers = column.partition("-")
-    return [f"{prefix}-{n}" for n in numbers.split("/")] if numbers else [column]
+    ids = [f"{prefix}-{n}" for n in numbers.split("/")] if numbers else [column]
+    named = [m for m in re.findall(r"\b([A-Z]{2})-(\d+)\b", note) if m[0] not in _DEFECT_PREFIXES]
+    return ids + [f"{a}-{n}" for a, n in named if f"{a}-{n}" not in ids]
 
 
 def agreement(expected_outcome: str, ours: str) -> str:

@@ -94,6 +94,11 @@ def test_card_names_status_defects_metrics_and_the_study_side_by_side(tmp_path):
     assert b3["SR-1"] == ("FAIL", "FAIL", "agree")
     assert b3["EV-1"] == ("pass", "pass", "agree")
     assert b3["SO-1"] == ("FAIL", "not tested", "not tested")
+    from gru4rec_conformance.reports import study
+
+    assert study.check_ids("EB-1/2", "EB-4") == ["EB-1", "EB-2", "EB-4"]  # the note names the check to watch
+    assert study.check_ids("EB-1/2", "see KG-4") == ["EB-1", "EB-2"]  # a defect id is not a check
+    assert study.agreement("pass", "FAIL") == "disagree" and study.agreement("FAIL", "n/a") == "not tested"
     md = render_markdown(card)
     assert "**NOT CONFORMANT**" in md and "| SR-1 | bug | GP-1 | INF | ranks differing 27 vs 0 |" in md
     assert "| SR-1 | FAIL | leak and false reset | FAIL |" in md
