@@ -183,10 +183,18 @@ def study_points(runs: list[RunData]) -> list[dict[str, Any]]:
     best parameters, MC-2) and the study's published Δ (same implementation, fix level and loss against the
     official best parameters on its full dataset). Rows: ``label``, ``metric``, ``loss``, ``dataset``, ``ours``,
     ``study`` (fractions or None)."""
+    from gru4rec_conformance.reports import study
     from gru4rec_conformance.reports.card import headline_metrics
 
+    levels = ("OOB", "INF", "MIN", "MAJ")
+
+    def order(run: RunData) -> tuple[str, int]:
+        level = study.fix_level(run.header.get("impl", {}).get("study")) or ""
+        name = str(run.header.get("impl", {}).get("name") or "")
+        return (name.split(":")[0], levels.index(level) if level in levels else len(levels))
+
     out = []
-    for run in runs:
+    for run in sorted(runs, key=order):
         decl = run.header.get("impl", {}).get("study")
         if not decl or run.header.get("impl", {}).get("role") == "reference":
             continue  # the reference against itself says nothing
@@ -234,9 +242,10 @@ def write_study_figure(runs: list[RunData], path: Path) -> bool:
     axes[0][0].set_yticks(range(len(labels)), labels, fontsize=8)
     axes[0][0].invert_yaxis()
     datasets = ", ".join(sorted({str(p["dataset"]) for p in points}))
-    axes[0][1].legend(loc="lower right", fontsize=8, frameon=False)
-    fig.suptitle(f"Ours (MC-2 on {datasets}) beside the study's published Δ (its full datasets)", fontsize=9)
-    fig.tight_layout()
+    handles, names = axes[0][0].get_legend_handles_labels()
+    fig.legend(handles, names, loc="upper right", fontsize=8, frameon=False, ncol=2)
+    fig.suptitle(f"Ours (MC-2 on {datasets}) beside the study's published Δ (its full datasets)", fontsize=9, x=0.4)
+    fig.tight_layout(rect=(0, 0, 1, 0.97))
     _save(fig, Path(path))
     plt.close(fig)
     return True
