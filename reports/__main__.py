@@ -86,8 +86,12 @@ def main(argv: list[str] | None = None) -> int:
     for run_dir in args.run_dirs:
         try:
             run = finalize(run_dir)
-        except (RunDirError, OSError) as exc:
+        except (RunDirError, OSError) as exc:  # the message names the file (and the line of a damaged record)
             print(f"error: {exc}", file=sys.stderr)
+            status = 2
+            continue
+        except Exception as exc:  # records of an unexpected shape: say which run, never a bare traceback
+            print(f"error: {run_dir}: cannot render: {type(exc).__name__}: {exc}", file=sys.stderr)
             status = 2
             continue
         print(f"{run_dir}: {run.status}, {len(run.results)} checks -> summary.md, summary.html, results.json")

@@ -116,11 +116,16 @@ def read_jsonl(path: Path) -> list[dict[str, Any]]:
         if not line.strip():
             continue
         try:
-            records.append(json.loads(line))
+            rec = json.loads(line)
         except json.JSONDecodeError as exc:
             if i >= len(lines) - 2:  # only the last line may be torn
                 continue
             raise RunDirError(f"{path}: line {i + 1} is not valid JSON ({exc.msg})") from None
+        if not isinstance(rec, dict) or not isinstance(rec.get("type"), str):
+            raise RunDirError(f"{path}: line {i + 1} is not a record (a JSON object with a 'type')")
+        if rec["type"] == "result" and not isinstance(rec.get("nodeid"), str):
+            raise RunDirError(f"{path}: line {i + 1}: a result record without a 'nodeid'")
+        records.append(rec)
     return records
 
 

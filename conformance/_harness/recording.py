@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol, cast
@@ -99,7 +100,8 @@ def _skip_reason(longrepr: object) -> str:
         text = str(longrepr[2])
     else:
         text = str(longrepr or "")
-    return text[len("Skipped: ") :] if text.startswith("Skipped: ") else text
+    # pytest prefixes the exception's type: "Skipped: ", or the module path of running.NotApplicableHere
+    return re.sub(r"^(?:Skipped|(?:\w+\.)*NotApplicableHere): ", "", text)
 
 
 def _failure_reason(report: pytest.TestReport) -> str:
@@ -173,11 +175,11 @@ class Recorder:
         impl_version, suite_version = self._versions(impl, family)
         xfail = cast("XfailRecord | None", next((v for k, v in props if k == PROP_XFAIL), None))
         unavailable = next((str(v) for k, v in props if k == PROP_UNAVAILABLE), None) if outcome == "skipped" else None
-        device_skip = outcome == "skipped" and (PROP_SKIP, "device") in props
+        run_skip = next((v for k, v in props if k == PROP_SKIP and v in ("device", "data")), None)
         detail: OutcomeDetail | None = (
             "unsupported" if outcome == "skipped-unsupported"
             else "unavailable" if unavailable is not None
-            else "device" if device_skip
+            else cast(OutcomeDetail, run_skip) if outcome == "skipped" and run_skip is not None
             else None
         )  # fmt: skip
         missing = next((list(cast("list[str]", v)) for k, v in props if k == PROP_MISSING), None)

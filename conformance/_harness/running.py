@@ -13,6 +13,7 @@ from collections.abc import Generator, Sequence
 from typing import NoReturn, cast
 
 import pytest
+from _pytest.outcomes import Skipped  # pytest.skip.Exception, importable as a class (for the subclass below)
 
 from gru4rec_conformance.conformance._harness.collection import impl_param
 from gru4rec_conformance.conformance._harness.handle import UNSUPPORTED_PREFIX, HarnessError, ImplHandle
@@ -29,6 +30,23 @@ from gru4rec_conformance.conformance._harness.recording import (
 from gru4rec_conformance.conformance._harness.records import UNAVAILABLE_MARKER, StaticInfo
 from gru4rec_conformance.conformance._harness.state import state_of
 from gru4rec_conformance.implementations.base import Unsupported
+
+
+class NotApplicableHere(Skipped):
+    """A skip because the check cannot apply to this run's setup, not to the implementation: ``cause`` ``data``
+    (a real-data check on a run that has only the synthetic stand-in). Recorded with ``outcome_detail`` = cause
+    and not counted in the coverage (like a ``gpu`` check of a CPU run). Raise it with :func:`skip_for_this_run`;
+    it may come from a session-scoped fixture (pytest re-raises the same exception for every check)."""
+
+    def __init__(self, reason: str, cause: str) -> None:
+        super().__init__(reason, _use_item_location=True)
+        self.cause = cause
+
+
+def skip_for_this_run(reason: str, cause: str = "data") -> NoReturn:
+    """Skip the check as not applicable to this run (see :class:`NotApplicableHere`); ``reason`` says what the run
+    lacks and how to provide it."""
+    raise NotApplicableHere(reason, cause)
 
 
 def static_info(item: pytest.Item) -> StaticInfo | None:
@@ -121,6 +139,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     values (the harness reads them there); :class:`~.recording.Recorder` decodes the reports'."""
     report = yield
     if isinstance(report, pytest.TestReport):
+        if call.excinfo is not None and isinstance(call.excinfo.value, NotApplicableHere):
+            report.user_properties.append((PROP_SKIP, call.excinfo.value.cause))
         report.user_properties = encode_properties(report.user_properties)
     return report
 

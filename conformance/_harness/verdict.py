@@ -20,7 +20,9 @@ Applicable: a check whose requirements (``feature`` markers) the implementation 
 needs an undeclared feature (``loss:bpr-max``, ``device:cuda``, ``hparam:x``) is n/a, "feature absent (declared)",
 and is not counted. A check whose every undeclared requirement is a hook (``hook:trace``) is applicable but not
 testable: the adapter lacks the hook, and the check counts against coverage. A ``gpu`` check of a CPU run is
-n/a for the run (``not_applicable``), as are the items standing for xfail-registry problems (the gate's business).
+n/a for the run (``not_applicable``), as is a check that needs data the run does not have (``outcome_detail``
+``data``: the real SST-5 where only the stand-in is present); so are the items standing for xfail-registry problems
+(the gate's business).
 
 Inputs are the plain records of a run (the run header, the result records, the end record, as in results.jsonl,
 :mod:`.records`). The harness marks what ``assess`` needs machine-readably: a skipped check's ``missing`` (its
@@ -210,7 +212,8 @@ class Conformance:
         head = f"{impl}: {self.status}" + (f" [{family}]" if family else "") + " — "
         cov = f"coverage {self.coverage.figure()}"
         if self.status == CONFORMANT:
-            return head + cov
+            na = ", ".join(f"{n} {why}" for why, n in self.coverage.not_applicable.items())
+            return head + cov + (f"; n/a on this run: {na}" if na else "")
         if self.status == UNAVAILABLE:
             return head + ("; ".join(self.reasons) or "not available here")
         if self.status == NOT_CONFORMANT:
@@ -413,6 +416,9 @@ def assess(header: Mapping[str, Any], records: Sequence[Mapping[str, Any]],
             continue
         if outcome == "skipped" and _needs_other_device(r):
             not_applicable[f"needs a GPU (run on {device})"] += 1
+            continue
+        if outcome == "skipped" and r.get("outcome_detail") == "data":
+            not_applicable["needs data this run does not have"] += 1
             continue
         applicable(kind, False)
         other[_short_reason(r)] += 1

@@ -127,3 +127,24 @@ def test_progress_lines_reach_the_terminal_unless_quiet(project):
     )
     result = project.run("conformance", "--impl", "good", "-q")
     assert "[P-1 good]" not in result.stdout.str()
+
+
+@pytest.mark.parametrize(
+    ("damage", "message"),
+    [
+        ("{not json\n", "results.jsonl: line 2 is not valid JSON"),
+        ("[1, 2]\n", "results.jsonl: line 2 is not a record"),
+        ('{"type": "result", "outcome": "passed"}\n', "results.jsonl: line 2: a result record without a 'nodeid'"),
+    ],
+)
+def test_render_of_a_damaged_run_names_the_file_and_line_and_fails(tmp_path, capsys, damage, message):
+    from gru4rec_conformance.reports.__main__ import main
+
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    header = json.dumps({"type": "run", "schema": 1, "impl": {"name": "x"}})
+    end = json.dumps({"type": "end", "status": "complete", "exitstatus": 0})
+    (run_dir / "results.jsonl").write_text(header + "\n" + damage + end + "\n")
+    assert main(["render", str(run_dir)]) == 2
+    err = capsys.readouterr().err
+    assert message in err and str(run_dir) in err

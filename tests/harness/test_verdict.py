@@ -44,14 +44,21 @@ def test_all_applicable_passed_is_conformant_and_absent_features_gpu_checks_do_n
         rec("c", "skipped-unsupported", missing=["loss:bpr-max"], outcome_detail="unsupported"),
         rec("d", "skipped-unsupported", missing=["loss:bpr-max", "hook:trace"], outcome_detail="unsupported"),
         rec("e", "skipped", outcome_detail="device", reason="needs a GPU: run with --device cuda"),
+        rec("f", "skipped", outcome_detail="data", reason="asserts the real SST-5 split sizes"),
     ]
     c = assess(HEADER, records, END)
     assert c.status == CONFORMANT and c.reasons == () and not c.defects
     cov = c.coverage
     assert (cov.ran, cov.applicable, cov.percent, cov.feature_absent) == (2, 2, 100.0, 2)
-    assert dict(cov.not_applicable) == {"needs a GPU (run on cpu)": 1} and dict(cov.by_kind) == {"K1": (1, 1),
-                                                                                              "K2": (1, 1)}  # fmt: skip
-    assert c.line("x") == "x: CONFORMANT — coverage 2/2 (100%)"
+    assert dict(cov.not_applicable) == {"needs a GPU (run on cpu)": 1, "needs data this run does not have": 1}
+    assert dict(cov.by_kind) == {"K1": (1, 1), "K2": (1, 1)}
+    assert c.line("x") == (
+        "x: CONFORMANT — coverage 2/2 (100%); n/a on this run: 1 needs a GPU (run on cpu), "
+        "1 needs data this run does not have"
+    )
+    assert (
+        assess(HEADER, records[:2], END).line("x", family="gru4rec") == "x: CONFORMANT [gru4rec] — coverage 2/2 (100%)"
+    )
 
 
 def test_declared_failures_are_not_conformant_with_kinds_ids_fix_level_and_figure():
@@ -300,8 +307,44 @@ def test_reference_run_is_conformant(project):
         '@pytest.mark.hook("trace")\ndef test_needs_trace', "def test_needs_trace"))  # fmt: skip
     result = project.run("conformance", "--impl", "reference")
     assert result.ret == pytest.ExitCode.OK
-    assert _last_lines(result, 1) == ["reference: CONFORMANT — coverage 3/3 (100%)"]
+    assert _last_lines(result, 1) == [
+        "reference: CONFORMANT — coverage 3/3 (100%); n/a on this run: 1 needs a GPU (run on cpu)"
+    ]
     assert project.results("reference")["conformance"]["status"] == CONFORMANT
+
+
+def test_a_check_that_needs_data_the_run_lacks_is_not_applicable_here(project):
+    """``skip_for_this_run`` (the fine-tuner's real-SST-5 checks on the stand-in), also from a session fixture."""
+    project.checks('''
+    from gru4rec_conformance.conformance._harness.running import skip_for_this_run
+
+
+    @pytest.fixture(scope="session")
+    def real_data():
+        skip_for_this_run("needs the real data: set X to its folder")
+
+
+    @pytest.mark.check("V-9", kind="K1")
+    def test_real_1(impl, real_data):
+        """needs real data"""
+
+
+    @pytest.mark.check("V-10", kind="K1")
+    def test_real_2(impl, real_data):
+        """needs real data too"""
+
+
+    @pytest.mark.check("V-11", kind="K1")
+    def test_pass(impl):
+        """passes"""
+    ''')
+    result = project.run("conformance", "--impl", "good")
+    assert _last_lines(result, 1) == [
+        "good: CONFORMANT — coverage 1/1 (100%); n/a on this run: 2 needs data this run does not have"
+    ]
+    data = project.results("good")
+    assert [r["outcome_detail"] for r in data["results"]] == ["data", "data", None]
+    assert data["results"][0]["reason"] == "needs the real data: set X to its folder"
 
 
 SMALL_REGISTRY = """
