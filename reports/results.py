@@ -108,7 +108,8 @@ def read_jsonl(path: Path) -> list[dict[str, Any]]:
     """Records of a results.jsonl (or results.jsonl.gz); a torn last line (the process died mid-write) is ignored.
 
     Raises:
-        RunDirError: naming the file and the line when any other line is not valid JSON.
+        RunDirError: naming the file and the line when any other line is not valid JSON, not a record (an object
+            with a ``type``), or a result without a ``nodeid``.
     """
     records = []
     lines = _read_bytes(Path(path)).split(b"\n")
