@@ -4,8 +4,14 @@
   atomic results.json / summary.md / summary.html / plots);
 - :mod:`reports.results`: record format, outcomes, reading a run back (complete, interrupted, killed);
 - :mod:`reports.summary`, :mod:`reports.render`, :mod:`reports.plots`: what a summary shows and how;
-- :mod:`reports.scoreboard`: ``python -m gru4rec_conformance.reports scoreboard``;
-- :mod:`reports.study`: the study's published numbers (reports/data/study_results.csv).
+- :mod:`reports.scoreboard`: ``python -m gru4rec_conformance.reports scoreboard [ROOT ...]``;
+- :mod:`reports.card`: the verdict card of one implementation and judged version;
+- :mod:`reports.publish`: ``python -m gru4rec_conformance.reports render ROOT ... --out DIR`` (cards, summaries,
+  plots, the study figure, the scoreboard);
+- :mod:`reports.compact`: ``python -m gru4rec_conformance.reports compact ROOT ...`` (committed verdicts, one
+  results.json.gz per implementation and judged version);
+- :mod:`reports.study`: the study's published numbers (reports/data/study_results.csv) and its expected outcome
+  per check (reports/data/study_expected.csv).
 
 Generated output lives in ``reports/out/`` (git-ignored); deliberate verdicts go to ``reports/verdicts/``.
 """

@@ -2,7 +2,11 @@
 
 - ``kinds.png``: outcomes per check kind (stacked horizontal bars);
 - ``features.png``: feature × outcome heatmap (counts; rows = features exercised or declared);
-- ``metrics.png``: each recorded metric beside its reference value, with the tolerance as an error bar.
+- ``metrics.png``: small multiples of the ranking metrics, one panel per metric and cutoff (recall@N, MRR@N);
+  in each, one row per metric check (MC-1, MC-2, ...) with the reference band shaded and ours as a dot.
+
+:func:`write_study_figure` draws the study figure of several runs (``reports render``): recall@20 and MRR@20 Δ
+against the official code per implementation and fix level, ours beside the study's published Δ.
 """
 
 from __future__ import annotations
@@ -29,7 +33,9 @@ COLORS = {
 def _save(fig: Any, path: Path) -> None:
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=90, bbox_inches="tight")
-    atomic_write_bytes(path, buf.getvalue())
+    from gru4rec_conformance.reports.writer import REPORT_FILE_MODE
+
+    atomic_write_bytes(path, buf.getvalue(), mode=REPORT_FILE_MODE)
 
 
 def write_plots(run: RunData, directory: Path) -> dict[str, str]:
@@ -103,30 +109,143 @@ def write_plots(run: RunData, directory: Path) -> dict[str, str]:
         plt.close(fig)
         written["features"] = "plots/features.png"
 
-    # -- metrics against the reference --------------------------------------------------------------------
-    metrics = [
-        (m, r) for r in results for m in r.get("metrics", [])
-        if isinstance(m.get("value"), (int, float)) and isinstance(m.get("reference"), (int, float))
-    ]  # fmt: skip
-    if metrics:
-        import numpy as np
-
-        names = [f"{(r.get('check') or {}).get('id') or ''} {m['name']}".strip() for m, r in metrics]
-        ours = np.array([m["value"] for m, _ in metrics], dtype=float)
-        ref = np.array([m["reference"] for m, _ in metrics], dtype=float)
-        tol = np.array(
-            [m.get("tolerance") if isinstance(m.get("tolerance"), (int, float)) else 0.0 for m, _ in metrics]
-        )
-        x = np.arange(len(metrics))
-        fig, ax = plt.subplots(figsize=(min(14.0, max(6.0, 0.5 * len(metrics) + 2)), 3.6))
-        ax.bar(x - 0.2, ref, width=0.4, color="#57606a", label="reference", yerr=tol, capsize=3, error_kw={"lw": 1})
-        colors = [COLORS.get(r["outcome"], "#0969da") for _, r in metrics]
-        ax.bar(x + 0.2, ours, width=0.4, color=colors, label=title)
-        ax.set_xticks(x, names, rotation=45, ha="right", fontsize=8)
-        ax.set_title(f"{title} vs reference (error bar: tolerance; colour: outcome)")
-        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
-        ax.spines[["top", "right"]].set_visible(False)
-        _save(fig, directory / "metrics.png")
-        plt.close(fig)
+    # -- ranking metrics against the reference band, one panel per metric and cutoff ----------------------
+    if write_metrics_figure(run, directory / "metrics.png"):
         written["metrics"] = "plots/metrics.png"
     return written
+
+
+def _pyplot() -> Any:
+    import matplotlib
+
+    matplotlib.use("Agg", force=True)
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def write_metrics_figure(run: RunData, path: Path) -> bool:
+    """Small multiples of recall@N and MRR@N (rows) per cutoff N (columns); False (nothing written) when the run
+    recorded no ranking metric with a reference.
+
+    In each panel, one row per check and context (``MC-1 cross-entropy``...): the reference band (reference ±
+    tolerance) shaded grey, the reference a tick, ours a dot (green inside the band, red outside). Units are those
+    of the metric (a fraction in [0, 1]); every panel of a row shares its x axis.
+    """
+    from gru4rec_conformance.reports.card import headline_metrics
+
+    rows = headline_metrics(run)
+    if not rows:
+        return False
+    plt = _pyplot()
+    cutoffs = sorted({r["cutoff"] for r in rows})
+    families = [m for m in ("recall", "mrr") if any(r["name"].startswith(m) for r in rows)]
+    labels = list(dict.fromkeys(f"{r['check']} {r['loss']}" + (f" ({r['comparison']})" if r["comparison"] != "–" else "")
+                                for r in rows))  # fmt: skip
+    fig, axes = plt.subplots(
+        len(families), len(cutoffs), figsize=(2.6 * len(cutoffs) + 2.4, 0.32 * len(labels) * len(families) + 1.6),
+        squeeze=False, sharey=True,
+    )  # fmt: skip
+    for i, fam in enumerate(families):
+        xmax = max([r["value"] for r in rows if r["name"].startswith(fam)]
+                   + [r["reference"] + (r["tolerance"] or 0) for r in rows if r["name"].startswith(fam)])  # fmt: skip
+        for j, n in enumerate(cutoffs):
+            ax = axes[i][j]
+            for r in rows:
+                if r["name"] != f"{fam}@{n}":
+                    continue
+                y = labels.index(
+                    f"{r['check']} {r['loss']}" + (f" ({r['comparison']})" if r["comparison"] != "–" else "")
+                )
+                tol = r["tolerance"] or 0.0
+                ax.barh(y, 2 * tol, left=r["reference"] - tol, height=0.6, color="#d0d7de", zorder=1)
+                ax.plot([r["reference"]] * 2, [y - 0.3, y + 0.3], color="#57606a", lw=1.2, zorder=2)
+                ax.plot(r["value"], y, "o", ms=6, zorder=3,
+                        color="#1a7f37" if r["within"] else "#cf222e")  # fmt: skip
+            ax.set_xlim(0, min(1.0, xmax * 1.15) or 1.0)
+            ax.set_title(f"{'Recall' if fam == 'recall' else 'MRR'}@{n}", fontsize=9)
+            ax.tick_params(labelsize=7)
+            ax.grid(axis="x", color="#eaeef2", zorder=0)
+            ax.spines[["top", "right"]].set_visible(False)
+    axes[0][0].set_yticks(range(len(labels)), labels, fontsize=7)
+    axes[0][0].invert_yaxis()
+    title = run.header.get("impl", {}).get("name", "?")
+    fig.suptitle(f"{title}: ranking metrics vs the reference band (grey: reference ± tolerance; dot: ours, "
+                 "green inside, red outside)", fontsize=9)  # fmt: skip
+    fig.tight_layout()
+    _save(fig, Path(path))
+    plt.close(fig)
+    return True
+
+
+def study_points(runs: list[RunData]) -> list[dict[str, Any]]:
+    """Per run with a study row: recall@20 and MRR@20 Δ of ours (the all-features check against the reference's
+    best parameters, MC-2) and the study's published Δ (same implementation, fix level and loss against the
+    official best parameters on its full dataset). Rows: ``label``, ``metric``, ``loss``, ``dataset``, ``ours``,
+    ``study`` (fractions or None)."""
+    from gru4rec_conformance.reports import study
+    from gru4rec_conformance.reports.card import headline_metrics
+
+    levels = ("OOB", "INF", "MIN", "MAJ")
+
+    def order(run: RunData) -> tuple[str, int]:
+        level = study.fix_level(run.header.get("impl", {}).get("study")) or ""
+        name = str(run.header.get("impl", {}).get("name") or "")
+        return (name.split(":")[0], levels.index(level) if level in levels else len(levels))
+
+    out = []
+    for run in sorted(runs, key=order):
+        decl = run.header.get("impl", {}).get("study")
+        if not decl or run.header.get("impl", {}).get("role") == "reference":
+            continue  # the reference against itself says nothing
+        for r in headline_metrics(run, ("recall@20", "mrr@20")):
+            if r["comparison"] != "all features":
+                continue
+            out.append({"label": f"{run.header['impl'].get('name')} [{r['loss']}]", "metric": r["name"],
+                        "loss": r["loss"], "dataset": r["dataset"], "ours": r["delta_rel"],
+                        "study": r["study_delta_rel"]})  # fmt: skip
+    return out
+
+
+def write_study_figure(runs: list[RunData], path: Path) -> bool:
+    """The study figure: recall@20 (left) and MRR@20 (right) Δ against the official implementation, one row per
+    implementation, fix level and loss; ours (blue, our dataset) beside the study's published Δ (orange, the
+    study's full dataset). Δ in percent. False (nothing written) when no run has a study row with metrics."""
+    points = study_points(runs)
+    if not points:
+        return False
+    plt = _pyplot()
+    labels = list(dict.fromkeys(p["label"] for p in points))
+    fig, axes = plt.subplots(1, 2, figsize=(11.0, 0.42 * len(labels) + 1.6), sharey=True, squeeze=False)
+    for ax, metric in zip(axes[0], ("recall@20", "mrr@20")):
+        for p in points:
+            if p["metric"] != metric:
+                continue
+            y = labels.index(p["label"])
+            if p["ours"] is not None:
+                ax.barh(
+                    y - 0.19,
+                    100 * p["ours"],
+                    height=0.36,
+                    color="#0969da",
+                    label="ours" if y == 0 or "ours" not in ax.get_legend_handles_labels()[1] else None,
+                )
+            if p["study"] is not None:
+                ax.barh(y + 0.19, 100 * p["study"], height=0.36, color="#bc4c00",
+                        label="study (published)" if "study (published)" not in ax.get_legend_handles_labels()[1]
+                        else None)  # fmt: skip
+        ax.axvline(0, color="#57606a", lw=0.8)
+        ax.set_title(f"{metric}: Δ vs official best parameters (%)", fontsize=9)
+        ax.tick_params(labelsize=8)
+        ax.grid(axis="x", color="#eaeef2")
+        ax.spines[["top", "right"]].set_visible(False)
+    axes[0][0].set_yticks(range(len(labels)), labels, fontsize=8)
+    axes[0][0].invert_yaxis()
+    datasets = ", ".join(sorted({str(p["dataset"]) for p in points}))
+    handles, names = axes[0][0].get_legend_handles_labels()
+    fig.legend(handles, names, loc="upper right", fontsize=8, frameon=False, ncol=2)
+    fig.suptitle(f"Ours (MC-2 on {datasets}) beside the study's published Δ (its full datasets)", fontsize=9, x=0.4)
+    fig.tight_layout(rect=(0, 0, 1, 0.97))
+    _save(fig, Path(path))
+    plt.close(fig)
+    return True

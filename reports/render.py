@@ -21,9 +21,17 @@ def _table(headers: list[str], rows: list[list[Any]]) -> list[str]:
 def render_markdown(s: dict[str, Any]) -> str:
     """summary.md: the same sections as the HTML page, as GitHub-flavoured Markdown tables."""
     c = s["counts"]
+    cf = s["conformance"]
     lines = [f"# {s['title']}", ""]
+    lines.append(f"**Conformance: {cf['status']}** — {cf['headline'].split(' — ', 1)[-1]}")
+    if cf["reasons"]:
+        lines += [""] + [f"- {r}" for r in cf["reasons"]]
+    lines += ["", f"**Coverage: {cf['coverage']}**", ""] + [f"- {x}" for x in cf["coverage_lines"]]
+    if cf["gate"] is not None:
+        lines += ["", f"**Gate: {cf['gate']['text']}** (measured outcomes against the declared xfails)"]
+    lines += [""]
     lines.append(
-        f"**Verdict: {s['verdict']}** — {c['total']} checks: {c['passed']} passed, {c['failed']} failed, "
+        f"Outcomes: {c['total']} checks: {c['passed']} passed, {c['failed']} failed, "
         f"{c['error']} errors, {c['xfail']} xfail, {c['xpass']} xpass, {c['skipped-unsupported']} not applicable "
         f"(capability not declared), {c['skipped']} skipped."
     )

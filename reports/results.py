@@ -46,6 +46,8 @@ class RunData:
         resumes: the ``resume`` records.
         end: the last ``end`` record after the last resume, or None.
         status: ``complete``, ``interrupted`` or ``incomplete`` (no end record: the run was killed).
+        stored_conformance: the ``conformance`` object of a results.json that has one (written by the harness),
+            else None; :meth:`conformance` prefers it.
         torn: ``{"line", "bytes"}`` of a torn last line of results.jsonl that reading ignored, else None.
     """
 
@@ -54,7 +56,21 @@ class RunData:
     results: list[dict[str, Any]]
     resumes: list[dict[str, Any]]
     end: dict[str, Any] | None
+    stored_conformance: dict[str, Any] | None = None
     torn: dict[str, int] | None = None
+
+    def conformance(self) -> Any:
+        """The conformance status of the run (``conformance._harness.verdict.Conformance``): the stored one when
+        it is readable, else computed from the records with ``verdict.assess`` (runs written before the harness
+        stored it)."""
+        from gru4rec_conformance.conformance._harness import verdict
+
+        if self.stored_conformance:
+            try:
+                return verdict.Conformance.from_json(self.stored_conformance)
+            except (KeyError, ValueError, TypeError):
+                pass  # an older or damaged form: recompute
+        return verdict.assess(self.header, self.results, self.end)
 
     @property
     def status(self) -> str:
@@ -76,11 +92,27 @@ class RunData:
         return {r["nodeid"]: (r.get("impl_version", ""), r.get("suite_version", "")) for r in self.results}
 
 
+#: Names a run's records may have, in the order :func:`load_run` tries them (the gzipped ones are committed verdicts).
+RESULT_FILES = ("results.jsonl", "results.jsonl.gz", "results.json", "results.json.gz")
+
+
+def _read_bytes(path: Path) -> bytes:
+    if path.name.endswith(".gz"):
+        import gzip
+
+        try:
+            return gzip.decompress(path.read_bytes())
+        except (OSError, EOFError) as exc:  # gzip.BadGzipFile is an OSError
+            raise RunDirError(f"{path}: not a readable gzip file ({exc})") from None
+    return path.read_bytes()
+
+
 def read_jsonl(path: Path) -> list[dict[str, Any]]:
-    """Records of a results.jsonl; a torn last line (the process died mid-write) is ignored.
+    """Records of a results.jsonl (or results.jsonl.gz); a torn last line (the process died mid-write) is ignored.
 
     Raises:
-        RunDirError: naming the file and the 1-based line, for an invalid line that is not the last one.
+        RunDirError: naming the file and the 1-based line when any other line is not valid JSON, not a record (an
+            object with a ``type``), or a result without a ``nodeid``.
     """
     return _read_jsonl(path)[0]
 
@@ -89,40 +121,78 @@ def _read_jsonl(path: Path) -> tuple[list[dict[str, Any]], dict[str, int] | None
     """:func:`read_jsonl`, and ``{"line", "bytes"}`` of the torn last line it ignored (None when there was none)."""
     records = []
     torn = None
-    with open(path, "rb") as fh:
-        lines = fh.read().split(b"\n")
+    lines = _read_bytes(Path(path)).split(b"\n")
     for i, line in enumerate(lines):
         if not line.strip():
             continue
         try:
-            records.append(json.loads(line))
-        except (json.JSONDecodeError, UnicodeDecodeError):
+            rec = json.loads(line)
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             if i == len(lines) - 1:  # only an unterminated last line is torn (a write is one call, newline last)
                 torn = {"line": i + 1, "bytes": len(line)}
                 continue
-            raise RunDirError(f"{path}: line {i + 1} is not valid JSON (the run folder is damaged)") from None
+            why = exc.msg if isinstance(exc, json.JSONDecodeError) else "not UTF-8"
+            raise RunDirError(f"{path}: line {i + 1} is not valid JSON ({why}; the run folder is damaged)") from None
+        if not isinstance(rec, dict) or not isinstance(rec.get("type"), str):
+            raise RunDirError(f"{path}: line {i + 1} is not a record (a JSON object with a 'type')")
+        if rec["type"] == "result" and not isinstance(rec.get("nodeid"), str):
+            raise RunDirError(f"{path}: line {i + 1}: a result record without a 'nodeid'")
+        records.append(rec)
     return records, torn
+
+
+def read_results_json(path: Path) -> dict[str, Any]:
+    """The object of a results.json (or results.json.gz).
+
+    Raises:
+        RunDirError: naming the file, line and column when it is not valid JSON, or when it is not an object.
+    """
+    try:
+        data = json.loads(_read_bytes(Path(path)))
+    except json.JSONDecodeError as exc:
+        raise RunDirError(f"{path}: line {exc.lineno}, column {exc.colno}: {exc.msg}") from None
+    except UnicodeDecodeError as exc:
+        raise RunDirError(f"{path}: not UTF-8 text ({exc.reason})") from None
+    if not isinstance(data, dict):
+        raise RunDirError(f"{path}: line 1: expected a JSON object, found {type(data).__name__}")
+    return data
+
+
+def results_file(directory: Path | str) -> Path | None:
+    """The file :func:`load_run` reads in ``directory`` (see :data:`RESULT_FILES`), or None."""
+    for name in RESULT_FILES:
+        if (Path(directory) / name).is_file():
+            return Path(directory) / name
+    return None
 
 
 def load_run(directory: Path | str) -> RunData:
     """Read a run directory from ``results.jsonl`` (the source of truth; results.json is derived).
 
+    A folder without results.jsonl is read from results.jsonl.gz, results.json or results.json.gz, in that order
+    (committed verdicts keep one gzipped results.json).
+
     Raises:
-        RunDirError: when the folder has no results.jsonl or its first record is not a run header.
+        RunDirError: when the folder has none of these files, a file is not valid JSON (the message names the file
+            and the line), or the first record of a results.jsonl is not a run header.
     """
     directory = Path(directory)
-    path = directory / "results.jsonl"
-    if not path.is_file():
-        json_path = directory / "results.json"
-        if json_path.is_file():  # committed verdicts may keep only the final JSON
-            data = json.loads(json_path.read_text(encoding="utf-8"))
-            return RunData(
-                directory, data.get("run", {}), data.get("results", []), data.get("resumes", []), data.get("end")
-            )
+    path = results_file(directory)
+    if path is None:
         raise RunDirError(f"{directory}: not a run directory (no results.jsonl)")
+    if path.name.startswith("results.json") and not path.name.startswith("results.jsonl"):
+        data = read_results_json(path)
+        return RunData(
+            directory,
+            data.get("run", {}),
+            data.get("results", []),
+            data.get("resumes", []),
+            data.get("end"),
+            stored_conformance=data.get("conformance") if isinstance(data.get("conformance"), dict) else None,
+        )
     records, torn = _read_jsonl(path)
     if not records or records[0].get("type") != "run":
-        raise RunDirError(f"{path}: the first record must be the run header")
+        raise RunDirError(f"{path}: line 1: the first record must be the run header")
     header = records[0]
     results: dict[str, dict[str, Any]] = {}
     resumes: list[dict[str, Any]] = []
@@ -142,17 +212,14 @@ def load_run(directory: Path | str) -> RunData:
                 # the resumed session's count of checks kept from earlier sessions, known only at its end
                 open_resume["reused"] = rec["reused"]
             open_resume = None
-    return RunData(directory, header, list(results.values()), resumes, end, torn)
+    return RunData(directory, header, list(results.values()), resumes, end, torn=torn)
 
 
 def iter_run_dirs(root: Path) -> Iterable[Path]:
-    """Run directories under ``root`` (``<impl>/<timestamp>/``), any depth up to two."""
+    """Run directories under ``root`` (``<impl>/<timestamp>/`` of a report folder, ``<impl>/[<level>/]<version>/`` of
+    committed verdicts, a run directory itself): every folder holding one of :data:`RESULT_FILES`, sorted by path."""
     root = Path(root)
     if not root.is_dir():
         return []
-    out = []
-    for impl_dir in sorted(p for p in root.iterdir() if p.is_dir()):
-        for run_dir in sorted(p for p in impl_dir.iterdir() if p.is_dir()):
-            if (run_dir / "results.jsonl").is_file() or (run_dir / "results.json").is_file():
-                out.append(run_dir)
-    return out
+    found = {p.parent for name in RESULT_FILES for p in root.rglob(name) if p.is_file()}
+    return sorted(found)

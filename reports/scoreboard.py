@@ -1,187 +1,298 @@
-"""Cross-implementation scoreboard: ``python -m gru4rec_conformance.reports scoreboard``.
+"""Cross-implementation scoreboard: ``python -m gru4rec_conformance.reports scoreboard [ROOT ...] [--out DIR]``.
 
-Reads the latest run of every implementation under ``reports/out/<impl>/`` and every committed verdict
-under ``reports/verdicts/<impl>/<...>/`` (results.json or results.jsonl), and writes
-``reports/out/scoreboard.md`` and ``scoreboard.html`` (atomically): one row per implementation with its
-version, run status, outcome counts, a verdict per check kind, and the metric deltas against the reference.
+Reads every run directory under the roots (report folders ``<impl>/<UTC timestamp>/`` of any number of machines,
+e.g. the artifacts of a CI matrix, and committed verdicts ``reports/verdicts/<impl>/[<level>/]<version>/``) and
+writes ``<out>/scoreboard.md`` and ``scoreboard.html`` (atomically).
+
+One row per implementation (level included): the newest *complete* run whose checks are this checkout's and that
+ran every selected check (no ``-k`` / ``-m`` / ``--deselect`` subset). Its columns: conformance status
+(``conformance._harness.verdict``), defects by kind, coverage, recall@20 and MRR@20 Δ against the reference (dataset
+and loss named) beside the study's published Δ, gate, judged version, suite version. Runs that do not qualify — a
+subset, an interrupted or killed run, a run older than the current checks (stale) — are listed apart, greyed, with
+the reason, when no qualifying run of that implementation is newer. Negative controls (not a GRU4Rec) are marked.
 """
 
 from __future__ import annotations
 
-import collections
-import json
+import os
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
 from gru4rec_conformance.fileio import atomic_write_text
-from gru4rec_conformance.reports.results import OUTCOMES, RunData, RunDirError, iter_run_dirs, load_run
-from gru4rec_conformance.reports.summary import cell_symbol, unavailable_reason, verdict
+from gru4rec_conformance.reports.results import RunData, RunDirError, iter_run_dirs, load_run
 
 REPORTS_DIR = Path(__file__).resolve().parent
+__all__ = ["REPORTS_DIR", "collect_runs", "apart_reasons", "board_row", "build_scoreboard", "render_markdown",
+           "render_html", "write_scoreboard"]  # fmt: skip
 
 
-def latest_runs(root: Path) -> list[RunData]:
-    """The latest run directory (by timestamp name) of each implementation folder under ``root``."""
-    latest: dict[tuple[str, str], Path] = {}
-    for run_dir in iter_run_dirs(root):
-        key = (run_dir.parent.name, _family_of(run_dir))  # two families may share a name ("reference")
-        if key not in latest or run_dir.name > latest[key].name:
-            latest[key] = run_dir
+def collect_runs(roots: Iterable[Path], unreadable: list[str] | None = None) -> list[RunData]:
+    """Every conformance run under ``roots`` (the same run found under two roots, by ``run_id``, counts once).
+
+    A folder that cannot be read is left out and, when ``unreadable`` is given, appended to it as
+    ``"<path>: <error>"`` (the error names the file and line); records of another kind (no implementation in the
+    header, e.g. a fine-tuning protocol run) are skipped silently."""
+    seen: set[tuple[str, str]] = set()
     runs = []
-    for path in latest.values():
-        try:
-            runs.append(load_run(path))
-        except RunDirError:
-            continue
+    for root in roots:
+        for directory in iter_run_dirs(Path(root)):
+            try:
+                run = load_run(directory)
+            except (RunDirError, OSError) as exc:
+                if unreadable is not None:
+                    unreadable.append(f"{directory}: {exc}")
+                continue
+            if not run.header or not run.impl:
+                continue
+            ident = (str(run.header.get("run_id") or directory), str(run.header.get("started") or ""))
+            if ident in seen:
+                continue
+            seen.add(ident)
+            runs.append(run)
     return runs
 
 
-def _family_of(run_dir: Path) -> str:
-    """The family in a run directory's header (first line of results.jsonl), "?" when unreadable."""
-    try:
-        with open(run_dir / "results.jsonl", encoding="utf-8") as fh:
-            return str(json.loads(fh.readline()).get("impl", {}).get("family", "?"))
-    except (OSError, ValueError, AttributeError):
-        return "?"
+def apart_reasons(run: RunData, conformance: Any | None = None) -> list[str]:
+    """Why a run cannot stand as its implementation's row: not complete, a subset, stale; empty when it can."""
+    from gru4rec_conformance.reports.card import suite_currency
+
+    conf = conformance if conformance is not None else run.conformance()
+    reasons = []
+    if run.status == "interrupted":
+        reasons.append("interrupted")
+    elif run.status != "complete":
+        reasons.append("killed (no end record)")
+    cov = conf.coverage
+    if cov.not_selected or (cov.unknown_not_run and "subset" in cov.unknown_not_run):
+        what = cov.unknown_not_run if cov.unknown_not_run and "subset" in cov.unknown_not_run else None
+        reasons.append(
+            what.split(":")[0] if what else f"a subset run ({cov.not_selected} applicable checks not selected)"
+        )
+    current, note = suite_currency(run)
+    if current is False:
+        reasons.append(note)
+    return reasons
 
 
-def verdict_runs(root: Path, unreadable: list[str] | None = None) -> list[RunData]:
-    """Committed verdicts: every run directory below ``root`` (any depth), newest per implementation.
+def _headline(run: RunData) -> dict[str, Any]:
+    """recall@20 and MRR@20 Δ of the all-features metric check (MC-2), else of the first one recorded."""
+    from gru4rec_conformance.reports.card import headline_metrics
 
-    A directory whose results cannot be read (invalid JSON, e.g. a merge-conflict marker) is left out and, when
-    ``unreadable`` is given, appended to it as ``"<path>: <error>"`` so the scoreboard can say so."""
-    root = Path(root)
-    if not root.is_dir():
-        return []
-    found: dict[tuple[str, str], RunData] = {}  # (family, name) -> run
-    for marker in sorted(root.rglob("results.json*")):
-        if marker.name not in ("results.json", "results.jsonl"):
-            continue
+    rows = headline_metrics(run, ("recall@20", "mrr@20"))
+    preferred = [r for r in rows if r["comparison"] == "all features"] or rows
+    out: dict[str, Any] = {}
+    for r in preferred:
+        out.setdefault(r["name"], r)
+    return out
+
+
+def board_row(run: RunData, link_base: Path | None = None, cards: dict[str, str] | None = None) -> dict[str, Any]:
+    """One scoreboard row of a run (plain data; see the module docstring for the columns)."""
+    from gru4rec_conformance.reports.card import negative_control
+    from gru4rec_conformance.reports.compact import judged_version, verdict_key
+
+    conf = run.conformance()
+    counts = dict(conf.counts_by_kind)
+    gate = (run.end or {}).get("gate")
+    head = _headline(run)
+    where = str(run.directory)
+    if link_base is not None:
         try:
-            run = load_run(marker.parent)
-        except (RunDirError, ValueError) as exc:
-            if unreadable is not None:
-                unreadable.append(f"{marker}: {type(exc).__name__}: {exc}")
-            continue
-        if not run.header or not run.impl:
-            continue  # another kind of record kept beside verdicts (e.g. a fine-tuning protocol run)
-        key = (run.impl.get("family", "?"), run.impl.get("name", marker.parent.parent.name))
-        if key not in found or str(marker.parent) > str(found[key].directory):
-            found[key] = run
-    return list(found.values())
-
-
-def _row(run: RunData, source: str, base: Path) -> dict[str, Any]:
-    impl = run.impl
-    kinds_order = list((run.header.get("kinds") or {}).keys())
-    per_kind: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
-    for r in run.results:
-        per_kind[(r.get("check") or {}).get("kind") or "(no kind)"][r["outcome"]] += 1
-    deltas = []
-    for r in run.results:
-        for m in r.get("metrics", []):
-            v, ref = m.get("value"), m.get("reference")
-            if isinstance(v, (int, float)) and isinstance(ref, (int, float)) and ref:
-                deltas.append((m.get("name"), (v - ref) / abs(ref)))
-    # headline metrics first (recall@20, MRR@20: the study's headline numbers), then in recorded order
-    deltas.sort(key=lambda nd: (not str(nd[0]).endswith("@20"), not str(nd[0]).startswith("recall")))
-    try:
-        where = str(run.directory.relative_to(base))
-    except ValueError:
-        where = str(run.directory)
+            where = os.path.relpath(run.directory, link_base)
+        except ValueError:
+            pass
+    key = str(verdict_key(run))
     return {
-        "name": impl.get("name", run.directory.parent.name),
-        "family": impl.get("family", "?"),
-        "role": impl.get("role", "?"),
-        "version": impl.get("version", "unknown"),
-        "suite": (run.header.get("suite") or {}).get("string", "?"),
-        "status": run.status,
-        "verdict": verdict(run),
-        "counts": run.counts(),
-        "kinds": {k: cell_symbol(per_kind[k]) if k in per_kind else "–" for k in kinds_order},
-        "kinds_order": kinds_order,
-        "metrics": deltas,
-        "source": source,
+        "name": str(run.impl.get("name") or run.directory.parent.name),
+        "family": str(run.impl.get("family") or "?"),
+        "role": str(run.impl.get("role") or "?"),
+        "negative_control": negative_control(run.impl),
+        "status": conf.status,
+        "defects": {
+            "bug": counts.get("bug", 0),
+            "design": counts.get("design-difference", 0),
+            "numerical": counts.get("numerical", 0),
+            "undeclared": counts.get("undeclared", 0),
+        },  # fmt: skip
+        "defect_ids": list(conf.defect_ids),
+        "coverage": conf.coverage.figure(),
+        "coverage_pct": conf.coverage.percent,
+        "metrics": [
+            {
+                "name": n,
+                "delta": head[n]["delta_rel"],
+                "study": head[n]["study_delta_rel"],
+                "dataset": head[n]["dataset"],
+                "loss": head[n]["loss"],
+                "check": head[n]["check"],
+            }
+            for n in ("recall@20", "mrr@20")
+            if n in head
+        ],  # fmt: skip
+        "gate": None if gate is None else ("PASSED" if gate.get("passed") else "FAILED"),
+        "judged": judged_version(run),
+        "version": str(run.impl.get("version") or "unknown"),
+        "suite": str((run.header.get("suite") or {}).get("string") or "?"),
+        "started": str(run.header.get("started") or "?"),
+        "run_status": run.status,
         "where": where,
-        "started": run.header.get("started", "?"),
-        "unavailable": unavailable_reason(run),
+        "key": key,
+        "card": (cards or {}).get(key),
+        "apart": apart_reasons(run, conf),
+        "unavailable": "; ".join(r.removeprefix("not available here: ") for r in conf.reasons)
+        if conf.status == "UNAVAILABLE"
+        else None,
     }
 
 
-def build_scoreboard(out_root: Path, verdicts_root: Path | None = None) -> dict[str, Any]:
-    """Rows for every implementation (latest runs + committed verdicts), reference first."""
-    base = Path(out_root).resolve().parent.parent if Path(out_root).name == "out" else Path(out_root).resolve()
-    rows = [_row(r, "run", base) for r in latest_runs(out_root)]
-    unreadable: list[str] = []
+def _order(row: dict[str, Any]) -> tuple[Any, ...]:
+    return (row["family"], row["role"] != "reference", bool(row["negative_control"]), row["role"] == "mutant",
+            row["name"])  # fmt: skip
+
+
+def build_scoreboard(
+    roots: Sequence[Path] | Path,
+    verdicts_root: Path | None = None,
+    *,
+    link_base: Path | None = None,
+    cards: dict[str, str] | None = None,
+    runs: list[RunData] | None = None,
+) -> dict[str, Any]:
+    """The scoreboard of every run under ``roots`` (and ``verdicts_root``, kept for the older call form).
+
+    Returns ``{"rows": [...], "apart": [...], "families": [...], "unreadable": [...], "roots": [...]}``: ``rows``
+    the qualifying row per implementation, reference first, negative controls last; ``apart`` the newer runs that
+    do not qualify (each row's ``apart`` says why). ``cards`` maps a verdict key to the link of its card;
+    ``runs`` skips reading the roots.
+    """
+    root_list = [Path(roots)] if isinstance(roots, (str, Path)) else [Path(r) for r in roots]
     if verdicts_root is not None:
-        rows += [_row(r, "committed verdict", base) for r in verdict_runs(verdicts_root, unreadable)]
-    rows.sort(key=lambda r: (r["family"], r["role"] != "reference", r["role"] == "mutant", r["name"], r["source"]))
-    families: dict[str, list[str]] = {}
-    for r in rows:
-        order = families.setdefault(r["family"], [])
-        for k in r["kinds_order"]:
-            if k not in order:
-                order.append(k)
-    return {"rows": rows, "families": families, "outcomes": list(OUTCOMES), "unreadable": unreadable}
+        root_list.append(Path(verdicts_root))
+    unreadable: list[str] = []
+    if runs is None:
+        runs = collect_runs(root_list, unreadable)
+    by_impl: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for run in runs:
+        row = board_row(run, link_base, cards)
+        by_impl.setdefault((row["family"], row["name"]), []).append(row)
+    rows, apart = [], []
+    for group in by_impl.values():
+        group.sort(key=lambda r: r["started"], reverse=True)
+        good = next((r for r in group if not r["apart"]), None)
+        if good is not None:
+            rows.append(good)
+        newer = [r for r in group if r["apart"] and (good is None or r["started"] > good["started"])]
+        if newer:
+            apart.append(newer[0])
+    rows.sort(key=_order)
+    apart.sort(key=_order)
+    order = ["gru4rec", "finetuner"]  # the catalogue's family order, then any other
+    families = sorted(dict.fromkeys(r["family"] for r in rows + apart),
+                      key=lambda f: (order.index(f) if f in order else len(order), f))  # fmt: skip
+    return {"rows": rows, "apart": apart, "families": families, "unreadable": unreadable,
+            "roots": [str(r) for r in root_list]}  # fmt: skip
+
+
+def _pct(x: float | None) -> str:
+    return "–" if x is None else f"{x * 100:+.1f}%"
+
+
+def metric_cell(row: dict[str, Any]) -> str:
+    """``recall@20 −60.7% (study −51.2%); mrr@20 ... — MC-2 on yoochoose_100k, cross-entropy``."""
+    if not row["metrics"]:
+        return "–"
+    parts = [f"{m['name']} {_pct(m['delta'])} (study {_pct(m['study'])})" for m in row["metrics"]]
+    m0 = row["metrics"][0]
+    return "; ".join(parts) + f" — {m0['check']} on {m0['dataset']}, {m0['loss']}"
+
+
+def _defect_cell(row: dict[str, Any]) -> str:
+    d = row["defects"]
+    text = f"{d['bug']} / {d['design']} / {d['numerical']}"
+    return text + (f" + {d['undeclared']} undeclared" if d["undeclared"] else "")
+
+
+def _name_cell(row: dict[str, Any]) -> str:
+    name = row["name"]
+    if row["role"] == "reference":
+        name += " (reference)"
+    if row["negative_control"]:
+        name += " (negative control: not a GRU4Rec)"
+    return name
+
+
+HEAD = ["implementation", "conformance", "defects bug / design / numerical", "coverage",
+        "Δ vs reference (study Δ)", "gate", "judged", "suite"]  # fmt: skip
+
+
+def _cells(row: dict[str, Any]) -> list[str]:
+    name = _name_cell(row)
+    if row.get("card"):
+        name = f"[{name}]({row['card']})"
+    return [name, row["status"], _defect_cell(row), row["coverage"], metric_cell(row), row["gate"] or "–",
+            row["judged"], row["suite"]]  # fmt: skip
 
 
 def render_markdown(board: dict[str, Any]) -> str:
+    """scoreboard.md: per family, the qualifying rows, then the runs shown apart with their reasons."""
     lines = ["# Conformance scoreboard", ""]
-    if not board["rows"]:
+    if not board["rows"] and not board["apart"]:
         return "\n".join(lines + ["No runs found.", ""])
-    for family, kinds in board["families"].items():
-        rows = [r for r in board["rows"] if r["family"] == family]
+    for family in board["families"]:
         lines += [f"## {family}", ""]
-        head = ["implementation", "version", "verdict", "status", "passed", "failed", "error", "xfail", "xpass",
-                "n/a", "skipped"] + kinds + ["metric Δ vs reference", "source"]  # fmt: skip
-        lines.append("| " + " | ".join(head) + " |")
-        lines.append("|" + "|".join("---" for _ in head) + "|")
-        for r in rows:
-            c = r["counts"]
-            metric = "; ".join(f"{n} {d * 100:+.1f}%" for n, d in r["metrics"][:2]) or "–"
-            cells = [
-                r["name"] + (" (reference)" if r["role"] == "reference" else ""),
-                r["version"],
-                r["verdict"],
-                r["status"],
-                c["passed"],
-                c["failed"],
-                c["error"],
-                c["xfail"],
-                c["xpass"],
-                c["skipped-unsupported"],
-                c["skipped"],
-            ]
-            cells += [r["kinds"].get(k, "–") for k in kinds]
-            cells += [metric, f"{r['source']}: {r['where']}"]
-            lines.append("| " + " | ".join(str(x).replace("|", "\\|") for x in cells) + " |")
+        rows = [r for r in board["rows"] if r["family"] == family]
+        if rows:
+            lines.append("| " + " | ".join(HEAD) + " |")
+            lines.append("|" + "|".join("---" for _ in HEAD) + "|")
+            lines += ["| " + " | ".join(c.replace("|", "\\|") for c in _cells(r)) + " |" for r in rows]
+        else:
+            lines.append("No complete, current, full run yet.")
+        apart = [r for r in board["apart"] if r["family"] == family]
+        if apart:
+            lines += ["", "Shown apart (not a verdict of the current checks):", ""]
+            lines.append("| " + " | ".join(HEAD + ["why apart"]) + " |")
+            lines.append("|" + "|".join("---" for _ in range(len(HEAD) + 1)) + "|")
+            lines += ["| " + " | ".join(c.replace("|", "\\|") for c in _cells(r) + ["; ".join(r["apart"])]) + " |"
+                      for r in apart]  # fmt: skip
         lines.append("")
-    notes = [r for r in board["rows"] if r.get("unavailable")]
-    if notes:
-        lines += ["Unavailable implementations (every check skipped):", ""]
-        lines += [f"- {r['name']} {r['version']}: {r['unavailable']}" for r in notes]
-        lines.append("")
+    unavailable = [r for r in board["rows"] + board["apart"] if r.get("unavailable")]
+    if unavailable:
+        lines += ["Unavailable implementations (not runnable here):", ""]
+        lines += [f"- {r['name']} {r['version']}: {r['unavailable']}" for r in unavailable] + [""]
+    if board.get("study_figure"):
+        lines += [f"![study figure]({board['study_figure']})", ""]
     if board.get("unreadable"):
-        lines += ["Unreadable committed verdicts (left out of the table):", ""]
-        lines += [f"- {u}" for u in board["unreadable"]]
-        lines.append("")
-    lines.append("Cells per kind: ✓ all checks passed, ✗ a check failed, xfail only declared failures, n/a the "
-                 "capabilities the kind needs are not declared, – no check ran.")  # fmt: skip
+        lines += ["Unreadable run folders (left out):", ""] + [f"- {u}" for u in board["unreadable"]] + [""]
+    lines.append("Conformance: CONFORMANT only when every applicable check ran and passed without an xfail; "
+                 "NOT CONFORMANT when a check found a defect (declared or not); INCOMPLETE when applicable checks did "
+                 "not run. Gate: measured vs declared xfails. Defects by the xfail registry's kind. Δ: ours against "
+                 "the reference (relative); study Δ: the published change of the same row against the official "
+                 "code on the study's full dataset.")  # fmt: skip
     return "\n".join(lines) + "\n"
 
 
 def render_html(board: dict[str, Any]) -> str:
     from gru4rec_conformance.reports.render import render_html as _render
 
-    return _render(board, template="scoreboard.html.j2")
+    return _render({**board, "metric_cell": metric_cell, "defect_cell": _defect_cell, "pct": _pct},
+                   template="scoreboard.html.j2")  # fmt: skip
 
 
-def write_scoreboard(out_root: Path, verdicts_root: Path | None = None) -> tuple[Path, Path]:
-    """Write scoreboard.md and scoreboard.html into ``out_root``; returns their paths."""
+def write_scoreboard(
+    out_root: Path, verdicts_root: Path | None = None, roots: Sequence[Path] | None = None, **kwargs: Any
+) -> tuple[Path, Path]:
+    """Write scoreboard.md and scoreboard.html into ``out_root`` from the runs under ``roots`` (default:
+    ``out_root`` itself), plus ``verdicts_root``; returns their paths. ``kwargs`` go to :func:`build_scoreboard`."""
     out_root = Path(out_root)
     out_root.mkdir(parents=True, exist_ok=True)
-    board = build_scoreboard(out_root, verdicts_root)
+    board = build_scoreboard(list(roots) if roots is not None else [out_root], verdicts_root,
+                             link_base=out_root, **kwargs)  # fmt: skip
+    if (out_root / "study.png").is_file():
+        board["study_figure"] = "study.png"
     md, html = out_root / "scoreboard.md", out_root / "scoreboard.html"
-    atomic_write_text(md, render_markdown(board))
-    atomic_write_text(html, render_html(board))
+    from gru4rec_conformance.reports.writer import REPORT_FILE_MODE
+
+    atomic_write_text(md, render_markdown(board), mode=REPORT_FILE_MODE)
+    atomic_write_text(html, render_html(board), mode=REPORT_FILE_MODE)
     return md, html

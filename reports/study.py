@@ -1,19 +1,24 @@
-"""The study's published numbers (reports/data/study_results.csv; source in reports/data/README.md).
+"""The study's published numbers (reports/data/study_results.csv) and its expected outcome per check
+(reports/data/study_expected.csv, conformance_checks.md §B.3); sources in reports/data/README.md.
 
 Reports print them beside our measurements: for an implementation that declares
 ``study = {"implementation": "Recpack", "variant": "OOB"}`` and a metric recorded with ``dataset`` and
 ``loss`` context, the published value of that row and its relative change against the official "Best
-params" row of the same dataset and loss.
+params" row of the same dataset and loss (or against the official code restricted to the implementation's
+features, ``against="matching"``); and, per check the study names, whether it expects the suite to flag the
+implementation at that fix level, beside what we measured (:func:`agreement`).
 """
 
 from __future__ import annotations
 
 import csv
 import functools
+import re
 from pathlib import Path
 from typing import Any
 
 DATA_FILE = Path(__file__).resolve().parent / "data" / "study_results.csv"
+EXPECTED_FILE = DATA_FILE.with_name("study_expected.csv")
 METRICS = tuple(f"{m}@{n}" for n in (1, 5, 10, 20) for m in ("recall", "mrr"))
 DATASET_ALIASES = {"rsc15": "yoochoose", "yoochoose": "yoochoose", "rees46": "rees46", "coveo": "coveo",
                    "retailrocket": "retailrocket", "diginetica": "diginetica"}  # fmt: skip
@@ -62,20 +67,94 @@ def _float(x: str | None) -> float | None:
 
 
 def published(
-    metric: str, dataset: str | None, loss: str | None, study: dict[str, str] | None
+    metric: str, dataset: str | None, loss: str | None, study: dict[str, str] | None, against: str = "best"
 ) -> dict[str, Any] | None:
-    """Published value of ``metric`` for the declared study row, with its change against official best.
+    """Published value of ``metric`` for the declared study row, with its relative change against the official
+    implementation: its "Best params" row (``against="best"``, all features) or its "<impl> params" row
+    (``against="matching"``: the official code restricted to the implementation's features), same dataset and loss.
 
-    Returns ``{"value", "official_best", "delta_rel", "row": "<impl> / <variant>"}`` or None when the
-    study has no such row (different dataset, loss, or an implementation outside the study).
+    Returns ``{"value", "official_best", "delta_rel", "row": "<impl> / <variant>", "dataset", "against"}``
+    (``official_best`` is the value compared against, whichever row that is) or None when the study has no such
+    row (different dataset, loss, or an implementation outside the study).
     """
     if not (study and dataset and loss) or metric not in METRICS:
         return None
     row = find(dataset, study.get("implementation", ""), study.get("variant", ""), loss)
-    best = find(dataset, OFFICIAL, BEST, loss)
+    base = BEST if against != "matching" else f"{study.get('implementation', '')} params"
+    best = find(dataset, OFFICIAL, base, loss)
     if row is None:
         return None
     value, ref = _float(row.get(metric)), _float(best.get(metric)) if best else None
     delta = (value - ref) / ref if value is not None and ref else None
-    return {"value": value, "official_best": ref, "delta_rel": delta,
+    return {"value": value, "official_best": ref, "delta_rel": delta, "against": base,
             "row": f"{row['implementation']} / {row['variant']}", "dataset": row["dataset"]}  # fmt: skip
+
+
+#: Implementations the §B.3 table names without a ``study`` declaration of their own: the official port's row.
+OFFICIAL_ALIASES = {"official_pytorch": (OFFICIAL, "")}
+#: What :func:`agreement` returns.
+AGREE, DISAGREE, NOT_TESTED = "agree", "disagree", "not tested"
+
+
+def fix_level(study: dict[str, str] | None) -> str | None:
+    """The fix level (``OOB`` / ``INF`` / ``MIN`` / ``MAJ``; ``""`` for the official implementation) of a declared
+    study row, read from the study table; None when the table has no such implementation and variant."""
+    if not study:
+        return None
+    for row in rows():
+        if (row["implementation"].lower() == str(study.get("implementation", "")).lower()
+                and row["variant"].lower() == str(study.get("variant", "")).lower()):  # fmt: skip
+            return row["fix_level"]
+    return None
+
+
+@functools.lru_cache(maxsize=1)
+def expected_rows() -> tuple[dict[str, str], ...]:
+    """The §B.3 table as rows ``{implementation, fix_level, checks ("LF-1/2"), expected (FAIL | pass | n/a), note}``."""
+    with open(EXPECTED_FILE, newline="", encoding="utf-8") as fh:
+        return tuple(csv.DictReader(fh))
+
+
+def expected(impl_name: str, study: dict[str, str] | None) -> list[dict[str, str]]:
+    """The §B.3 expectations for one implementation (its declared study row's implementation and fix level, or
+    :data:`OFFICIAL_ALIASES`), in the table's column order; empty when §B.3 has no row for it."""
+    if study and study.get("implementation") == OFFICIAL:
+        key: tuple[str, str | None] = (OFFICIAL, "")
+    elif study:
+        key = (str(study.get("implementation", "")), fix_level(study))
+    else:
+        key = OFFICIAL_ALIASES.get(impl_name.split(":")[0], ("", None))
+    return [r for r in expected_rows() if (r["implementation"], r["fix_level"]) == key]
+
+
+#: Catalogue defect-id prefixes (§B.2); other ``XX-n`` in a note name checks.
+_DEFECT_PREFIXES = ("GP", "TG", "TF", "KG", "RP", "MS")
+
+
+def check_ids(column: str, note: str = "") -> list[str]:
+    """The check ids of a §B.3 column, plus the checks its note names as the one to watch: ``LF-1/2`` →
+    ``["LF-1", "LF-2"]``; ``EB-1/2`` with the note ``EB-4`` → ``["EB-1", "EB-2", "EB-4"]`` (defect ids such as
+    ``KG-4`` in a note are not checks and are left out)."""
+    prefix, _, numbers = column.partition("-")
+    ids = [f"{prefix}-{n}" for n in numbers.split("/")] if numbers else [column]
+    named = [m for m in re.findall(r"\b([A-Z]{2})-(\d+)\b", note) if m[0] not in _DEFECT_PREFIXES]
+    return ids + [f"{a}-{n}" for a, n in named if f"{a}-{n}" not in ids]
+
+
+def agreement(expected_outcome: str, ours: str) -> str:
+    """Compare the study's expectation with our measurement of the same check(s).
+
+    Args:
+        expected_outcome: ``FAIL`` (the suite must flag the implementation), ``pass`` (expected to pass or not
+            applicable) or ``n/a``.
+        ours: ``FAIL`` (a run failed or declared a failure), ``pass`` (every run passed), ``n/a`` (the feature is
+            declared absent) or ``not tested`` (the checks did not run: no hook, not selected, an error).
+
+    Returns:
+        :data:`AGREE`, :data:`DISAGREE` or :data:`NOT_TESTED`.
+    """
+    if ours == NOT_TESTED:
+        return NOT_TESTED
+    if expected_outcome == "FAIL":
+        return AGREE if ours == "FAIL" else (NOT_TESTED if ours == "n/a" else DISAGREE)
+    return DISAGREE if ours == "FAIL" else AGREE

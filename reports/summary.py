@@ -13,6 +13,8 @@ import collections
 from typing import Any
 
 from gru4rec_conformance.conformance._harness.records import record_unavailable
+from gru4rec_conformance.conformance._harness.runinfo import redact_env
+from gru4rec_conformance.conformance._harness.verdict import Conformance, assess
 from gru4rec_conformance.reports import study
 from gru4rec_conformance.reports.notices import notices
 from gru4rec_conformance.reports.results import BAD_OUTCOMES, OUTCOMES, RunData
@@ -62,7 +64,8 @@ def cell_symbol(counts: dict[str, int]) -> str:
 
 
 def verdict(run: RunData) -> str:
-    """``PASS`` (no failed/error/xpass check), ``FAIL``, or ``INCOMPLETE``/``INTERRUPTED`` runs."""
+    """LEGACY outcome word (the scoreboard's old column): ``PASS`` (no failed/error/xpass check), ``FAIL``, or
+    ``INCOMPLETE``/``INTERRUPTED`` runs. It is not the conformance status: :func:`conformance_block` is."""
     counts = run.counts()
     if run.status == "incomplete":
         return "INCOMPLETE"
@@ -111,8 +114,54 @@ def _datasets_used(results: list[dict[str, Any]]) -> str:
     return f"(checks' defaults: {', '.join(used)})" if used else "(checks' defaults)"
 
 
-def build_summary(run: RunData, plots: dict[str, str] | None = None, plot_error: str | None = None) -> dict[str, Any]:
-    """Everything the renderers print, as plain data (strings, numbers, lists, dicts)."""
+def conformance_block(run: RunData, conformance: Conformance | None = None) -> dict[str, Any]:
+    """The status and coverage header of a summary, as plain data.
+
+    Keys: ``status`` (the conformance status), ``headline`` (the terminal line without the implementation name),
+    ``reasons``, ``coverage`` (``"61/88 (69%)"``), ``coverage_lines`` (how much was examined: ran / applicable,
+    not tested by cause, n/a by cause, per kind), ``defect_ids``, ``gate`` (None unless the run evaluated it:
+    ``--gate``, or xfail entries applied; else ``{"passed", "problems", "text"}``).
+    """
+    c = conformance or assess(run.header, run.results, run.end)
+    cov = c.coverage
+    name = str(run.impl.get("name", "?"))
+    headline = c.line(name).split(": ", 1)[1]
+    pct = cov.percent
+    lines = [
+        f"{cov.ran} of {cov.applicable}{'+' if cov.unknown_not_run else ''} applicable checks ran"
+        + (f" ({pct:.0f}%)" if pct is not None else "")
+        + " — applicable: the implementation declares what the check needs, hooks aside"
+    ]
+    not_tested = cov.why_not_tested()
+    if not_tested:
+        lines.append("not tested: " + ", ".join(not_tested))
+    if cov.unknown_not_run:
+        lines.append(cov.unknown_not_run)
+    na = ([f"{cov.feature_absent} feature absent (declared)"] if cov.feature_absent else []) + [
+        f"{n} {why}" for why, n in cov.not_applicable.items()
+    ]
+    if na:
+        lines.append("n/a (not counted): " + ", ".join(na))
+    if cov.by_kind:
+        lines.append("by kind: " + ", ".join(f"{k} {r}/{a}" for k, (r, a) in cov.by_kind.items()))
+    g = (run.end or {}).get("gate")
+    gate = None
+    if isinstance(g, dict) and "passed" in g:
+        problems = [str(p) for p in g.get("problems") or []]
+        gate = {"passed": bool(g["passed"]), "problems": problems,
+                "text": "PASSED" if g["passed"] else "FAILED: " + "; ".join(problems)}  # fmt: skip
+    return {"status": c.status, "headline": headline, "reasons": list(c.reasons), "coverage": cov.figure(),
+            "coverage_lines": lines, "defect_ids": list(c.defect_ids), "gate": gate, "data": c.to_json()}  # fmt: skip
+
+
+def build_summary(
+    run: RunData,
+    plots: dict[str, str] | None = None,
+    plot_error: str | None = None,
+    conformance: Conformance | None = None,
+) -> dict[str, Any]:
+    """Everything the renderers print, as plain data (strings, numbers, lists, dicts); ``conformance``: the run's
+    status when the caller has it (else it is assessed here)."""
     h = run.header
     impl = h.get("impl", {})
     caps = impl.get("capabilities") or {}
@@ -140,7 +189,7 @@ def build_summary(run: RunData, plots: dict[str, str] | None = None, plot_error:
         ("Frameworks", ", ".join(f"{k} {v}" for k, v in (h.get("frameworks") or {}).items())),
         ("Platform", (h.get("platform") or {}).get("platform", "?")),
         ("Command", " ".join(h.get("command", []))),
-        ("GRU4REC_* variables", ", ".join(f"{k}={v}" for k, v in (h.get("env") or {}).items()) or "none"),
+        ("GRU4REC_* variables", ", ".join(f"{k}={v}" for k, v in redact_env(h.get("env") or {}).items()) or "none"),
     ]
     if impl.get("description"):
         meta.insert(1, ("Description", impl["description"]))
@@ -277,6 +326,7 @@ def build_summary(run: RunData, plots: dict[str, str] | None = None, plot_error:
         "impl": impl,
         "status": run.status,
         "verdict": verdict(run),
+        "conformance": conformance_block(run, conformance),
         "counts": counts,
         "outcomes": list(OUTCOMES),
         "symbols": SYMBOLS,

@@ -18,18 +18,24 @@ import contextlib
 import json
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 from gru4rec_conformance.conformance._harness.records import RESULTS_SCHEMA_VERSION, Truncation, utc_now
+from gru4rec_conformance.conformance._harness.verdict import assess
 from gru4rec_conformance.fileio import atomic_write_json, atomic_write_text, new_run_dir
 from gru4rec_conformance.reports.results import SCHEMA, RunData, load_run
 
-__all__ = ["RunWriter", "finalize", "utc_now", "safe_name", "repair_torn_tail", "SummaryWriteError", "DERIVED"]
+__all__ = ["RunWriter", "finalize", "utc_now", "safe_name", "repair_torn_tail", "SummaryWriteError", "DERIVED",
+           "REPORT_FILE_MODE", "REPORT_DIR_MODE"]  # fmt: skip
 
 #: The files :func:`finalize` derives from results.jsonl (plots/ aside).
 DERIVED = ("results.json", "summary.md", "summary.html")
+#: Permissions of every file and folder of a run directory, whatever the umask: reports are meant to be read
+#: (by CI artifact uploaders, web servers, colleagues), and hold nothing secret (``GRU4REC_*`` values are redacted).
+REPORT_FILE_MODE = 0o644
+REPORT_DIR_MODE = 0o755
 
 
 class SummaryWriteError(OSError):
@@ -52,6 +58,7 @@ class RunWriter:
         self.directory = Path(directory)
         self.path = self.directory / "results.jsonl"
         self._fh = open(self.path, "a", encoding="utf-8")
+        os.chmod(self.path, REPORT_FILE_MODE)
         self.n_results = 0
         self.truncated: Truncation | None = None
 
@@ -60,6 +67,7 @@ class RunWriter:
         """New run directory ``<root>/<impl>/<timestamp>[-N]/`` with the header as the first line."""
         # the second run within one second is <stamp>-2, the third <stamp>-3, ...
         candidate = new_run_dir(Path(root) / safe_name(impl_name), first_suffix=2, attempts=9_999)
+        os.chmod(candidate, REPORT_DIR_MODE)
         writer = cls(candidate)
         writer.append({"type": "run", "schema": SCHEMA, "run_id": f"{safe_name(impl_name)}/{candidate.name}", **header})
         return writer
@@ -157,11 +165,14 @@ def finalize(directory: Path | str, plots: bool = True) -> RunData:
             written = write_plots(run, directory / "plots")
         except Exception as exc:  # plots are a convenience; the tables must still be written
             plot_error = f"{type(exc).__name__}: {exc}"
+    if written:
+        _publish((directory / "plots").iterdir(), directory / "plots")
+    conformance = assess(run.header, run.results, run.end)
     built: list[dict[str, Any]] = []
 
     def summary() -> dict[str, Any]:  # built once, on first use (a failure is reported for each file using it)
         if not built:
-            built.append(build_summary(run, plots=written, plot_error=plot_error))
+            built.append(build_summary(run, plots=written, plot_error=plot_error, conformance=conformance))
         return built[0]
 
     payload = {
@@ -173,12 +184,13 @@ def finalize(directory: Path | str, plots: bool = True) -> RunData:
         "end": run.end,
         "counts": run.counts(),
         "results": run.results,
+        "conformance": conformance.to_json(),
     }
     failures = []
     for name, write in (
-        ("results.json", lambda p: atomic_write_json(p, payload, default=str)),
-        ("summary.md", lambda p: atomic_write_text(p, render_markdown(summary()))),
-        ("summary.html", lambda p: atomic_write_text(p, render_html(summary()))),
+        ("results.json", lambda p: atomic_write_json(p, payload, default=str, mode=REPORT_FILE_MODE)),
+        ("summary.md", lambda p: atomic_write_text(p, render_markdown(summary()), mode=REPORT_FILE_MODE)),
+        ("summary.html", lambda p: atomic_write_text(p, render_html(summary()), mode=REPORT_FILE_MODE)),
     ):
         try:
             write(directory / name)
@@ -187,3 +199,11 @@ def finalize(directory: Path | str, plots: bool = True) -> RunData:
     if failures:
         raise SummaryWriteError("; ".join(failures))
     return run
+
+
+def _publish(files: Iterable[Path], folder: Path) -> None:
+    """Give ``folder`` and the regular ``files`` in it the report modes (0755 / 0644), whatever the umask."""
+    os.chmod(folder, REPORT_DIR_MODE)
+    for f in files:
+        if f.is_file() and not f.is_symlink():
+            os.chmod(f, REPORT_FILE_MODE)

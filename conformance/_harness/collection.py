@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import collections
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +22,13 @@ import pytest
 from gru4rec_conformance.conformance._harness.handle import HarnessError, ImplHandle
 from gru4rec_conformance.conformance._harness.options import missing_selection_usage
 from gru4rec_conformance.conformance._harness.recording import PROP_INFO, PROP_XFAIL
-from gru4rec_conformance.conformance._harness.records import DETERMINISM_MARKER, CheckInfo, StaticInfo, XfailFileInfo
+from gru4rec_conformance.conformance._harness.records import (
+    DETERMINISM_MARKER,
+    CheckInfo,
+    NotRunEntry,
+    StaticInfo,
+    XfailFileInfo,
+)
 from gru4rec_conformance.conformance._harness.runinfo import suite_version
 from gru4rec_conformance.conformance._harness.state import ImplParam, State, find_state, state_of
 from gru4rec_conformance.conformance._harness.xfails import (
@@ -295,7 +302,39 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
         ids = {id(it) for it in deselected}
         items[:] = [it for it in items if id(it) not in ids]
         config.hook.pytest_deselected(items=deselected)
+    ours = {d.nodeid for d in deselected}
+    for key, impl_items in by_impl.items():
+        plan = state.planned.setdefault(key, {})
+        for it in impl_items:
+            if it.nodeid not in ours:
+                plan[it.nodeid] = _planned_entry(state.handles[key], it)
     items[:0] = extra_items
+
+
+def _planned_entry(handle: ImplHandle, item: pytest.Item) -> NotRunEntry:
+    """What ``verdict.assess`` needs of a check that may give no result (deselected or not reached): its id and
+    kind, its undeclared requirements and its selection markers."""
+    info = next((v for k, v in item.user_properties if k == PROP_INFO), None)
+    features = list(info["features"]) if isinstance(info, dict) else []
+    try:
+        missing = [handle.requirement_name(f) for f in handle.unmet(features)]
+        if handle.device not in handle.capabilities.devices:
+            missing.append(f"device:{handle.device}")
+    except Exception:  # an unavailable or undescribable adapter, a bad declaration: its checks say so when run
+        missing = []
+    check = info["check"] if isinstance(info, dict) else None
+    markers = list(info["markers"]) if isinstance(info, dict) else []
+    return {"reason": "", "check": check, "missing": missing, "markers": markers}
+
+
+def pytest_deselected(items: Sequence[pytest.Item]) -> None:
+    """Remember the checks ``-k`` / ``-m`` / ``--deselect`` leave out, for the coverage (the end record's
+    ``not_run``); the harness's own deselections (other families, ``--resume``) are not planned checks."""
+    if not items:
+        return
+    state = find_state(items[0].config)
+    if state is not None:
+        state.deselected.update(it.nodeid for it in items)
 
 
 def apply_xfails(state: State, session: pytest.Session, handle: ImplHandle, items: list[pytest.Item],

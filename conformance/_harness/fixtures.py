@@ -1,9 +1,13 @@
-"""The fixtures checks use: ``impl``, ``reference_impl``, ``record_metric`` and ``conformance_options``."""
+"""The fixtures checks use: ``impl``, ``reference_impl``, ``record_metric``, ``conformance_options`` and
+``progress``."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import math
+import time
+from collections.abc import Iterator
 from typing import Protocol, cast
 
 import pytest
@@ -64,7 +68,7 @@ def _impl_view(request: pytest.FixtureRequest, handle: ImplHandle) -> Impl:
     info = static_info(item)
     check = info["check"] if info else None
     view = Impl(handle, kind=check["kind"] if check else None, timeout=check["timeout"] if check else None,
-                on_unsupported=lambda _: mark_unsupported(item),
+                on_unsupported=lambda missing: mark_unsupported(item, missing),
                 on_note=lambda name, context: _note(item, name, context))  # fmt: skip
     request.addfinalizer(view.close)
     return view
@@ -153,3 +157,60 @@ def record_metric(request: pytest.FixtureRequest) -> RecordMetric:
         return entry
 
     return record
+
+
+class Progress:
+    """Progress lines of a long check (fits of several seconds: epochs, seeds) in the terminal, so that a slow
+    check is told from a hung one: ``progress.note("...")`` writes one line, ``with progress.task("...")`` writes
+    a line at the start and one with the elapsed seconds at the end (or when it raises).
+
+    Lines go through pytest's terminal reporter with output capturing suspended while they are written (as live
+    logging does), prefixed by the check (``  [MC-1 reference-cross-entropy] ...``); nothing is written with
+    ``-q`` (verbosity < 0), without a terminal reporter, or in pytest-xdist workers (their output is not shown).
+    """
+
+    def __init__(self, config: pytest.Config, label: str) -> None:
+        self._config = config
+        self.label = label
+
+    @property
+    def enabled(self) -> bool:
+        """Whether lines reach the terminal."""
+        return (
+            self._config.get_verbosity() >= 0
+            and self._config.pluginmanager.get_plugin("terminalreporter") is not None
+            and not hasattr(self._config, "workerinput")  # an xdist worker
+        )
+
+    def note(self, text: str) -> None:
+        """Write ``text`` as one line (see the class docstring for when nothing is written)."""
+        tr = self._config.pluginmanager.get_plugin("terminalreporter")
+        if not self.enabled or tr is None:
+            return
+        capman = self._config.pluginmanager.get_plugin("capturemanager")
+        suspended = capman.global_and_fixture_disabled() if capman is not None else contextlib.nullcontext()
+        with suspended:
+            tr.ensure_newline()
+            tr.write_line(f"  [{self.label}] {text}")
+
+    @contextlib.contextmanager
+    def task(self, text: str) -> Iterator[None]:
+        """``text …`` now, ``text: done in 12.3 s`` at the end (``failed after`` when the block raises)."""
+        self.note(f"{text} …")
+        start = time.perf_counter()
+        try:
+            yield
+        except BaseException:
+            self.note(f"{text}: failed after {time.perf_counter() - start:.1f} s")
+            raise
+        self.note(f"{text}: done in {time.perf_counter() - start:.1f} s")
+
+
+@pytest.fixture
+def progress(request: pytest.FixtureRequest) -> Progress:
+    """A :class:`Progress` of this check: ``progress.note(text)``, ``with progress.task(text): ...``."""
+    item = _check_item(request)
+    info = static_info(item)
+    check_id = info["check"]["id"] if info and info["check"] else None
+    params = item.nodeid.rsplit("[", 1)[1].rstrip("]") if item.nodeid.endswith("]") else ""
+    return Progress(request.config, " ".join(x for x in (check_id or item.name, params) if x))

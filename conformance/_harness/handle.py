@@ -198,6 +198,13 @@ class ImplHandle:
             raise HarnessError(f"unknown feature {feature!r} for family {self.family}; vocabulary: {vocab} "
                                "plus hook:<name> and hparam:<name>")  # fmt: skip
 
+    def requirement_name(self, name: str) -> str:
+        """``name`` as the records spell a requirement: a hook of the family (bare or ``hook:``-prefixed, deprecated
+        names mapped) as ``hook:<name>``, anything else unchanged (``loss:bpr-max``, ``hparam:momentum``)."""
+        prefix, _, rest = name.partition(":")
+        bare = rest if prefix == "hook" and rest else name
+        return f"hook:{self._hook_name(bare)}" if self._hook_name(bare) in adapter_class(self.spec).HOOKS else name
+
     def declares(self, feature: str) -> bool:
         """Whether the adapter declares ``feature`` (also bare hook and hyperparameter names)."""
         prefix, _, rest = feature.partition(":")
@@ -257,7 +264,7 @@ class Impl:
     """
 
     def __init__(self, handle: ImplHandle, *, kind: str | None = None, timeout: float | None = None,
-                 on_unsupported: Callable[[str], None] | None = None,
+                 on_unsupported: Callable[[list[str]], None] | None = None,
                  on_note: Callable[[str, dict[str, object]], None] | None = None) -> None:  # fmt: skip
         self.handle = handle
         self._on_note = on_note
@@ -330,7 +337,7 @@ class Impl:
         missing = self.handle.unmet(features)
         if missing:
             if self._on_unsupported is not None:
-                self._on_unsupported(", ".join(missing))
+                self._on_unsupported(missing)
             pytest.skip(f"{UNSUPPORTED_PREFIX}{self.name}: needs {', '.join(missing)} (not declared)")
 
     def note(self, name: str, **context: Any) -> None:

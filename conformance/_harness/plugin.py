@@ -24,7 +24,7 @@ What it does, in hook order (the module that implements each step in brackets):
    applies ``--gate`` [:mod:`.gate`].
 
 Fixtures [:mod:`.fixtures`]: ``impl`` (:class:`~conformance._harness.handle.Impl`), ``reference_impl``,
-``record_metric``, ``conformance_options``.
+``record_metric``, ``conformance_options``, ``progress``.
 
 How the hooks get registered: pytest registers this module as the plugin and collects hook implementations and
 fixtures by name from its namespace, so the modules' functions are imported here, one implementation per hook
@@ -44,13 +44,16 @@ from gru4rec_conformance.conformance._harness.collection import (
     XfailRegistryItem,
     check_id,
     pytest_collection_modifyitems,
+    pytest_deselected,
     pytest_generate_tests,
     pytest_ignore_collect,
 )
 from gru4rec_conformance.conformance._harness.fixtures import (
     ConformanceOptions,
+    Progress,
     conformance_options,
     impl,
+    progress,
     record_metric,
     reference_impl,
 )
@@ -60,7 +63,11 @@ from gru4rec_conformance.conformance._harness.reporting import (
     pytest_sessionfinish,
     pytest_terminal_summary,
 )
-from gru4rec_conformance.conformance._harness.running import pytest_runtest_call, pytest_runtest_setup
+from gru4rec_conformance.conformance._harness.running import (
+    pytest_runtest_call,
+    pytest_runtest_makereport,
+    pytest_runtest_setup,
+)
 from gru4rec_conformance.conformance._harness.session import pytest_configure, pytest_unconfigure
 from gru4rec_conformance.conformance._harness.state import STATE_KEY, ImplParam, State
 
@@ -72,11 +79,12 @@ def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
 __all__ = [
     # hooks
     "pytest_addhooks", "pytest_addoption", "pytest_configure", "pytest_unconfigure", "pytest_ignore_collect",
-    "pytest_generate_tests", "pytest_collection_modifyitems", "pytest_runtest_setup", "pytest_runtest_call",
+    "pytest_generate_tests", "pytest_collection_modifyitems", "pytest_deselected", "pytest_runtest_setup",
+    "pytest_runtest_call", "pytest_runtest_makereport",
     "pytest_report_header", "pytest_sessionfinish", "pytest_terminal_summary",
     # fixtures
-    "conformance_options", "impl", "record_metric", "reference_impl",
+    "conformance_options", "impl", "progress", "record_metric", "reference_impl",
     # for conftests and tools (benchmarks/conftest.py reads the state)
-    "ENV_IMPL", "MARKERS", "STATE_KEY", "SUITE_CHECKS_ROOT", "ConformanceOptions", "ImplParam", "State",
+    "ENV_IMPL", "MARKERS", "STATE_KEY", "SUITE_CHECKS_ROOT", "ConformanceOptions", "ImplParam", "Progress", "State",
     "XfailRegistryItem", "check_id",
 ]  # fmt: skip

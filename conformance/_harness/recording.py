@@ -9,9 +9,11 @@ as a check's teardown report (or an xdist crash report) arrives. The records' sh
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping
+import json
+import re
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Protocol, cast
+from typing import Any, Protocol, cast
 
 import pytest
 
@@ -36,7 +38,23 @@ PROP_WORKER = "gru4rec_conformance.conformance.worker"
 PROP_DECLARED = "gru4rec_conformance.conformance.declared_unsupported"
 #: Value: why the implementation is not available (its checks are skipped); see ``ResultRecord.unavailable``.
 PROP_UNAVAILABLE = "gru4rec_conformance.conformance.unavailable"
+#: Value: the undeclared requirements of a skipped-unsupported check (``ResultRecord.missing``).
+PROP_MISSING = "gru4rec_conformance.conformance.missing"
+_PROP_PREFIX = "gru4rec_conformance.conformance."
 DETAILS_CHARS = 6000
+
+
+class FinishedRun(Protocol):
+    """A run read back after its end (``reports.results.RunData``): what ``verdict.assess`` reads."""
+
+    @property
+    def header(self) -> Mapping[str, Any]: ...
+
+    @property
+    def results(self) -> Sequence[Mapping[str, Any]]: ...
+
+    @property
+    def end(self) -> Mapping[str, Any] | None: ...
 
 
 class RunSink(Protocol):
@@ -47,10 +65,34 @@ class RunSink(Protocol):
 
     def append(self, record: Mapping[str, object]) -> None: ...
 
-    def finish(self, status: str, exitstatus: int, extra: EndExtra | None = None, plots: bool = True) -> object:
-        """Write the end record and the run's summaries (results.json, summary.md/.html, plots)."""
+    def finish(self, status: str, exitstatus: int, extra: EndExtra | None = None, plots: bool = True) -> FinishedRun:
+        """Write the end record and the run's summaries (results.json, summary.md/.html, plots); return the run
+        read back."""
 
     def close(self) -> None: ...
+
+
+def _is_harness_property(key: object) -> bool:
+    return key == PROP_INFO or (isinstance(key, str) and key.startswith(_PROP_PREFIX))
+
+
+def encode_properties(props: Sequence[tuple[str, object]]) -> list[tuple[str, object]]:
+    """``props`` with the harness's values (keys :data:`PROP_INFO` and ``gru4rec_conformance.conformance.*``) as
+    JSON text; others unchanged."""
+    return [(k, json.dumps(v, default=str) if _is_harness_property(k) else v) for k, v in props]
+
+
+def decode_properties(props: Sequence[tuple[str, object]]) -> list[tuple[str, object]]:
+    """The inverse of :func:`encode_properties` (values that are not JSON text are kept as they are)."""
+    out: list[tuple[str, object]] = []
+    for k, v in props:
+        if _is_harness_property(k) and isinstance(v, str):
+            try:
+                v = json.loads(v)
+            except ValueError:
+                pass
+        out.append((k, v))
+    return out
 
 
 def _skip_reason(longrepr: object) -> str:
@@ -58,7 +100,8 @@ def _skip_reason(longrepr: object) -> str:
         text = str(longrepr[2])
     else:
         text = str(longrepr or "")
-    return text[len("Skipped: ") :] if text.startswith("Skipped: ") else text
+    # pytest prefixes the exception's type: "Skipped: ", or the module path of running.NotApplicableHere
+    return re.sub(r"^(?:Skipped|(?:\w+\.)*NotApplicableHere): ", "", text)
 
 
 def _failure_reason(report: pytest.TestReport) -> str:
@@ -116,7 +159,7 @@ class Recorder:
         last = phases.get("teardown") or phases.get("call") or phases.get("setup") or next(iter(phases.values()))
         props: list[tuple[str, object]] = []
         for r in phases.values():
-            for kv in getattr(r, "user_properties", ()):
+            for kv in decode_properties(getattr(r, "user_properties", ())):
                 if kv not in props:
                     props.append(kv)
         info = cast("StaticInfo | None", next((v for k, v in props if k == PROP_INFO), None))
@@ -132,9 +175,14 @@ class Recorder:
         impl_version, suite_version = self._versions(impl, family)
         xfail = cast("XfailRecord | None", next((v for k, v in props if k == PROP_XFAIL), None))
         unavailable = next((str(v) for k, v in props if k == PROP_UNAVAILABLE), None) if outcome == "skipped" else None
+        run_skip = next((v for k, v in props if k == PROP_SKIP and v in ("device", "data")), None)
         detail: OutcomeDetail | None = (
-            "unsupported" if outcome == "skipped-unsupported" else "unavailable" if unavailable is not None else None
-        )
+            "unsupported" if outcome == "skipped-unsupported"
+            else "unavailable" if unavailable is not None
+            else cast(OutcomeDetail, run_skip) if outcome == "skipped" and run_skip is not None
+            else None
+        )  # fmt: skip
+        missing = next((list(cast("list[str]", v)) for k, v in props if k == PROP_MISSING), None)
         record: ResultRecord = {
             "type": "result",
             "nodeid": nodeid,
@@ -158,6 +206,7 @@ class Recorder:
             "worker": worker_failure,
             "node": getattr(getattr(getattr(last, "node", None), "gateway", None), "id", None),
             "finished": utc_now(),
+            "missing": missing if outcome == "skipped-unsupported" else None,
         }
         self.records.append(record)
         if writer is not None:

@@ -24,7 +24,8 @@ if TYPE_CHECKING:  # annotations only (postponed): the runtime stays standard-li
 SCHEMA = 1
 #: Version of :data:`RESULTS_SCHEMA_PATH` (the ``schema_version`` field of results.json). Its major number is
 #: :data:`SCHEMA`; the minor one counts additions (1.1: ``schema_version``, ``outcome_detail``, ``unavailable``;
-#: 1.2: the optional ``xfail_files``, resume ``truncated`` and end ``nondeterminism``).
+#: 1.2: the optional ``conformance``, a result's ``missing``, outcome detail ``device``/``data``, the end record's
+#: ``not_run`` and ``nondeterminism``, the header's ``sandbox`` and ``xfail_files``, resume ``truncated``).
 RESULTS_SCHEMA_VERSION = "1.2"
 #: The JSON Schema (draft 2020-12) of results.json, shipped in the package.
 RESULTS_SCHEMA_PATH = Path(__file__).resolve().with_name("results.schema.json")
@@ -37,10 +38,13 @@ fails the run); ``xfail``: failed as declared in the xfail registry; ``skipped-u
 capability the implementation does not declare; ``skipped``: any other skip (missing data, no GPU)."""
 BAD_OUTCOMES: tuple[Outcome, ...] = ("failed", "error", "xpass")
 
-OutcomeDetail = Literal["unavailable", "unsupported"]
+OutcomeDetail = Literal["unavailable", "unsupported", "device", "data"]
 """Why a check was skipped, when the harness knows: ``unsupported`` (outcome ``skipped-unsupported``: the
-implementation does not declare what the check needs) or ``unavailable`` (outcome ``skipped``: the
-implementation is not installed or located here; the record's ``unavailable`` says how to provide it)."""
+implementation does not declare what the check needs; the record's ``missing`` says what), ``unavailable``
+(outcome ``skipped``: the implementation is not installed or located here; the record's ``unavailable`` says how to
+provide it), ``device`` (outcome ``skipped``: the check needs a device the run does not use, a ``gpu`` check of a
+CPU run) or ``data`` (outcome ``skipped``: the check needs data the run does not have, e.g. the real SST-5 where
+only the synthetic stand-in is present; ``running.skip_for_this_run``)."""
 
 #: The phrase of the skip reason of every check of an unavailable implementation: the harness writes
 #: ``implementation <name> is not available here: <how to provide it>``.
@@ -145,6 +149,9 @@ class ResultRecord(TypedDict):
     worker: WorkerFailure | None
     node: str | None
     finished: str
+    #: (schema 1.2) the requirements the implementation does not declare, for a skipped-unsupported check: feature
+    #: names, hooks as ``hook:<name>`` (a check lacking only hooks is applicable but not testable); else None
+    missing: list[str] | None
 
 
 # -- the run header ---------------------------------------------------------------------------------------
@@ -271,6 +278,18 @@ class GateResult(TypedDict):
     problems: list[str]
 
 
+class NotRunEntry(TypedDict):
+    """(schema 1.2) A check of the implementation that was collected but gave no result record: deselected
+    (``reason`` ``not selected``: ``-k``, ``-m``, ``--deselect``) or not reached (``not reached``: the run was
+    interrupted, or stopped by ``-x`` / ``--maxfail``). ``missing`` and ``markers`` tell whether it is applicable
+    (``verdict.assess``)."""
+
+    reason: str
+    check: CheckInfo | None
+    missing: list[str]
+    markers: list[str]
+
+
 class EndExtra(TypedDict):
     """What the harness adds to a run's end record (``RunWriter.finish`` writes type, status, exitstatus,
     finished)."""
@@ -278,6 +297,8 @@ class EndExtra(TypedDict):
     gate: GateResult | None
     reused: int
     nondeterminism: NotRequired[Nondeterminism | None]
+    #: (schema 1.2) node id → the checks collected for the implementation that gave no result this session
+    not_run: dict[str, NotRunEntry]
 
 
 class ResultsDocument(TypedDict):
@@ -291,6 +312,8 @@ class ResultsDocument(TypedDict):
     end: dict[str, object] | None
     counts: dict[str, int]
     results: list[dict[str, object]]
+    #: (schema 1.2) ``verdict.Conformance.to_json()`` of the run
+    conformance: dict[str, object]
 
 
 # -- reading records back ---------------------------------------------------------------------------------

@@ -14,7 +14,10 @@ module level: the reports depend on the harness's records, not the reverse.
 
 from __future__ import annotations
 
+import json
+from collections.abc import Generator, Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -24,8 +27,11 @@ from gru4rec_conformance.conformance._harness.handle import ImplHandle, adapter_
 from gru4rec_conformance.conformance._harness.isolation import network_isolation, sandbox_for
 from gru4rec_conformance.conformance._harness.recording import Recorder, RunSink, impl_from_nodeid
 from gru4rec_conformance.conformance._harness.records import (
+    EndExtra,
     ImplHeader,
     Nondeterminism,
+    NotRunEntry,
+    ResultRecord,
     ResumeRecord,
     RunHeader,
     XfailFileInfo,
@@ -40,6 +46,7 @@ from gru4rec_conformance.conformance._harness.runinfo import (
     suite_version,
 )
 from gru4rec_conformance.conformance._harness.state import ResumeInfo, State, find_state
+from gru4rec_conformance.conformance._harness.verdict import NOT_REACHED, NOT_SELECTED, UNAVAILABLE, assess
 from gru4rec_conformance.conformance._harness.xfails import XfailRegistryError, load_xfail_file
 from gru4rec_conformance.implementations.base import get_family
 
@@ -248,6 +255,19 @@ class Reporter:
                 self.state.notes.append(note)
         for name, n in output.get("conformance_reused", {}).items():
             self.state.reused[name] = max(self.state.reused[name], n)
+        for family, name, nodeid, entry in output.get("conformance_planned", []):
+            self.state.planned.setdefault((family, name), {})[nodeid] = entry
+        self.state.deselected.update(output.get("conformance_deselected", []))
+
+    @pytest.hookimpl(wrapper=True, tryfirst=True)
+    def pytest_sessionfinish(self, session: pytest.Session) -> Generator[None, object, object]:
+        # outermost wrapper: these lines come after pytest's own summary line, as the last lines of the output
+        result = yield
+        tr = session.config.pluginmanager.get_plugin("terminalreporter")
+        if tr is not None:
+            for line in final_lines(self.state):
+                tr.write_line(line)
+        return result
 
 
 def _reporter_name(config: pytest.Config) -> str:
@@ -290,35 +310,48 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int | pytest.ExitC
         output: dict[str, object] = getattr(session.config, "workeroutput", {})  # xdist's; read in testnodedown
         output["conformance_notes"] = list(state.notes)
         output["conformance_reused"] = dict(state.reused)
+        output["conformance_planned"] = [[f, n, nodeid, e] for (f, n), plan in state.planned.items()
+                                         for nodeid, e in plan.items()]  # fmt: skip
+        output["conformance_deselected"] = sorted(state.deselected)
         return
     if not state.handles:
         return
     interrupted = int(exitstatus) == int(pytest.ExitCode.INTERRUPTED)
     records = state.recorder.records if state.recorder is not None else []
     result = gate.apply(session, state, records, int(exitstatus), interrupted)
+    _fail_on_explicit_unavailable(session, state)
     status = "interrupted" if interrupted else "complete"
-    for (_family, name), writer in list(state.writers.items()):
-        if writer is None:
-            continue
-        nondet = _nondeterminism(writer.directory)
+    for (family, name), handle in state.handles.items():
+        writer = state.writers.get((family, name))
+        mine = [r for r in records if r["impl"] == name and r.get("family") in (family, None)]
+        if writer is None and not mine and not state.planned.get((family, name)) and not handle.describe().unavailable:
+            continue  # no check of its family was collected (the note says so): no status to give
+        # the gate is kept (and shown) with --gate, or when xfail entries apply: then "declared" means something
+        shown = state.options.gate or any(r.get("xfail") for r in mine)
+        extra: EndExtra = {"gate": result if shown else None, "reused": state.reused.get(name, 0),
+                           "not_run": not_run(state, (family, name), mine)}  # fmt: skip
+        nondet = _nondeterminism(writer.directory) if writer is not None else None
         if nondet is not None:
+            extra["nondeterminism"] = nondet
             state.notes.append(nondeterminism_line(name, nondet))
-        try:
-            # "reused" is known only after collection (on xdist: when the workers are down), after the
-            # resume record was written at session start: the end record carries it (reports.results.load_run)
-            writer.finish(
-                status,
-                int(session.exitstatus),
-                {"gate": result if state.options.gate else None, "reused": state.reused.get(name, 0),
-                 "nondeterminism": nondet},
-                plots=state.options.plots,
-            )  # fmt: skip
-        except Exception as exc:  # the run's verdicts are in results.jsonl; say why the summary is missing
-            state.notes.append(f"report of {name}: summaries not written ({type(exc).__name__}: {exc}); "
-                               f"run: python -m gru4rec_conformance.reports render {writer.directory}")  # fmt: skip
-            # a run whose report is missing or stale must not look like a success (nor like a plain failure)
-            if int(session.exitstatus) in (int(pytest.ExitCode.OK), int(pytest.ExitCode.TESTS_FAILED)):
-                session.exitstatus = pytest.ExitCode.INTERNAL_ERROR
+        conformance = None
+        if writer is not None:
+            try:
+                # "reused" is known only after collection (on xdist: when the workers are down), after the
+                # resume record was written at session start: the end record carries it (reports.results.load_run)
+                run = writer.finish(status, int(session.exitstatus), extra, plots=state.options.plots)
+                conformance = assess(run.header, run.results, run.end)
+            except Exception as exc:  # the run's verdicts are in results.jsonl; say why the summary is missing
+                state.notes.append(f"report of {name}: summaries not written ({type(exc).__name__}: {exc}); "
+                                   f"run: python -m gru4rec_conformance.reports render {writer.directory}")  # fmt: skip
+                # a run whose report is missing or stale must not look like a success (nor like a plain failure)
+                if int(session.exitstatus) in (int(pytest.ExitCode.OK), int(pytest.ExitCode.TESTS_FAILED)):
+                    session.exitstatus = pytest.ExitCode.INTERNAL_ERROR
+        if conformance is None:  # no report (--no-report, nothing recorded) or it failed: from this session
+            end = {"type": "end", "status": status, "exitstatus": int(session.exitstatus), **extra}
+            conformance = assess(dict(run_header(state, handle)), [dict(r) for r in mine], end)
+        state.conformance[(family, name)] = conformance
+    _junit_properties(state)
 
 
 def _nondeterminism(directory: Path) -> Nondeterminism | None:
@@ -340,6 +373,76 @@ def nondeterminism_line(name: str, nd: Nondeterminism) -> str:
             + (f", among them the xfail/xpass verdicts of {', '.join(xf)}" if xf else ""))  # fmt: skip
 
 
+def not_run(state: State, key: tuple[str, str], records: Sequence[ResultRecord]) -> dict[str, NotRunEntry]:
+    """The checks collected for implementation ``key`` that gave no result this session: deselected by ``-k`` /
+    ``-m`` / ``--deselect`` (``not selected``), or never reached (``not reached``: an interrupt, ``-x``)."""
+    done = {r["nodeid"] for r in records}
+    out: dict[str, NotRunEntry] = {}
+    for nodeid, entry in state.planned.get(key, {}).items():
+        if nodeid not in done:
+            out[nodeid] = {**entry, "reason": NOT_SELECTED if nodeid in state.deselected else NOT_REACHED}
+    return out
+
+
+def _fail_on_explicit_unavailable(session: pytest.Session, state: State) -> None:
+    """An implementation named by ``--impl`` (not only through ``all``) that is unavailable here fails the run:
+    exit status 1 (``TESTS_FAILED``, as ``--gate`` fails it), so that CI never reads "N skipped" as success."""
+    names = [h.name for key, h in state.handles.items() if key in state.explicit and h.describe().unavailable]
+    if not names:
+        return
+    state.notes.append(f"--impl {', '.join(names)}: not available here; an implementation named with --impl must "
+                       "be available, so the run fails (exit status 1); --impl all only lists unavailable ones")  # fmt: skip
+    if session.exitstatus == pytest.ExitCode.OK:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def _label(state: State, family: str, name: str) -> tuple[str, str | None]:
+    """``(name, family)`` for the conformance line: the family only when two selected ones share the name."""
+    multi = sum(1 for f, n in state.conformance if n == name) > 1
+    return name, (family if multi else None)
+
+
+def _junit_properties(state: State) -> None:
+    """The conformance status (and the gate) as JSON-valued testsuite properties of ``--junitxml``'s file."""
+    xml = _junit_xml(state.config)
+    if xml is None:
+        return
+    for (family, name), c in state.conformance.items():
+        data: dict[str, Any] = {"impl": name, "family": family, "line": c.line(*_label(state, family, name)),
+                                **c.to_json()}  # fmt: skip
+        xml.add_global_property(f"conformance:{family}:{name}", json.dumps(data, default=str))
+    if state.gate_result is not None and _show_gate(state):
+        xml.add_global_property("conformance:gate", json.dumps(dict(state.gate_result)))
+
+
+def _junit_xml(config: pytest.Config) -> Any:
+    """pytest's ``LogXML`` of ``--junitxml`` (None without it)."""
+    from _pytest.junitxml import xml_key  # pytest's own key; there is no public accessor
+
+    return config.stash.get(xml_key, None)
+
+
+def _show_gate(state: State) -> bool:
+    """The gate is shown when ``--gate`` is given or xfail entries apply to a check of the run."""
+    records = state.recorder.records if state.recorder is not None else []
+    return state.options.gate or any(r.get("xfail") for r in records)
+
+
+def final_lines(state: State) -> list[str]:
+    """The last lines of the terminal output: the gate (when shown) and one conformance line per implementation."""
+    if state.options.is_xdist_worker or not state.handles:
+        return []
+    lines = []
+    if state.gate_result is not None and _show_gate(state):
+        lines.append(gate.summary_line(state.gate_result))
+    for (family, name), c in state.conformance.items():
+        line = c.line(*_label(state, family, name))
+        if c.status == UNAVAILABLE and (family, name) not in state.explicit:
+            line += " (selected by --impl all: not counted as a failure)"
+        lines.append(line)
+    return lines
+
+
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, exitstatus: int | pytest.ExitCode,
                             config: pytest.Config) -> None:  # fmt: skip
     state = find_state(config)
@@ -359,8 +462,6 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, exitstatu
         if writer is not None:
             label = f"{name} ({family})" if multi else name
             lines.append(f"report of {label}: {writer.directory}/summary.html")
-    if state.options.gate and state.gate_result is not None:
-        lines.append(gate.summary_line(state.gate_result))
     if lines:
         tr.write_sep("-", "conformance")
         for line in lines:

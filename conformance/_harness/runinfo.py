@@ -10,8 +10,10 @@ import functools
 import importlib.metadata
 import os
 import platform
+import re
 import subprocess
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 
 from gru4rec_conformance import CHECKOUT_ROOT
@@ -60,9 +62,38 @@ def framework_versions() -> dict[str, str]:
     return out
 
 
+#: ``GRU4REC_*`` variables whose values reports show: run settings and flags, which hold no secret.
+ENV_SHOWN_NAMES = frozenset({
+    "GRU4REC_CONFORMANCE_IMPL", "GRU4REC_ISOLATION", "GRU4REC_WORKER_THREADS", "GRU4REC_TORCH_THREADS",
+    "GRU4REC_XFAIL_MARK", "GRU4REC_DATASET", "GRU4REC_KINDS", "GRU4REC_RUN_SLOW", "GRU4REC_ALLOW_DOWNLOAD",
+    "GRU4REC_META_SELECTION", "GRU4REC_SHARED_DATA", "GRU4REC_HYPERPARAMETERS",
+})  # fmt: skip
+#: Name patterns whose values are shown too: paths and folders (``GRU4REC_PATH``, ``GRU4REC_MIRROR_DIR``,
+#: ``GRU4REC_TF_PYTHON``), the benchmark settings (``GRU4REC_BENCH_*``).
+ENV_SHOWN_PATTERNS = (re.compile(r"GRU4REC_(\w+_)?(PATH|DIR|PYTHON)"), re.compile(r"GRU4REC_BENCH_\w+"))
+#: What reports print instead of any other value (a URL, a token, a password).
+REDACTED = "<redacted>"
+#: A value that carries credentials (``scheme://user:secret@host``) is redacted even under a shown name.
+_CREDENTIALS = re.compile(r"://[^/\s@]*:[^/\s@]*@")
+
+
+def env_value_shown(name: str, value: str) -> bool:
+    """Whether reports may print the value of ``GRU4REC_*`` variable ``name``: its name is on the allow-list
+    (:data:`ENV_SHOWN_NAMES`, :data:`ENV_SHOWN_PATTERNS`) and the value holds no URL credentials."""
+    listed = name in ENV_SHOWN_NAMES or any(p.fullmatch(name) for p in ENV_SHOWN_PATTERNS)
+    return listed and not _CREDENTIALS.search(value)
+
+
+def redact_env(env: Mapping[str, object]) -> dict[str, str]:
+    """``env`` with every value not shown by :func:`env_value_shown` replaced by :data:`REDACTED` (names kept)."""
+    return {k: (str(v) if env_value_shown(k, str(v)) else REDACTED) for k, v in env.items()}
+
+
 def gru4rec_env() -> dict[str, str]:
-    """Every ``GRU4REC_*`` environment variable (printed so that typos in names are visible)."""
-    return {k: v for k, v in sorted(os.environ.items()) if k.startswith("GRU4REC_")}
+    """Every ``GRU4REC_*`` environment variable by name, sorted (so that typos in names are visible), with the
+    values of settings, flags and paths, and :data:`REDACTED` for the rest (:func:`redact_env`): reports are
+    shared, and a variable may hold a secret (``GRU4REC_TEST_POSTGRES_URL``)."""
+    return redact_env({k: v for k, v in sorted(os.environ.items()) if k.startswith("GRU4REC_")})
 
 
 def platform_info() -> dict[str, str]:

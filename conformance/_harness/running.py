@@ -9,10 +9,11 @@ adapter into such a skip (or into a failure when the thing was declared) and rec
 
 from __future__ import annotations
 
-from collections.abc import Generator
+from collections.abc import Generator, Sequence
 from typing import NoReturn, cast
 
 import pytest
+from _pytest.outcomes import Skipped  # pytest.skip.Exception, importable as a class (for the subclass below)
 
 from gru4rec_conformance.conformance._harness.collection import impl_param
 from gru4rec_conformance.conformance._harness.handle import UNSUPPORTED_PREFIX, HarnessError, ImplHandle
@@ -20,13 +21,32 @@ from gru4rec_conformance.conformance._harness.isolation import WorkerError
 from gru4rec_conformance.conformance._harness.recording import (
     PROP_DECLARED,
     PROP_INFO,
+    PROP_MISSING,
     PROP_SKIP,
     PROP_UNAVAILABLE,
     PROP_WORKER,
+    encode_properties,
 )
 from gru4rec_conformance.conformance._harness.records import UNAVAILABLE_MARKER, StaticInfo
 from gru4rec_conformance.conformance._harness.state import state_of
 from gru4rec_conformance.implementations.base import Unsupported
+
+
+class NotApplicableHere(Skipped):
+    """A skip because the check cannot apply to this run's setup, not to the implementation: ``cause`` ``data``
+    (a real-data check on a run that has only the synthetic stand-in). Recorded with ``outcome_detail`` = cause
+    and not counted in the coverage (like a ``gpu`` check of a CPU run). Raise it with :func:`skip_for_this_run`;
+    it may come from a session-scoped fixture (pytest re-raises the same exception for every check)."""
+
+    def __init__(self, reason: str, cause: str) -> None:
+        super().__init__(reason, _use_item_location=True)
+        self.cause = cause
+
+
+def skip_for_this_run(reason: str, cause: str = "data") -> NoReturn:
+    """Skip the check as not applicable to this run (see :class:`NotApplicableHere`); ``reason`` says what the run
+    lacks and how to provide it."""
+    raise NotApplicableHere(reason, cause)
 
 
 def static_info(item: pytest.Item) -> StaticInfo | None:
@@ -34,10 +54,15 @@ def static_info(item: pytest.Item) -> StaticInfo | None:
     return cast("StaticInfo | None", next((v for k, v in item.user_properties if k == PROP_INFO), None))
 
 
-def mark_unsupported(item: pytest.Item) -> None:
-    """Record that ``item`` is skipped because the implementation does not declare what it needs."""
+def mark_unsupported(item: pytest.Item, missing: Sequence[str] = ()) -> None:
+    """Record that ``item`` is skipped because the implementation does not declare what it needs: ``missing``, the
+    undeclared requirements (the record's ``missing``, hooks as ``hook:<name>``; the first call's list is kept)."""
     if (PROP_SKIP, "unsupported") not in item.user_properties:
         item.user_properties.append((PROP_SKIP, "unsupported"))
+    handle = _item_handle(item)
+    names = [handle.requirement_name(m) for m in missing] if handle is not None else list(missing)
+    if names and not any(k == PROP_MISSING for k, _v in item.user_properties):
+        item.user_properties.append((PROP_MISSING, names))
 
 
 def _handle_adapter_exception(item: pytest.Item, handle: ImplHandle | None, exc: BaseException) -> None:
@@ -48,7 +73,7 @@ def _handle_adapter_exception(item: pytest.Item, handle: ImplHandle | None, exc:
             raise AssertionError(
                 f"{handle.name} declares {exc.name!r} but raised Unsupported({exc}): the declaration is not honoured"
             ) from exc
-        mark_unsupported(item)
+        mark_unsupported(item, [exc.name])
         raise pytest.skip.Exception(f"{UNSUPPORTED_PREFIX}{handle.name}: {exc}", _use_item_location=True) from None
     if isinstance(exc, WorkerError):
         item.user_properties.append((PROP_WORKER, {"kind": exc.kind, "message": str(exc).split("\n", 1)[0],
@@ -84,13 +109,14 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
         raise HarnessError(f"{handle.name}: the adapter cannot be described: {d.error}")
     state = state_of(item.config)
     if item.get_closest_marker("gpu") is not None and state.options.device != "cuda":
+        item.user_properties.append((PROP_SKIP, "device"))
         _skip("needs a GPU: run with --device cuda")
     missing = handle.unmet(info["features"] if info else [])
     if missing:
-        mark_unsupported(item)
+        mark_unsupported(item, missing)
         _skip(f"{UNSUPPORTED_PREFIX}{handle.name}: needs {', '.join(missing)} (not declared)")
     if state.options.device not in handle.capabilities.devices:
-        mark_unsupported(item)
+        mark_unsupported(item, [f"device:{state.options.device}"])
         _skip(f"{UNSUPPORTED_PREFIX}{handle.name}: device {state.options.device!r} is not declared")
 
 
@@ -104,6 +130,19 @@ def _translate_setup_exceptions(item: pytest.Item) -> Generator[None, object, ob
     except (Unsupported, WorkerError) as exc:
         _handle_adapter_exception(item, handle, exc)
         raise
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, object, object]:
+    """The harness's ``user_properties`` of a report as JSON text: xdist carries them from its workers as they are,
+    and JUnit XML writes ``str(value)`` of each, which is then JSON rather than a Python repr. The item keeps the
+    values (the harness reads them there); :class:`~.recording.Recorder` decodes the reports'."""
+    report = yield
+    if isinstance(report, pytest.TestReport):
+        if call.excinfo is not None and isinstance(call.excinfo.value, NotApplicableHere):
+            report.user_properties.append((PROP_SKIP, call.excinfo.value.cause))
+        report.user_properties = encode_properties(report.user_properties)
+    return report
 
 
 @pytest.hookimpl(wrapper=True)

@@ -56,6 +56,8 @@ def pytest_configure(config: pytest.Config) -> None:
         check_cuda()
     if not state.specs:
         raise pytest.UsageError(usage(registry, f"--impl {','.join(options.selection)} selects no implementation."))
+    named = [t for t in options.selection if t.strip() and t.strip() != "all"]
+    state.explicit = {(s.family, s.name) for s in registry.resolve(named)} if named else set()
     _check_family_extras(state)
     for spec in state.specs:
         state.handles[(spec.family, spec.name)] = ImplHandle(

@@ -13,7 +13,8 @@ import pytest
 from gru4rec_conformance.conformance._harness.handle import ImplHandle
 from gru4rec_conformance.conformance._harness.options import Options
 from gru4rec_conformance.conformance._harness.recording import Recorder, RunSink
-from gru4rec_conformance.conformance._harness.records import GateResult, XfailFileInfo
+from gru4rec_conformance.conformance._harness.records import GateResult, NotRunEntry, XfailFileInfo
+from gru4rec_conformance.conformance._harness.verdict import Conformance
 from gru4rec_conformance.implementations.registry import AdapterSpec, Registry
 
 #: What ``signal.signal`` returns (a previous handler): a callable, ``SIG_DFL``/``SIG_IGN`` or None.
@@ -61,6 +62,12 @@ class State:
         reused: implementation name → checks ``--resume`` skipped because they had a verdict.
         xfail_infos: ``(family, name)`` → hash and provenance of its xfail file when the session started (None:
             it has none), controller only.
+        explicit: ``(family, name)`` of the implementations ``--impl`` names (not only through ``all``): one that
+            is unavailable fails the run.
+        planned: ``(family, name)`` → node id → the check as collected for it (``reason`` still empty), before
+            ``-k`` / ``-m`` / ``--deselect``; merged from the xdist workers.
+        deselected: node ids deselected by ``-k`` / ``-m`` / ``--deselect`` (not by the harness itself).
+        conformance: ``(family, name)`` → the implementation's conformance status, set at session finish.
     """
 
     config: pytest.Config
@@ -79,6 +86,10 @@ class State:
     gate_result: GateResult | None = None
     reused: collections.Counter[str] = dataclasses.field(default_factory=collections.Counter)
     xfail_infos: dict[tuple[str, str], XfailFileInfo | None] = dataclasses.field(default_factory=dict)
+    explicit: set[tuple[str, str]] = dataclasses.field(default_factory=set)
+    planned: dict[tuple[str, str], dict[str, NotRunEntry]] = dataclasses.field(default_factory=dict)
+    deselected: set[str] = dataclasses.field(default_factory=set)
+    conformance: dict[tuple[str, str], Conformance] = dataclasses.field(default_factory=dict)
 
     def handle_for(self, param: ImplParam) -> ImplHandle:
         return self.handles[(param.family, param.name or "")]

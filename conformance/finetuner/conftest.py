@@ -67,7 +67,9 @@ def sst5_real(sst5_data):
     """The full fine-grained splits of the real SST-5, for checks that assert its standard split sizes; skipped
     with the reason on the synthetic stand-in."""
     if not sst5_data.real:
-        pytest.skip(
+        from gru4rec_conformance.conformance._harness.running import skip_for_this_run
+
+        skip_for_this_run(
             f"asserts the real SST-5 split sizes (8544/1101/2210, binary 6920/872/1821); this run uses the "
             f"synthetic stand-in ({sst5_data.name}): set GRU4REC_SHARED_DATA to the folder holding "
             "sst5/stsa.fine.*"

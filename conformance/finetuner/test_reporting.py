@@ -236,7 +236,7 @@ def test_artifacts_per_run_reload_in_fresh_process(impl, tiny_bert, slices, tmp_
 @pytest.mark.check("FT-20", kind=KIND)
 @pytest.mark.feature("hook:run_repeats")
 @pytest.mark.slow
-def test_protocol_on_full_sst5(impl, tiny_bert, sst5_data, record_metric, request):
+def test_protocol_on_full_sst5(impl, tiny_bert, sst5_data, record_metric, request, progress):
     """Three seeded runs on the full SST-5 splits (tiny BERT, 2 epochs): every run evaluates all 2210 test
     sentences once (all test sentences of the synthetic stand-in when the real data are absent), and the report
     gets accuracy and macro-F1 mean ± std, a confusion-matrix plot and the training curves."""
@@ -245,14 +245,17 @@ def test_protocol_on_full_sst5(impl, tiny_bert, sst5_data, record_metric, reques
     sst5_full = sst5_data.splits
     n_test = EXPECTED_COUNTS["fine"]["test"] if sst5_data.real else len(sst5_full["test"])
     a = fresh(impl)
-    res = a.run_repeats(
-        sst5_full["train"],
-        sst5_full["dev"],
-        sst5_full["test"],
-        dict(max_epochs=2, batch_size=32, learning_rate=2e-3, warmup_ratio=0.0, patience=1),
-        seeds=[0, 1, 2],
-        model_spec=tiny_bert,
-    )
+    with progress.task(f"{impl.name}: 3 seeded runs (seeds 0, 1, 2) of 2 epochs on {sst5_data.name}"):
+        res = a.run_repeats(
+            sst5_full["train"],
+            sst5_full["dev"],
+            sst5_full["test"],
+            dict(max_epochs=2, batch_size=32, learning_rate=2e-3, warmup_ratio=0.0, patience=1),
+            seeds=[0, 1, 2],
+            model_spec=tiny_bert,
+        )
+    for r in res["runs"]:
+        progress.note(f"seed {r.get('seed', '?')}: test accuracy {r['test'].get('accuracy', float('nan')):.3f}")
     for r in res["runs"]:
         assert r["test"]["n"] == n_test and sum(np.asarray(r["test"]["confusion_matrix"]).ravel()) == n_test, (
             f"test evaluated on {r['test']['n']} examples, expected {n_test}"

@@ -16,6 +16,7 @@ batch size 48, shared embedding, the published dropout, learning rate, momentum,
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 from typing import Any
@@ -128,28 +129,37 @@ def _run(
     cache: dict,
     own_eval: bool,
     adagrad_optional: bool = False,
+    progress: Any = None,
 ) -> dict:
+    """Fit and evaluate one model (cached by label, data, configuration, seed); ``progress``: the check's
+    ``progress`` fixture, which shows each fit (minutes on the real data) in the terminal."""
     key = (label, data["name"], json.dumps(cfg, sort_keys=True), int(seed), bool(own_eval))
     if key not in cache:
-        if adagrad_optional:
-            required = {k: v for k, v in cfg.items() if k not in OPTIMIZER_KEYS}
-            optional = {**ADAGRAD, **{k: cfg[k] for k in OPTIMIZER_KEYS if k in cfg}}
-            model = build(factory, required, optional, seed)
-        else:
-            model = factory.build(seed=seed, **cfg)
-        rep = model.fit(data["train"])
-        out: dict[str, Any] = {
-            "suite": suite_metrics(model, data["test"], CUTOFFS, mode="conservative"),
-            "own": model.evaluate(data["test"], cutoffs=CUTOFFS, batch_size=512) if own_eval else None,
-            "epoch_seconds": [float(x) for x in rep.epoch_seconds],
-        }
+        who = label.removeprefix("impl:").split("@", 1)[0]
+        what = f"{who} seed {seed}: fit {cfg.get('n_epochs', '?')} epochs on {data['name']} and evaluate"
+        with progress.task(what) if progress is not None else contextlib.nullcontext():
+            if adagrad_optional:
+                required = {k: v for k, v in cfg.items() if k not in OPTIMIZER_KEYS}
+                optional = {**ADAGRAD, **{k: cfg[k] for k in OPTIMIZER_KEYS if k in cfg}}
+                model = build(factory, required, optional, seed)
+            else:
+                model = factory.build(seed=seed, **cfg)
+            rep = model.fit(data["train"])
+            if progress is not None:
+                epochs = ", ".join(f"{x:.1f}" for x in rep.epoch_seconds)
+                progress.note(f"{who} seed {seed}: epochs took {epochs} s; evaluating")
+            out: dict[str, Any] = {
+                "suite": suite_metrics(model, data["test"], CUTOFFS, mode="conservative"),
+                "own": model.evaluate(data["test"], cutoffs=CUTOFFS, batch_size=512) if own_eval else None,
+                "epoch_seconds": [float(x) for x in rep.epoch_seconds],
+            }
         bad = [k for k in METRICS if not math.isfinite(out["suite"][k])]
         assert not bad, f"{label} (seed {seed}): non-finite metrics {bad}"
         cache[key] = out
     return cache[key]
 
 
-def _conformance_runs(impl, reference_impl, metric_data, metric_cache, loss: str) -> dict:
+def _conformance_runs(impl, reference_impl, metric_data, metric_cache, loss: str, progress: Any = None) -> dict:
     base = CONFIGS[loss]
     match_cfg, notes = matching_config(impl.capabilities, base)
     declared = impl.capabilities.hyperparameters
@@ -157,10 +167,17 @@ def _conformance_runs(impl, reference_impl, metric_data, metric_cache, loss: str
     own = impl.supports("hook:evaluate")
     label = f"impl:{impl.name}@{impl.version}"
     impl_runs = [
-        _run(impl, label, impl_cfg, s, metric_data, metric_cache, own, adagrad_optional=True) for s in impl.seeds
+        _run(impl, label, impl_cfg, s, metric_data, metric_cache, own, adagrad_optional=True, progress=progress)
+        for s in impl.seeds
     ]
-    ref_full = [_run(reference_impl, "reference", base, s, metric_data, metric_cache, False) for s in REF_SEEDS]
-    ref_match = [_run(reference_impl, "reference", match_cfg, s, metric_data, metric_cache, False) for s in REF_SEEDS]
+    ref_full = [
+        _run(reference_impl, "reference", base, s, metric_data, metric_cache, False, progress=progress)
+        for s in REF_SEEDS
+    ]
+    ref_match = [
+        _run(reference_impl, "reference", match_cfg, s, metric_data, metric_cache, False, progress=progress)
+        for s in REF_SEEDS
+    ]
     return {
         "impl": impl_runs,
         "full": ref_full,
@@ -203,12 +220,12 @@ def _context(metric_data: dict, loss: str, runs: dict, comparison: str) -> dict:
 @pytest.mark.check("MC-1", kind="metric")
 @pytest.mark.metric
 @pytest.mark.parametrize("loss", LOSSES)
-def test_mc1_same_features(impl, reference_impl, metric_data, metric_cache, loss, record_metric):
+def test_mc1_same_features(impl, reference_impl, metric_data, metric_cache, loss, record_metric, progress):
     """Real-data Recall@N and MRR@N match the reference with the same features (a miss is a bug).
 
     Recall@N / MRR@N (N = 1, 5, 10, 20) equal the reference restricted to the implementation's declared
     features (the study's "matching features" run) within the reference's seed band: a failure is a bug."""
-    runs = _conformance_runs(impl, reference_impl, metric_data, metric_cache, loss)
+    runs = _conformance_runs(impl, reference_impl, metric_data, metric_cache, loss, progress)
     ctx = _context(metric_data, loss, runs, "matching features: " + ("; ".join(runs["notes"]) or "all features"))
     bad = _compare(runs["impl"], runs["match"], "suite", record_metric, ctx)
     assert not bad, (
@@ -220,12 +237,12 @@ def test_mc1_same_features(impl, reference_impl, metric_data, metric_cache, loss
 @pytest.mark.check("MC-2", kind="metric")
 @pytest.mark.metric
 @pytest.mark.parametrize("loss", LOSSES)
-def test_mc2_all_features(impl, reference_impl, metric_data, metric_cache, loss, record_metric):
+def test_mc2_all_features(impl, reference_impl, metric_data, metric_cache, loss, record_metric, progress):
     """Real-data Recall@N and MRR@N match the full-featured reference (a miss: missing features or bugs).
 
     Recall@N / MRR@N (N = 1, 5, 10, 20) equal the full-featured reference (the study's best configuration,
     CPU-scaled) within the reference's seed band: a failure with MC-1 passing means missing features."""
-    runs = _conformance_runs(impl, reference_impl, metric_data, metric_cache, loss)
+    runs = _conformance_runs(impl, reference_impl, metric_data, metric_cache, loss, progress)
     missing = "; ".join(runs["notes"] + [f"{k} not settable" for k in runs["unsettable"]])
     ctx = _context(metric_data, loss, runs, "all features")
     bad = _compare(runs["impl"], runs["full"], "suite", record_metric, ctx)
@@ -241,12 +258,12 @@ def test_mc2_all_features(impl, reference_impl, metric_data, metric_cache, loss,
 @pytest.mark.metric
 @pytest.mark.hook("evaluate")
 @pytest.mark.parametrize("loss", LOSSES)
-def test_mc3_own_evaluator(impl, reference_impl, metric_data, metric_cache, loss, record_metric):
+def test_mc3_own_evaluator(impl, reference_impl, metric_data, metric_cache, loss, record_metric, progress):
     """The own evaluator reports real-data Recall@N and MRR@N within the reference band.
 
     The implementation's own evaluator, on the same fitted models, reports Recall@N / MRR@N within the band
     of the reference with the same features (its inference loop and metric code on real data)."""
-    runs = _conformance_runs(impl, reference_impl, metric_data, metric_cache, loss)
+    runs = _conformance_runs(impl, reference_impl, metric_data, metric_cache, loss, progress)
     ctx = _context(metric_data, loss, runs, "own evaluator vs matching features")
     bad = _compare(runs["impl"], runs["match"], "own", record_metric, ctx)
     assert not bad, (

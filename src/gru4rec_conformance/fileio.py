@@ -9,7 +9,9 @@ file is removed. A process killed between the two steps can leave a temporary fi
 (``.<name>.tmp-<pid>-<hex><suffix>``): :func:`remove_stale_temporaries` deletes those.
 
 The new file is created with mode ``0o666`` less the process umask (``0o644`` under the usual umask ``022``), as
-``open()`` would create it -- not ``tempfile.mkstemp``'s ``0o600``. The destination's folder must exist.
+``open()`` would create it -- not ``tempfile.mkstemp``'s ``0o600``; ``mode=`` sets it whatever the umask (reports
+use ``0o644``, so that a run under umask ``077`` still writes files others can read). The destination's folder must
+exist.
 ``os.replace`` replaces a symbolic link at the destination, not the file it points to.
 
 Run folder (:func:`new_run_dir`): ``<root>/<prefix><UTC YYYYmmddTHHMMSSZ>`` made with ``mkdir`` (which fails on
@@ -87,13 +89,14 @@ def _fsync_file(tmp: Path) -> None:
 
 
 @contextlib.contextmanager
-def atomic_path(path: str | os.PathLike[str], *, durable: bool = True) -> Iterator[Path]:
+def atomic_path(path: str | os.PathLike[str], *, durable: bool = True, mode: int | None = None) -> Iterator[Path]:
     """Yield a temporary path next to ``path`` for a writer that wants a file name (pyarrow, ``savefig``,
     ``np.save``, ``shutil.copyfile``, ...); when the block ends without an exception, that file becomes ``path``.
 
     The temporary file already exists (empty, mode ``0o666`` less the umask) so that its name is reserved; the
     block overwrites it. On success it is fsynced, renamed onto ``path`` with ``os.replace`` and the folder is
     fsynced; ``durable=False`` skips both fsyncs (for scratch files that need atomicity, not crash survival).
+    ``mode`` (e.g. ``0o644``): the new file's permission bits, set with ``chmod`` before the rename (umask ignored).
     On any exception in the block or in these steps the temporary file is removed and the exception propagates;
     ``path`` then still holds its old content (or still does not exist).
 
@@ -104,6 +107,8 @@ def atomic_path(path: str | os.PathLike[str], *, durable: bool = True) -> Iterat
     tmp = _create_temporary(path)
     try:
         yield tmp
+        if mode is not None:
+            os.chmod(tmp, mode)
         if durable:
             _fsync_file(tmp)
         os.replace(tmp, path)
@@ -114,21 +119,23 @@ def atomic_path(path: str | os.PathLike[str], *, durable: bool = True) -> Iterat
         _fsync_folder(path.parent)
 
 
-def atomic_write_bytes(path: str | os.PathLike[str], data: bytes, *, durable: bool = True) -> Path:
-    """Replace ``path`` atomically with ``data`` (see :func:`atomic_path` for the guarantees, ``durable`` and
-    errors). Returns ``path`` as a ``Path``."""
-    with atomic_path(path, durable=durable) as tmp:
+def atomic_write_bytes(
+    path: str | os.PathLike[str], data: bytes, *, durable: bool = True, mode: int | None = None
+) -> Path:
+    """Replace ``path`` atomically with ``data`` (see :func:`atomic_path` for the guarantees, ``durable``, ``mode``
+    and errors). Returns ``path`` as a ``Path``."""
+    with atomic_path(path, durable=durable, mode=mode) as tmp:
         tmp.write_bytes(data)
     return Path(path)
 
 
 def atomic_write_text(
-    path: str | os.PathLike[str], text: str, *, encoding: str = "utf-8", durable: bool = True
+    path: str | os.PathLike[str], text: str, *, encoding: str = "utf-8", durable: bool = True, mode: int | None = None
 ) -> Path:
     """Replace ``path`` atomically with ``text`` encoded as ``encoding`` (no newline translation: ``"\\n"`` is
     written as is on every platform). Returns ``path``. Raises ``UnicodeEncodeError`` for text the encoding
     cannot hold (nothing is written then), and what :func:`atomic_path` raises."""
-    return atomic_write_bytes(path, text.encode(encoding), durable=durable)
+    return atomic_write_bytes(path, text.encode(encoding), durable=durable, mode=mode)
 
 
 def atomic_write_json(
@@ -141,6 +148,7 @@ def atomic_write_json(
     allow_nan: bool = True,
     trailing_newline: bool = False,
     durable: bool = True,
+    mode: int | None = None,
 ) -> Path:
     """Replace ``path`` atomically with ``obj`` as UTF-8 JSON (``json.dumps`` with these ``indent``,
     ``sort_keys``, ``default`` and ``allow_nan``; non-ASCII escaped as ``json.dumps`` does by default), followed
@@ -151,7 +159,7 @@ def atomic_write_json(
     unchanged. File system errors: as :func:`atomic_path`.
     """
     text = json.dumps(obj, indent=indent, sort_keys=sort_keys, default=default, allow_nan=allow_nan)
-    return atomic_write_text(path, text + ("\n" if trailing_newline else ""), durable=durable)
+    return atomic_write_text(path, text + ("\n" if trailing_newline else ""), durable=durable, mode=mode)
 
 
 def remove_stale_temporaries(folder: str | os.PathLike[str]) -> int:

@@ -50,11 +50,12 @@ def test_other_skips_and_failures_keep_their_verdicts():
 
 
 def test_scoreboard_prints_the_reason():
-    from gru4rec_conformance.reports.scoreboard import _row
+    from gru4rec_conformance.reports.scoreboard import build_scoreboard
 
     why = f"implementation ms_recommenders is not available here: {REASON}"
-    row = _row(_run([("skipped", why)]), "committed verdict", Path("/nowhere"))
-    board = {"rows": [row], "families": {"gru4rec": ["K1"]}, "outcomes": []}
+    run = _run([("skipped", why)])
+    run.results[0].update(outcome_detail="unavailable", unavailable=REASON)  # as the harness writes it (schema 1.1)
+    board = build_scoreboard([], runs=[run])
     md = render_markdown(board)
     assert "| UNAVAILABLE |" in md and f"- ms_recommenders 1.2.1: {REASON}" in md
 

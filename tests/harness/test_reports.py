@@ -90,7 +90,8 @@ def test_report_files_outcomes_and_no_overwrite(project):
     assert by_test["test_fail[good]"]["metrics"][0]["within"] is False
     assert by_test["test_pass[good]"]["features"] == ["session_parallel"]
     md = (run_dir / "summary.md").read_text()
-    assert "**Verdict: FAIL**" in md and "| K1 | state reset | ✓ |" in md and "| K3 | sampling order | n/a |" in md
+    assert "**Conformance: NOT CONFORMANT** — 1 undeclared; coverage 2/4 (50%)" in md
+    assert "| K1 | state reset | ✓ |" in md and "| K3 | sampling order | n/a |" in md
     assert "Resets the hidden state at session starts." in md and "2 sd of reference seeds" in md
     assert "| Deterministic under a seed | not tested | checks R-4 |" in md
     html = (run_dir / "summary.html").read_text()
@@ -127,8 +128,8 @@ def test_scoreboard_and_render_cli(project):
     )
     assert done.returncode == 0, done.stderr
     md = (out / "scoreboard.md").read_text()
-    assert "| reference (reference) | 1.0 | FAIL | complete | 1 | 1 | 1 | 0 | 0 | 1 | 1 | ✓ | ✗ | n/a |" in md
-    assert "| good | 1.0 | FAIL |" in md and "recall@20 -1.6%" in md
+    assert "| reference (reference) | NOT CONFORMANT | 0 / 0 / 0 + 1 undeclared |" in md
+    assert "| good | NOT CONFORMANT |" in md and "recall@20 -1.6% (study –)" in md
     assert (out / "scoreboard.html").read_text().count("<tr class=") == 2
     done = subprocess.run(
         [sys.executable, "-m", "gru4rec_conformance.reports", "render", str(out / "nope")],
@@ -138,26 +139,22 @@ def test_scoreboard_and_render_cli(project):
         timeout=60,
     )
     assert done.returncode == 2 and "not a run directory" in done.stderr
-    # a committed verdict keeps only results.json, stamped by the folder name
+    # a committed verdict keeps only results.json: the same run found under two roots counts once
     (good_run,) = project.run_dirs("good")
     verdict = project.path / "reports" / "verdicts" / "good" / "commit-abc1234"
     verdict.mkdir(parents=True)
     (verdict / "results.json").write_bytes((good_run / "results.json").read_bytes())
     board = build_scoreboard(out, project.path / "reports" / "verdicts")
-    assert [(r["name"], r["source"]) for r in board["rows"]] == [
-        ("reference", "run"),
-        ("good", "committed verdict"),
-        ("good", "run"),
-    ]
-    # an unreadable committed verdict (a merge-conflict marker in its JSON) is named, not silently dropped
+    assert [r["name"] for r in board["rows"]] == ["reference", "good"]
+    # an unreadable committed verdict (a merge-conflict marker in its JSON) is named with file and line
     broken = project.path / "reports" / "verdicts" / "good" / "commit-def5678"
     broken.mkdir(parents=True)
     (broken / "results.json").write_text('{\n<<<<<<<< HEAD\n "schema": 1\n}\n')
     board = build_scoreboard(out, project.path / "reports" / "verdicts")
-    assert len(board["unreadable"]) == 1 and "commit-def5678" in board["unreadable"][0]
+    assert len(board["unreadable"]) == 1 and "commit-def5678/results.json: line 2" in board["unreadable"][0]
     from gru4rec_conformance.reports.scoreboard import render_markdown
 
-    assert "Unreadable committed verdicts" in render_markdown(board)
+    assert "Unreadable run folders" in render_markdown(board)
 
 
 SLOW = '''

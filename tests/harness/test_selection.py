@@ -141,7 +141,8 @@ def test_report_header_names_impl_version_capabilities_suite_and_env(project, mo
     project.checks(BASIC)
     for var in [v for v in os.environ if v.startswith("GRU4REC_")]:  # e.g. GRU4REC_SHARED_DATA of the caller
         monkeypatch.delenv(var)
-    monkeypatch.setenv("GRU4REC_SOMETHING", "visible")
+    monkeypatch.setenv("GRU4REC_SOMETHING", "secret?")  # not on the allow-list: the name only
+    monkeypatch.setenv("GRU4REC_ISOLATION", "never")  # a run setting: shown
     monkeypatch.setenv("DUMMY_VERSION", "7.1")
     result = project.run("conformance", "--impl", "good", "--seeds", "1,2", "--dataset", "yoochoose_100k")
     result.stdout.fnmatch_lines(
@@ -151,7 +152,7 @@ def test_report_header_names_impl_version_capabilities_suite_and_env(project, mo
             "implementation good [[]gru4rec, implementation[]] version 7.1 (numpy *); in-process",
             "  capabilities: device:cpu, loss:cross-entropy, embedding:none, session_parallel, in_batch_negatives, full_ranking, hook:optimizer_info",
             "  shims: scores padded to nothing (dummy)",
-            "GRU4REC_* variables: GRU4REC_SOMETHING=visible",
+            "GRU4REC_* variables: GRU4REC_ISOLATION=never, GRU4REC_SOMETHING=<redacted>",
         ]
     )
 

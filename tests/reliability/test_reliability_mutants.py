@@ -85,7 +85,8 @@ def test_mutant_is_reported_as_a_failure_with_the_worker_stderr(mutant_run, impl
     else:
         assert data["counts"]["failed"] == 1 and data["counts"]["total"] == 1, data["counts"]
     summary = (run_dir / "summary.md").read_text(encoding="utf-8")
-    assert "**Verdict: FAIL**" in summary and "INCOMPLETE" not in summary and "INTERRUPTED" not in summary
+    assert "**Conformance: NOT CONFORMANT**" in summary and "INTERRUPTED" not in summary
+    assert "This report is" not in summary
     assert "Worker stderr (tail):" in summary and stderr_parts[0] in summary and reason_parts[-1] in summary
     assert data["run"]["impl"]["isolation"].startswith("worker process"), data["run"]["impl"]["isolation"]
 

@@ -77,7 +77,7 @@ def test_worker_cannot_forge_results_nor_write_an_xfail_file():
         assert record["outcome"] == "failed" and "attack report:" in record["reason"], record
         assert record["reason"].count("Read-only file system") == 4, record["reason"]  # the 4 writes outside /tmp
         assert "WRITTEN" not in record["reason"]
-        assert "**Verdict: FAIL**" in (run_dir / "summary.md").read_text(encoding="utf-8")
+        assert "**Conformance: NOT CONFORMANT**" in (run_dir / "summary.md").read_text(encoding="utf-8")
     finally:
         toml.unlink(missing_ok=True)
         (import_root() / "conformance_pwn.py").unlink(missing_ok=True)

@@ -1,0 +1,491 @@
+"""The conformance status of one implementation in one run: CONFORMANT, NOT CONFORMANT, INCOMPLETE or UNAVAILABLE,
+with the defects found and the coverage (checks run / checks applicable).
+
+The status answers "does this implementation behave as the reference?", and is kept apart from the gate
+(:mod:`.gate`: PASSED / FAILED, "did the run measure what was declared?"): a run whose only failures are declared
+xfails passes the gate and is NOT CONFORMANT.
+
+Rules (:func:`assess`), over the applicable checks of a run:
+
+- **UNAVAILABLE**: the implementation is not installed / located here, or its adapter cannot be described;
+- **NOT CONFORMANT**: some applicable check failed, xfailed or xpassed (an xpass still carries a declared defect:
+  the registry says the implementation deviates; the gate fails it as a stale entry). Coverage is still given,
+  and ``reasons`` say how many checks were not tested;
+- **INCOMPLETE**: no defect, but some applicable check did not run to an outcome: the adapter lacks a hook the check
+  needs, the run was a subset (``-k`` / ``-m`` / ``--deselect`` / node ids), it was interrupted or killed, or the
+  check was skipped or errored for another reason (no data, a setup error);
+- **CONFORMANT**: every applicable check ran and passed, none under an xfail.
+
+Applicable: a check whose requirements (``feature`` markers) the implementation declares, hooks aside. A check that
+needs an undeclared feature (``loss:bpr-max``, ``device:cuda``, ``hparam:x``) is n/a, "feature absent (declared)",
+and is not counted. A check whose every undeclared requirement is a hook (``hook:trace``) is applicable but not
+testable: the adapter lacks the hook, and the check counts against coverage. A ``gpu`` check of a CPU run is
+n/a for the run (``not_applicable``), as is a check that needs data the run does not have (``outcome_detail``
+``data``: the real SST-5 where only the stand-in is present); so are the items standing for xfail-registry problems
+(the gate's business).
+
+Inputs are the plain records of a run (the run header, the result records, the end record, as in results.jsonl,
+:mod:`.records`). The harness marks what ``assess`` needs machine-readably: a skipped check's ``missing`` (its
+undeclared requirements), ``outcome_detail`` (``unsupported``, ``unavailable``, ``device``) and the end record's
+``not_run`` (applicable-or-not checks that were deselected or never reached). Records written before schema 1.2
+lack them; they are read from the reason texts and the command line (:func:`_legacy_missing`).
+
+This module imports nothing beyond the standard library (reports use it without pytest).
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import re
+from collections.abc import Mapping, Sequence
+from types import MappingProxyType
+from typing import Any
+
+from gru4rec_conformance.conformance._harness.xfails import strip_impl_param
+
+__all__ = ["CONFORMANT", "NOT_CONFORMANT", "INCOMPLETE", "UNAVAILABLE", "STATUSES", "DEFECT_KINDS", "Coverage",
+           "Defect", "Conformance", "assess", "NOT_SELECTED", "NOT_REACHED", "REGISTRY_CHECK_ID"]  # fmt: skip
+
+CONFORMANT = "CONFORMANT"
+NOT_CONFORMANT = "NOT CONFORMANT"
+INCOMPLETE = "INCOMPLETE"
+UNAVAILABLE = "UNAVAILABLE"
+STATUSES = (CONFORMANT, NOT_CONFORMANT, INCOMPLETE, UNAVAILABLE)
+#: Defect kinds: the xfail registry's kinds, and ``undeclared`` for a plain failure (no registry entry).
+DEFECT_KINDS = ("bug", "design-difference", "numerical", "undeclared")
+#: ``not_run`` reasons of the end record: deselected (``-k``, ``-m``, ``--deselect``, node ids), or selected but
+#: not reached because the run was interrupted.
+NOT_SELECTED = "not selected"
+NOT_REACHED = "not reached"
+#: The check id of the items standing for xfail-registry problems (``collection.XfailRegistryItem``).
+REGISTRY_CHECK_ID = "XFAIL-REGISTRY"
+#: Catalogue defect ids (conformance_checks.md §B.2: GP, TG, TF, KG, RP, MS rows) quoted in an xfail's reason or link.
+_DEFECT_ID = re.compile(r"\b(?:GP|TG|TF|KG|RP|MS)-\d+\b")
+_RAN = ("passed", "failed", "xfail", "xpass")
+#: Options that make a run a subset of the collected checks (read from the command of a pre-1.2 run).
+_SUBSET_OPTIONS = ("-k", "-m", "--deselect", "--lf", "--last-failed", "--sw", "--stepwise")
+
+
+def _frozen(d: Mapping[str, Any]) -> Mapping[str, Any]:
+    return MappingProxyType(dict(d))
+
+
+@dataclasses.dataclass(frozen=True)
+class Coverage:
+    """How much of an implementation a run examined.
+
+    Attributes:
+        ran: applicable checks that ran to an outcome (passed, failed, xfail, xpass).
+        applicable: checks the implementation's declared features make applicable: ``ran`` plus the not-testable
+            (``missing_hook``), ``not_selected`` and ``other_not_run`` ones.
+        by_kind: check group (``K1`` .. ``K11``, ``metric``, the fine-tuner's kinds) → ``(ran, applicable)``.
+        feature_absent: n/a checks: they need a feature the implementation declares absent (not in ``applicable``).
+        missing_hook: hook name → applicable checks not testable because the adapter lacks that hook (a check
+            lacking two hooks counts under the first).
+        not_selected: applicable checks deselected (``-k`` / ``-m`` / ``--deselect``) or never reached (interrupt).
+        other_not_run: reason → applicable checks skipped or errored before they ran (no data, setup error, ...).
+        not_applicable: reason → checks n/a for this run other than absent features (``gpu`` checks of a CPU run);
+            not in ``applicable``.
+        unknown_not_run: why an unknown number of applicable checks is missing, or None: the run was killed (no
+            end record), or it predates the end record's ``not_run`` and was a subset (``applicable`` is then a
+            lower bound).
+    """
+
+    ran: int
+    applicable: int
+    by_kind: Mapping[str, tuple[int, int]]
+    feature_absent: int
+    missing_hook: Mapping[str, int]
+    not_selected: int
+    other_not_run: Mapping[str, int]
+    not_applicable: Mapping[str, int] = dataclasses.field(default_factory=lambda: _frozen({}))
+    unknown_not_run: str | None = None
+
+    @property
+    def percent(self) -> float | None:
+        """``100 * ran / applicable`` (None when nothing is applicable)."""
+        return 100.0 * self.ran / self.applicable if self.applicable else None
+
+    @property
+    def not_tested(self) -> int:
+        """Applicable checks that did not run to an outcome."""
+        return self.applicable - self.ran
+
+    def figure(self) -> str:
+        """``61/88 (69%)`` (``0/0`` when nothing is applicable); a ``+`` marks an unknown number not reached."""
+        pct = self.percent
+        plus = "+" if self.unknown_not_run is not None else ""
+        return f"{self.ran}/{self.applicable}{plus}" + (f" ({pct:.0f}%)" if pct is not None else "")
+
+    def why_not_tested(self) -> list[str]:
+        """The not-tested applicable checks by cause, e.g. ``["10 not selected", "2 adapter lacks hook trace"]``."""
+        out = [f"{n} adapter lacks hook {h}" for h, n in sorted(self.missing_hook.items())]
+        if self.not_selected:
+            out.append(f"{self.not_selected} not selected or not reached")
+        out += [f"{n} {why}" for why, n in sorted(self.other_not_run.items())]
+        return out
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "ran": self.ran, "applicable": self.applicable, "percent": self.percent,
+            "by_kind": {k: list(v) for k, v in self.by_kind.items()}, "feature_absent": self.feature_absent,
+            "missing_hook": dict(self.missing_hook), "not_selected": self.not_selected,
+            "other_not_run": dict(self.other_not_run), "not_applicable": dict(self.not_applicable),
+            "unknown_not_run": self.unknown_not_run,
+        }  # fmt: skip
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> Coverage:
+        return cls(
+            ran=int(d["ran"]), applicable=int(d["applicable"]),
+            by_kind=_frozen({k: (int(v[0]), int(v[1])) for k, v in (d.get("by_kind") or {}).items()}),
+            feature_absent=int(d.get("feature_absent", 0)), missing_hook=_frozen(d.get("missing_hook") or {}),
+            not_selected=int(d.get("not_selected", 0)), other_not_run=_frozen(d.get("other_not_run") or {}),
+            not_applicable=_frozen(d.get("not_applicable") or {}), unknown_not_run=d.get("unknown_not_run"),
+        )  # fmt: skip
+
+
+@dataclasses.dataclass(frozen=True)
+class Defect:
+    """One applicable check that found a deviation.
+
+    Attributes:
+        check: the check's id as xfail files name it (node id relative to the suite's folder).
+        kind: ``bug`` / ``design-difference`` / ``numerical`` (the xfail entry's kind), or ``undeclared`` (a
+            failure no entry declares).
+        defect_ids: catalogue ids (§B.2, e.g. ``GP-12``) of the entry's ``defect`` and those quoted in its reason
+            or link; empty if none.
+        fix_level: the entry's study fix level (``OOB`` .. ``NEVER``, ``NOT-IN-STUDY``), or None.
+        figure: the measured figure when the record has one, e.g. ``recall@20 0.633 vs 0.690 (-8.3%)``.
+        check_id: the ``@check`` id (``SR-1``), or None.
+        outcome: the record's outcome (``failed``, ``xfail``, ``xpass``).
+    """
+
+    check: str
+    kind: str
+    defect_ids: tuple[str, ...]
+    fix_level: str | None
+    figure: str | None
+    check_id: str | None = None
+    outcome: str = "failed"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"check": self.check, "kind": self.kind, "defect_ids": list(self.defect_ids),
+                "fix_level": self.fix_level, "figure": self.figure, "check_id": self.check_id,
+                "outcome": self.outcome}  # fmt: skip
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> Defect:
+        return cls(check=str(d["check"]), kind=str(d["kind"]), defect_ids=tuple(d.get("defect_ids") or ()),
+                   fix_level=d.get("fix_level"), figure=d.get("figure"), check_id=d.get("check_id"),
+                   outcome=str(d.get("outcome", "failed")))  # fmt: skip
+
+
+@dataclasses.dataclass(frozen=True)
+class Conformance:
+    """The conformance status of one implementation in one run (see the module docstring for the rules).
+
+    Attributes:
+        status: one of :data:`STATUSES`.
+        defects: the applicable checks that found a deviation, in run order.
+        counts_by_kind: defect kind (:data:`DEFECT_KINDS`) → number of defects, kinds with none left out.
+        coverage: checks run / applicable.
+        reasons: human text: why NOT CONFORMANT / INCOMPLETE / UNAVAILABLE (empty for CONFORMANT).
+    """
+
+    status: str
+    defects: tuple[Defect, ...]
+    counts_by_kind: Mapping[str, int]
+    coverage: Coverage
+    reasons: tuple[str, ...]
+
+    @property
+    def defect_ids(self) -> tuple[str, ...]:
+        """The catalogue ids of all defects, sorted and without repeats."""
+        return tuple(sorted({i for d in self.defects for i in d.defect_ids}, key=_id_key))
+
+    def line(self, impl: str, family: str | None = None, max_ids: int = 8) -> str:
+        """The one terminal line, e.g. ``torch_gru4rec: NOT CONFORMANT — 3 bug, 1 design-difference (TG-3, TG-6);
+        coverage 61/88 (69%)``; ``family`` (when given) follows the status in brackets (``reference: CONFORMANT
+        [gru4rec] — ...``); at most ``max_ids`` defect ids are listed (then ``+N more``)."""
+        head = f"{impl}: {self.status}" + (f" [{family}]" if family else "") + " — "
+        cov = f"coverage {self.coverage.figure()}"
+        if self.status == CONFORMANT:
+            na = ", ".join(f"{n} {why}" for why, n in self.coverage.not_applicable.items())
+            return head + cov + (f"; n/a on this run: {na}" if na else "")
+        if self.status == UNAVAILABLE:
+            return head + ("; ".join(self.reasons) or "not available here")
+        if self.status == NOT_CONFORMANT:
+            kinds = ", ".join(f"{n} {k}" for k, n in self.counts_by_kind.items())
+            ids = self.defect_ids
+            shown = ", ".join(ids[:max_ids]) + (f", +{len(ids) - max_ids} more" if len(ids) > max_ids else "")
+            text = head + kinds + (f" ({shown})" if ids else "") + f"; {cov}"
+            if self.coverage.not_tested or self.coverage.unknown_not_run is not None:
+                text += f"; incomplete: {self._not_tested_text()}"
+            return text
+        return head + f"{self._not_tested_text()}; {cov}"
+
+    def _not_tested_text(self) -> str:
+        causes = self.coverage.why_not_tested()
+        n = self.coverage.not_tested
+        parts = [f"{n} not tested" + (f" ({', '.join(causes)})" if causes else "")] if n else []
+        if self.coverage.unknown_not_run is not None:
+            parts.append(self.coverage.unknown_not_run)
+        return "; ".join(parts) or "nothing applicable was tested"
+
+    def to_json(self) -> dict[str, Any]:
+        """Plain JSON data (``results.json``'s ``conformance``); :meth:`from_json` reads it back."""
+        return {
+            "status": self.status,
+            "defects": [d.to_json() for d in self.defects],
+            "counts_by_kind": dict(self.counts_by_kind),
+            "defect_ids": list(self.defect_ids),
+            "coverage": self.coverage.to_json(),
+            "reasons": list(self.reasons),
+        }
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> Conformance:
+        """Raises ``KeyError`` / ``ValueError`` for data that is not :meth:`to_json`'s."""
+        if d["status"] not in STATUSES:
+            raise ValueError(f"conformance status {d['status']!r} is not one of {list(STATUSES)}")
+        return cls(
+            status=str(d["status"]),
+            defects=tuple(Defect.from_json(x) for x in d.get("defects") or ()),
+            counts_by_kind=_frozen({str(k): int(v) for k, v in (d.get("counts_by_kind") or {}).items()}),
+            coverage=Coverage.from_json(d["coverage"]),
+            reasons=tuple(str(r) for r in d.get("reasons") or ()),
+        )
+
+
+def _id_key(defect_id: str) -> tuple[str, int]:
+    prefix, _, num = defect_id.partition("-")
+    return (prefix, int(num) if num.isdigit() else 0)
+
+
+# -- applicability ---------------------------------------------------------------------------------------------
+def _legacy_missing(record: Mapping[str, Any]) -> list[str] | None:
+    """LEGACY (records before schema 1.2, without ``missing``): the undeclared requirements named in a
+    skipped-unsupported reason (``unsupported by X: needs hook:trace, loss:bpr-max (not declared)``); None when the
+    reason does not list them (an ``Unsupported`` raised by the adapter: read as an absent feature)."""
+    m = re.search(r": needs (.+?) \(not declared\)", str(record.get("reason") or ""))
+    return [s.strip() for s in m.group(1).split(",")] if m else None
+
+
+def _missing_hooks(missing: Sequence[str]) -> list[str] | None:
+    """The hooks of ``missing`` when every undeclared requirement is a hook (the check is applicable but not
+    testable); None when some is a feature (the check is n/a)."""
+    hooks = [m.split(":", 1)[1] for m in missing if m.startswith("hook:")]
+    return hooks if hooks and len(hooks) == len(missing) else None
+
+
+def _needs_other_device(record: Mapping[str, Any]) -> bool:
+    """Whether a skipped check needs a device the run does not use (legacy records: the reason says so)."""
+    detail = record.get("outcome_detail")
+    return detail == "device" or (detail is None and str(record.get("reason") or "").startswith("needs a GPU"))
+
+
+def _check_path(record: Mapping[str, Any]) -> str:
+    """The check's id as xfail files name it: ``conformance/<family>/<file>.py::<test>[<params>]`` without the
+    implementation's parameter (node ids of a ``--pyargs`` run point into site-packages: cut before
+    ``conformance/``)."""
+    nodeid = str(record.get("nodeid") or "?")
+    path, sep, rest = nodeid.partition("::")
+    m = re.search(r"(?:^|/)(conformance/.*)$", path)
+    rel = (m.group(1) if m else path) + sep + rest
+    return strip_impl_param(rel, str(record.get("impl") or "")) if record.get("impl") else rel
+
+
+def _is_registry_item(record: Mapping[str, Any]) -> bool:
+    return ((record.get("check") or {}).get("id")) == REGISTRY_CHECK_ID
+
+
+def _kind(record: Mapping[str, Any]) -> str:
+    check = record.get("check") or {}
+    return str(check.get("kind") or record.get("kind") or "(no kind)")
+
+
+def _short_reason(record: Mapping[str, Any]) -> str:
+    """The ``other_not_run`` key of a check that did not run: ``error: <first line>`` or ``skipped: <...>``."""
+    text = (str(record.get("reason") or "").strip().splitlines() or [""])[0]
+    text = re.sub(r"\s+", " ", text)[:80]
+    return f"{'error' if record.get('outcome') == 'error' else 'skipped'}" + (f": {text}" if text else "")
+
+
+def _figure(record: Mapping[str, Any]) -> str | None:
+    """The measured figure of a record: its recall@20 metric if any, else its first metric with a reference."""
+    metrics = [m for m in record.get("metrics") or () if isinstance(m.get("value"), (int, float))]
+    with_ref = [m for m in metrics if isinstance(m.get("reference"), (int, float))]
+    pick = next((m for m in with_ref if str(m.get("name", "")).lower() == "recall@20"), None)
+    pick = pick or (with_ref[0] if with_ref else None)
+    if pick is None:
+        return None
+    value, ref = float(pick["value"]), float(pick["reference"])
+    rel = f" ({(value - ref) / abs(ref):+.1%})" if ref else ""
+    return f"{pick['name']} {value:.4g} vs {ref:.4g}{rel}"
+
+
+def _defect(record: Mapping[str, Any]) -> Defect:
+    xf = record.get("xfail") or {}
+    ids: list[str] = []
+    if xf.get("defect"):
+        ids.append(str(xf["defect"]))
+    for text in (xf.get("reason"), xf.get("link")):
+        ids += _DEFECT_ID.findall(str(text or ""))
+    kind = str(xf["kind"]) if xf and record.get("outcome") in ("xfail", "xpass") and xf.get("kind") else "undeclared"
+    return Defect(
+        check=_check_path(record),
+        kind=kind,
+        defect_ids=tuple(dict.fromkeys(ids)),
+        fix_level=xf.get("fix_level") if kind != "undeclared" else None,
+        figure=_figure(record),
+        check_id=(record.get("check") or {}).get("id"),
+        outcome=str(record.get("outcome")),
+    )
+
+
+def _subset_args(command: Sequence[str]) -> list[str]:
+    """The selection options of a command line (``-k EXPR``, ``-m EXPR``, ``--deselect ID``, node ids), each
+    shortened to 60 characters; empty for a run of everything collected."""
+    out: list[str] = []
+    for i, a in enumerate(command):
+        if a in _SUBSET_OPTIONS:
+            takes_value = a in ("-k", "-m", "--deselect") and i + 1 < len(command)
+            out.append(f"{a} {command[i + 1]!r}" if takes_value else a)
+        elif a.split("=", 1)[0] in _SUBSET_OPTIONS or "::" in a:
+            out.append(a)
+    return [x if len(x) <= 60 else x[:57] + "..." for x in out]
+
+
+def assess(header: Mapping[str, Any], records: Sequence[Mapping[str, Any]],
+           end: Mapping[str, Any] | None) -> Conformance:  # fmt: skip
+    """The conformance status of the implementation of one run directory.
+
+    Args:
+        header: the run record (``results.jsonl``'s first line; results.json's ``run``).
+        records: its result records (the last one per node id, as ``reports.results.load_run`` gives them).
+        end: its end record, or None for a run that was killed (then the run is at best INCOMPLETE). The end
+            record's ``not_run`` (``{nodeid: {"reason": "not selected" | "not reached", "check": {...},
+            "missing": [...], "markers": [...]}}``) lists the checks that were collected but gave no record.
+
+    Returns:
+        The :class:`Conformance`; never raises for well-formed records (unknown fields are ignored).
+    """
+    impl = header.get("impl") or {}
+    recorded = {str(r.get("nodeid")) for r in records}
+    by_kind: dict[str, list[int]] = collections.defaultdict(lambda: [0, 0])
+    missing_hook: collections.Counter[str] = collections.Counter()
+    other: collections.Counter[str] = collections.Counter()
+    not_applicable: collections.Counter[str] = collections.Counter()
+    feature_absent = not_selected = ran = 0
+    defects: list[Defect] = []
+    unavailable_why: list[str] = []
+    device = str(header.get("device") or "cpu")
+
+    def applicable(kind: str, did_run: bool) -> None:
+        nonlocal ran
+        by_kind[kind][1] += 1
+        if did_run:
+            by_kind[kind][0] += 1
+            ran += 1
+
+    for r in records:
+        outcome = r.get("outcome")
+        if _is_registry_item(r):
+            continue  # an xfail-registry problem, not a check of the implementation: the gate fails it
+        kind = _kind(r)
+        if outcome in _RAN:
+            applicable(kind, True)
+            if outcome != "passed":
+                defects.append(_defect(r))
+            continue
+        if outcome == "skipped-unsupported":
+            missing = r.get("missing") if "missing" in r else _legacy_missing(r)
+            hooks = _missing_hooks(missing) if missing is not None else None
+            if hooks:
+                applicable(kind, False)
+                missing_hook[hooks[0]] += 1
+            else:
+                feature_absent += 1
+            continue
+        if outcome == "skipped" and r.get("outcome_detail") == "unavailable":
+            unavailable_why.append(str(r.get("unavailable") or ""))
+            applicable(kind, False)
+            other["not run: implementation unavailable"] += 1
+            continue
+        if outcome == "skipped" and _needs_other_device(r):
+            not_applicable[f"needs a GPU (run on {device})"] += 1
+            continue
+        if outcome == "skipped" and r.get("outcome_detail") == "data":
+            not_applicable["needs data this run does not have"] += 1
+            continue
+        applicable(kind, False)
+        other[_short_reason(r)] += 1
+
+    not_run = (end or {}).get("not_run")
+    for nodeid, entry in (not_run or {}).items():
+        if nodeid in recorded or not isinstance(entry, Mapping):
+            continue
+        missing = list(entry.get("missing") or ())
+        if "gpu" in (entry.get("markers") or ()) and device != "cuda":
+            continue  # n/a for this run whether selected or not: not counted
+        if missing and _missing_hooks(missing) is None:
+            continue  # n/a (feature absent); a deselected n/a check is not counted at all
+        check = entry.get("check") or {}
+        applicable(str(check.get("kind") or "(no kind)"), False)
+        not_selected += 1
+
+    command = [str(a) for a in header.get("command") or ()]
+    subset = _subset_args(command) if not_run is None else []
+    unknown = (
+        "the run was killed: checks it did not reach are not counted" if end is None
+        else f"a subset run ({' '.join(subset)}): checks not selected are not counted" if subset
+        else None
+    )  # fmt: skip
+    coverage = Coverage(
+        ran=ran,
+        applicable=sum(v[1] for v in by_kind.values()),
+        by_kind=_frozen({k: (v[0], v[1]) for k, v in sorted(by_kind.items(), key=lambda kv: _kind_key(kv[0]))}),
+        feature_absent=feature_absent,
+        missing_hook=_frozen(dict(sorted(missing_hook.items()))),
+        not_selected=not_selected,
+        other_not_run=_frozen(dict(sorted(other.items()))),
+        not_applicable=_frozen(dict(sorted(not_applicable.items()))),
+        unknown_not_run=unknown,
+    )
+    counts = collections.Counter(d.kind for d in defects)
+    counts_by_kind = _frozen({k: counts[k] for k in DEFECT_KINDS if counts[k]})
+
+    reasons: list[str] = []
+    why_unavailable = impl.get("unavailable") or (unavailable_why[0] if unavailable_why else None)
+    if impl.get("error") and not why_unavailable:
+        reasons.append(f"the adapter cannot be described: {impl['error']}")
+    elif why_unavailable and (impl.get("unavailable") or (records and len(unavailable_why) == len(records))):
+        reasons.append(f"not available here: {why_unavailable}")
+    if reasons:
+        return Conformance(UNAVAILABLE, tuple(defects), counts_by_kind, coverage, tuple(reasons))
+
+    if defects:
+        reasons.append(", ".join(f"{n} {k}" for k, n in counts_by_kind.items()) + " defect(s) found")
+    if unknown is not None:
+        reasons.append(unknown)
+    elif end is not None and end.get("status") == "interrupted":
+        reasons.append("the run was interrupted")
+    if coverage.not_tested:
+        reasons.append(f"incomplete: {coverage.not_tested} not tested ({', '.join(coverage.why_not_tested())})")
+    if not records and not not_run:
+        reasons.append("no check ran")
+    if defects:
+        status = NOT_CONFORMANT
+    elif reasons:
+        status = INCOMPLETE
+    else:
+        status = CONFORMANT
+    return Conformance(status, tuple(defects), counts_by_kind, coverage, tuple(reasons))
+
+
+def _kind_key(kind: str) -> tuple[int, int, str]:
+    """K1 < K2 < ... < K11 < other kinds (alphabetical)."""
+    m = re.fullmatch(r"K(\d+)", kind)
+    return (0, int(m.group(1)), "") if m else (1, 0, kind)

@@ -1,0 +1,374 @@
+"""The verdict card of one implementation and judged version, generated from its run (card.md, card.html).
+
+A card says, from the records alone: the conformance status (``conformance._harness.verdict``) and the gate; the
+defects found (catalogue id, kind, fix level, the measured figure); the features the implementation lacks and
+refuses loudly (declared absent, or an ``Unsupported`` at build time); the metric Δ against the reference band
+(dataset and loss named) beside the study's published Δ; the study's expected outcome per check (§B.3) beside ours,
+with agreement computed; coverage; what was judged (version / commit), the suite version and the environment.
+Interpretation that data cannot carry stays in the hand-written ``README.md`` of the implementation's verdict
+folder, which the card links.
+
+:func:`build_card` computes the content once; :func:`render_markdown` and :func:`render_html` print it.
+"""
+
+from __future__ import annotations
+
+import collections
+import functools
+import re
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from gru4rec_conformance import CHECKOUT_ROOT, __version__
+from gru4rec_conformance.reports import study
+from gru4rec_conformance.reports.results import RunData
+
+__all__ = ["CHECK_PATHS", "NEGATIVE_CONTROLS", "build_card", "render_markdown", "render_html", "suite_currency",
+           "negative_control", "headline_metrics", "study_rows"]  # fmt: skip
+
+#: Folders whose content decides what a check measures: a run made at a commit where any of them differed from
+#: this checkout's is stale (its checks are older than the current ones).
+CHECK_PATHS = ("conformance/gru4rec", "conformance/finetuner", "reference", "datasets")
+#: Implementations that are not GRU4Rec (they are run to show the checks tell them apart), beyond those whose
+#: description says "negative control".
+NEGATIVE_CONTROLS = {
+    "torch_rechub": "not a GRU4Rec: a two-tower retriever with a GRU user tower",
+    "ms_recommenders": "a different algorithm (the study leaves it out)",
+}
+_HEADLINE = ("recall@20", "mrr@20")
+#: Declared properties whose absence is no missing feature (the reference declares them false too).
+_NOT_A_LACK = ("needs_categories", "fixed_batch_shape")
+_SEMVER = re.compile(r"^(\d+(?:\.\d+)*)")
+
+
+def negative_control(impl: dict[str, Any]) -> str | None:
+    """Why an implementation is a negative control (not a GRU4Rec), or None."""
+    base = str(impl.get("name") or "").split(":")[0]
+    if base in NEGATIVE_CONTROLS:
+        return NEGATIVE_CONTROLS[base]
+    if impl.get("negative_control"):
+        return str(impl["negative_control"]) if isinstance(impl["negative_control"], str) else "negative control"
+    return "negative control" if "negative control" in str(impl.get("description") or "").lower() else None
+
+
+@functools.lru_cache(maxsize=64)
+def _changed_since(sha: str, root: str) -> int | None:
+    """Files under :data:`CHECK_PATHS` that differ between commit ``sha`` and the checkout's ``HEAD`` at ``root``
+    (committed checks: a run from a work tree with uncommitted changes is judged by its commit), or None when git
+    cannot tell (no git, not a repository, an unknown commit)."""
+    try:
+        done = subprocess.run(
+            ["git", "-C", root, "diff", "--name-only", sha, "HEAD", "--", *CHECK_PATHS],
+            capture_output=True, text=True, timeout=30, check=False,
+        )  # fmt: skip
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if done.returncode != 0:
+        return None
+    return len([line for line in done.stdout.splitlines() if line.strip()])
+
+
+def _release(text: str) -> tuple[int, ...]:
+    m = _SEMVER.match(text or "")
+    return tuple(int(x) for x in m.group(1).split(".")) if m else ()
+
+
+def suite_currency(run: RunData, root: Path | None = CHECKOUT_ROOT) -> tuple[bool | None, str]:
+    """Whether the run's checks are this checkout's: ``(True, note)`` current, ``(False, why)`` stale, ``(None,
+    note)`` when it cannot be told.
+
+    Stale when the run's suite commit differs from this checkout's HEAD in :data:`CHECK_PATHS` (git), or, without git or
+    without that commit here, when its release is older than this suite's (``__version__``).
+    """
+    suite = run.header.get("suite") or {}
+    string = str(suite.get("string") or "?")
+    sha = str(suite.get("git_sha") or "")
+    if sha and root is not None and (Path(root) / ".git").exists():
+        changed = _changed_since(sha, str(root))
+        if changed == 0:
+            return True, f"suite {string}: same checks as this checkout"
+        if changed:
+            return False, f"stale: {changed} files of the checks changed since suite {string}"
+    release = str(suite.get("version") or string.split("+")[0])
+    if _release(release) and _release(release) < _release(__version__):
+        return False, f"stale: suite {string} is older than this suite {__version__}"
+    return None, f"suite {string}: not comparable with this checkout (no git history of that commit)"
+
+
+def _ours(results: list[dict[str, Any]], ids: list[str], conformance: Any) -> tuple[str, str]:
+    """Our outcome over every record of the check ids: FAIL / pass / n/a / not tested, and a short note."""
+    rs = [r for r in results if (r.get("check") or {}).get("id") in ids]
+    if not rs:
+        return study.NOT_TESTED, "not in this run"
+    outcomes = collections.Counter(r.get("outcome") for r in rs)
+    failing = outcomes["failed"] + outcomes["xfail"]
+    if failing:
+        defects = sorted({i for d in conformance.defects if d.check_id in ids for i in d.defect_ids})
+        return "FAIL", f"{failing}/{len(rs)} failed" + (f" ({', '.join(defects)})" if defects else "")
+    ran = outcomes["passed"] + outcomes["xpass"]
+    if ran and ran == len(rs) - outcomes["skipped-unsupported"]:
+        na = outcomes["skipped-unsupported"]
+        return "pass", f"{ran} passed" + (f", {na} n/a" if na else "")
+    if outcomes["skipped-unsupported"] == len(rs):
+        if any(_hook_only(r) for r in rs):
+            return study.NOT_TESTED, "adapter lacks a hook"
+        return "n/a", "feature absent"
+    return study.NOT_TESTED, ", ".join(f"{n} {o}" for o, n in sorted(outcomes.items()))
+
+
+def _hook_only(record: dict[str, Any]) -> bool:
+    """Whether an n/a record lacks only hooks (applicable but not testable), from its ``missing`` list or, for
+    records without one, the reason's ``needs ... (not declared)``."""
+    missing = record.get("missing")
+    if missing is None:
+        m = re.search(r": needs (.+?) \(not declared\)", str(record.get("reason") or ""))
+        missing = [x.strip() for x in m.group(1).split(",")] if m else []
+    return bool(missing) and all(str(x).startswith("hook:") for x in missing)
+
+
+def study_rows(run: RunData, conformance: Any) -> list[dict[str, str]]:
+    """The §B.3 expectations for this implementation beside our outcome of the same checks, with agreement."""
+    out = []
+    for row in study.expected(str(run.impl.get("name") or ""), run.impl.get("study")):
+        ids = study.check_ids(row["checks"], row["note"])
+        ours, note = _ours(run.results, ids, conformance)
+        out.append({"checks": row["checks"], "expected": row["expected"], "study_note": row["note"],
+                    "ours": ours, "ours_note": note, "agreement": study.agreement(row["expected"], ours)})  # fmt: skip
+    return out
+
+
+def _metric_kind(comparison: str) -> str:
+    return "matching" if comparison.startswith(("matching", "own evaluator")) else "best"
+
+
+def headline_metrics(run: RunData, names: tuple[str, ...] | None = None) -> list[dict[str, Any]]:
+    """Ranking metrics (recall@N, MRR@N) recorded with a reference: one row per check, metric and context.
+
+    Each row: ``check``, ``name``, ``cutoff`` (N), ``dataset``, ``loss``, ``comparison``, ``value``, ``reference``,
+    ``tolerance`` (half-width of the band), ``delta_rel`` (fraction), ``within``, ``outcome``, and the study's
+    ``study_delta_rel`` (fraction or None) with ``study_against`` (the official row compared against).
+    """
+    rows = []
+    for r in run.results:
+        for m in r.get("metrics") or ():
+            name = str(m.get("name") or "")
+            value, ref = m.get("value"), m.get("reference")
+            if names is not None and name not in names:
+                continue
+            if not re.fullmatch(r"(recall|mrr)@\d+", name) or not isinstance(value, (int, float)):
+                continue
+            if not isinstance(ref, (int, float)):
+                continue
+            ctx = m.get("context") or {}
+            comparison = str(ctx.get("comparison") or "")
+            dataset = ctx.get("dataset") or run.header.get("dataset")
+            pub = study.published(name, dataset, ctx.get("loss"), run.impl.get("study"), _metric_kind(comparison))
+            rows.append({
+                "check": (r.get("check") or {}).get("id") or "–", "name": name, "cutoff": int(name.split("@")[1]),
+                "dataset": dataset or "?", "loss": ctx.get("loss") or "?",
+                "comparison": comparison.split(":")[0] or "–", "comparison_detail": comparison,
+                "value": float(value), "reference": float(ref),
+                "tolerance": float(m["tolerance"]) if isinstance(m.get("tolerance"), (int, float)) else None,
+                "delta_rel": (value - ref) / abs(ref) if ref else None, "within": m.get("within"),
+                "outcome": r.get("outcome"),
+                "study_delta_rel": pub["delta_rel"] if pub else None,
+                "study_against": f"{pub['dataset']}: {pub['row']} vs {study.OFFICIAL} / {pub['against']}" if pub else "",
+            })  # fmt: skip
+    return rows
+
+
+def _missing_features(run: RunData) -> list[dict[str, Any]]:
+    """Features declared absent (with the number of checks they made n/a) and hyperparameters the adapter refused
+    at build time (``Unsupported``)."""
+    declared = run.impl.get("features") or {}
+    absent = [f for f, v in declared.items()
+              if not v and not f.startswith(("hook:", "device:")) and f not in _NOT_A_LACK]  # fmt: skip
+    n_checks: collections.Counter[str] = collections.Counter()
+    refused: dict[str, str] = {}
+    for r in run.results:
+        if r.get("outcome") != "skipped-unsupported":
+            continue
+        reason = str(r.get("reason") or "")
+        m = re.search(r": needs (.+?) \(not declared\)", reason)
+        if m:
+            for need in (s.strip() for s in m.group(1).split(",")):
+                n_checks[need] += 1
+        elif reason.startswith("unsupported by"):
+            what = reason.removeprefix(f"unsupported by {run.impl.get('name', '')}:").strip()
+            refused.setdefault(what.split(" ")[0], what[:200])
+    out = sorted(({"feature": f, "how": "declared absent", "checks": n_checks.get(f, 0)} for f in absent),
+                 key=lambda m: -m["checks"])  # fmt: skip
+    out += [{"feature": f, "how": f"refused at build time: {why}", "checks": None} for f, why in refused.items()]
+    return out
+
+
+def _environment(run: RunData) -> list[tuple[str, str]]:
+    h = run.header
+    impl = run.impl
+    fw = ", ".join(f"{k} {v}" for k, v in (h.get("frameworks") or {}).items())
+    return [
+        ("Device", str(h.get("device") or "cpu")),
+        ("Isolation", str(impl.get("isolation") or "in-process")),
+        ("Frameworks", fw or "–"),
+        ("Platform", str((h.get("platform") or {}).get("platform") or "?")),
+        ("Command", " ".join(str(a) for a in h.get("command") or ())),
+        ("Started / finished", f"{h.get('started', '?')} / {(run.end or {}).get('finished', '– (no end record)')}"),
+    ]
+
+
+def build_card(run: RunData, readme: Path | None = None, readme_link: str | None = None) -> dict[str, Any]:
+    """The card's content as plain data.
+
+    Args:
+        run: the run (committed verdict or report folder).
+        readme: the hand-written README of the implementation's verdict folder, if any (linked, not copied).
+        readme_link: how the card links it (a relative path); defaults to ``str(readme)``.
+    """
+    from gru4rec_conformance.reports.compact import judged_version
+
+    impl = run.impl
+    conf = run.conformance()
+    gate = (run.end or {}).get("gate")
+    current, suite_note = suite_currency(run)
+    cov = conf.coverage
+    by_kind = [{"kind": k, "ran": ran, "applicable": app} for k, (ran, app) in cov.by_kind.items()]
+    defects = [{"check_id": d.check_id or "–", "check": d.check, "kind": d.kind, "ids": ", ".join(d.defect_ids) or "–",
+                "fix_level": d.fix_level or "–", "figure": d.figure or "–", "outcome": d.outcome}
+               for d in conf.defects]  # fmt: skip
+    brows = study_rows(run, conf)
+    tally = collections.Counter(r["agreement"] for r in brows)
+    return {
+        "title": f"{impl.get('name', '?')} @ {judged_version(run)}",
+        "name": str(impl.get("name") or "?"),
+        "family": impl.get("family", "?"),
+        "role": impl.get("role", "?"),
+        "description": impl.get("description") or "",
+        "homepage": impl.get("homepage") or "",
+        "negative_control": negative_control(impl),
+        "version": str(impl.get("version") or "unknown"),
+        "judged": judged_version(run),
+        "suite": str((run.header.get("suite") or {}).get("string") or "?"),
+        "suite_current": current,
+        "suite_note": suite_note,
+        "run_status": run.status,
+        "status": conf.status,
+        "status_line": conf.line(str(impl.get("name") or "?")),
+        "reasons": list(conf.reasons),
+        "counts_by_kind": dict(conf.counts_by_kind),
+        "gate": None if gate is None else ("PASSED" if gate.get("passed") else "FAILED"),
+        "gate_problems": list((gate or {}).get("problems") or []),
+        "coverage": {
+            "figure": cov.figure(),
+            "percent": cov.percent,
+            "ran": cov.ran,
+            "applicable": cov.applicable,
+            "feature_absent": cov.feature_absent,
+            "why": cov.why_not_tested(),
+            "not_applicable": dict(cov.not_applicable),
+            "unknown": cov.unknown_not_run,
+        },  # fmt: skip
+        "by_kind": by_kind,
+        "defects": defects,
+        "missing": _missing_features(run),
+        "metrics": headline_metrics(run, _HEADLINE),
+        "study_decl": " / ".join(str(v) for v in (impl.get("study") or {}).values()) or None,
+        "study_level": study.fix_level(impl.get("study")),
+        "study_rows": brows,
+        "study_tally": {k: tally.get(k, 0) for k in (study.AGREE, study.DISAGREE, study.NOT_TESTED)},
+        "environment": _environment(run),
+        "readme": readme_link or (str(readme) if readme else None),
+        "source": str(run.directory),
+    }
+
+
+def _pct(x: float | None, digits: int = 1) -> str:
+    return "–" if x is None else f"{x * 100:+.{digits}f}%"
+
+
+def _md(text: Any) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def _table(head: list[str], rows: list[list[Any]]) -> list[str]:
+    out = ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
+    return out + ["| " + " | ".join(_md(c) for c in row) + " |" for row in rows]
+
+
+def render_markdown(c: dict[str, Any]) -> str:
+    """card.md: the card as GitHub-flavoured Markdown."""
+    lines = [f"# {c['title']}", ""]
+    if c["description"]:
+        lines += [c["description"], ""]
+    if c["negative_control"]:
+        lines += [f"> **Negative control** — {c['negative_control']}.", ""]
+    gate = f" · gate **{c['gate']}**" if c["gate"] else ""
+    lines += [f"**{c['status']}**{gate} · coverage {c['coverage']['figure']}", ""]
+    lines += [f"- {r}" for r in c["reasons"]]
+    if c["suite_current"] is False:
+        lines += ["", f"> **{c['suite_note']}**: rerun it to judge it with the current checks."]
+    lines += ["", "## Judged", ""]
+    lines += _table(["", ""], [["Implementation version", c["version"]], ["Judged (commit / version)", c["judged"]],
+                               ["Suite version", f"{c['suite']} ({c['suite_note']})"], ["Run", c["run_status"]],
+                               ["Homepage", c["homepage"] or "–"]])  # fmt: skip
+    lines += ["", "## Defects found", ""]
+    if c["defects"]:
+        lines += _table(["check", "kind", "defect ids", "fix level", "measured", "outcome", "node"],
+                        [[d["check_id"], d["kind"], d["ids"], d["fix_level"], d["figure"], d["outcome"], d["check"]]
+                         for d in c["defects"]])  # fmt: skip
+    else:
+        lines.append("None.")
+    lines += ["", "## Missing features (refused loudly)", ""]
+    if c["missing"]:
+        lines += _table(
+            ["feature", "how", "checks n/a"],
+            [[m["feature"], m["how"], "–" if m["checks"] is None else m["checks"]] for m in c["missing"]],
+        )
+    else:
+        lines.append("None declared or refused.")
+    lines += ["", "## Metrics against the reference band", ""]
+    if c["metrics"]:
+        lines += _table(["check", "metric", "dataset", "loss", "compared with", "ours", "reference ± band", "Δ",
+                         "study Δ (published)", "outcome"],
+                        [[m["check"], m["name"], m["dataset"], m["loss"], m["comparison"], f"{m['value']:.4f}",
+                          f"{m['reference']:.4f} ± {m['tolerance']:.4f}" if m["tolerance"] is not None
+                          else f"{m['reference']:.4f}", _pct(m["delta_rel"]), _pct(m["study_delta_rel"]),
+                          m["outcome"]] for m in c["metrics"]])  # fmt: skip
+        lines += [
+            "",
+            "Study Δ: the published change of the same implementation and fix level against the official "
+            "code on the study's full dataset (matching features for MC-1/MC-3, best parameters for MC-2).",
+        ]
+    else:
+        lines.append("No ranking metric was recorded against the reference.")
+    lines += ["", "## The study's expected outcome per check (§B.3)", ""]
+    if c["study_rows"]:
+        t = c["study_tally"]
+        lines.append(f"Study row: {c['study_decl'] or 'official'} (fix level {c['study_level'] or '–'}). "
+                     f"{t['agree']} agree, {t['disagree']} disagree, {t['not tested']} not tested.")  # fmt: skip
+        lines += [""] + _table(["checks", "study expects", "study note", "ours", "our note", "agreement"],
+                               [[r["checks"], r["expected"], r["study_note"] or "–", r["ours"], r["ours_note"],
+                                 r["agreement"]] for r in c["study_rows"]])  # fmt: skip
+    else:
+        lines.append("The study's table has no row for this implementation and level.")
+    lines += ["", "## Coverage", ""]
+    cov = c["coverage"]
+    lines.append(f"{cov['figure']} applicable checks ran; {cov['feature_absent']} n/a (feature declared absent).")
+    if cov["why"]:
+        lines.append("Not tested: " + "; ".join(cov["why"]) + ".")
+    if cov["unknown"]:
+        lines.append(f"Also: {cov['unknown']}.")
+    lines += [""] + _table(
+        ["kind", "ran", "applicable"], [[k["kind"], k["ran"], k["applicable"]] for k in c["by_kind"]]
+    )
+    lines += ["", "## Environment", ""] + _table(["", ""], [[k, v] for k, v in c["environment"]])
+    if c["readme"]:
+        lines += ["", f"Interpretation (hand-written): [{c['readme']}]({c['readme']})"]
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def render_html(c: dict[str, Any]) -> str:
+    """card.html from reports/templates/card.html.j2 (self-contained)."""
+    from gru4rec_conformance.reports.render import render_html as _render
+
+    return _render({**c, "pct": _pct}, template="card.html.j2")

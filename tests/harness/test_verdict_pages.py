@@ -1,0 +1,190 @@
+"""Pages generated from results: the verdict card, the scoreboard (subset runs apart, negative controls marked,
+several roots merged), ``reports render`` (a damaged folder named with file and line), the plots, and the compact
+committed verdicts (``reports compact``)."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gru4rec_conformance.reports.card import build_card, render_html, render_markdown
+from gru4rec_conformance.reports.compact import VERDICT_FILE, compact, verdict_key
+from gru4rec_conformance.reports.results import load_run
+from gru4rec_conformance.reports.scoreboard import build_scoreboard
+from gru4rec_conformance.reports.scoreboard import render_markdown as board_markdown
+
+METRIC_RULE = "pass if |impl − mean_ref| ≤ max(4·sd_ref, 2%·mean_ref, 0.002)"
+
+
+def _metrics(comparison: str, recall20: float, mrr20: float) -> list[dict[str, Any]]:
+    ctx = {"dataset": "yoochoose_100k", "loss": "cross-entropy", "comparison": comparison}
+    out = []
+    for n in (5, 20):
+        for name, value, ref in (("recall", recall20, 0.69), ("mrr", mrr20, 0.37)):
+            out.append({"name": f"{name}@{n}", "value": value, "reference": ref, "tolerance": 0.014,
+                        "rule": METRIC_RULE, "context": ctx, "within": abs(value - ref) <= 0.014})  # fmt: skip
+    return out
+
+
+def _result(nodeid: str, check: str, kind: str, outcome: str, **extra: Any) -> dict[str, Any]:
+    return {"type": "result", "nodeid": nodeid, "impl": extra.pop("impl", "gp:oob"), "outcome": outcome,
+            "check": {"id": check, "kind": kind, "title": ""}, "reason": extra.pop("reason", ""),
+            "metrics": extra.pop("metrics", []), "features": [], "xfail": extra.pop("xfail", None), **extra}  # fmt: skip
+
+
+def _write_run(folder: Path, name: str = "gp:oob", *, command: tuple[str, ...] = ("pytest", "conformance"),
+               started: str = "2026-12-01T10:00:00Z", status: str | None = "complete", description: str = "",
+               suite: dict[str, Any] | None = None, results: list[dict[str, Any]] | None = None) -> Path:  # fmt: skip
+    """A run directory with results.jsonl: a GRU4REC-pytorch OOB-like implementation with a declared SR-1 bug, a
+    passing EV-1 and the metric checks MC-1/MC-2, unless ``results`` are given."""
+    header = {
+        "type": "run", "schema": 1, "run_id": f"{name}/{folder.name}", "started": started, "command": list(command),
+        "impl": {"name": name, "family": "gru4rec", "role": "implementation", "version": "owner/repo@abcdef0123",
+                 "description": description, "features": {"loss:cross-entropy": True, "logq": False},
+                 "study": {"implementation": "GRU4REC-pytorch", "variant": "OOB"}},
+        "suite": suite or {"version": "2026.11.0", "string": "2026.11.0+gdeadbee", "git_sha": ""},
+        "kinds": {"K1": "state reset", "K8": "evaluation", "metric": "metric conformance"},
+        "frameworks": {"python": "3.11"}, "device": "cpu",
+    }  # fmt: skip
+    xfail = {"index": 1, "kind": "bug", "defect": "GP-1", "fix_level": "INF", "reason": "no reset", "link": "none"}
+    records = results if results is not None else [
+        _result("conformance/gru4rec/test_k1.py::test_sr1[gp:oob]", "SR-1", "K1", "xfail", xfail=xfail,
+                metrics=[{"name": "ranks differing", "value": 27, "reference": 0, "context": {}}]),
+        _result("conformance/gru4rec/test_k8.py::test_ev1[gp:oob]", "EV-1", "K8", "passed"),
+        _result("conformance/gru4rec/test_k1.py::test_logq[gp:oob]", "SR-9", "K1", "skipped-unsupported",
+                reason=f"unsupported by {name}: needs logq (not declared)"),
+        _result("conformance/gru4rec/test_mc.py::test_mc1[gp:oob]", "MC-1", "metric", "failed",
+                metrics=_metrics("matching features: no logQ", 0.27, 0.21)),
+        _result("conformance/gru4rec/test_mc.py::test_mc2[gp:oob]", "MC-2", "metric", "failed",
+                metrics=_metrics("all features", 0.27, 0.21)),
+    ]  # fmt: skip
+    lines = [header, *records]
+    if status is not None:
+        lines.append({"type": "end", "status": status, "exitstatus": 0, "finished": started})
+    folder.mkdir(parents=True)
+    (folder / "results.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines), encoding="utf-8")
+    return folder
+
+
+def test_card_names_status_defects_metrics_and_the_study_side_by_side(tmp_path):
+    run = load_run(_write_run(tmp_path / "gp.oob" / "20261201T100000Z"))
+    card = build_card(run)
+    assert card["status"] == "NOT CONFORMANT" and card["judged"] == "abcdef0"
+    sr1 = next(d for d in card["defects"] if d["check_id"] == "SR-1")
+    assert (sr1["kind"], sr1["ids"], sr1["fix_level"], sr1["figure"]) == (
+        "bug",
+        "GP-1",
+        "INF",
+        "ranks differing 27 vs 0",
+    )
+    assert {d["kind"] for d in card["defects"] if d["check_id"] == "MC-2"} == {"undeclared"}
+    assert {"feature": "logq", "how": "declared absent", "checks": 1} in card["missing"]
+    mc2 = next(m for m in card["metrics"] if m["check"] == "MC-2" and m["name"] == "recall@20")
+    assert mc2["dataset"] == "yoochoose_100k" and mc2["loss"] == "cross-entropy"
+    assert mc2["delta_rel"] == pytest.approx(0.27 / 0.69 - 1)
+    assert mc2["study_delta_rel"] is not None and mc2["study_delta_rel"] < -0.5  # GRU4REC-pytorch OOB vs best
+    b3 = {r["checks"]: (r["expected"], r["ours"], r["agreement"]) for r in card["study_rows"]}
+    assert b3["SR-1"] == ("FAIL", "FAIL", "agree")
+    assert b3["EV-1"] == ("pass", "pass", "agree")
+    assert b3["SO-1"] == ("FAIL", "not tested", "not tested")
+    from gru4rec_conformance.reports import study
+
+    assert study.check_ids("EB-1/2", "EB-4") == ["EB-1", "EB-2", "EB-4"]  # the note names the check to watch
+    assert study.check_ids("EB-1/2", "see KG-4") == ["EB-1", "EB-2"]  # a defect id is not a check
+    assert study.agreement("pass", "FAIL") == "disagree" and study.agreement("FAIL", "n/a") == "not tested"
+    md = render_markdown(card)
+    assert "**NOT CONFORMANT**" in md and "| SR-1 | bug | GP-1 | INF | ranks differing 27 vs 0 |" in md
+    assert "| SR-1 | FAIL | leak and false reset | FAIL |" in md
+    html = render_html(card)
+    assert 'class="status st-NOT-CONFORMANT"' in html and "GRU4REC-pytorch / OOB" in html
+
+
+def test_scoreboard_sets_subset_and_stale_runs_apart_marks_negative_controls_and_merges_roots(tmp_path):
+    a, b = tmp_path / "machine-a", tmp_path / "machine-b"
+    _write_run(a / "gp.oob" / "20261201T100000Z", started="2026-12-01T10:00:00Z")
+    _write_run(a / "gp.oob" / "20261201T110000Z", started="2026-12-01T11:00:00Z",
+               command=("pytest", "conformance", "-k", "sr1"))  # fmt: skip
+    _write_run(b / "rechub" / "20261201T100000Z", name="rechub", description="a retriever (negative control)")
+    _write_run(b / "old" / "20261201T100000Z", name="old", suite={"version": "2000.1.0", "string": "2000.1.0"})
+    board = build_scoreboard([a, b])
+    rows = {r["name"]: r for r in board["rows"]}
+    apart = {r["name"]: r for r in board["apart"]}
+    assert set(rows) == {"gp:oob", "rechub"}  # one row per implementation, from both roots
+    assert rows["gp:oob"]["started"] == "2026-12-01T10:00:00Z"  # the full run, not the newer -k subset
+    assert "a subset run (-k 'sr1')" in apart["gp:oob"]["apart"]
+    assert apart["old"]["apart"] == ["stale: suite 2000.1.0 is older than this suite " + apart["old"]["apart"][0][-9:]]
+    assert rows["rechub"]["negative_control"] and rows["gp:oob"]["negative_control"] is None
+    m = rows["gp:oob"]["metrics"][0]
+    assert (m["name"], m["check"], m["dataset"]) == ("recall@20", "MC-2", "yoochoose_100k")
+    md = board_markdown(board)
+    assert "| rechub (negative control: not a GRU4Rec) | NOT CONFORMANT |" in md
+    assert "Shown apart (not a verdict of the current checks):" in md and "a subset run (-k 'sr1')" in md
+    assert "recall@20 -60.9% (study " in md
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "gru4rec_conformance.reports", *args], capture_output=True,
+                          text=True, timeout=300)  # fmt: skip
+
+
+def test_render_writes_cards_plots_study_figure_and_scoreboard(tmp_path):
+    root = tmp_path / "verdicts"
+    _write_run(root / "gp" / "oob" / "abcdef0")
+    (root / "gp" / "README.md").write_text("Interpretation.\n")
+    done = subprocess.run(
+        [sys.executable, "-m", "gru4rec_conformance.reports", "render", str(root), "--out", str(tmp_path / "site")],
+        capture_output=True, text=True, timeout=300, preexec_fn=lambda: os.umask(0o077),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    modes = {oct(p.stat().st_mode & 0o777) for p in (tmp_path / "site").rglob("*")}
+    assert modes == {"0o644", "0o755"}, modes  # readable pages whatever the umask
+    page = tmp_path / "site" / "gp" / "oob" / "abcdef0"
+    assert {p.name for p in page.iterdir()} >= {"card.md", "card.html", "summary.md", "summary.html", "plots"}
+    assert (page / "plots" / "metrics.png").stat().st_size > 1000
+    assert (tmp_path / "site" / "study.png").stat().st_size > 1000
+    assert "](../../../../verdicts/gp/README.md)" in (page / "card.md").read_text()
+    board = (tmp_path / "site" / "scoreboard.html").read_text()
+    assert 'href="gp/oob/abcdef0/card.html"' in board and 'src="study.png"' in board
+    assert not any(p.name.startswith(("card", "summary")) for p in root.rglob("*"))  # nothing written into roots
+
+
+def test_render_of_a_damaged_folder_names_file_and_line_and_exits_nonzero(tmp_path):
+    root = tmp_path / "runs"
+    good = _write_run(root / "gp.oob" / "20261201T100000Z")
+    bad = _write_run(root / "gp.oob" / "20261201T110000Z")
+    lines = (bad / "results.jsonl").read_text().splitlines()
+    lines[2] = lines[2][:40]  # a torn line in the middle: not a crash at the end
+    (bad / "results.jsonl").write_text("\n".join(lines) + "\n")
+    done = _cli("render", str(root), "--out", str(tmp_path / "site"))
+    assert done.returncode == 2
+    assert f"{bad / 'results.jsonl'}: line 3 is not valid JSON" in done.stderr
+    assert (tmp_path / "site" / "gp" / "oob" / "abcdef0" / "card.html").is_file()  # the readable one still rendered
+    assert load_run(good).status == "complete"
+    gz = tmp_path / "broken" / "x" / "1.0"
+    gz.mkdir(parents=True)
+    (gz / VERDICT_FILE).write_bytes(gzip.compress(b'{"run": {\n  "impl": \n}', mtime=0))
+    done = _cli("render", str(tmp_path / "broken"), "--out", str(tmp_path / "site2"))
+    assert done.returncode == 2 and f"{gz / VERDICT_FILE}: line 3, column 1" in done.stderr
+
+
+def test_compact_keeps_the_newest_complete_run_per_judged_version(tmp_path):
+    out = tmp_path / "out"
+    _write_run(out / "gp.oob" / "20261201T100000Z", started="2026-12-01T10:00:00Z")
+    _write_run(out / "gp.oob" / "20261201T110000Z", started="2026-12-01T11:00:00Z")
+    _write_run(out / "gp.oob" / "20261201T120000Z", started="2026-12-01T12:00:00Z", status="interrupted")
+    skipped: list[str] = []
+    written = compact([out], tmp_path / "verdicts", skipped)
+    assert [(s.name, t.relative_to(tmp_path / "verdicts").as_posix()) for s, t in written] == [
+        ("20261201T110000Z", "gp/oob/abcdef0/results.json.gz")
+    ]
+    assert any("20261201T120000Z: interrupted run" in s for s in skipped)
+    run = load_run(tmp_path / "verdicts" / "gp" / "oob" / "abcdef0")
+    assert run.header["started"] == "2026-12-01T11:00:00Z" and verdict_key(run) == Path("gp/oob/abcdef0")
+    assert compact([out], tmp_path / "verdicts") == []  # same bytes: nothing rewritten
