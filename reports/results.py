@@ -127,12 +127,11 @@ def _read_jsonl(path: Path) -> tuple[list[dict[str, Any]], dict[str, int] | None
             continue
         try:
             rec = json.loads(line)
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        except (json.JSONDecodeError, UnicodeDecodeError):
             if i == len(lines) - 1:  # only an unterminated last line is torn (a write is one call, newline last)
                 torn = {"line": i + 1, "bytes": len(line)}
                 continue
-            why = exc.msg if isinstance(exc, json.JSONDecodeError) else "not UTF-8"
-            raise RunDirError(f"{path}: line {i + 1} is not valid JSON ({why}; the run folder is damaged)") from None
+            raise RunDirError(f"{path}: line {i + 1} is not valid JSON (the run folder is damaged)") from None
         if not isinstance(rec, dict) or not isinstance(rec.get("type"), str):
             raise RunDirError(f"{path}: line {i + 1} is not a record (a JSON object with a 'type')")
         if rec["type"] == "result" and not isinstance(rec.get("nodeid"), str):

@@ -330,10 +330,10 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int | pytest.ExitC
         shown = state.options.gate or any(r.get("xfail") for r in mine)
         extra: EndExtra = {"gate": result if shown else None, "reused": state.reused.get(name, 0),
                            "not_run": not_run(state, (family, name), mine)}  # fmt: skip
-        nondet = _nondeterminism(writer.directory) if writer is not None else None
-        if nondet is not None:
-            extra["nondeterminism"] = nondet
-            state.notes.append(nondeterminism_line(name, nondet))
+        if writer is not None:
+            extra["nondeterminism"] = nondet = _nondeterminism(writer.directory)
+            if nondet is not None:
+                state.notes.append(nondeterminism_line(name, nondet))
         conformance = None
         if writer is not None:
             try:

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from gru4rec_conformance import child_pythonpath
 from gru4rec_conformance.reports.card import build_card, render_html, render_markdown
 from gru4rec_conformance.reports.compact import VERDICT_FILE, compact, verdict_key
 from gru4rec_conformance.reports.results import load_run
@@ -129,9 +130,13 @@ def test_scoreboard_sets_subset_and_stale_runs_apart_marks_negative_controls_and
     assert "recall@20 -60.9% (study " in md
 
 
+def _env() -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": child_pythonpath(os.environ.get("PYTHONPATH"))}
+
+
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "gru4rec_conformance.reports", *args], capture_output=True,
-                          text=True, timeout=300)  # fmt: skip
+                          text=True, timeout=300, env=_env())  # fmt: skip
 
 
 def test_render_writes_cards_plots_study_figure_and_scoreboard(tmp_path):
@@ -140,7 +145,7 @@ def test_render_writes_cards_plots_study_figure_and_scoreboard(tmp_path):
     (root / "gp" / "README.md").write_text("Interpretation.\n")
     done = subprocess.run(
         [sys.executable, "-m", "gru4rec_conformance.reports", "render", str(root), "--out", str(tmp_path / "site")],
-        capture_output=True, text=True, timeout=300, preexec_fn=lambda: os.umask(0o077),
+        capture_output=True, text=True, timeout=300, preexec_fn=lambda: os.umask(0o077), env=_env(),
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     modes = {oct(p.stat().st_mode & 0o777) for p in (tmp_path / "site").rglob("*")}
