@@ -1,5 +1,5 @@
-"""Data integrity checks (FT-6, FT-8 and FT-22, docs/checks.md): nothing dropped, truncation reported, model
-outputs read correctly, binary mapping and split sizes."""
+"""Data integrity checks (FT-6, FT-8, FT-22 and FT-26, docs/checks.md): nothing dropped, truncation reported,
+model outputs read correctly, binary mapping and split sizes, predictions in input order."""
 
 from __future__ import annotations
 
@@ -111,3 +111,42 @@ def test_binary_root_counts(impl, sst5_real):
         b = a.binary_view(ex)
         assert len(b) == EXPECTED_COUNTS["binary"][split], f"binary {split}: {len(b)} examples"
         assert set(b.labels) <= {0, 1}
+
+
+def _order_problems(got: np.ndarray, want: np.ndarray, what: str, atol: float = 1e-5) -> list[str]:
+    """Rows of ``got`` that differ from ``want`` by more than ``atol`` (one line naming the first rows)."""
+    d = np.abs(np.asarray(got, dtype=np.float64) - np.asarray(want, dtype=np.float64)).max(axis=1)
+    bad = np.flatnonzero(d > atol)
+    return (
+        [f"{what}: {len(bad)} of {len(d)} rows differ (first rows {bad[:5].tolist()}, max |diff| {d.max():.2e})"]
+        if len(bad)
+        else []
+    )
+
+
+@pytest.mark.check("FT-26", kind=KIND)
+def test_predictions_in_input_order(impl, tiny_bert, slices):
+    """The logits of 32 dev sentences predicted together equal those predicted one at a time and those of the
+    same sentences in a permuted order (matched back by position) within 1e-5; ``evaluate`` of the permuted split
+    returns its ids in the given order and, matched by example id, the argmax of the one-at-a-time logits."""
+    a = fresh(impl)
+    a.build(0, model_spec=tiny_bert, num_labels=5)
+    ex = slices.val
+    alone = np.stack([np.asarray(a.predict([t]))[0] for t in ex.texts])
+    together = np.asarray(a.predict(list(ex.texts)))
+    perm = np.random.default_rng(0).permutation(len(ex)).tolist()
+    permuted = ex.subset(perm)
+    in_perm = np.asarray(a.predict(list(permuted.texts)))
+    problems = _order_problems(together, alone, "predict(split) vs one at a time")
+    problems += _order_problems(in_perm, alone[perm], "predict(permuted split) vs one at a time")
+    res = a.evaluate(permuted)
+    if list(res["ids"]) != list(permuted.ids):
+        problems.append("evaluate returns the ids in another order than the split's")
+    else:
+        top2 = np.sort(alone, axis=1)[:, -2:]
+        clear = top2[:, 1] - top2[:, 0] > 1e-4  # argmax not decided by float noise
+        want = dict(zip(ex.ids, alone.argmax(axis=1).tolist()))
+        wrong = [i for i, p, k in zip(res["ids"], res["predictions"], perm) if clear[k] and int(p) != want[i]]
+        if wrong:
+            problems.append(f"evaluate: {len(wrong)} predictions differ, matched by example id (first {wrong[:3]})")
+    assert not problems, "predictions are not in input order: " + "; ".join(problems)
