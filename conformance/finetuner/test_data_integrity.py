@@ -57,18 +57,44 @@ def test_full_splits_evaluated_whole(impl, tiny_bert, sst5_real):
         assert list(res["ids"]) == list(ex.ids), f"{split}: prediction ids differ from the split's ids"
 
 
+#: What a fine-tuner's model call must give (finetuner spec §3 row 8, §4.2 item 4).
+OUTPUT_CONTRACT = (
+    "the model call returns a ModelOutput whose .logits (B, C) and .loss are read by attribute; tuple-unpacking or "
+    "iterating it yields its key strings ('loss', 'logits'), not tensors"
+)
+
+
+def _under_output_contract(what: str, fn, *args, **kwargs):
+    """``fn(*args, **kwargs)``; an exception fails the check with a message naming the output contract (with a
+    hint when a key string stood in for a tensor), not only the framework's exception."""
+    try:
+        return fn(*args, **kwargs)
+    except Exception as e:  # noqa: BLE001 (any failure of the call is reported against the contract)
+        hint = " (a str stood in for a tensor: the output was unpacked by position)" if "'str'" in str(e) else ""
+        pytest.fail(f"output contract broken: {what} raised {type(e).__name__}: {e}{hint}; expected: {OUTPUT_CONTRACT}")
+
+
 @pytest.mark.check("FT-8", kind=KIND)
 def test_logits_shape_and_one_step(impl, tiny_bert, slices):
-    """predict returns finite (B, 5) logits; one optimizer step gives a finite training loss."""
+    """predict returns finite (B, 5) logits; one optimizer step gives a finite training loss. A failing model call
+    is reported as a broken output contract (ModelOutput read by attribute), naming the call that broke it."""
     a = fresh(impl)
     a.build(0, model_spec=tiny_bert, num_labels=5)
-    z = np.asarray(a.predict(list(slices.val.texts[:8])))
-    assert z.shape == (8, 5) and np.issubdtype(z.dtype, np.floating), f"logits {z.shape} {z.dtype}"
+    raw = _under_output_contract("predict", a.predict, list(slices.val.texts[:8]))
+    z = np.asarray(raw)
+    assert z.shape == (8, 5) and np.issubdtype(z.dtype, np.floating), (
+        f"output contract broken: predict returned {type(raw).__name__} of shape {z.shape}, dtype {z.dtype}; "
+        f"expected float logits (8, 5): {OUTPUT_CONTRACT}"
+    )
     assert np.isfinite(z).all()
     small = slices.train.head(8)
-    rec = a.fit(small, slices.val.head(8), dict(max_epochs=1, batch_size=8))
+    rec = _under_output_contract(
+        "one training step (fit)", a.fit, small, slices.val.head(8), dict(max_epochs=1, batch_size=8)
+    )
     loss = rec["epochs"][0]["train_loss"]
-    assert isinstance(loss, float) and math.isfinite(loss), f"train loss after one step: {loss!r}"
+    assert isinstance(loss, float) and math.isfinite(loss), (
+        f"output contract broken: train loss after one step is {loss!r}; expected a finite float: {OUTPUT_CONTRACT}"
+    )
     assert rec["epochs"][0]["steps"] == 1
 
 

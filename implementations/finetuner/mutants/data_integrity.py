@@ -54,7 +54,31 @@ class MutantTupleUnpack(MutantAdapter):
     defect_row = 8
     kind = "data_integrity"
     defect = "model output tuple-unpacked (loss, logits = model(...)), which yields the key strings"
+    message = "output contract broken: one training step"
     tuner_cls = _TupleUnpack
+
+
+class _EvalOutputUnpacked(ReferenceFineTuner):
+    def _forward_logits(self, features, batch_size):
+        assert self.model is not None  # predict/evaluate/fit require a built model
+        self.model.eval()
+        out = []
+        with torch.no_grad():
+            for _, batch in self._batches(features, batch_size, None):
+                batch.pop("labels", None)
+                logits, *_ = self.model(**{k: v.to(self.device) for k, v in batch.items()})  # the key 'logits'
+                out.append(logits.float().cpu().numpy())
+        return np.concatenate(out, axis=0) if out else np.zeros((0, self.num_labels), np.float32)
+
+
+@register
+class MutantEvalOutputUnpacked(MutantAdapter):
+    name = "mutant_ft8_eval_output_unpacked"
+    defect_row = 8
+    kind = "data_integrity"
+    defect = "eval-mode model output unpacked (logits, *_ = model(...)), which yields the key string 'logits'"
+    message = "output contract broken: predict"
+    tuner_cls = _EvalOutputUnpacked
 
 
 @register
@@ -94,4 +118,10 @@ class MutantShuffledPredictions(MutantAdapter):
     tuner_cls = _ShuffledPredictionLoader
 
 
-MUTANTS = [MutantDropLongExamples, MutantTupleUnpack, MutantBinaryKeepsNeutral, MutantShuffledPredictions]
+MUTANTS = [
+    MutantDropLongExamples,
+    MutantTupleUnpack,
+    MutantEvalOutputUnpacked,
+    MutantBinaryKeepsNeutral,
+    MutantShuffledPredictions,
+]
