@@ -140,7 +140,9 @@ def _caught(results, cls, *, own_row: bool) -> list[str]:
 
 def test_every_defect_row_has_a_mutant():
     rows = sorted(c.defect_row for c in MUTANTS.values())
-    assert rows == [1, 2, 4, 4, 5, 6, 7, 7, 8, 8, 9, 10, 11, 12, 13, 14, 16, 17, 18, 19, 20, 21, 21, 22, 23, 24, 25, 26]
+    # rows 4, 7, 8, 11 and 21 have a second mutant (a defect the row's first check missed; issue 15)
+    assert sorted(set(rows)) == [1, 2, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26]
+    assert len(rows) == 29
     assert {c.kind for c in MUTANTS.values()} == set(KINDS)
 
 
