@@ -1,6 +1,6 @@
 """Options used by the fine-tuner meta-test (tests/finetuner/test_meta_mutants.py): keep, for each mutant,
 only the checks of its kind or of its defect row, and write one JSON line per check result (``real_sst5_only``:
-the check asserts real SST-5 facts and skips on the synthetic stand-in)."""
+the check asserts real SST-5 facts and skips on the synthetic stand-in; ``reason``: a failure's message)."""
 
 from __future__ import annotations
 
@@ -72,6 +72,9 @@ def pytest_runtest_makereport(item, call):
         "kind": mark.kwargs.get("kind") if mark else None,
         "real_sst5_only": "sst5_real" in getattr(item, "fixturenames", ()),
     }
+    if report.failed and call.excinfo is not None:
+        # the failure message, for the meta-test's check that a mutant's message names its defect
+        report.ft_meta["reason"] = str(call.excinfo.value)[:2000]
 
 
 def pytest_sessionstart(session):

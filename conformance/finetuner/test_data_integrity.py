@@ -1,5 +1,5 @@
-"""Data integrity checks (FT-6, FT-8 and FT-22, docs/checks.md): nothing dropped, truncation reported, model
-outputs read correctly, binary mapping and split sizes."""
+"""Data integrity checks (FT-6, FT-8, FT-22 and FT-26, docs/checks.md): nothing dropped, truncation reported,
+model outputs read correctly, binary mapping and split sizes, predictions in input order."""
 
 from __future__ import annotations
 
@@ -57,18 +57,44 @@ def test_full_splits_evaluated_whole(impl, tiny_bert, sst5_real):
         assert list(res["ids"]) == list(ex.ids), f"{split}: prediction ids differ from the split's ids"
 
 
+#: What a fine-tuner's model call must give (finetuner spec §3 row 8, §4.2 item 4).
+OUTPUT_CONTRACT = (
+    "the model call returns a ModelOutput whose .logits (B, C) and .loss are read by attribute; tuple-unpacking or "
+    "iterating it yields its key strings ('loss', 'logits'), not tensors"
+)
+
+
+def _under_output_contract(what: str, fn, *args, **kwargs):
+    """``fn(*args, **kwargs)``; an exception fails the check with a message naming the output contract (with a
+    hint when a key string stood in for a tensor), not only the framework's exception."""
+    try:
+        return fn(*args, **kwargs)
+    except Exception as e:  # noqa: BLE001 (any failure of the call is reported against the contract)
+        hint = " (a str stood in for a tensor: the output was unpacked by position)" if "'str'" in str(e) else ""
+        pytest.fail(f"output contract broken: {what} raised {type(e).__name__}: {e}{hint}; expected: {OUTPUT_CONTRACT}")
+
+
 @pytest.mark.check("FT-8", kind=KIND)
 def test_logits_shape_and_one_step(impl, tiny_bert, slices):
-    """predict returns finite (B, 5) logits; one optimizer step gives a finite training loss."""
+    """predict returns finite (B, 5) logits; one optimizer step gives a finite training loss. A failing model call
+    is reported as a broken output contract (ModelOutput read by attribute), naming the call that broke it."""
     a = fresh(impl)
     a.build(0, model_spec=tiny_bert, num_labels=5)
-    z = np.asarray(a.predict(list(slices.val.texts[:8])))
-    assert z.shape == (8, 5) and np.issubdtype(z.dtype, np.floating), f"logits {z.shape} {z.dtype}"
+    raw = _under_output_contract("predict", a.predict, list(slices.val.texts[:8]))
+    z = np.asarray(raw)
+    assert z.shape == (8, 5) and np.issubdtype(z.dtype, np.floating), (
+        f"output contract broken: predict returned {type(raw).__name__} of shape {z.shape}, dtype {z.dtype}; "
+        f"expected float logits (8, 5): {OUTPUT_CONTRACT}"
+    )
     assert np.isfinite(z).all()
     small = slices.train.head(8)
-    rec = a.fit(small, slices.val.head(8), dict(max_epochs=1, batch_size=8))
+    rec = _under_output_contract(
+        "one training step (fit)", a.fit, small, slices.val.head(8), dict(max_epochs=1, batch_size=8)
+    )
     loss = rec["epochs"][0]["train_loss"]
-    assert isinstance(loss, float) and math.isfinite(loss), f"train loss after one step: {loss!r}"
+    assert isinstance(loss, float) and math.isfinite(loss), (
+        f"output contract broken: train loss after one step is {loss!r}; expected a finite float: {OUTPUT_CONTRACT}"
+    )
     assert rec["epochs"][0]["steps"] == 1
 
 
@@ -111,3 +137,42 @@ def test_binary_root_counts(impl, sst5_real):
         b = a.binary_view(ex)
         assert len(b) == EXPECTED_COUNTS["binary"][split], f"binary {split}: {len(b)} examples"
         assert set(b.labels) <= {0, 1}
+
+
+def _order_problems(got: np.ndarray, want: np.ndarray, what: str, atol: float = 1e-5) -> list[str]:
+    """Rows of ``got`` that differ from ``want`` by more than ``atol`` (one line naming the first rows)."""
+    d = np.abs(np.asarray(got, dtype=np.float64) - np.asarray(want, dtype=np.float64)).max(axis=1)
+    bad = np.flatnonzero(d > atol)
+    return (
+        [f"{what}: {len(bad)} of {len(d)} rows differ (first rows {bad[:5].tolist()}, max |diff| {d.max():.2e})"]
+        if len(bad)
+        else []
+    )
+
+
+@pytest.mark.check("FT-26", kind=KIND)
+def test_predictions_in_input_order(impl, tiny_bert, slices):
+    """The logits of 32 dev sentences predicted together equal those predicted one at a time and those of the
+    same sentences in a permuted order (matched back by position) within 1e-5; ``evaluate`` of the permuted split
+    returns its ids in the given order and, matched by example id, the argmax of the one-at-a-time logits."""
+    a = fresh(impl)
+    a.build(0, model_spec=tiny_bert, num_labels=5)
+    ex = slices.val
+    alone = np.stack([np.asarray(a.predict([t]))[0] for t in ex.texts])
+    together = np.asarray(a.predict(list(ex.texts)))
+    perm = np.random.default_rng(0).permutation(len(ex)).tolist()
+    permuted = ex.subset(perm)
+    in_perm = np.asarray(a.predict(list(permuted.texts)))
+    problems = _order_problems(together, alone, "predict(split) vs one at a time")
+    problems += _order_problems(in_perm, alone[perm], "predict(permuted split) vs one at a time")
+    res = a.evaluate(permuted)
+    if list(res["ids"]) != list(permuted.ids):
+        problems.append("evaluate returns the ids in another order than the split's")
+    else:
+        top2 = np.sort(alone, axis=1)[:, -2:]
+        clear = top2[:, 1] - top2[:, 0] > 1e-4  # argmax not decided by float noise
+        want = dict(zip(ex.ids, alone.argmax(axis=1).tolist()))
+        wrong = [i for i, p, k in zip(res["ids"], res["predictions"], perm) if clear[k] and int(p) != want[i]]
+        if wrong:
+            problems.append(f"evaluate: {len(wrong)} predictions differ, matched by example id (first {wrong[:3]})")
+    assert not problems, "predictions are not in input order: " + "; ".join(problems)

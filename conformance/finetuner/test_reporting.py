@@ -67,6 +67,43 @@ def test_metrics_match_sklearn(impl, base_run, slices):
     assert (cm == confusion_matrix(y, p, labels=labels)).all() and cm.sum() == len(y)
 
 
+@pytest.mark.check("FT-21", kind=KIND)
+def test_metrics_independent_of_eval_batch_size(impl, tiny_bert, slices):
+    """On 33 dev sentences, evaluated after the same seeded run with eval batch sizes 1, 4 and 64 (4 does not
+    divide 33): accuracy and macro-F1 are identical and equal scikit-learn's on the returned predictions, and the
+    mean CE agrees within 1e-6 and equals the mean CE of the returned logits."""
+    split = slices.full["dev"].head(33)
+    y = np.asarray(split.labels)
+    got, problems = {}, []
+    for bs in (1, 4, 64):
+        a = fresh(impl)
+        a.build(0, model_spec=tiny_bert, num_labels=5)
+        cfg = dict(max_epochs=2, batch_size=8, eval_batch_size=bs, learning_rate=2e-3, warmup_ratio=0.0, patience=None)
+        a.fit(slices.train, slices.val, cfg)
+        res = a.evaluate(split)
+        p = np.asarray(res["predictions"])
+        sk = {
+            "accuracy": float(accuracy_score(y, p)),
+            "macro_f1": float(f1_score(y, p, labels=list(range(5)), average="macro", zero_division=0)),
+            "mean_ce": float(mean_cross_entropy(np.asarray(a.predict(list(split.texts))), split.labels)),
+        }
+        for key in ("accuracy", "macro_f1"):
+            if res[key] != sk[key]:
+                problems.append(
+                    f"eval batch size {bs}: {key} {res[key]:.6f}, scikit-learn on its predictions {sk[key]:.6f}"
+                )
+        if abs(res["mean_ce"] - sk["mean_ce"]) > 1e-6:
+            problems.append(
+                f"eval batch size {bs}: mean_ce {res['mean_ce']:.7f}, mean CE of its logits {sk['mean_ce']:.7f}"
+            )
+        got[bs] = res
+    for key, tol in (("accuracy", 0.0), ("macro_f1", 0.0), ("mean_ce", 1e-6)):
+        vals = {bs: float(r[key]) for bs, r in got.items()}
+        if max(vals.values()) - min(vals.values()) > tol:
+            problems.append(f"{key} depends on the eval batch size (n = 33): {vals}")
+    assert not problems, "metrics are not aggregated over examples: " + "; ".join(problems)
+
+
 @pytest.mark.check("FT-17", kind=KIND)
 @pytest.mark.feature("manifest")
 def test_manifest_model_identity(impl, base_run, tiny_bert):

@@ -6,9 +6,11 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from gru4rec_conformance.conformance.finetuner.support import fresh, stable_json_hash
+from gru4rec_conformance.datasets.sst5 import Examples
 
 KIND = "selection_leakage"
 CFG = dict(max_epochs=5, batch_size=8, learning_rate=2e-3, warmup_ratio=0.0, patience=None)
@@ -46,6 +48,50 @@ def test_selection_independent_of_test_labels(impl, tiny_bert, slices):
         f"selection depends on test labels: selected epochs {[v[0] for v in views]}"
     )
     assert logits[0] == logits[1] == logits[2], "the selected model differs when only test labels differ"
+
+
+#: Constant learning rate without warmup, so the first epoch is the same whatever max_epochs says; no patience and
+#: restore-best, so the selected epoch is the best validation epoch.
+DECISIVE_CFG = dict(
+    batch_size=8,
+    learning_rate=3e-3,
+    warmup_ratio=0.0,
+    schedule="constant",
+    patience=None,
+    restore_best=True,
+    monitor="val_loss",
+)
+
+
+@pytest.mark.check("FT-11", kind=KIND)
+def test_selection_on_test_differs_by_construction(impl, tiny_bert, slices):
+    """Black-box, no hook. Validation = the 32 training sentences (true labels), so the validation loss falls over
+    6 epochs; the test split = the same sentences labelled with the implementation's own predictions after a
+    1-epoch run of the same seed, so test accuracy is 100% at epoch 1 and selecting on test keeps epoch 1. The
+    selected epoch must be the epoch of the lowest validation loss, and stay the same when those test labels are
+    moved to another class (test accuracy 0 at epoch 1)."""
+    train = slices.train.head(32)
+    val = Examples("dev", tuple(f"dev-{i}" for i in train.ids), train.texts, train.labels, 5, "train sentences")
+    test = Examples("test", tuple(f"test-{i}" for i in train.ids), train.texts, train.labels, 5, "train sentences")
+    first = fresh(impl).run(train, val, test, dict(DECISIVE_CFG, max_epochs=1), seed=0, model_spec=tiny_bert)
+    p1 = [int(p) for p in first["test"]["predictions"]]
+    variants = {
+        "test labels = the epoch-1 predictions": test.with_labels(p1),
+        "test labels = the epoch-1 predictions moved to another class": test.with_labels([(p + 1) % 5 for p in p1]),
+    }
+    picked = {}
+    for name, variant in variants.items():
+        rec = fresh(impl).run(train, val, variant, dict(DECISIVE_CFG, max_epochs=6), seed=0, model_spec=tiny_bert)
+        losses = [e["val_loss"] for e in rec["epochs"]]
+        best = int(np.argmin(losses)) + 1
+        if best == 1:
+            pytest.skip(f"indecisive: the validation loss is lowest at epoch 1 ({[round(v, 4) for v in losses]})")
+        picked[name] = rec["selected_epoch"]
+        assert rec["selected_epoch"] == best, (
+            f"selected on test, not on validation: with {name} the run kept epoch {rec['selected_epoch']}, the "
+            f"lowest validation loss is at epoch {best} (val losses {[round(v, 4) for v in losses]})"
+        )
+    assert len(set(picked.values())) == 1, f"the selected epoch depends on the test labels: {picked}"
 
 
 @pytest.mark.check("FT-11", kind=KIND)

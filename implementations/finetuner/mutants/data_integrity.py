@@ -1,6 +1,9 @@
-"""Data-integrity mutants (caught by FT-6, FT-8 and FT-22, docs/checks.md)."""
+"""Data-integrity mutants (caught by FT-6, FT-8, FT-22 and FT-26, docs/checks.md)."""
 
 from __future__ import annotations
+
+import numpy as np
+import torch
 
 from gru4rec_conformance.datasets.sst5 import Examples
 from gru4rec_conformance.implementations.registry import register
@@ -51,7 +54,31 @@ class MutantTupleUnpack(MutantAdapter):
     defect_row = 8
     kind = "data_integrity"
     defect = "model output tuple-unpacked (loss, logits = model(...)), which yields the key strings"
+    message = "output contract broken: one training step"
     tuner_cls = _TupleUnpack
+
+
+class _EvalOutputUnpacked(ReferenceFineTuner):
+    def _forward_logits(self, features, batch_size):
+        assert self.model is not None  # predict/evaluate/fit require a built model
+        self.model.eval()
+        out = []
+        with torch.no_grad():
+            for _, batch in self._batches(features, batch_size, None):
+                batch.pop("labels", None)
+                logits, *_ = self.model(**{k: v.to(self.device) for k, v in batch.items()})  # the key 'logits'
+                out.append(logits.float().cpu().numpy())
+        return np.concatenate(out, axis=0) if out else np.zeros((0, self.num_labels), np.float32)
+
+
+@register
+class MutantEvalOutputUnpacked(MutantAdapter):
+    name = "mutant_ft8_eval_output_unpacked"
+    defect_row = 8
+    kind = "data_integrity"
+    defect = "eval-mode model output unpacked (logits, *_ = model(...)), which yields the key string 'logits'"
+    message = "output contract broken: predict"
+    tuner_cls = _EvalOutputUnpacked
 
 
 @register
@@ -67,4 +94,34 @@ class MutantBinaryKeepsNeutral(MutantAdapter):
         )
 
 
-MUTANTS = [MutantDropLongExamples, MutantTupleUnpack, MutantBinaryKeepsNeutral]
+class _ShuffledPredictionLoader(ReferenceFineTuner):
+    def _forward_logits(self, features, batch_size):
+        assert self.model is not None  # predict/evaluate/fit require a built model
+        self.model.eval()
+        out = []
+        with torch.no_grad():
+            # a shuffling evaluation loader (shuffle=True, as the studied code's dev/test DataLoaders); the order
+            # is never undone
+            for _, batch in self._batches(features, batch_size, torch.Generator().manual_seed(0)):
+                batch.pop("labels", None)
+                out.append(self.model(**{k: v.to(self.device) for k, v in batch.items()}).logits.float().cpu().numpy())
+        return np.concatenate(out, axis=0) if out else np.zeros((0, self.num_labels), np.float32)
+
+
+@register
+class MutantShuffledPredictions(MutantAdapter):
+    name = "mutant_ft26_shuffled_predictions"
+    defect_row = 26
+    kind = "data_integrity"
+    defect = "prediction/evaluation loader shuffles the examples, so predictions are misaligned with the inputs"
+    message = "predictions are not in input order"
+    tuner_cls = _ShuffledPredictionLoader
+
+
+MUTANTS = [
+    MutantDropLongExamples,
+    MutantTupleUnpack,
+    MutantEvalOutputUnpacked,
+    MutantBinaryKeepsNeutral,
+    MutantShuffledPredictions,
+]

@@ -1,4 +1,5 @@
-"""Padding and masking mutants (caught by FT-4 and FT-7, docs/checks.md)."""
+"""Padding and masking mutants (caught by FT-4 and FT-7, docs/checks.md; the pad-id mutants only on a family
+whose pad id is not 0, RoBERTa)."""
 
 from __future__ import annotations
 
@@ -45,4 +46,37 @@ class MutantFixedLengthPadding(MutantAdapter):
     tuner_cls = _FixedLength
 
 
-MUTANTS = [MutantNoAttentionMask, MutantFixedLengthPadding]
+class _PadWithZero(ReferenceFineTuner):
+    def collate(self, features):
+        batch = super().collate(features)
+        batch["input_ids"][batch["attention_mask"] == 0] = 0  # 0 is [PAD] for BERT but <s> for RoBERTa
+        return batch
+
+
+@register
+class MutantPadWithZero(MutantAdapter):
+    name = "mutant_ft7_pad_with_zero"
+    defect_row = 7
+    kind = "padding_masking"
+    defect = "batches padded with id 0 whatever the tokenizer's pad id (RoBERTa's is 1)"
+    tuner_cls = _PadWithZero
+
+
+class _MaskPaddedWithPadId(ReferenceFineTuner):
+    def collate(self, features):
+        batch = super().collate(features)
+        mask = batch["attention_mask"]
+        mask[mask == 0] = self.tokenizer.pad_token_id  # the mask padded like the ids: 1 (attend) for RoBERTa
+        return batch
+
+
+@register
+class MutantMaskPaddedWithPadId(MutantAdapter):
+    name = "mutant_ft4_mask_padded_with_pad_id"
+    defect_row = 4
+    kind = "padding_masking"
+    defect = "attention mask padded with the pad id instead of 0 (RoBERTa attends to its padding)"
+    tuner_cls = _MaskPaddedWithPadId
+
+
+MUTANTS = [MutantNoAttentionMask, MutantFixedLengthPadding, MutantPadWithZero, MutantMaskPaddedWithPadId]

@@ -140,6 +140,24 @@ class MutantAdHocMetrics(MutantAdapter):
     tuner_cls = _AdHocMetrics
 
 
+class _BatchMeanAccuracy(ReferenceFineTuner):
+    def _metrics(self, logits, examples):
+        res = super()._metrics(logits, examples)
+        bs, y, p = self.config.eval_batch_size, np.asarray(examples.labels), np.asarray(res["predictions"])
+        # mean of per-batch accuracies: equals the accuracy only when the batch size divides n
+        res["accuracy"] = float(np.mean([np.mean(p[i : i + bs] == y[i : i + bs]) for i in range(0, len(y), bs)]))
+        return res
+
+
+@register
+class MutantBatchMeanAccuracy(MutantAdapter):
+    name = "mutant_ft21_batch_mean_accuracy"
+    defect_row = 21
+    kind = "reporting"
+    defect = "accuracy reported as the mean of per-batch accuracies (wrong when the eval batch size does not divide n)"
+    tuner_cls = _BatchMeanAccuracy
+
+
 MUTANTS = [
     MutantLossOverBatchSize,
     MutantPickleNoRunId,
@@ -148,4 +166,5 @@ MUTANTS = [
     MutantCollapseUnflagged,
     MutantEqualLengthAggregate,
     MutantAdHocMetrics,
+    MutantBatchMeanAccuracy,
 ]

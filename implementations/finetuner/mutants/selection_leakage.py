@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from gru4rec_conformance.implementations.finetuner.base import FinetunerAdapter
 from gru4rec_conformance.implementations.registry import register
 from gru4rec_conformance.reference.finetuner import ReferenceFineTuner
 
@@ -82,6 +83,16 @@ class MutantTestSelection(_TestAwareAdapter):
 
 
 @register
+class MutantTestSelectionNoHook(MutantTestSelection):
+    """The test-selection mutant without the split-access hook: only black-box checks can catch it."""
+
+    name = "mutant_ft11_test_selection_no_hook"
+    defect = "the checkpoint with the highest test accuracy over epochs is kept; split accesses not observable"
+    message = "selected on test, not on validation"
+    split_log = FinetunerAdapter.split_log  # the protocol's default: the hook is not declared
+
+
+@register
 class MutantSaveOnTestScore(_TestAwareAdapter):
     name = "mutant_ft12_save_on_test_score"
     defect_row = 12
@@ -99,4 +110,4 @@ class MutantTestEveryEpoch(_TestAwareAdapter):
     tuner_cls = _TestEveryEpoch
 
 
-MUTANTS = [MutantTestSelection, MutantSaveOnTestScore, MutantTestEveryEpoch]
+MUTANTS = [MutantTestSelection, MutantTestSelectionNoHook, MutantSaveOnTestScore, MutantTestEveryEpoch]
