@@ -48,7 +48,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, NoReturn
 
-from gru4rec_conformance import child_pythonpath, import_root
+from gru4rec_conformance import CHECKOUT_ROOT, child_pythonpath, import_root
 from gru4rec_conformance.conformance._harness.codec import DEFAULT_MAX_BYTES, Codec, ExchangeError, dumps, loads
 from gru4rec_conformance.conformance._harness.worker import _HEADER
 from gru4rec_conformance.implementations.base import BaseCapabilities, ImplementationUnavailable, Unsupported
@@ -184,6 +184,8 @@ class IsolationSettings:
         max_frame_bytes: largest JSON reply accepted (bytes); a larger announced frame kills the worker.
         max_reply_bytes: budget of the ``.npy`` payloads of one reply (bytes), checked from each file's header.
         tmp_root: parent folder of the worker directories (None = system temp).
+        hidden_paths: folders the sandboxed worker sees as empty (an empty tmpfs over each existing one): the
+            run folders' root and the xfail registries, so the worker has no path to either.
         keep_dirs: keep worker directories after close (debugging).
         poll_s: watchdog period.
         threads: thread count of the worker's numeric libraries (``--worker-threads``): sets
@@ -202,6 +204,7 @@ class IsolationSettings:
     poll_s: float = 0.05
     threads: int | None = None
     sandbox: str = "auto"
+    hidden_paths: tuple[str, ...] = ()
     max_frame_bytes: int = MAX_FRAME_BYTES
     max_reply_bytes: int = DEFAULT_MAX_BYTES
 
@@ -649,7 +652,8 @@ class WorkerProxy:
             cmd += ["--tmpfs", d]
         exe = Path(self._python)
         venv = str(exe.parent.parent) if exe.parent.name == "bin" else ""  # the interpreter's environment
-        needed = [self._python, venv, sys.prefix, sys.base_prefix]
+        # the suite's checkout (src/ holds symlinks into it), when the suite runs from one under a hidden folder
+        needed = [self._python, venv, sys.prefix, sys.base_prefix, str(CHECKOUT_ROOT or "")]
         needed += env.get("PYTHONPATH", "").split(os.pathsep)
         # folders named by the variables the worker sees (checkouts, mirrors: GRU4REC_*_PATH, GRU4REC_MIRROR_DIR)
         needed += [v for k, v in env.items() if k != "GRU4REC_CACHE_DIR" and os.path.isabs(v)]
@@ -660,6 +664,9 @@ class WorkerProxy:
         cache = env.get("GRU4REC_CACHE_DIR")
         if cache and os.path.isdir(cache):  # read-only: the controller fills it (handle.new_adapter, _checkout.prepare)
             cmd += ["--ro-bind", cache, cache]
+        for d in dict.fromkeys(self._settings.hidden_paths):  # after the binds above: they may lie inside them
+            if os.path.isdir(d) and not _under(str(workdir), (d,)) and not _under(os.path.realpath(self._python), (d,)):
+                cmd += ["--tmpfs", d, "--remount-ro", d]
         cmd += ["--bind", str(workdir), str(workdir)]
         if self.device.startswith("cuda"):  # the GPU device nodes (the fresh /dev has none)
             for dev in sorted(glob.glob("/dev/nvidia*")):

@@ -229,7 +229,13 @@ def register_markers(config: pytest.Config) -> None:
 def read_options(config: pytest.Config) -> Options:
     """The options of ``config``. Raises ``pytest.UsageError`` for unparsable ``--seeds``."""
     report_dir = config.getoption("conformance_report_dir")
+    report_root = Path(report_dir) if report_dir else Path(config.rootpath) / "reports" / "out"
+    from gru4rec_conformance.conformance._harness.collection import check_roots
+
+    # the worker gets no path to the run folders nor to the registries (isolation: hidden_paths)
+    hidden = (str(report_root.resolve()), *(str(r / "conformance" / "xfails") for r in check_roots(config)))
     settings = IsolationSettings(
+        hidden_paths=hidden,
         call_timeout=config.getoption("conformance_call_timeout"),
         memory_limit_mb=config.getoption("conformance_worker_memory"),
         network=config.getoption("conformance_worker_network"),
@@ -244,7 +250,7 @@ def read_options(config: pytest.Config) -> Options:
         seeds=_parse_seeds(config.getoption("conformance_seeds")),
         gate=config.getoption("conformance_gate"),
         xfail_mark=config.getoption("conformance_xfail_mark"),
-        report_dir=Path(report_dir) if report_dir else Path(config.rootpath) / "reports" / "out",
+        report_dir=report_root,
         report_enabled=not config.getoption("conformance_no_report"),
         plots=not config.getoption("conformance_no_plots"),
         isolation=config.getoption("conformance_isolation"),

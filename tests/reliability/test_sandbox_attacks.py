@@ -52,8 +52,9 @@ def marker():
 @requires_sandbox
 def test_worker_cannot_forge_results_nor_write_an_xfail_file():
     """The worker tries to append a passing record to every results.jsonl of the report folder, to create a file
-    there, to write conformance/xfails/attack-forger.toml and a module into the suite's import root: all fail on
-    the read-only filesystem, the run's record is its own, and --gate fails."""
+    there, to write conformance/xfails/attack-forger.toml and a module into the suite's import root: it finds no
+    run folder (the report root and the registries are empty and read-only inside), every write fails on the
+    read-only filesystem, the run's record is its own, and --gate fails."""
     report_dir = REPO / "reports" / "out" / f"_sandbox_attack_{uuid.uuid4().hex[:8]}"  # in the repo: visible, read-only
     victim = report_dir / "earlier" / "results.jsonl"
     victim.parent.mkdir(parents=True)
@@ -75,7 +76,9 @@ def test_worker_cannot_forge_results_nor_write_an_xfail_file():
         assert data["run"]["sandbox"].startswith("bubblewrap"), data["run"]["sandbox"]
         (record,) = data["results"]
         assert record["outcome"] == "failed" and "attack report:" in record["reason"], record
-        assert record["reason"].count("Read-only file system") == 4, record["reason"]  # the 4 writes outside /tmp
+        # the run folders are hidden (an empty read-only tmpfs): no results.jsonl to find, the 3 other writes fail
+        assert "results.jsonl" not in record["reason"], record["reason"]
+        assert record["reason"].count("Read-only file system") == 3, record["reason"]
         assert "WRITTEN" not in record["reason"]
         assert "**Conformance: NOT CONFORMANT**" in (run_dir / "summary.md").read_text(encoding="utf-8")
     finally:
