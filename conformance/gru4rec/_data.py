@@ -22,6 +22,8 @@ d_tail = _checks.d_tail
 d_var = _checks.d_var
 zipf_sessions = _checks.zipf_sessions
 sessions_frame = _checks.sessions_frame
+scramble_session_ids = _checks.scramble_session_ids
+shuffle_rows = _checks.shuffle_rows
 SharedDataMissing = _real.SharedDataMissing
 
 DEFAULT_METRIC_DATASET = "yoochoose_100k"
