@@ -63,8 +63,8 @@ def scramble_session_ids(frame: pd.DataFrame, seed: int, key: str = "SessionId")
 
     The check builders give session k the id ``first_id + k`` *and* the k-th start time (and sort rows so);
     an implementation that orders sessions by id or by row instead of by first timestamp is only told apart on
-    data like this (EB-5, EB-6). Opt-in: the goldens and bands of the other checks were measured on the
-    builders' own frames. Returns a new frame with a fresh RangeIndex.
+    data like this (the GRU4Rec checks get every builder's frames through it: conformance/gru4rec/_data.py).
+    Returns a new frame with a fresh RangeIndex.
     """
     ids = np.unique(frame[key].to_numpy())
     new = pd.Series(np.random.default_rng(seed).permutation(ids), index=ids)
