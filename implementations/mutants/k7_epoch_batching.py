@@ -79,6 +79,11 @@ class EpochsOffByOne(MutantAdapter):
     defect = "KG epoch off-by-one (§A.4)"
     kind = "K7"
     caught_by = ("EB-3",)
+    also_fails = ("HP-1",)
+    collateral = (
+        "HP-1 trains 1 epoch, i.e. nothing here; its message says the failure may follow from EB-3 "
+        "(tests/meta: test_hp1_attributes_untrained_model_to_eb3)"
+    )
 
     @classmethod
     def gru_overrides(cls):
