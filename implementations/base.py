@@ -369,7 +369,8 @@ class Capabilities(BaseCapabilities):
 
     Flag features (bool): ``session_parallel``, ``in_batch_negatives``, ``extra_shared_negatives``,
     ``sample_alpha``, ``logq``, ``adagrad_momentum``, ``dropout_embed``, ``dropout_hidden``,
-    ``separate_dropouts``, ``bpreg``, ``full_ranking``, ``needs_categories``, ``fixed_batch_shape``.
+    ``separate_dropouts``, ``bpreg``, ``full_ranking``, ``needs_categories``, ``fixed_batch_shape``,
+    ``needs_sorted_input``.
     Set features: ``losses`` (``loss:<name>``), ``embedding_modes`` (``embedding:<mode>``), ``final_acts``
     (``final_act:<name>``), ``devices`` (``device:<name>``). Choices: ``score_semantics`` (``raw`` or
     ``post-activation``: what ``score_prefixes`` returns), ``eval_tie_mode`` (tie mode of the
@@ -403,6 +404,7 @@ class Capabilities(BaseCapabilities):
     full_ranking: bool = flag_field("score_prefixes scores the whole catalogue in one call")
     needs_categories: bool = flag_field("the implementation needs item categories as input")
     fixed_batch_shape: bool = flag_field("scoring must be padded to the training batch size")
+    needs_sorted_input: bool = flag_field("fit/evaluate need rows sorted by (SessionId, Time); EB-5 is n/a")
     score_semantics: str = choice_field(("raw", "post-activation"), "raw", "what score_prefixes returns")
     eval_tie_mode: Any = choice_field((None, "standard", "conservative", "median"), None, "own evaluator's tie mode")
     gate_layout: Any = dataclasses.field(default=None, metadata={"kind": "layout"})

@@ -1,14 +1,18 @@
 """The only place where the GRU4Rec checks import the suite's dataset package (a rename of the package is a
 one-line change here).
 
-Check datasets (conformance/gru4rec/README.md, "Data"): D-LAG1, D-LONG, D-TAIL, D-VAR and Zipf sessions;
+Check datasets (conformance/gru4rec/README.md, "Data"): D-LAG1, D-LONG, D-TAIL, D-VAR and Zipf sessions, with
+session ids decoupled from start times and rows (:func:`_decoupled`);
 metric-conformance datasets (``--dataset``): the real Yoochoose 100k slice and its synthetic stand-in, or a folder
 prepared by ``python -m gru4rec_conformance.datasets prepare``.
 """
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -16,12 +20,35 @@ from gru4rec_conformance.datasets.sessions import checks as _checks
 from gru4rec_conformance.datasets.sessions import real as _real
 
 CheckDataset = _checks.CheckDataset
-d_lag1 = _checks.d_lag1
-d_long = _checks.d_long
-d_tail = _checks.d_tail
-d_var = _checks.d_var
-zipf_sessions = _checks.zipf_sessions
+
+
+def _decoupled(builder: Callable[..., CheckDataset]) -> Callable[..., CheckDataset]:
+    """``builder`` whose train and test frames get session ids unrelated to their start times
+    (:func:`~datasets.sessions.checks.scramble_session_ids`, seeds 1000 + seed and 2000 + seed): the builders
+    give session k the id ``first_id + k``, the k-th start time and the k-th block of rows, so an implementation
+    ordering sessions by id or by row would pass for one ordering them by time. Rows stay sorted by
+    (SessionId, Time), as the builders document; ``meta`` is unchanged (it names items, not session ids)."""
+
+    @functools.wraps(builder)
+    def wrapped(seed: int = 0, **kw: Any) -> CheckDataset:
+        ds = builder(seed, **kw)
+        return CheckDataset(
+            _checks.scramble_session_ids(ds.train, 1000 + seed),
+            _checks.scramble_session_ids(ds.test, 2000 + seed),
+            ds.meta,
+        )
+
+    return wrapped
+
+
+d_lag1 = _decoupled(_checks.d_lag1)
+d_long = _decoupled(_checks.d_long)
+d_tail = _decoupled(_checks.d_tail)
+d_var = _decoupled(_checks.d_var)
+zipf_sessions = _decoupled(_checks.zipf_sessions)
 sessions_frame = _checks.sessions_frame
+scramble_session_ids = _checks.scramble_session_ids
+shuffle_rows = _checks.shuffle_rows
 SharedDataMissing = _real.SharedDataMissing
 
 DEFAULT_METRIC_DATASET = "yoochoose_100k"

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from gru4rec_conformance.conformance.gru4rec._common import ADAGRAD, build, embedding_mode, lag1_test_pairs, recall_at
+from gru4rec_conformance.implementations.base import Unsupported
 
 _FINAL_ACT_VALUES = {
     "linear": "linear",
@@ -31,6 +32,16 @@ def _options():
     }
     for mode, cfg in modes.items():
         out.append(pytest.param(cfg, marks=pytest.mark.embedding(mode), id=f"embedding:{mode}"))
+    # sizes: embedding ≠ hidden, unequal and odd layer sizes (a model tied to "embedding = hidden" or to one
+    # layer size only crashes here, not with the 16/16 above)
+    sizes = {
+        "separate-13-hidden-16": ({"embedding": 13, "constrained_embedding": False, "layers": [16]}, "separate"),
+        "separate-7-layers-15-9": ({"embedding": 7, "constrained_embedding": False, "layers": [15, 9]}, "separate"),
+        "none-layers-17-11": ({"embedding": 0, "constrained_embedding": False, "layers": [17, 11]}, "none"),
+        "shared-layers-13-7": ({"constrained_embedding": True, "layers": [13, 7]}, "shared"),
+    }
+    for name, (cfg, mode) in sizes.items():
+        out.append(pytest.param(cfg, marks=pytest.mark.embedding(mode), id=f"sizes:{name}"))
     for fam, value in _FINAL_ACT_VALUES.items():
         loss = "cross-entropy" if fam.startswith("softmax") else "bpr-max"
         out.append(
@@ -49,16 +60,29 @@ def test_rn1_option_smoke(impl, d_lag1, option, record_metric):
     """Every declared loss, embedding mode and final activation trains and scores, with finite scores.
 
     Every declared loss, embedding mode and final activation trains one epoch on D-LAG1 and scores 10
-    prefixes without an exception and with finite scores."""
+    prefixes without an exception and with finite scores; so do unequal sizes (separate embedding 13 with
+    hidden 16, embedding 7 with layers [15, 9], no embedding with layers [17, 11], shared with [13, 7]). A
+    failure names the configuration and the call (fit or score_prefixes) that raised."""
     req, opt = embedding_mode({**option, "n_epochs": 1})
-    model = build(impl, req, dict(layers=[16], batch_size=32, n_sample=8, learning_rate=0.05, **opt))
-    rep = model.fit(d_lag1.train)
+    opt = dict(layers=[16], batch_size=32, n_sample=8, learning_rate=0.05, **opt)
+    config = ", ".join(f"{k}={v!r}" for k, v in {**opt, **req}.items() if k in (*option, "layers", "n_epochs"))
+    model = build(impl, req, opt)
     prefixes, _ = lag1_test_pairs(d_lag1.test)
-    s = np.asarray(model.score_prefixes(prefixes[:10]), dtype=np.float64)
+    stage = "fit"
+    try:
+        rep = model.fit(d_lag1.train)
+        stage = "score_prefixes"
+        s = np.asarray(model.score_prefixes(prefixes[:10]), dtype=np.float64)
+    except Unsupported:
+        raise
+    except Exception as exc:
+        pytest.fail(f"configuration ({config}): {stage} raised {type(exc).__name__}: {exc}".rstrip(), pytrace=False)
     record_metric("final epoch loss", float(rep.epoch_losses[-1]) if rep.epoch_losses else None)
-    assert s.shape[0] == 10 and np.isfinite(s).all(), f"option {option}: non-finite or missing scores"
-    assert rep.epoch_losses, f"option {option}: fit reported no training epoch (1 was asked for; EB-3 checks the count)"
-    assert np.isfinite(rep.epoch_losses).all(), f"option {option}: non-finite training loss {rep.epoch_losses}"
+    assert s.shape[0] == 10 and np.isfinite(s).all(), f"configuration ({config}): non-finite or missing scores"
+    assert rep.epoch_losses, (
+        f"configuration ({config}): fit reported no training epoch (1 was asked for; EB-3 checks the count)"
+    )
+    assert np.isfinite(rep.epoch_losses).all(), f"configuration ({config}): non-finite training loss {rep.epoch_losses}"
 
 
 @pytest.mark.check("RN-2", kind="K10")

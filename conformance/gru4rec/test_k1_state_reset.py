@@ -89,9 +89,10 @@ def test_sr2_first_event_after_switch(impl, d_lag1):
     """A session entering a used lane starts from a zero state (first prediction = fresh scoring).
 
     After session A ends in a lane, the first prediction of session B in that lane equals fresh-state
-    scoring of [b1] (one lane, evaluation batch size 1)."""
+    scoring of [b1] (one lane, evaluation batch size 1; A and B the two earliest-starting test sessions)."""
     model = lag1_model(impl, d_lag1)
-    ids = sorted(d_lag1.test["SessionId"].unique())[:2]
+    # the two earliest-starting sessions: lanes take sessions by start time, not by id (ids are decoupled)
+    ids = d_lag1.test.groupby("SessionId")["Time"].min().sort_values(kind="stable").index[:2].tolist()
     test = d_lag1.test[d_lag1.test["SessionId"].isin(ids)]
     b_items = test[test["SessionId"] == ids[1]].sort_values("Time")["ItemId"].tolist()
     rows = [r for r in model.score_stream(test, 1) if r[0] == ids[1] and r[1] == 1]

@@ -1,19 +1,23 @@
 """K7 epoch boundary / batching (docs/checks.md, K7): every transition is trained once per epoch (the
-tail included), the epoch count is honoured, finished lanes are refilled session-parallel. Checks EB-1..EB-4."""
+tail included), the epoch count is honoured, finished lanes are refilled session-parallel, the order of the input
+rows does not matter and sessions enter the lanes by start time. Checks EB-1..EB-6."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
+from gru4rec_conformance.conformance.gru4rec import _data
 from gru4rec_conformance.conformance.gru4rec._common import (
     build,
     epochs_run,
     fresh_scores,
     lag1_pairs,
+    lag1_test_pairs,
     recall_at,
     small,
 )
+from gru4rec_conformance.implementations.base import Unsupported
 
 
 def _transitions(df) -> tuple[int, int]:
@@ -172,4 +176,125 @@ def test_eb4_lane_refilling(impl, d_var, record_metric):
     )
     assert T / B_ <= steps <= T / B_ + L, (
         f"{steps} steps per epoch, expected {T / B_:.0f}..{T / B_ + L:.0f} for {T} transitions and B={B_}"
+    )
+
+
+def _max_rel_diff(a, b) -> float:
+    """max |a − b| / max(max |a|, 1e-12) over two float arrays (0 for two empty ones)."""
+    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    if a.shape != b.shape:
+        return float("inf")
+    return float(np.abs(a - b).max() / max(float(np.abs(a).max()), 1e-12)) if a.size else 0.0
+
+
+#: EB-5's tolerance on the relative difference of scores and losses between sorted and shuffled input when two
+#: runs on the same sorted input agree exactly (a deterministic implementation): float32 resolution of a sum.
+ORDER_REL_TOL = 1e-6
+
+
+@pytest.mark.check("EB-5", kind="K7")
+def test_eb5_row_order_invariance(impl, d_lag1, record_metric):
+    """Training and evaluation do not depend on the order of the input rows (or unsorted input is refused).
+
+    D-LAG1 with session ids unrelated to start times (seeded permutation), rows sorted by (SessionId, Time),
+    against the same rows shuffled within and across sessions (the Time column kept; each item's first
+    occurrence kept first, so that the official item map is unchanged): same seed, 2 epochs, the epoch losses
+    and the fresh-state scores must be identical (relative 1e-6, or within ten times the difference of two runs
+    on the sorted rows), and so must the own evaluator's metrics on the shuffled test set. A ValueError or
+    Unsupported from ``fit`` on unsorted rows passes as a loud refusal; an adapter declaring
+    ``needs_sorted_input`` is not applicable."""
+    if impl.supports("needs_sorted_input"):
+        pytest.skip("n/a-declared: the adapter declares needs_sorted_input (fit/evaluate need sorted rows)")
+    train = _data.scramble_session_ids(d_lag1.train, seed=11)
+    test = _data.scramble_session_ids(d_lag1.test, seed=12)
+    shuffled, shuffled_test = _data.shuffle_rows(train, seed=13), _data.shuffle_rows(test, seed=14)
+    prefixes = lag1_pairs(d_lag1.meta)[0] + lag1_test_pairs(test)[0][:40]
+    seed = impl.seeds[0]
+
+    def run(frame):
+        model = build(impl, optional=small(impl, n_epochs=2), seed=seed)
+        rep = model.fit(frame)
+        epochs_run(rep, 2)
+        return model, np.asarray(rep.epoch_losses, dtype=np.float64), fresh_scores(model, prefixes)
+
+    model, loss_a, score_a = run(train)
+    _, loss_b, score_b = run(train)
+    try:
+        shuffled_model, loss_c, score_c = run(shuffled)
+    except (ValueError, Unsupported) as exc:
+        record_metric("unsorted input refused", 1.0, rule="refused loudly: pass", error=f"{type(exc).__name__}: {exc}")
+        return
+    noise = max(_max_rel_diff(score_a, score_b), _max_rel_diff(loss_a, loss_b))
+    tol = max(ORDER_REL_TOL, 10 * noise)
+    d_score, d_loss = _max_rel_diff(score_a, score_c), _max_rel_diff(loss_a, loss_c)
+    record_metric("max relative score difference, shuffled vs sorted rows", d_score, reference=0.0, tolerance=tol)
+    record_metric("max relative epoch-loss difference, shuffled vs sorted rows", d_loss, reference=0.0, tolerance=tol)
+    record_metric("same-input run-to-run difference (control)", noise, rule="diagnosis only")
+    problems = []
+    if d_score > tol or d_loss > tol:
+        problems.append(
+            f"training on the same rows shuffled (Time kept) changes the model: scores differ by {d_score:.3g} "
+            f"relative, epoch losses {loss_c.round(6).tolist()} vs {loss_a.round(6).tolist()} on sorted rows "
+            f"(tolerance {tol:.1g}; two runs on the sorted rows differ by {noise:.3g}): the row order is trusted "
+            "(e.g. events of a session taken in row order instead of by Time, or sessions in row order) "
+            "instead of sorting by (SessionId, Time)"
+        )
+    if impl.supports("hook:evaluate"):
+        cut = (1, 5)
+        own = model.evaluate(test, cutoffs=cut, batch_size=7)
+        try:
+            own_shuffled = model.evaluate(shuffled_test, cutoffs=cut, batch_size=7)
+        except (ValueError, Unsupported) as exc:
+            own_shuffled = None
+            record_metric("unsorted test set refused", 1.0, rule="refused loudly: pass", error=str(exc))
+        if own_shuffled is not None:
+            keys = [f"{m}@{k}" for m in ("recall", "mrr") for k in cut]
+            bad = {k: (own[k], own_shuffled[k]) for k in keys if abs(own[k] - own_shuffled[k]) > 1e-9}
+            record_metric("own-evaluator metrics changed by shuffling the test rows", len(bad), reference=0)
+            if bad:
+                problems.append(
+                    "the own evaluator's metrics change when the test rows are shuffled (sorted, shuffled): "
+                    + ", ".join(f"{k} {a:.4f}, {b:.4f}" for k, (a, b) in bad.items())
+                )
+    del shuffled_model
+    assert not problems, "; ".join(problems)
+
+
+@pytest.mark.check("EB-6", kind="K7")
+@pytest.mark.hook("trace")
+def test_eb6_lane_order_by_start_time(impl, d_var, record_metric):
+    """Sessions enter the minibatch lanes in the order of their first event's time, not of their ids or rows.
+
+    D-VAR (B=8, one epoch) with session ids unrelated to start times (seeded permutation; rows sorted by id):
+    in the trace, the order in which sessions first appear in the lanes (step by step, lane by lane) is the
+    order of their first timestamps, as in the official code (sessions argsorted by their minimum time, every
+    epoch; gru4rec_reference.md §1.3). Checked on the first 8 lanes and on the whole epoch."""
+    B_ = 8
+    train = _data.scramble_session_ids(d_var.train, seed=21)
+    start = train.groupby("SessionId")["Time"].min().sort_values(kind="stable")
+    want = start.index.to_numpy()
+    model = build(impl, optional=small(impl, n_epochs=1, batch_size=B_))
+    model.trace(True)
+    rep = model.fit(train)
+    epochs_run(rep, 1)
+    seen: dict[int, None] = {}
+    for t in rep.trace:
+        for s in np.asarray(t.session_ids).tolist():
+            if s != -1 and s not in seen:
+                seen[int(s)] = None
+    got = np.asarray(list(seen), dtype=np.int64)
+    n = min(len(got), len(want))
+    mism = np.flatnonzero(got[:n] != want[:n])
+    record_metric("sessions entering lanes out of start-time order", len(mism), reference=0, tolerance=0, of=n)
+    assert n, "the trace names no session (session_ids all -1)"
+    first = set(got[:B_].tolist())
+    assert first == set(want[:B_].tolist()), (
+        f"the first {B_} lanes hold sessions {sorted(first)}, expected the {B_} earliest-starting sessions "
+        f"{sorted(want[:B_].tolist())}: sessions are not ordered by their first event's time"
+        + (" (they follow the session ids)" if first == set(np.sort(want)[:B_].tolist()) else "")
+    )
+    assert not len(mism), (
+        f"{len(mism)} of {n} sessions enter the lanes out of start-time order (first at position {mism[0]}: "
+        f"session {got[mism[0]]}, expected {want[mism[0]]}): sessions must be processed by their first "
+        "timestamp (argsort of each session's minimum time), not by id or row order"
     )

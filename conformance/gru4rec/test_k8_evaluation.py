@@ -27,6 +27,10 @@ UNKNOWN_BASE = 990_001
 METRIC_TOL = 1e-6
 
 
+#: EV-1's names of the two numbers it compares, in its messages.
+SUITE_VS_OWN = ("suite", "implementation")
+
+
 def _trained(impl, d_lag1, n_epochs: int = 2):
     return lag1_model(impl, d_lag1, n_epochs)
 
@@ -41,13 +45,16 @@ def _eval_batch(test: pd.DataFrame, nominal: int = 16) -> int:
     return max(1, min(nominal, int(test["SessionId"].nunique())))
 
 
-def _metric_diff(a: dict, b: dict) -> tuple[float, list[str]]:
+def _metric_diff(a: dict, b: dict, names: tuple[str, str] | None = None) -> tuple[float, list[str]]:
+    """(largest |a[k] − b[k]| over the recall@/mrr@ keys of ``a``, one line per key beyond METRIC_TOL); with
+    ``names`` each line says which number is whose (``recall@5: suite 0.5, implementation 0.4``)."""
     keys = [k for k in a if k.startswith(("recall@", "mrr@"))]
     worst, bad = 0.0, []
     for k in keys:
         d = abs(float(a[k]) - float(b.get(k, np.nan)))
         if not d <= METRIC_TOL:
-            bad.append(f"{k} {float(a[k]):.6f} vs {float(b.get(k, np.nan)):.6f}")
+            x, y = float(a[k]), float(b.get(k, np.nan))
+            bad.append(f"{k}: {names[0]} {x:.6f}, {names[1]} {y:.6f}" if names else f"{k} {x:.6f} vs {y:.6f}")
         worst = max(worst, d) if np.isfinite(d) else float("inf")
     return worst, bad
 
@@ -86,15 +93,18 @@ def test_ev1_evaluator_matches_suite_metrics(impl, d_lag1, record_metric):
     for name, test in (("D-LAG1 test", d_lag1.test), ("rank-boundary sessions", boundary)):
         own = model.evaluate(test, cutoffs=CUTOFFS, batch_size=_eval_batch(test))
         suite = suite_metrics(model, test, CUTOFFS, mode=mode)
-        worst, bad = _metric_diff(suite, own)
+        worst, bad = _metric_diff(suite, own, SUITE_VS_OWN)
         record_metric(
             f"max |own − suite| metric difference ({name})", worst, reference=0.0, tolerance=METRIC_TOL, tie_mode=mode
         )
         if bad:
             problems.append(f"{name}: " + ", ".join(bad))
         if int(own.get("n_events", -1)) != int(suite["n_events"]):
-            problems.append(f"{name}: n_events {own.get('n_events')} vs {suite['n_events']}")
-    assert not problems, "own evaluator differs from the suite's metrics: " + "; ".join(problems)
+            problems.append(f"{name}: n_events: suite {suite['n_events']}, implementation {own.get('n_events')}")
+    assert not problems, (
+        "own evaluator differs from the suite's metrics (suite: the suite's evaluator on the implementation's "
+        f"score_prefixes, tie mode {mode!r}; implementation: its own evaluate()): " + "; ".join(problems)
+    )
 
 
 def _tied_scores_model(impl, d_lag1):
@@ -133,7 +143,7 @@ def test_ev1_tie_policy(impl, d_lag1, record_metric):
     test = d_lag1.test
     own = model.evaluate(test, cutoffs=CUTOFFS, batch_size=_eval_batch(test))
     suite = suite_metrics(model, test, CUTOFFS, mode=mode)
-    worst, bad = _metric_diff(suite, own)
+    worst, bad = _metric_diff(suite, own, SUITE_VS_OWN)
     record_metric(
         "max |own − suite| metric difference (all scores tied)",
         worst,

@@ -15,7 +15,17 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-__all__ = ["CheckDataset", "d_lag1", "d_long", "d_tail", "d_var", "zipf_sessions", "sessions_frame"]
+__all__ = [
+    "CheckDataset",
+    "d_lag1",
+    "d_long",
+    "d_tail",
+    "d_var",
+    "zipf_sessions",
+    "sessions_frame",
+    "scramble_session_ids",
+    "shuffle_rows",
+]
 
 SESSION_SPACING_S = 10_000  # seconds between session starts
 EVENT_SPACING_S = 60
@@ -44,6 +54,35 @@ def sessions_frame(sessions: list[list[int]], first_session_id: int = 1, t0: int
             "Time": t0 + sid * SESSION_SPACING_S + pos * EVENT_SPACING_S,
         }
     )
+
+
+def scramble_session_ids(frame: pd.DataFrame, seed: int, key: str = "SessionId") -> pd.DataFrame:
+    """A copy of ``frame`` whose session ids are a seeded permutation of its own ids, so that the id order says
+    nothing about the sessions' start times; rows are then sorted by (id, Time), so that row order follows the
+    new ids, not time. Items, times and the session of every event are kept.
+
+    The check builders give session k the id ``first_id + k`` *and* the k-th start time (and sort rows so);
+    an implementation that orders sessions by id or by row instead of by first timestamp is only told apart on
+    data like this (the GRU4Rec checks get every builder's frames through it: conformance/gru4rec/_data.py).
+    Returns a new frame with a fresh RangeIndex.
+    """
+    ids = np.unique(frame[key].to_numpy())
+    new = pd.Series(np.random.default_rng(seed).permutation(ids), index=ids)
+    out = frame.assign(**{key: new[frame[key].to_numpy()].to_numpy()})
+    return out.sort_values([key, "Time"], kind="stable").reset_index(drop=True)
+
+
+def shuffle_rows(frame: pd.DataFrame, seed: int, item_key: str = "ItemId") -> pd.DataFrame:
+    """A copy of ``frame`` with its rows in a seeded random order, across and within sessions (every row keeps
+    its session, item and Time), except that the first occurrence of each item comes first, in the frame's
+    order: the official item map numbers items by first appearance in the frame as given
+    (gru4rec_reference.md §1.2), so this shuffle leaves an implementation that follows it the same columns and
+    the same initial weights, and an order-invariant one must train and evaluate exactly as on ``frame``.
+    Returns a new frame with a fresh RangeIndex."""
+    firsts = np.flatnonzero(~frame[item_key].duplicated().to_numpy())
+    rest = np.setdiff1d(np.arange(len(frame)), firsts)
+    perm = np.concatenate([firsts, np.random.default_rng(seed).permutation(rest)])
+    return frame.iloc[perm].reset_index(drop=True)
 
 
 def _lag1_sessions(rng: np.random.Generator, items: np.ndarray, n: int, lo: int, hi: int) -> list[list[int]]:

@@ -1,4 +1,4 @@
-"""K10 runnability mutants (defects, docs/checks.md: TG-1, GP-11)."""
+"""K10 runnability mutants (defects, docs/checks.md: TG-1, GP-11; BS-6 from the blind-spot trials, issue 15)."""
 
 from __future__ import annotations
 
@@ -71,3 +71,29 @@ class CudaEvalCrash(MutantAdapter):
                 return metrics_from_ranks(np.concatenate(ranks), cutoffs, self.hits)
 
         return {"evaluator_class": Evaluator}
+
+
+@register
+class EmbeddingSizeTiedToHidden(MutantAdapter):
+    """The first GRU layer is built for inputs of the hidden size, not of the separate embedding's size (an
+    ``nn.GRU(hidden_size, hidden_size)`` behind an ``nn.Embedding(n_items, embedding_dim)``): right while the two
+    sizes are equal, a shape error in the first forward pass when they differ (blind spot BS-6, issue 15)."""
+
+    name = "mutant:embedding_size_tied_to_hidden"
+    defect = "BS-6"
+    kind = "K10"
+    caught_by = ("RN-1",)
+    also_fails = ("HP-1", "HP-2")
+    collateral = "HP-1/HP-2 build a separate embedding of another size than the hidden layer: the same crash"
+
+    @classmethod
+    def gru_overrides(cls):
+        from gru4rec_conformance.reference.gru4rec import GRU4RecModel
+
+        class Model(GRU4RecModel):
+            def layer_input_size(self, layer):
+                if layer == 0 and self.mode == "separate":
+                    return self.layers[0]  # the defect: the embedding's own size is ignored
+                return super().layer_input_size(layer)
+
+        return {"model_class": Model}

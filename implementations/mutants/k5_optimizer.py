@@ -1,4 +1,5 @@
-"""K5 optimizer mutants (defects, docs/checks.md: TF-2, TF-3, TF-4/KG-2, GP-9/TG-3)."""
+"""K5 optimizer mutants (defects, docs/checks.md: TF-2, TF-3, TF-4/KG-2, GP-9/TG-3; BS-3..BS-5: machinery GRU4Rec
+does not have, found by blind-spot trials, issue 15)."""
 
 from __future__ import annotations
 
@@ -129,3 +130,105 @@ class AdamOptimizer(MutantAdapter):
                 return {**super().info(), "type": "adam"}
 
         return {"optimizer_class": Adam}
+
+
+def _transformed_grads_optimizer(transform):
+    """An ``IndexedAdagradM`` subclass whose ``step`` first maps every gradient through ``transform(opt, name,
+    grad, param, norm)``: ``grad`` a dense tensor or the values of a :class:`RowGrad` (then ``param`` holds only
+    its rows), ``norm`` the global L2 norm of all gradients of the step. ``info()`` is the reference's: the
+    machinery is hidden, as in the defects modelled (BS-3..BS-5)."""
+    import torch
+
+    from gru4rec_conformance.reference.gru4rec import IndexedAdagradM
+    from gru4rec_conformance.reference.gru4rec.optim import RowGrad
+
+    class Optimizer(IndexedAdagradM):
+        @torch.no_grad()
+        def step(self, grads):
+            def values(g):
+                return g.values if isinstance(g, RowGrad) else g.coalesce()._values() if g.is_sparse else g
+
+            live = {k: g for k, g in grads.items() if g is not None}
+            norm = float(torch.sqrt(sum((values(g).double() ** 2).sum() for g in live.values())))
+            out = {}
+            for name, g in grads.items():
+                if g is None:
+                    out[name] = None
+                    continue
+                if not isinstance(g, RowGrad) and g.is_sparse:
+                    g = g.coalesce()
+                    g = RowGrad(g._indices()[0], g._values())
+                if isinstance(g, RowGrad):
+                    out[name] = RowGrad(g.indices, transform(self, name, g.values, self.params[name][g.indices], norm))
+                else:
+                    out[name] = transform(self, name, g, self.params[name], norm)
+            super().step(out)
+
+    return Optimizer
+
+
+@register
+class GradientNormClipping(MutantAdapter):
+    """The gradients of every step are clipped to a global L2 norm of 1 (``clip_grad_norm_(params, 1.0)``, Keras
+    ``clipnorm=1``), which GRU4Rec does not do; ``optimizer_info`` still reports no clipping. Adagrad's
+    normalisation hides a rescaling that is the same at every step, so only steps with gradient norms above 1,
+    changing from step to step, show it (blind spot BS-3, issue 15)."""
+
+    name = "mutant:grad_norm_clipping"
+    defect = "BS-3"
+    kind = "K5"
+    caught_by = ("OP-5",)
+    max_norm = 1.0
+
+    @classmethod
+    def gru_overrides(cls):
+        max_norm = cls.max_norm
+
+        def clip(opt, name, grad, param, norm):
+            return grad * min(1.0, max_norm / (norm + 1e-6))
+
+        return {"optimizer_class": _transformed_grads_optimizer(clip)}
+
+
+@register
+class WeightDecay(MutantAdapter):
+    """L2 weight decay 1e-4 is added to every gradient (torch ``Adagrad(weight_decay=1e-4)``; the rows of an
+    item table only when they get a gradient), which GRU4Rec does not have; ``optimizer_info`` still reports 0
+    (blind spot BS-4, issue 15)."""
+
+    name = "mutant:weight_decay"
+    defect = "BS-4"
+    kind = "K5"
+    caught_by = ("OP-5",)
+    weight_decay = 1e-4
+
+    @classmethod
+    def gru_overrides(cls):
+        wd = cls.weight_decay
+
+        def decay(opt, name, grad, param, norm):
+            return grad + wd * param
+
+        return {"optimizer_class": _transformed_grads_optimizer(decay)}
+
+
+@register
+class GradientNoise(MutantAdapter):
+    """Annealed Gaussian noise is added to every gradient (Neelakantan et al.: variance 1e-4/(1 + t)^0.55 at
+    update t, seeded), which GRU4Rec does not do (blind spot BS-5, issue 15)."""
+
+    name = "mutant:gradient_noise"
+    defect = "BS-5"
+    kind = "K5"
+    caught_by = ("OP-5",)
+
+    @classmethod
+    def gru_overrides(cls):
+        import torch
+
+        def noise(opt, name, grad, param, norm):
+            gen = opt.__dict__.setdefault("_noise_gen", torch.Generator(device=grad.device).manual_seed(7))
+            sigma = (1e-4 / (1 + opt.n_updates) ** 0.55) ** 0.5
+            return grad + sigma * torch.randn(grad.shape, generator=gen, device=grad.device, dtype=grad.dtype)
+
+        return {"optimizer_class": _transformed_grads_optimizer(noise)}

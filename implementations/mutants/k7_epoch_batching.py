@@ -79,6 +79,11 @@ class EpochsOffByOne(MutantAdapter):
     defect = "KG epoch off-by-one (§A.4)"
     kind = "K7"
     caught_by = ("EB-3",)
+    also_fails = ("HP-1",)
+    collateral = (
+        "HP-1 trains 1 epoch, i.e. nothing here; its message says the failure may follow from EB-3 "
+        "(tests/meta: test_hp1_attributes_untrained_model_to_eb3)"
+    )
 
     @classmethod
     def gru_overrides(cls):
@@ -100,3 +105,55 @@ class EpochsOffByOne(MutantAdapter):
             )
 
         return {"fit": fit}
+
+
+@register
+class RowOrderTrusted(MutantAdapter):
+    """The events of a session are taken in the order of the input rows: ``Time`` only places the session's
+    start, not its events (``df.sort_values(session_key)`` without the time column). Identical to the reference
+    on rows already sorted by (SessionId, Time), which is all the other checks feed (blind spot BS-1, issue 15)."""
+
+    name = "mutant:row_order_trusted"
+    defect = "BS-1"
+    kind = "K7"
+    caught_by = ("EB-5",)
+
+    @classmethod
+    def gru_overrides(cls):
+        from gru4rec_conformance.reference.gru4rec import GRU4Rec
+
+        def _build(self, data, sample_cache_max_size, item_key, session_key, time_key):
+            g = data.groupby(session_key, sort=False)
+            # session start kept, events renumbered in row order (the defect)
+            data = data.assign(**{time_key: g[time_key].transform("min") + g.cumcount()})
+            GRU4Rec._build(self, data, sample_cache_max_size, item_key, session_key, time_key)
+
+        return {"_build": _build}
+
+
+@register
+class LanesBySessionId(MutantAdapter):
+    """Sessions enter the minibatch lanes in session-id order instead of by their first event's time (no
+    ``time_sort``, as GRU4REC-pytorch's default; the spec's "chronological session order" row). Identical to
+    the reference wherever session ids follow start times, as in every builder's frame (blind spot BS-2,
+    issue 15)."""
+
+    name = "mutant:lanes_by_session_id"
+    defect = "BS-2"
+    kind = "K7"
+    caught_by = ("EB-6",)
+
+    @classmethod
+    def gru_overrides(cls):
+        import dataclasses
+
+        import numpy as np
+
+        from gru4rec_conformance.reference.gru4rec import SessionParallelIterator
+
+        class Iterator(SessionParallelIterator):
+            def __init__(self, data, n_lanes, stop_below_two_lanes):
+                data = dataclasses.replace(data, order=np.arange(data.n_sessions, dtype=np.int64))
+                super().__init__(data, n_lanes, stop_below_two_lanes)
+
+        return {"iterator_class": Iterator}

@@ -101,3 +101,16 @@ def test_full_mutant_matrix(tmp_path):
         if a["missed"] or a["unexpected"]:
             problems.append(f"{m.name}: missed {a['missed']}, unexpected {a['unexpected']}")
     assert not problems, f"see {out / 'mutant_matrix.md'}: " + "; ".join(problems)
+
+
+def test_hp1_attributes_untrained_model_to_eb3(tmp_path):
+    """On a model that trains one epoch fewer than asked (nothing at n_epochs=1), HP-1 fails without blaming the
+    hyperparameter: its message says the failure may follow from EB-3 (issue 15, root-cause attribution)."""
+    sel = {"mutant:epochs_off_by_one": {"kinds": [], "checks": ["HP-1"]}}
+    run = meta_matrix.run_suite(
+        sel, DEFAULT_MARKS, tmp_path / "hp1-eb3", workers=1, timeout=900, extra_args=("-k", "learning_rate")
+    )
+    recs = [r for r in run.records.get("mutant:epochs_off_by_one", []) if r["outcome"] in ("failed", "error")]
+    assert recs, f"HP-1 did not fail on mutant:epochs_off_by_one:\n{run.output_tail}"
+    reason = recs[0].get("reason") or ""
+    assert "may follow from EB-3" in reason and "has no effect" not in reason, reason
