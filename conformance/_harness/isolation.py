@@ -500,6 +500,8 @@ class WorkerProxy:
         kind, override = self._timeout_kind()
         timeout = self._settings.timeout_for(method, kind, override)
         assert self._codec is not None
+        if self._proc is not None and self._proc.poll() is not None:  # killed between calls: its tree is going
+            self._fail(WorkerCrashed, f"{self._label}.{method}(): the worker {self._exit_text()} before the call")
         request = {
             "op": "call",
             "method": method,

@@ -4,6 +4,7 @@ the worker's stderr in the report, the run completes, and the worker sees a redu
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 import pytest
@@ -143,12 +144,26 @@ def _zombie_or_gone(pid: int) -> bool:
         return True
 
 
+def _wait_dead(pid: int, timeout: float = 10.0) -> None:
+    """Until ``pid`` is a zombie or gone (a SIGKILL is delivered asynchronously)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            return
+        if state in ("Z", "X"):
+            return
+        time.sleep(0.01)
+
+
 def test_state_is_lost_after_a_crash_and_build_starts_a_fresh_worker():
     proxy = _proxy(call_timeout=2)
     try:
         proxy.build(seed=1)
         first = proxy.worker_pid
         os.kill(first, 9)  # killed from outside between calls
+        _wait_dead(first)
         with pytest.raises(WorkerCrashed, match="killed by SIGKILL"):
             proxy.item_ids()
         with pytest.raises(WorkerStateLost, match="call build"):

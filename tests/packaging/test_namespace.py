@@ -81,5 +81,7 @@ def test_gru4rec_selection_never_imports_transformers(impl):
     r = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
     line = next((ln for ln in r.stdout.splitlines() if ln.startswith("RESULT")), None)
     assert line is not None, (r.stdout + r.stderr)[-3000:]
-    assert line == "RESULT 0 False False", (line, r.stdout[-3000:])
+    # exit status 1 only when the named implementation is unavailable here (no checkout): --impl names it explicitly
+    unavailable = "not available here" in r.stdout
+    assert line == f"RESULT {int(unavailable)} False False", (line, r.stdout[-3000:])
     assert "finetuner checks not collected" in r.stdout, r.stdout[-2000:]
