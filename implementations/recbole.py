@@ -22,6 +22,25 @@ The adapter translates only:
 - ``FitReport``: the *instance* method ``calculate_loss`` of the model the adapter built is wrapped (one call
   per optimizer step: the batch's mean loss and its size) and so is the trainer's ``_train_epoch``.
 
+White-box hooks reach into the objects ``fit`` built (the ``GRU4Rec`` nn.Module, the ``Trainer`` with its optimizer,
+the ``TrainDataLoader`` with its negative sampler); every one is declared in ``shims``:
+
+- ``get_weights``/``set_weights``: the module's parameters under their torch names, ``item_embedding.weight`` rows
+  in :meth:`item_ids` order without the ``[PAD]`` row (torch's GRU gate order: reset, update, candidate);
+- ``loss_on_scores``: the loss module recbole's GRU4Rec builds (``nn.CrossEntropyLoss``; ``BPRLoss`` with every
+  other column of a row as that row's negatives);
+- ``train_step``/``train_forward``: each transition is a one-item prefix sample (recbole's own layout) through
+  ``calculate_loss``/``forward``; ``train_step`` repeats the loop body of ``Trainer._train_epoch`` (zero_grad,
+  calculate_loss, backward, clip_grad_norm if configured, optimizer.step) with the trainer's optimizer, BPR
+  negatives drawn by the training data loader's own ``_neg_sampling``;
+- ``trace``: one ``StepTrace`` per ``calculate_loss`` call of ``fit``: each row is a prefix sample, its session,
+  the position of its input event, and the norm of the GRU state entering that event (the last GRU layer's
+  output at the previous position, zero at a session start: every sample runs from the zero state);
+- ``score_stream``/``evaluate``: every test event after the first of its session is a prefix sample (recbole's
+  augmentation layout), batched and scored by ``Trainer._full_sort_batch_eval`` (``full_sort_predict``, the
+  ``[PAD]`` column masked); ``evaluate`` feeds the batches to recbole's ``Collector``/``Evaluator`` (Recall, MRR,
+  ``topk`` = the cutoffs, ``metric_decimal_place`` 12 instead of the display default 4), as ``Trainer.evaluate``.
+
 Official names: ``layers`` → ``hidden_size``/``num_layers`` (one width); ``constrained_embedding`` (True only;
 the embedding size is set to ``layers[-1]`` as in the official shared mode), ``dropout_p_embed`` →
 ``dropout_prob``, ``loss`` cross-entropy → ``CE`` / bpr → ``BPR`` (one uniform negative), ``learning_rate``,
@@ -35,7 +54,7 @@ import os
 import shutil
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -43,6 +62,7 @@ import numpy as np
 from gru4rec_conformance.implementations.base import (
     Adapter,
     FitReport,
+    StepTrace,
     Unsupported,
     installed_version,
     require_installed,
@@ -78,12 +98,18 @@ class RecboleGRU4RecAdapter(Adapter):
         super().__init__(device=device, **options)
         self.hparams: dict[str, Any] = {}
         self.seed = 0
-        self.model = None
-        self.dataset = None
+        self.model: Any = None  # recbole objects (recbole is untyped): the GRU4Rec module and its Dataset
+        self.dataset: Any = None
         self._item_ids: np.ndarray | None = None
         self._cols: np.ndarray | None = None
         self._index: dict[int, int] = {}
         self._tmp: str | None = None
+        self.trainer: Any = None
+        self.train_data: Any = None
+        self._tracing = False
+        self._rank_session: np.ndarray | None = None
+        self._rank_position: np.ndarray | None = None
+        self._traces: list[StepTrace] | None = None
 
     def version(self) -> str:
         return installed_version("recbole")
@@ -118,6 +144,16 @@ class RecboleGRU4RecAdapter(Adapter):
                 "score_prefixes: full_sort_predict on right-padded prefixes (last 50 items); [PAD] column "
                 "dropped; an empty prefix is the single padding item (zero embedding = zero state)",
                 "FitReport observed by wrapping the instance methods calculate_loss and Trainer._train_epoch",
+                "get/set_weights: item_embedding rows in item_ids() order, [PAD] row left out (untouched)",
+                "loss_on_scores: recbole's loss modules (CrossEntropyLoss; BPRLoss with a row's other columns as "
+                "its negatives, broadcast)",
+                "train_step/train_forward: each transition is a one-item prefix sample; train_step repeats "
+                "Trainer._train_epoch's loop body with the trainer's optimizer and the loader's _neg_sampling",
+                "trace: StepTrace per calculate_loss call (rows = prefix samples; h_in = the last GRU layer's "
+                "output before the input event, captured by a forward hook on gru_layers)",
+                "score_stream/evaluate: test prefixes (last 50 known items) scored in batches by "
+                "Trainer._full_sort_batch_eval; evaluate through recbole's Collector/Evaluator (Recall, MRR) "
+                "with metric_decimal_place 12",
             ],
             "hyperparameters": {
                 "layers": [128],
@@ -131,7 +167,7 @@ class RecboleGRU4RecAdapter(Adapter):
             },
             "score_semantics": "raw",
             "eval_tie_mode": None,
-            "gate_layout": None,
+            "gate_layout": ["reset", "update", "candidate"],
         }
 
     def build(self, seed: int, **hparams: Any) -> None:
@@ -191,6 +227,8 @@ class RecboleGRU4RecAdapter(Adapter):
         folder = os.path.join(self._tmp, "sessions")
         os.makedirs(folder)
         df = train_df.sort_values(["SessionId", "Time"], kind="stable")
+        self._rank_session = df["SessionId"].to_numpy(dtype=np.int64)
+        self._rank_position = df.groupby("SessionId", sort=False).cumcount().to_numpy(dtype=np.int64)
         with open(os.path.join(folder, "sessions.inter"), "w", encoding="utf-8") as f:
             f.write("session_id:token\titem_id:token\ttimestamp:float\n")
             for s, i, t in zip(df["SessionId"].to_numpy().tolist(), df["ItemId"].to_numpy().tolist(), range(len(df))):
@@ -206,21 +244,23 @@ class RecboleGRU4RecAdapter(Adapter):
         init_seed(config["seed"], config["reproducibility"])
         model = GRU4Rec(config, train_data.dataset).to("cpu")
         trainer = Trainer(config, model)
-        observer = _Observer(model, trainer)
+        self._traces = [] if self._tracing else None
+        self.trainer = trainer  # the trace reads its optimizer's learning rate during fit
+        observer = _Observer(model, trainer, self._trace_record if self._tracing else None)
         try:
             if epochs > 0:
                 trainer.fit(train_data, valid_data=None, saved=False, show_progress=False)
         finally:
             observer.detach()
         model.eval()
-        self.model, self.dataset = model, dataset
+        self.model, self.dataset, self.trainer, self.train_data = model, dataset, trainer, train_data
         tokens = dataset.id2token(dataset.iid_field, np.arange(1, dataset.item_num))
         self._cols = np.arange(1, dataset.item_num)
         ids = np.asarray([int(t) for t in tokens], dtype=np.int64)
         order = np.argsort(ids, kind="stable")
         self._item_ids, self._cols = ids[order], self._cols[order]
         self._index = {int(i): int(c) for i, c in zip(self._item_ids, self._cols)}
-        return observer.report()
+        return observer.report(self._traces)
 
     def item_ids(self) -> np.ndarray:
         if self._item_ids is None:
@@ -249,25 +289,340 @@ class RecboleGRU4RecAdapter(Adapter):
             out[start : start + len(rows)] = scores.cpu().numpy()[:, self._cols]
         return out
 
+    # -- black-box+ and white-box hooks ------------------------------------------------------------------
+    def _require_fitted(self) -> Any:
+        if self.model is None or self.trainer is None or self._cols is None:
+            raise RuntimeError("RecboleGRU4RecAdapter: call fit() first (n_epochs=0 initialises without training)")
+        return self.model
+
+    def _prefix_interaction(self, prefixes: Sequence[Sequence[int]], targets: Any = None) -> Any:
+        """A recbole ``Interaction`` of prefix samples (recbole ids, the last 50 of each, right-padded with 0;
+        an empty prefix is the single padding item), with ``item_id`` = ``targets`` (recbole ids) when given."""
+        import torch
+        from recbole.data.interaction import Interaction
+
+        rows = [list(p)[-_MAX_LEN:] or [0] for p in prefixes]
+        seq = torch.zeros((len(rows), _MAX_LEN), dtype=torch.long)
+        for r, known in enumerate(rows):
+            seq[r, : len(known)] = torch.as_tensor(known, dtype=torch.long)
+        data = {"item_id_list": seq, "item_length": torch.as_tensor([len(k) for k in rows], dtype=torch.long)}
+        if targets is not None:
+            data["item_id"] = torch.as_tensor(np.asarray(targets, dtype=np.int64))
+        return Interaction(data)
+
+    def _mapped(self, ids: Any, what: str) -> list[int]:
+        out = [self._index.get(int(i)) for i in np.asarray(ids).ravel()]
+        if any(v is None for v in out):
+            raise ValueError(f"{what}: item id(s) unknown to the trained model")
+        return [int(v) for v in out if v is not None]
+
+    def _test_samples(self, test_df: Any) -> list[tuple[int, int, int, list[int]]]:
+        """(session id, position, target item id, prefix in recbole ids) of every test event after the first
+        known one of its session; events of unknown items are dropped first (positions count known items)."""
+        df = test_df.sort_values(["SessionId", "Time"], kind="stable")
+        out = []
+        for sid, items in zip(*_sessions(df)):
+            known = [int(i) for i in items if int(i) in self._index]
+            for pos in range(1, len(known)):
+                out.append((int(sid), pos, known[pos], [self._index[i] for i in known[:pos]]))
+        return out
+
+    def _eval_batches(self, samples: Sequence[tuple[int, int, int, list[int]]], batch_size: int) -> Iterator[Any]:
+        """(batch samples, Interaction, positive_u, positive_i, scores (b, item_num)) per batch of test samples,
+        scored by ``Trainer._full_sort_batch_eval`` (its ``[PAD]`` column is -inf)."""
+        import torch
+
+        model = self._require_fitted()
+        model.eval()
+        self.trainer.tot_item_num = self.dataset.item_num  # what Trainer.evaluate sets before its loop
+        for start in range(0, len(samples), max(int(batch_size), 1)):
+            chunk = samples[start : start + max(int(batch_size), 1)]
+            targets = [self._index[t] for _, _, t, _ in chunk]
+            inter = self._prefix_interaction([p for _, _, _, p in chunk], targets)
+            pos_u = torch.arange(len(chunk), dtype=torch.long)
+            pos_i = torch.as_tensor(targets, dtype=torch.long)
+            with torch.no_grad():
+                inter, scores, pos_u, pos_i = self.trainer._full_sort_batch_eval((inter, None, pos_u, pos_i))
+            yield chunk, inter, pos_u, pos_i, scores
+
+    def score_stream(self, test_df: Any, batch_size: int) -> Iterator[tuple[Any, ...]]:
+        """recbole's evaluation scoring over the test events: rows in :meth:`item_ids` order (``[PAD]`` dropped).
+        recbole keeps no state across samples: each event's prefix runs from the zero state."""
+        assert self._cols is not None
+        for chunk, _inter, _u, _i, scores in self._eval_batches(self._test_samples(test_df), batch_size):
+            rows = scores.cpu().numpy()[:, self._cols]
+            for (sid, pos, target, _p), row in zip(chunk, rows):
+                yield sid, pos, target, row
+
+    def evaluate(self, test_df: Any, cutoffs: Sequence[int] = (1, 5, 10, 20), batch_size: int = 512) -> dict[str, Any]:
+        """recbole's ``Collector``/``Evaluator`` (Recall, MRR at ``cutoffs``) over the test prefix samples, as
+        ``Trainer.evaluate`` runs them. Ties: ``torch.topk`` order (recbole declares no tie rule)."""
+        from recbole.evaluator import Collector, Evaluator
+
+        self._require_fitted()
+        config = self.trainer.config
+        config["metrics"], config["topk"], config["metric_decimal_place"] = ["Recall", "MRR"], list(cutoffs), 12
+        collector, evaluator = Collector(config), Evaluator(config)
+        samples = self._test_samples(test_df)
+        if not samples:
+            return {**{f"{m}@{k}": float("nan") for m in ("recall", "mrr") for k in cutoffs}, "n_events": 0}
+        for _chunk, inter, pos_u, pos_i, scores in self._eval_batches(samples, batch_size):
+            collector.eval_batch_collect(scores, inter, pos_u, pos_i)
+        collector.model_collect(self.model)
+        result = evaluator.evaluate(collector.get_data_struct())
+        out: dict[str, Any] = {str(k).lower(): float(v) for k, v in result.items()}
+        out["n_events"] = len(samples)
+        return out
+
+    def get_weights(self) -> dict[str, Any]:
+        """The GRU4Rec module's parameters under their torch names (``item_embedding.weight`` (I, k) in
+        :meth:`item_ids` order without ``[PAD]``; ``gru_layers.weight_ih_l<k>``/``weight_hh_l<k>`` (3d, ·) with
+        torch's gate blocks reset, update, candidate; ``dense.weight``/``dense.bias``)."""
+        model = self._require_fitted()
+        out = {}
+        for name, p in model.named_parameters():
+            a = p.detach().cpu().numpy().copy()
+            out[name] = a[self._cols] if name == "item_embedding.weight" else a
+        return out
+
+    def set_weights(self, weights: Mapping[str, Any]) -> None:
+        """Load arrays (all or a subset) in the layout of :meth:`get_weights`; the ``[PAD]`` row is untouched.
+
+        Raises:
+            ValueError: an unknown name or a shape that differs from :meth:`get_weights`'s.
+        """
+        import torch
+
+        model = self._require_fitted()
+        named = dict(model.named_parameters())
+        unknown = sorted(set(weights) - set(named))
+        if unknown:
+            raise ValueError(f"set_weights: unknown parameter name(s) {unknown}; known: {sorted(named)}")
+        cols = torch.as_tensor(self._cols, dtype=torch.long)
+        with torch.no_grad():
+            for name, value in weights.items():
+                p = named[name]
+                t = torch.as_tensor(np.asarray(value), dtype=p.dtype)
+                want = (len(cols), *p.shape[1:]) if name == "item_embedding.weight" else tuple(p.shape)
+                if tuple(t.shape) != tuple(want):
+                    raise ValueError(f"set_weights: {name} has shape {tuple(t.shape)}, expected {tuple(want)}")
+                if name == "item_embedding.weight":
+                    p[cols] = t
+                else:
+                    p.copy_(t)
+
+    def loss_on_scores(self, scores: Any, loss: str, **hparams: Any) -> tuple[float, Any]:
+        """recbole GRU4Rec's loss module on a (b, K) score matrix whose diagonal holds the targets:
+        ``nn.CrossEntropyLoss`` over the K columns (target column i for row i), or ``BPRLoss(pos, neg)`` with pos =
+        the diagonal (b, 1) and neg = the row's other K−1 columns (recbole passes one negative per row; its loss
+        is elementwise and averages over all pairs). No loss argument is settable: ``final_act='linear'``,
+        ``elu_param=0``, ``logq=0``, ``bpreg=0`` describe what recbole computes and are accepted; other values
+        raise :class:`Unsupported`. Returns (value, dL/dscores)."""
+        import torch
+
+        if loss not in _LOSS:
+            raise Unsupported(f"loss:{loss}", "recbole GRU4Rec loss_type: CE (cross-entropy) or BPR")
+        for k, val in hparams.items():
+            if (k == "final_act" and val in (None, "linear")) or (k in ("logq", "bpreg", "elu_param") and not val):
+                continue
+            if k in ("batch_size", "n_targets", "column_q") and val is None:
+                continue
+            name = {"logq": "logq", "bpreg": "bpreg", "elu_param": "final_act:elu"}.get(k, f"loss_on_scores:{k}")
+            raise Unsupported(name, f"recbole's {loss} loss cannot take {k}={val!r}")
+        from recbole.model.loss import BPRLoss
+
+        arr = np.asarray(scores)
+        R = torch.tensor(arr, dtype=torch.float32 if arr.dtype == np.float32 else torch.float64, requires_grad=True)
+        b, n_cols = R.shape
+        if loss == "cross-entropy":
+            value = torch.nn.CrossEntropyLoss()(R, torch.arange(b))
+        else:
+            mask = ~torch.eye(b, n_cols, dtype=torch.bool)
+            value = BPRLoss()(torch.diagonal(R).unsqueeze(-1), R[mask].view(b, n_cols - 1))
+        value.backward()
+        assert R.grad is not None  # R is a leaf that requires grad
+        return float(value.detach()), R.grad.detach().cpu().numpy()
+
+    def _with_negatives(self, inter: Any) -> Any:
+        """BPR: the training loader's own negative sampling (one per row) joined to ``inter`` (session id 0)."""
+        import torch
+
+        if self.hparams["loss"] != "bpr":
+            return inter
+        inter.update(type(inter)({"session_id": torch.zeros(len(inter), dtype=torch.long)}))
+        return self.train_data._neg_sampling(inter)
+
+    def train_step(self, batch_inputs: Any, batch_targets: Any, hidden: Any = None) -> float:
+        """One update as the loop body of ``Trainer._train_epoch``: zero_grad, ``calculate_loss`` on the b
+        one-item prefix samples input → target (BPR: negatives from the loader's ``_neg_sampling``), backward,
+        ``clip_grad_norm_`` when configured, the trainer's optimizer step. Returns recbole's loss (batch mean).
+        A given ``hidden`` state cannot enter recbole's samples (each runs from zero): Unsupported."""
+        import torch
+        from torch.nn.utils import clip_grad_norm_
+
+        if hidden is not None:
+            raise Unsupported("train_step:hidden", "recbole runs every prefix sample from the zero state")
+        model = self._require_fitted()
+        x = self._mapped(batch_inputs, "batch_inputs")
+        t = self._mapped(batch_targets, "batch_targets")
+        if len(x) != len(t) or not x:
+            raise ValueError("batch_inputs/batch_targets: expected equally many (>= 1) item ids")
+        inter = self._with_negatives(self._prefix_interaction([[i] for i in x], t))
+        trainer = self.trainer
+        model.train()
+        trainer.optimizer.zero_grad()
+        loss = model.calculate_loss(inter)
+        loss.backward()
+        if trainer.clip_grad_norm:
+            clip_grad_norm_(model.parameters(), **trainer.clip_grad_norm)
+        trainer.optimizer.step()
+        model.eval()
+        with torch.no_grad():
+            return float(loss.detach())
+
+    def train_forward(self, prefix_batch: Any, seed: int) -> dict[str, Any]:
+        """recbole's training-mode ``forward`` on the prefix samples ``s[:-1]`` with target ``s[-1]``
+        (``torch.manual_seed(seed)`` first: ``emb_dropout`` uses torch's global RNG). ``embedding_out``: the
+        dropped-out embedding of the input (last) item (forward hook on ``emb_dropout``); ``layer_outputs``: each
+        GRU layer's output at the input item (``nn.GRU``'s h_n: the samples have no padding; recbole has no
+        hidden dropout); ``scores``: CE the (b, I) logits over every item (the ``[PAD]`` column dropped from
+        ``scores``, counted in ``score_tensor_shape``), BPR the (b, 2) target and sampled-negative scores;
+        ``output_rows_touched``: rows of the (tied) item embedding with a non-zero gradient of the step's loss."""
+        import torch
+
+        model = self._require_fitted()
+        seqs = [self._mapped(s, "prefix_batch") for s in prefix_batch]
+        if not seqs or len({len(s) for s in seqs}) != 1 or len(seqs[0]) < 2:
+            raise ValueError("prefix_batch: expected b >= 1 item sequences of one common length >= 2")
+        b = len(seqs)
+        hist = [s[:-1][-_MAX_LEN:] for s in seqs]
+        seq = torch.as_tensor(hist, dtype=torch.long)
+        lengths = torch.full((b,), seq.shape[1], dtype=torch.long)
+        targets = torch.as_tensor([s[-1] for s in seqs], dtype=torch.long)
+        captured: dict[str, Any] = {}
+        handles = [
+            model.emb_dropout.register_forward_hook(lambda m, a, o: captured.__setitem__("emb", o.detach())),
+            model.gru_layers.register_forward_hook(lambda m, a, o: captured.__setitem__("h_n", o[1].detach())),
+        ]
+        model.train()
+        model.zero_grad()
+        torch.manual_seed(int(seed))
+        try:
+            seq_output = model.forward(seq, lengths)
+        finally:
+            for h in handles:
+                h.remove()
+        weight = model.item_embedding.weight
+        if self.hparams["loss"] == "bpr":
+            inter = self._with_negatives(self._prefix_interaction(hist, targets.numpy()))
+            cols = torch.stack([targets, inter["neg_item_id"]], dim=1)
+            R = (seq_output.unsqueeze(1) * model.item_embedding(cols)).sum(-1)  # calculate_loss's pos/neg scores
+            loss = model.loss_fct(R[:, 0], R[:, 1])
+            scores, columns, shape = R, np.asarray(self.dataset.id2token("item_id", cols.numpy())), tuple(R.shape)
+        else:
+            logits = torch.matmul(seq_output, weight.transpose(0, 1))  # calculate_loss's CE logits
+            loss = model.loss_fct(logits, targets)
+            scores, columns, shape = logits[:, self._cols], self.item_ids().copy(), tuple(logits.shape)
+        loss.backward()
+        assert weight.grad is not None
+        rows = int((weight.grad.abs().sum(1) > 0).sum())
+        model.zero_grad()
+        model.eval()
+        return {
+            "embedding_out": captured["emb"][:, -1, :].cpu().numpy(),
+            "layer_outputs": [h.cpu().numpy() for h in captured["h_n"]],
+            "scores": scores.detach().cpu().numpy(),
+            "columns": columns.astype(np.int64),
+            "score_tensor_shape": shape,
+            "output_rows_touched": rows,
+        }
+
+    def trace(self, enable: bool = True) -> None:
+        """Record one :class:`StepTrace` per optimizer step of the following ``fit`` calls: a lane is a row of the
+        step's batch of prefix samples (its session, the position of its input event in the session, the norm
+        of the last GRU layer's output before that event, 0 at a session start), ``n_active`` the batch's rows,
+        ``negative_ids`` None (BPR negatives are per row, not shared), the optimizer's learning rate."""
+        self._tracing = bool(enable)
+
+    def _trace_record(self, interaction: Any, gru_output: Any) -> None:
+        assert self._traces is not None and self._rank_session is not None and self._rank_position is not None
+        ranks = interaction["timestamp"].numpy().astype(np.int64)  # the target's event rank (see fit)
+        lengths = interaction["item_length"].numpy().astype(np.int64)
+        norms = np.zeros(len(ranks), dtype=np.float64)
+        if gru_output is not None:
+            for r, n in enumerate(lengths):
+                if n >= 2:
+                    norms[r] = float(gru_output[r, n - 2].norm())
+        self._traces.append(
+            StepTrace(
+                session_ids=self._rank_session[ranks],
+                positions=self._rank_position[ranks] - 1,
+                h_in_norms=norms,
+                n_active=len(ranks),
+                negative_ids=None,
+                learning_rate=float(self.trainer.optimizer.param_groups[0]["lr"]),
+            )
+        )
+
+    def optimizer_info(self) -> dict[str, Any]:
+        """The trainer's torch optimizer (``Trainer._build_optimizer`` from ``learner``): its class, learning rate,
+        eps, initial accumulator (Adagrad), momentum (SGD; None otherwise), weight decay, recbole's
+        ``clip_grad_norm`` setting; no learning-rate schedule (recbole's Trainer has none)."""
+        if self.trainer is None:
+            raise RuntimeError("RecboleGRU4RecAdapter.optimizer_info: call fit() first")
+        opt = self.trainer.optimizer
+        g = opt.param_groups[0]
+        return {
+            "type": type(opt).__name__,
+            "lr_schedule": None,
+            "initial_accumulator": g.get("initial_accumulator_value"),
+            "eps": g.get("eps"),
+            "momentum": g.get("momentum"),
+            "grad_clip": self.trainer.clip_grad_norm or None,
+            "weight_decay": float(g.get("weight_decay", 0.0)),
+            "learning_rate": float(g["lr"]),
+        }
+
     def close(self) -> None:
         if self._tmp is not None:
             shutil.rmtree(self._tmp, ignore_errors=True)
             self._tmp = None
 
 
+def _sessions(df: Any) -> tuple[list[Any], list[Any]]:
+    """Session ids and their item arrays of a frame sorted by (SessionId, Time), in frame order."""
+    sids = df["SessionId"].to_numpy()
+    items = df["ItemId"].to_numpy(dtype=np.int64)
+    if not len(sids):
+        return [], []
+    starts = np.flatnonzero(np.r_[True, sids[1:] != sids[:-1]])
+    return list(sids[starts]), np.split(items, starts[1:])
+
+
 class _Observer:
     """Wraps ``calculate_loss`` of one model instance and ``_train_epoch`` of one trainer instance (originals run
-    unchanged): per epoch the mean loss per training sample, optimizer steps, samples and seconds."""
+    unchanged): per epoch the mean loss per training sample, optimizer steps, samples and seconds. With
+    ``on_step`` (tracing), a forward hook on ``model.gru_layers`` keeps the step's GRU output (b, L, d), and
+    ``on_step(interaction, gru_output)`` is called after every ``calculate_loss``."""
 
-    def __init__(self, model: Any, trainer: Any) -> None:
+    def __init__(self, model: Any, trainer: Any, on_step: Any = None) -> None:
         self.losses: list[float] = []
         self.steps: list[int] = []
         self.events: list[int] = []
         self.seconds: list[float] = []
         calculate_loss, train_epoch = model.calculate_loss, trainer._train_epoch
+        captured: dict[str, Any] = {}
+        self._hook = (
+            model.gru_layers.register_forward_hook(lambda m, a, o: captured.__setitem__("out", o[0].detach()))
+            if on_step is not None
+            else None
+        )
 
         def _calculate_loss(interaction: Any) -> Any:
+            captured.clear()
             loss = calculate_loss(interaction)
+            if on_step is not None:
+                on_step(interaction, captured.get("out"))
             n = len(interaction)
             self._sum += float(loss.detach()) * n
             self._n += n
@@ -289,14 +644,18 @@ class _Observer:
         self._targets = ((model, "calculate_loss"), (trainer, "_train_epoch"))
 
     def detach(self) -> None:
-        """Remove the instance wrappers (the class methods apply again)."""
+        """Remove the instance wrappers (the class methods apply again) and the forward hook."""
         for obj, name in self._targets:
             obj.__dict__.pop(name, None)
+        if self._hook is not None:
+            self._hook.remove()
+            self._hook = None
 
-    def report(self) -> FitReport:
+    def report(self, trace: list[StepTrace] | None = None) -> FitReport:
         return FitReport(
             epoch_losses=list(self.losses),
             n_steps=list(self.steps),
             n_events_trained=list(self.events),
             epoch_seconds=list(self.seconds),
+            trace=trace,
         )
