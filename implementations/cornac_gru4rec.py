@@ -25,7 +25,7 @@ Nothing of cornac is patched; every observation hook is removed when ``fit`` ret
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -33,6 +33,7 @@ import numpy as np
 from gru4rec_conformance.implementations.base import (
     Adapter,
     FitReport,
+    StepTrace,
     Unsupported,
     installed_version,
     require_installed,
@@ -94,6 +95,7 @@ class CornacGRU4RecAdapter(Adapter):
         self._train_set: Any = None
         self._sampler: Any = None
         self._opt: Any = None
+        self._tracing = False
 
     # -- declarations ------------------------------------------------------------------------------------
     def version(self) -> str:
@@ -127,6 +129,13 @@ class CornacGRU4RecAdapter(Adapter):
                 "FitReport observed, not reported by cornac: epochs via the dataset's s_iter, steps via torch's "
                 "global optimizer step hook, per-step loss recomputed with cornac's loss function from the "
                 "training score matrix captured by sub-module forward hooks",
+                "trace: lanes read from the event indices io_iter looks up in the training set's uir_tuple[1] "
+                "(an ndarray view that logs list lookups, values unchanged), h_in from a forward pre-hook on the "
+                "first GRU layer, shared negatives from the By hook, lr from IndexedAdagradM's param group",
+                "score_stream/evaluate: the test frame (unknown items dropped, sorted by (SessionId, Time)) built "
+                "as a SequentialDataset on the training maps; evaluate = cornac's next-item ranking_eval "
+                "(mode='next') with Recall(k) as recall@k and NCRR(k) as mrr@k (equal for one positive); "
+                "score_stream = ranking_eval's loop, GRU4Rec.score(user, history_items) per test event",
                 "train_step assembled from cornac's parts as in GRU4Rec.fit's loop body (forward, io_iter's "
                 "sample draw, loss function, a fresh IndexedAdagradM: cornac keeps no optimizer after fit)",
             ],
@@ -181,7 +190,7 @@ class CornacGRU4RecAdapter(Adapter):
         train_set = SequentialDataset.build(tuples, fmt="SIT", seed=self.seed)
         model = self._make(epochs)
         torch.manual_seed(self.seed)
-        observer = _FitObserver(self.hparams, train_set, model)
+        observer = _FitObserver(self.hparams, train_set, model, trace=self._tracing)
         with observer:
             model.fit(train_set)
         self.model = model
@@ -191,6 +200,15 @@ class CornacGRU4RecAdapter(Adapter):
         self._item_ids = np.asarray(list(train_set.iid_map.keys()), dtype=np.int64)
         self._index = {int(i): k for k, i in enumerate(self._item_ids)}
         return observer.report(epochs)
+
+    def trace(self, enable: bool = True) -> None:
+        """Record one :class:`StepTrace` per optimizer step of the following ``fit`` calls (session-parallel lanes
+        of cornac's ``io_iter``): each lane's session and the position of its input event (from the event indices
+        io_iter looks up in ``uir_tuple[1]``), the norm of the first layer's hidden state entering the step (a
+        forward pre-hook on ``G[0]``, or on ``GE`` in no-embedding mode), ``n_active`` (io_iter shrinks the batch
+        in its drain phase), the shared negatives (item ids of ``out_iids`` after the B targets) and the
+        optimizer's learning rate. Observation only: cornac's loop runs unchanged."""
+        self._tracing = bool(enable)
 
     def item_ids(self) -> np.ndarray:
         if self._item_ids is None:
@@ -204,6 +222,58 @@ class CornacGRU4RecAdapter(Adapter):
         for row, prefix in enumerate(prefixes):
             known = [self._index[int(i)] for i in prefix if int(i) in self._index]
             out[row] = np.asarray(self.model.score(None, known), dtype=np.float32)[: len(self._item_ids)]
+        return out
+
+    # -- black-box+ ----------------------------------------------------------------------------------------
+    def _test_set(self, test_df: Any) -> Any:
+        """The test frame as a cornac ``SequentialDataset`` on copies of the training maps (items, users), events
+        of items unknown to training dropped first (cornac would add them to the item map)."""
+        from cornac.data import SequentialDataset
+
+        if self.model is None or self._train_set is None:
+            raise RuntimeError("CornacGRU4RecAdapter: call fit() first")
+        df = test_df[test_df["ItemId"].isin(self._index.keys())].sort_values(["SessionId", "Time"], kind="stable")
+        tuples = list(
+            zip(df["SessionId"].to_numpy().tolist(), df["ItemId"].to_numpy().tolist(), df["Time"].to_numpy().tolist())
+        )
+        ts = self._train_set
+        return SequentialDataset.build(
+            tuples, fmt="SIT", global_uid_map=type(ts.uid_map)(ts.uid_map), global_iid_map=type(ts.iid_map)(ts.iid_map),
+            global_sid_map=None, seed=self.seed, exclude_unknowns=True,
+        )  # fmt: skip
+
+    def score_stream(self, test_df: Any, batch_size: int) -> Iterator[tuple[Any, ...]]:
+        """The loop of cornac's ``ranking_eval`` (mode 'next'): every test event after the first of its session,
+        scored by ``GRU4Rec.score(user, history_items)`` (cornac runs the history from a zero state; it has no
+        session-parallel inference, so ``batch_size`` has no effect). Rows in :meth:`item_ids` order."""
+        test_set = self._test_set(test_df)
+        raw_sid = {idx: sid for sid, idx in test_set.sid_map.items()}
+        ids = self.item_ids()
+        n = len(ids)
+        for [sid], [mapped_ids], [items] in test_set.si_iter(batch_size=1, shuffle=False):
+            if len(items) < 2:
+                continue
+            user_idx = test_set.uir_tuple[0][mapped_ids[0]]
+            for pos in range(1, len(items)):
+                row = np.asarray(self.model.score(user_idx, items[:pos]), dtype=np.float32)[:n]
+                yield int(raw_sid[sid]), pos, int(ids[items[pos]]), row
+
+    def evaluate(self, test_df: Any, cutoffs: Sequence[int] = (1, 5, 10, 20), batch_size: int = 512) -> dict[str, Any]:
+        """cornac's ``next_item_evaluation.ranking_eval`` (mode 'next', unknown items excluded) with
+        ``Recall(k)`` → ``recall@k`` and ``NCRR(k)`` → ``mrr@k`` (one positive: 1/rank within the cutoff, else 0);
+        ``n_events`` counts the evaluated events. cornac's evaluation takes no batch size."""
+        from cornac.eval_methods.next_item_evaluation import ranking_eval
+        from cornac.metrics import NCRR, Recall
+
+        test_set = self._test_set(test_df)
+        metrics = [Recall(k=int(k)) for k in cutoffs] + [NCRR(k=int(k)) for k in cutoffs]
+        n_events = sum(max(len(s) - 1, 0) for s in test_set.sessions.values() if len(s) >= 2)
+        if not n_events:
+            return {**{f"{m}@{k}": float("nan") for m in ("recall", "mrr") for k in cutoffs}, "n_events": 0}
+        avg, _ = ranking_eval(self.model, metrics, self._train_set, test_set, mode="next", exclude_unknowns=True)
+        out: dict[str, Any] = {f"recall@{k}": float(v) for k, v in zip(cutoffs, avg[: len(cutoffs)])}
+        out.update({f"mrr@{k}": float(v) for k, v in zip(cutoffs, avg[len(cutoffs) :])})
+        out["n_events"] = int(n_events)
         return out
 
     # -- white-box ---------------------------------------------------------------------------------------
@@ -485,8 +555,10 @@ class _FitObserver:
       (cornac's loss function with cornac's arguments) are recomputed.
     """
 
-    def __init__(self, hparams: Mapping[str, Any], train_set: Any, recommender: Any) -> None:
+    def __init__(self, hparams: Mapping[str, Any], train_set: Any, recommender: Any, trace: bool = False) -> None:
         self.hp = dict(hparams)
+        self.trace: list[StepTrace] | None = [] if trace else None
+        self._reads: list[np.ndarray] = []
         self.recommender = recommender
         self.train_set = train_set
         self.epoch_losses: list[float] = []
@@ -527,6 +599,11 @@ class _FitObserver:
             return original(*args, **kwargs)
 
         self.train_set.s_iter = s_iter
+        if self.trace is not None:
+            self._uir = self.train_set.uir_tuple
+            u, i, r = self._uir
+            self.train_set.uir_tuple = (u, _logged_view(i, self._reads), r)
+            self._lanes = _event_lanes(self.train_set)
         self._handles.append(register_optimizer_step_post_hook(self._after_step))
         self._torch = torch
         return self
@@ -540,6 +617,8 @@ class _FitObserver:
             del self.train_set.s_iter
         except AttributeError:
             pass
+        if self.trace is not None:
+            self.train_set.uir_tuple = self._uir
 
     # per-step capture
     def _hook_model(self) -> None:
@@ -553,6 +632,12 @@ class _FitObserver:
         self._handles.append(m.By.register_forward_hook(self._on_by))
         drops = list(m.D) if len(m.D) else [m.DE]
         self._handles.append(drops[-1].register_forward_hook(self._on_last_dropout))
+        if self.trace is not None:
+            first = m.G[0] if (m.constrained_embedding or m.embedding) else m.GE
+            self._handles.append(first.register_forward_pre_hook(self._on_first_layer))
+
+    def _on_first_layer(self, module: Any, args: Any) -> None:
+        self._step["h_in"] = args[1].detach().norm(dim=1).cpu().numpy().astype(np.float64)
 
     def _on_wy(self, module: Any, args: Any, output: Any) -> None:
         self._step.setdefault("wy", []).append((args[0].detach(), output.detach()))
@@ -569,9 +654,34 @@ class _FitObserver:
             self._start_epoch()
         self.epoch_steps[-1] += 1
         step, self._step = self._step, {}
+        if self.trace is not None:
+            self._record(step, optimizer)
         b, loss = self._step_loss(step)
         self.epoch_events[-1] += b
         self._loss_sum += loss * b
+
+    def _record(self, step: Mapping[str, Any], optimizer: Any) -> None:
+        """One StepTrace from the two uir_tuple[1] lookups of this step (inputs, then targets) and the hooks."""
+        assert self.trace is not None
+        reads, self._reads[:] = list(self._reads), []
+        events = reads[-2] if len(reads) >= 2 else np.zeros(0, dtype=np.int64)
+        sessions, positions = self._lanes
+        b = len(events)
+        y = step.get("y")
+        negatives = None
+        if y is not None and int(self.hp["n_sample"]) > 0:
+            ids = np.asarray(list(self.train_set.iid_map.keys()), dtype=np.int64)
+            negatives = ids[y.cpu().numpy()[b:]]
+        self.trace.append(
+            StepTrace(
+                session_ids=sessions[events],
+                positions=positions[events],
+                h_in_norms=np.asarray(step.get("h_in", np.zeros(b)), dtype=np.float64),
+                n_active=b,
+                negative_ids=negatives,
+                learning_rate=float(optimizer.param_groups[0]["lr"]),
+            )
+        )
 
     def _step_loss(self, step: Mapping[str, Any]) -> tuple[int, float]:
         from cornac.models.seq_utils.losses import get_loss_function
@@ -607,4 +717,32 @@ class _FitObserver:
             n_steps=list(self.epoch_steps),
             n_events_trained=list(self.epoch_events),
             epoch_seconds=list(self.epoch_seconds),
+            trace=self.trace,
         )
+
+
+def _logged_view(a: np.ndarray, log: list[np.ndarray]) -> np.ndarray:
+    """A view of ``a`` whose list-indexed lookups (io_iter's ``uir_tuple[1][[event indices]]``) append the indices
+    to ``log``; every lookup returns what ``a`` returns (plain ndarrays, same values)."""
+
+    class _Logged(np.ndarray):
+        def __getitem__(self, idx: Any) -> Any:
+            if isinstance(idx, list):
+                log.append(np.asarray(idx, dtype=np.int64))
+            out = np.ndarray.__getitem__(self, idx)
+            return out.view(np.ndarray) if isinstance(out, np.ndarray) else out
+
+    return a.view(_Logged)
+
+
+def _event_lanes(train_set: Any) -> tuple[np.ndarray, np.ndarray]:
+    """(session id, position in its session) of every event index of a cornac SequentialDataset (its ``sessions``:
+    session index → event indices in order; ``sid_map``: session id → session index)."""
+    n = len(train_set.uir_tuple[0])
+    sessions = np.full(n, -1, dtype=np.int64)
+    positions = np.full(n, -1, dtype=np.int64)
+    for sid, idx in train_set.sid_map.items():
+        events = np.asarray(train_set.sessions[idx], dtype=np.int64)
+        sessions[events] = int(sid)
+        positions[events] = np.arange(len(events))
+    return sessions, positions
