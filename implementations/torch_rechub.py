@@ -28,6 +28,18 @@ The adapter translates only, through torch-rechub's documented matching pipeline
 - ``FitReport``: the adapter wraps the *instance* method ``train_one_epoch`` of the trainer it built (its
   return value, torch-rechub's own epoch loss: the mean over batches of the batch-mean criterion, is the
   epoch loss) and the model's ``forward`` (one training call per optimizer step: steps and samples).
+
+White-box hooks reach into the objects ``fit`` built (the ``GRU4Rec`` nn.Module, the ``MatchTrainer`` with its
+criterion and optimizer), declared in ``shims``: ``get_weights``/``set_weights`` (the module's parameters; the
+shared item table's rows in :meth:`item_ids` order without the padding row 0), ``loss_on_scores`` (the trainer's
+list-wise criterion, ``nn.CrossEntropyLoss``, on the given columns with the diagonal as target: the column order
+is immaterial to a softmax, so the positive need not be moved to column 0 as torch-rechub's samples hold it),
+``train_step`` (the loop body of ``MatchTrainer.train_one_epoch`` on b one-item histories, negatives from
+torch-rechub's ``negative_sample`` as ``generate_seq_feature_match`` draws them), ``train_forward`` (the model's
+training forward on b samples, what its criterion sees as ``scores``), ``trace`` (samples identified through an
+extra ``_sample`` key of the model input, which no feature reads) and ``optimizer_info``.
+Not implemented: ``score_stream`` and ``evaluate``: torch-rechub has no session inference loop and no evaluator
+of its own for next-item targets (its ``evaluate`` utilities score retrieval lists per user id).
 """
 
 from __future__ import annotations
@@ -44,6 +56,7 @@ import numpy as np
 from gru4rec_conformance.implementations.base import (
     Adapter,
     FitReport,
+    StepTrace,
     Unsupported,
     installed_version,
     require_installed,
@@ -78,11 +91,13 @@ class TorchRechubGRU4RecAdapter(Adapter):
         super().__init__(device=device, **options)
         self.hparams: dict[str, Any] = {}
         self.seed = 0
-        self.model = None
-        self.trainer = None
+        self.model: Any = None  # torch-rechub objects (untyped): the GRU4Rec module and its MatchTrainer
+        self.trainer: Any = None
         self._item_ids: np.ndarray | None = None
         self._index: dict[int, int] = {}
         self._tmp: str | None = None
+        self._item_counts: dict[int, int] = {}
+        self._tracing = False
 
     def version(self) -> str:
         return installed_version("torch-rechub")
@@ -119,6 +134,14 @@ class TorchRechubGRU4RecAdapter(Adapter):
                 "user-tower MLP dims [64]",
                 "scores = dot products of inference_embedding('user') on the prefixes and ('item') on all items",
                 "FitReport observed by wrapping the instance methods train_one_epoch and forward",
+                "get/set_weights: the shared item table's rows in item_ids() order, padding row 0 left out",
+                "loss_on_scores: MatchTrainer's list-wise criterion (CrossEntropyLoss) with the diagonal as target",
+                "train_step: MatchTrainer.train_one_epoch's loop body on one-item 'pre'-padded histories, "
+                "negatives from torch_rechub.utils.match.negative_sample (method 0, as in fit)",
+                "train_forward: the model's training forward (no update) on 'pre'-padded histories s[:-1] with "
+                "target s[-1] and negative_sample negatives; scores = the forward's output as the criterion sees it",
+                "trace (only when enabled): an extra '_sample' key (row index of generate_seq_feature_match's "
+                "samples) in the model input, read by the forward wrapper; no feature reads it",
             ],
             "hyperparameters": {
                 "constrained_embedding": True,
@@ -131,7 +154,7 @@ class TorchRechubGRU4RecAdapter(Adapter):
             },
             "score_semantics": "raw",
             "eval_tie_mode": None,
-            "gate_layout": None,
+            "gate_layout": ["reset", "update", "candidate"],
         }
 
     def build(self, seed: int, **hparams: Any) -> None:
@@ -201,6 +224,10 @@ class TorchRechubGRU4RecAdapter(Adapter):
         item_profile = pd.DataFrame({"item_id": np.arange(1, n_items + 1)})
         x_train = gen_model_input(df_train, user_profile, "session_id", item_profile, "item_id", seq_max_len=_MAX_LEN)
         x_train["session_id"] = np.ones(len(df_train), dtype=np.int64)
+        lanes = None
+        if self._tracing:
+            x_train["_sample"] = np.arange(len(df_train), dtype=np.int64)
+            lanes = (df_train["session_id"].to_numpy(dtype=np.int64), df_train["histlen_item_id"].to_numpy() - 1)
         d = hp["layers"][-1]
         self._features = dict(
             user=[SparseFeature("session_id", vocab_size=2, embed_dim=d)],
@@ -237,12 +264,13 @@ class TorchRechubGRU4RecAdapter(Adapter):
             batch_size=int(hp["batch_size"]),
             num_workers=0,
         )
-        observer = _Observer(model, trainer)
+        observer = _Observer(model, trainer, lanes)
         try:
             trainer.fit(train_dl)
         finally:
             observer.detach()
         self.model, self.trainer = model, trainer
+        self._item_counts = {int(k): 1 for k in range(1, n_items + 1)}  # negative_sample's item set (method 0)
         return observer.report()
 
     def item_ids(self) -> np.ndarray:
@@ -269,6 +297,186 @@ class TorchRechubGRU4RecAdapter(Adapter):
         v = self.trainer.inference_embedding(self.model, "item", item_dl, model_path=self._tmp)
         return (u @ v.T).cpu().numpy().astype(np.float32)
 
+    # -- white-box hooks ---------------------------------------------------------------------------------
+    _ITEM_TABLE = "embedding.embed_dict.item_id.weight"
+
+    def _require_fitted(self) -> Any:
+        if self.model is None or self.trainer is None or self._item_ids is None:
+            raise RuntimeError("TorchRechubGRU4RecAdapter: call fit() first (n_epochs=0 initialises without training)")
+        return self.model
+
+    def get_weights(self) -> dict[str, Any]:
+        """The GRU4Rec module's parameters under their torch names: the shared item table
+        ``embedding.embed_dict.item_id.weight`` (I, 64) in :meth:`item_ids` order without padding row 0, the
+        pseudo-user table, ``gru.weight_ih_l<k>``/``weight_hh_l<k>`` (torch's gate blocks reset, update,
+        candidate; no biases) and the user-tower MLP."""
+        model = self._require_fitted()
+        out = {}
+        for name, p in model.named_parameters():
+            a = p.detach().cpu().numpy().copy()
+            out[name] = a[1:] if name == self._ITEM_TABLE else a
+        return out
+
+    def set_weights(self, weights: Any) -> None:
+        """Load arrays (all or a subset) in the layout of :meth:`get_weights` (padding row 0 untouched).
+
+        Raises:
+            ValueError: an unknown name or a shape that differs from :meth:`get_weights`'s.
+        """
+        import torch
+
+        model = self._require_fitted()
+        named = dict(model.named_parameters())
+        unknown = sorted(set(weights) - set(named))
+        if unknown:
+            raise ValueError(f"set_weights: unknown parameter name(s) {unknown}; known: {sorted(named)}")
+        with torch.no_grad():
+            for name, value in weights.items():
+                target = named[name][1:] if name == self._ITEM_TABLE else named[name]
+                t = torch.as_tensor(np.asarray(value), dtype=target.dtype)
+                if tuple(t.shape) != tuple(target.shape):
+                    raise ValueError(f"set_weights: {name} has shape {tuple(t.shape)}, expected {tuple(target.shape)}")
+                target.copy_(t)
+
+    def loss_on_scores(self, scores: Any, loss: str, **hparams: Any) -> tuple[float, Any]:
+        """MatchTrainer's list-wise criterion (mode 2: ``nn.CrossEntropyLoss``, the mean over rows) on a (b, K)
+        score matrix whose diagonal holds the targets. No loss argument is settable: ``final_act='linear'``,
+        ``elu_param=0``, ``logq=0``, ``bpreg=0`` describe what it computes and are accepted; other values raise
+        :class:`Unsupported`. The regularisation term MatchTrainer adds acts on the weights, not on the scores
+        (zero with its default coefficients). Returns (value, dL/dscores)."""
+        import torch
+
+        if loss != "cross-entropy":
+            raise Unsupported(f"loss:{loss}", "torch-rechub GRU4Rec trains with the list-wise softmax only")
+        for k, val in hparams.items():
+            if (k == "final_act" and val in (None, "linear")) or (k in ("logq", "bpreg", "elu_param") and not val):
+                continue
+            if k in ("batch_size", "n_targets", "column_q") and val is None:
+                continue
+            name = {"logq": "logq", "bpreg": "bpreg", "elu_param": "final_act:elu"}.get(k, f"loss_on_scores:{k}")
+            raise Unsupported(name, f"torch-rechub's list-wise loss cannot take {k}={val!r}")
+        arr = np.asarray(scores)
+        R = torch.tensor(arr, dtype=torch.float32 if arr.dtype == np.float32 else torch.float64, requires_grad=True)
+        criterion = self.trainer.criterion if self.trainer is not None else torch.nn.CrossEntropyLoss()
+        value = criterion(R, torch.arange(R.shape[0]))
+        value.backward()
+        assert R.grad is not None  # R is a leaf that requires grad
+        return float(value.detach()), R.grad.detach().cpu().numpy()
+
+    def train_step(self, batch_inputs: Any, batch_targets: Any, hidden: Any = None) -> float:
+        """One update as the loop body of ``MatchTrainer.train_one_epoch`` (mode 2): the model's forward on b
+        samples (pseudo-user 1, history = the input item 'pre'-padded to 50, target, ``n_sample`` negatives from
+        ``negative_sample`` method 0 as ``generate_seq_feature_match`` draws them), criterion against label 0 plus
+        the trainer's regularisation loss, ``zero_grad``, backward, optimizer step. Returns the loss. A given
+        ``hidden`` state cannot enter torch-rechub's user tower (its GRU runs each history from zero):
+        Unsupported."""
+        import torch
+        from torch_rechub.utils.match import negative_sample
+
+        if hidden is not None:
+            raise Unsupported("train_step:hidden", "torch-rechub runs every history from the zero state")
+        model = self._require_fitted()
+        x = [self._index.get(int(i)) for i in np.asarray(batch_inputs).ravel()]
+        y = [self._index.get(int(i)) for i in np.asarray(batch_targets).ravel()]
+        if None in x or None in y or len(x) != len(y) or not x:
+            raise ValueError("batch_inputs/batch_targets: expected equally many known item ids")
+        b, k = len(x), int(self.hparams["n_sample"])
+        hist = np.zeros((b, _MAX_LEN), dtype=np.int64)
+        hist[:, -1] = np.asarray(x, dtype=np.int64)
+        neg = np.asarray(negative_sample(self._item_counts, ratio=b * k, method_id=0), dtype=np.int64).reshape(b, k)
+        x_dict = {
+            "session_id": torch.ones(b, dtype=torch.long),
+            "hist_item_id": torch.as_tensor(hist),
+            "item_id": torch.as_tensor(np.asarray(y, dtype=np.int64)),
+            "neg_items": torch.as_tensor(neg),
+        }
+        trainer = self.trainer
+        model.train()
+        y_pred = model(x_dict)
+        loss = trainer.criterion(y_pred, torch.zeros(b, dtype=torch.long)) + trainer.reg_loss_fn(model)
+        model.zero_grad()
+        loss.backward()
+        trainer.optimizer.step()
+        model.eval()
+        return float(loss.detach())
+
+    def train_forward(self, prefix_batch: Any, seed: int) -> dict[str, Any]:
+        """The model's training-mode forward (as ``train_one_epoch`` calls it; nothing updated) on b samples:
+        history = ``s[:-1]`` 'pre'-padded to 50, target ``s[-1]``, ``n_sample`` negatives from ``negative_sample``
+        (numpy's global RNG seeded with ``seed``; torch-rechub has no dropout). ``embedding_out``: the input
+        (last history) item's embedding; ``layer_outputs``: each GRU layer's state after it (``nn.GRU``'s h_n);
+        ``scores``: the forward's output as MatchTrainer's criterion receives it (no item columns: see
+        ``score_tensor_shape``); ``output_rows_touched``: rows of the shared item table with a non-zero gradient
+        of the step's loss."""
+        import torch
+        from torch_rechub.utils.match import negative_sample
+
+        model = self._require_fitted()
+        seqs = [[self._index.get(int(i)) for i in s] for s in prefix_batch]
+        if not seqs or len({len(s) for s in seqs}) != 1 or len(seqs[0]) < 2 or any(None in s for s in seqs):
+            raise ValueError("prefix_batch: expected b >= 1 sequences of known items with one common length >= 2")
+        b, k = len(seqs), int(self.hparams["n_sample"])
+        hist = np.zeros((b, _MAX_LEN), dtype=np.int64)
+        for r, s in enumerate(seqs):
+            h = [int(v) for v in s[:-1] if v is not None][-_MAX_LEN:]
+            hist[r, _MAX_LEN - len(h) :] = h
+        np.random.seed(int(seed))
+        neg = np.asarray(negative_sample(self._item_counts, ratio=b * k, method_id=0), dtype=np.int64).reshape(b, k)
+        x_dict = {
+            "session_id": torch.ones(b, dtype=torch.long),
+            "hist_item_id": torch.as_tensor(hist),
+            "item_id": torch.as_tensor(np.asarray([s[-1] for s in seqs], dtype=np.int64)),
+            "neg_items": torch.as_tensor(neg),
+        }
+        captured: dict[str, Any] = {}
+        handle = model.gru.register_forward_hook(lambda m, a, o: captured.update(inp=a[0].detach(), h_n=o[1].detach()))
+        model.train()
+        model.zero_grad()
+        try:
+            y_pred = model(x_dict)
+        finally:
+            handle.remove()
+        loss = self.trainer.criterion(y_pred, torch.zeros(b, dtype=torch.long)) + self.trainer.reg_loss_fn(model)
+        loss.backward()
+        table = dict(model.named_parameters())[self._ITEM_TABLE]
+        assert table.grad is not None
+        rows = int((table.grad.abs().sum(1) > 0).sum())
+        model.zero_grad()
+        model.eval()
+        return {
+            "embedding_out": captured["inp"][:, -1, :].cpu().numpy(),
+            "layer_outputs": [h.cpu().numpy() for h in captured["h_n"]],
+            "scores": y_pred.detach().cpu().numpy(),
+            "score_tensor_shape": tuple(y_pred.shape),
+            "output_rows_touched": rows,
+        }
+
+    def trace(self, enable: bool = True) -> None:
+        """Record one :class:`StepTrace` per optimizer step of the following ``fit`` calls: a lane is a row of the
+        step's batch of samples (torch-rechub shuffles them): its session, the position of its input event (the
+        history length − 1), the norm of the last GRU layer's state before that event (zero at a session start:
+        the padded positions embed to zero and the GRU has no bias), ``n_active`` the batch's rows,
+        ``negative_ids`` None (negatives are fixed per sample, not shared), the optimizer's learning rate."""
+        self._tracing = bool(enable)
+
+    def optimizer_info(self) -> dict[str, Any]:
+        """MatchTrainer's torch optimizer (``optimizer_fn(params, lr, weight_decay=1e-5)``): class, learning rate,
+        eps, initial accumulator (Adagrad), momentum (SGD; None otherwise), weight decay, its scheduler (None: the
+        adapter passes no ``scheduler_fn``), no clipping (train_one_epoch clips nothing)."""
+        self._require_fitted()
+        opt = self.trainer.optimizer
+        g = opt.param_groups[0]
+        return {
+            "type": type(opt).__name__,
+            "lr_schedule": None if self.trainer.scheduler is None else type(self.trainer.scheduler).__name__,
+            "initial_accumulator": g.get("initial_accumulator_value"),
+            "eps": g.get("eps"),
+            "momentum": g.get("momentum"),
+            "grad_clip": None,
+            "weight_decay": float(g.get("weight_decay", 0.0)),
+            "learning_rate": float(g["lr"]),
+        }
+
     def close(self) -> None:
         if self._tmp is not None:
             shutil.rmtree(self._tmp, ignore_errors=True)
@@ -279,18 +487,40 @@ class _Observer:
     """Wraps ``train_one_epoch`` of one trainer and ``forward`` of one model (originals unchanged): per epoch the
     mean loss per sample, optimizer steps, samples and seconds."""
 
-    def __init__(self, model: Any, trainer: Any) -> None:
+    def __init__(self, model: Any, trainer: Any, lanes: Any = None) -> None:
         self.losses: list[float] = []
         self.steps: list[int] = []
         self.events: list[int] = []
         self.seconds: list[float] = []
         forward, train_one_epoch = model.forward, trainer.train_one_epoch
         self._batches: list[int] = []
+        self.trace: list[StepTrace] | None = [] if lanes is not None else None
+        captured: dict[str, Any] = {}
+        self._hook = (
+            model.gru.register_forward_hook(lambda m, a, o: captured.__setitem__("out", o[0].detach()))
+            if lanes is not None
+            else None
+        )
 
         def _forward(x: Any) -> Any:
             if model.training:
                 self._batches.append(int(next(iter(x.values())).shape[0]))
-            return forward(x)
+            out = forward(x)
+            if model.training and self.trace is not None and "_sample" in x:
+                rows = x["_sample"].cpu().numpy()
+                gru_out = captured.get("out")
+                norms = np.zeros(len(rows)) if gru_out is None else gru_out[:, -2, :].norm(dim=1).cpu().numpy()
+                self.trace.append(
+                    StepTrace(
+                        session_ids=lanes[0][rows],
+                        positions=lanes[1][rows],
+                        h_in_norms=np.asarray(norms, dtype=np.float64),
+                        n_active=len(rows),
+                        negative_ids=None,
+                        learning_rate=float(trainer.optimizer.param_groups[0]["lr"]),
+                    )
+                )
+            return out
 
         def _train_one_epoch(data_loader: Any, *args: Any, **kwargs: Any) -> Any:
             self._batches = []
@@ -311,6 +541,9 @@ class _Observer:
         """Remove the instance wrappers (the class methods apply again)."""
         for obj, name in self._targets:
             obj.__dict__.pop(name, None)
+        if self._hook is not None:
+            self._hook.remove()
+            self._hook = None
 
     def report(self) -> FitReport:
         return FitReport(
@@ -318,4 +551,5 @@ class _Observer:
             n_steps=list(self.steps),
             n_events_trained=list(self.events),
             epoch_seconds=list(self.seconds),
+            trace=self.trace,
         )
