@@ -35,7 +35,7 @@ recpack-specific settings keep recpack's defaults: ``clipnorm=1.0``, ``bptt=1``.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any, TypedDict, cast
 
 import numpy as np
@@ -141,6 +141,9 @@ class RecpackAdapter(Adapter):
                 "session and item ids remapped to contiguous 0-based indices (InteractionMatrix requirement)",
                 "score_prefixes: one pseudo-user per prefix, scored by recpack's predict (predict_topK=None)",
                 "FitReport observed by wrapping the instance methods _train_epoch and _compute_loss",
+                "score_stream/evaluate: one pseudo-user per test event (its session's known items before it), "
+                "scored by recpack's predict; evaluate = recpack.metrics RecallK / ReciprocalRankK on that "
+                "prediction matrix with the target as y_true (mean over events)",
             ],
             "hyperparameters": self._declared_hyperparameters(),
             "score_semantics": "raw",
@@ -161,7 +164,7 @@ class RecpackAdapter(Adapter):
         layers = hp["layers"]
         layers = [int(layers)] if isinstance(layers, (int, np.integer)) else [int(x) for x in layers]
         if len(set(layers)) != 1:
-            raise Unsupported("layers", f"recpack's nn.GRU layers share one hidden_size, got {layers}")
+            raise Unsupported("layers:unequal", f"recpack's nn.GRU layers share one hidden_size, got {layers}")
         hp["layers"] = layers
         if float(hp["dropout_p_embed"]) != float(hp["dropout_p_hidden"]):
             raise Unsupported(
@@ -270,6 +273,59 @@ class RecpackAdapter(Adapter):
         X = self._matrix(users_a, np.asarray(items, dtype=np.int64), np.arange(len(users_a), dtype=np.int64), n)
         pred = self.algo.predict(X)
         return np.asarray(pred.toarray(), dtype=np.float32)
+
+    # -- black-box+ ----------------------------------------------------------------------------------------
+    def _test_events(self, test_df: Any) -> tuple[list[tuple[int, int, int]], list[list[int]]]:
+        """((session id, position, target item id), prefix of item ids) for every test event after the first
+        known one of its session; unknown items are dropped first (positions count known items)."""
+        df = test_df.sort_values(["SessionId", "Time"], kind="stable")
+        events, prefixes = [], []
+        for sid, g in df.groupby("SessionId", sort=False):
+            known = [int(i) for i in g["ItemId"].to_numpy() if int(i) in self._index]
+            for pos in range(1, len(known)):
+                events.append((int(sid), pos, known[pos]))
+                prefixes.append(known[:pos])
+        return events, prefixes
+
+    def score_stream(self, test_df: Any, batch_size: int) -> Iterator[tuple[Any, ...]]:
+        """recpack's inference over the test events: one pseudo-user per event whose history is the session's
+        known items before it, all scored by one ``predict`` call (recpack batches and runs each history from the
+        zero state itself; ``batch_size`` has no effect). Rows in :meth:`item_ids` order."""
+        events, prefixes = self._test_events(test_df)
+        if not events:
+            return
+        scores = self.score_prefixes(prefixes)
+        for (sid, pos, target), row in zip(events, scores):
+            yield sid, pos, target, row
+
+    def evaluate(self, test_df: Any, cutoffs: Sequence[int] = (1, 5, 10, 20), batch_size: int = 512) -> dict[str, Any]:
+        """recpack's metrics on its own prediction: ``RecallK(K)`` → ``recall@K`` and ``ReciprocalRankK(K)`` →
+        ``mrr@K`` over the test events (pseudo-users as in :meth:`score_stream`, ``y_true`` = the target item),
+        ``value`` = the mean over events. Ties: recpack's ``get_top_K_ranks`` (argpartition order)."""
+        import scipy.sparse
+        from recpack.metrics import RecallK, ReciprocalRankK
+
+        if self.algo is None or self._item_ids is None:
+            raise RuntimeError("RecpackAdapter.evaluate: call fit() first")
+        events, prefixes = self._test_events(test_df)
+        if not events:
+            return {**{f"{m}@{k}": float("nan") for m in ("recall", "mrr") for k in cutoffs}, "n_events": 0}
+        users = np.repeat(np.arange(len(prefixes), dtype=np.int64), [len(p) for p in prefixes])
+        items = np.asarray([self._index[i] for p in prefixes for i in p], dtype=np.int64)
+        X = self._matrix(users, items, np.arange(len(users), dtype=np.int64), len(prefixes))
+        y_pred = scipy.sparse.csr_matrix(self.algo.predict(X))
+        targets = [self._index[t] for _, _, t in events]
+        y_true = scipy.sparse.csr_matrix(
+            (np.ones(len(targets)), (np.arange(len(targets)), targets)), shape=(len(targets), len(self._item_ids))
+        )
+        out: dict[str, Any] = {}
+        for k in cutoffs:
+            for name, cls in (("recall", RecallK), ("mrr", ReciprocalRankK)):
+                metric = cls(K=int(k))
+                metric.calculate(y_true, y_pred)
+                out[f"{name}@{k}"] = float(metric.value)
+        out["n_events"] = len(events)
+        return out
 
     # -- white-box ---------------------------------------------------------------------------------------
     def _require_model(self):
