@@ -181,7 +181,7 @@ class RecboleGRU4RecAdapter(Adapter):
         layers = hp["layers"]
         layers = [int(layers)] if isinstance(layers, (int, np.integer)) else [int(x) for x in layers]
         if len(set(layers)) != 1:
-            raise Unsupported("layers", f"recbole's nn.GRU layers share one hidden_size, got {layers}")
+            raise Unsupported("layers:unequal", f"recbole's nn.GRU layers share one hidden_size, got {layers}")
         hp["layers"] = layers
         if self.device != "cpu":
             raise Unsupported(f"device:{self.device}", "the adapter runs recbole on the CPU only")
