@@ -466,6 +466,24 @@ class RecpackAdapter(Adapter):
             "output_rows_touched": rows,
         }
 
+    def optimizer_info(self) -> dict[str, Any]:
+        """recpack's torch optimizer (``GRU4Rec._init_model``: ``optim.Adagrad(params, lr)`` or ``optim.SGD(params,
+        lr, momentum)``): class, learning rate, eps, initial accumulator (Adagrad), momentum (SGD), and recpack's
+        ``clipnorm`` (``clip_grad_norm_`` before every step, default 1.0); no learning-rate schedule."""
+        self._require_model()
+        opt = self.algo.optimizer
+        g = opt.param_groups[0]
+        return {
+            "type": type(opt).__name__,
+            "lr_schedule": None,
+            "initial_accumulator": g.get("initial_accumulator_value"),
+            "eps": g.get("eps"),
+            "momentum": g.get("momentum"),
+            "grad_clip": float(self.algo.clipnorm) if self.algo.clipnorm else None,
+            "weight_decay": float(g.get("weight_decay", 0.0)),
+            "learning_rate": float(g["lr"]),
+        }
+
     def loss_on_scores(self, scores: Any, loss: str, **hparams: Any) -> tuple[float, Any]:
         """recpack's loss on a given (b, K) score matrix whose diagonal holds the targets.
 

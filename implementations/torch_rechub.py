@@ -137,7 +137,8 @@ class TorchRechubGRU4RecAdapter(Adapter):
                 "get/set_weights: the shared item table's rows in item_ids() order, padding row 0 left out",
                 "loss_on_scores: MatchTrainer's list-wise criterion (CrossEntropyLoss) with the diagonal as target",
                 "train_step: MatchTrainer.train_one_epoch's loop body on one-item 'pre'-padded histories, "
-                "negatives from torch_rechub.utils.match.negative_sample (method 0, as in fit)",
+                "negatives from torch_rechub.utils.match.negative_sample (method 0, as in fit; numpy reseeded with the "
+                "build seed per step: one batch, the same negatives)",
                 "train_forward: the model's training forward (no update) on 'pre'-padded histories s[:-1] with "
                 "target s[-1] and negative_sample negatives; scores = the forward's output as the criterion sees it",
                 "trace (only when enabled): an extra '_sample' key (row index of generate_seq_feature_match's "
@@ -366,8 +367,9 @@ class TorchRechubGRU4RecAdapter(Adapter):
     def train_step(self, batch_inputs: Any, batch_targets: Any, hidden: Any = None) -> float:
         """One update as the loop body of ``MatchTrainer.train_one_epoch`` (mode 2): the model's forward on b
         samples (pseudo-user 1, history = the input item 'pre'-padded to 50, target, ``n_sample`` negatives from
-        ``negative_sample`` method 0 as ``generate_seq_feature_match`` draws them), criterion against label 0 plus
-        the trainer's regularisation loss, ``zero_grad``, backward, optimizer step. Returns the loss. A given
+        ``negative_sample`` method 0 as ``generate_seq_feature_match`` draws them; numpy's global RNG reseeded with
+        the build seed first, since torch-rechub fixes negatives per sample: repeated steps on one batch see the
+        same ones), criterion against label 0 plus the trainer's regularisation loss, ``zero_grad``, backward, optimizer step. Returns the loss. A given
         ``hidden`` state cannot enter torch-rechub's user tower (its GRU runs each history from zero):
         Unsupported."""
         import torch
@@ -383,6 +385,7 @@ class TorchRechubGRU4RecAdapter(Adapter):
         b, k = len(x), int(self.hparams["n_sample"])
         hist = np.zeros((b, _MAX_LEN), dtype=np.int64)
         hist[:, -1] = np.asarray(x, dtype=np.int64)
+        np.random.seed(self.seed)  # torch-rechub fixes negatives per sample: one batch, the same negatives
         neg = np.asarray(negative_sample(self._item_counts, ratio=b * k, method_id=0), dtype=np.int64).reshape(b, k)
         x_dict = {
             "session_id": torch.ones(b, dtype=torch.long),
