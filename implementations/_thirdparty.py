@@ -26,6 +26,9 @@ __all__ = [
     "patched",
     "TempDir",
     "layers_list",
+    "module_weights",
+    "load_module_weights",
+    "rows_touched",
 ]
 
 
@@ -121,3 +124,40 @@ def layers_list(value: Any, name: str = "layers") -> list[int]:
     if not out or any(v <= 0 for v in out):
         raise ValueError(f"{name}: layer sizes must be positive, got {value!r}")
     return out
+
+
+def module_weights(module: Any) -> dict[str, np.ndarray]:
+    """Copies of every parameter of a torch ``nn.Module`` as numpy arrays, under ``named_parameters()`` names
+    (the ``get_weights`` hook of an adapter whose implementation is one torch module)."""
+    return {k: p.detach().cpu().numpy().copy() for k, p in module.named_parameters()}
+
+
+def load_module_weights(module: Any, weights: Any) -> None:
+    """Copy arrays (name → array, all parameters or a subset, names as :func:`module_weights`) into the
+    parameters of a torch ``nn.Module`` in place (an optimizer holding them keeps its state).
+
+    Raises:
+        ValueError: for an unknown name (the known ones listed) or an array of another shape.
+    """
+    import torch
+
+    named = dict(module.named_parameters())
+    unknown = sorted(set(weights) - set(named))
+    if unknown:
+        raise ValueError(f"set_weights: unknown parameter name(s) {unknown}; known: {sorted(named)}")
+    with torch.no_grad():
+        for name, value in weights.items():
+            target = named[name]
+            t = torch.as_tensor(np.asarray(value), dtype=target.dtype, device=target.device)
+            if tuple(t.shape) != tuple(target.shape):
+                raise ValueError(f"set_weights: {name} has shape {tuple(t.shape)}, expected {tuple(target.shape)}")
+            target.copy_(t)
+
+
+def rows_touched(grad: Any) -> int:
+    """Rows of a gradient (torch tensor, dense or sparse COO, rows on axis 0) with a non-zero entry; 0 for None
+    (``train_forward``'s ``output_rows_touched``)."""
+    if grad is None:
+        return 0
+    g = grad.coalesce().to_dense() if grad.is_sparse else grad
+    return int((g.detach().abs().reshape(g.shape[0], -1).sum(1) > 0).sum())

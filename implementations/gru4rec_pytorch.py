@@ -15,13 +15,20 @@ The code is located by ``implementations._checkout`` (env ``GRU4REC_PYTORCH_PATH
 evaluating a validation set and writing checkpoints every epoch), ``lib.Evaluation.eval`` is the own
 evaluator. Shims are listed in :meth:`GRU4RecPytorchAdapter.capabilities`; none changes what the code
 computes.
+
+Every optional hook reaches into the checkout's own objects: ``get_weights``/``set_weights`` read and write the
+``lib.GRU4REC`` module's torch parameters; ``train_step`` runs the body of ``Trainer.train_epoch``'s loop with the
+``lib.Optimizer`` and ``lib.LossFunction`` that ``fit`` built; ``train_forward`` runs the module's training-mode
+forward and observes its sub-modules; ``trace`` observes ``train_epoch``; ``optimizer_info`` reads the torch
+optimizer's parameter group.
 """
 
 from __future__ import annotations
 
 import time
 import types
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from typing import Any, ClassVar
 
 import numpy as np
@@ -31,7 +38,10 @@ from gru4rec_conformance.implementations._thirdparty import (
     TempDir,
     check_session_frame,
     layers_list,
+    load_module_weights,
+    module_weights,
     patched,
+    rows_touched,
     seed_everything,
     spy_generator,
     write_sessions,
@@ -145,6 +155,18 @@ class GRU4RecPytorchAdapter(Adapter):
             "embedding_dim=-1 (one-hot), k -> k; loss names -> CrossEntropy/BPR-max/TOP1/TOP1-max/BPR; "
             "final_act default softmax for cross-entropy and elu-<elu_param> for bpr-max (the study's flags)",
             "seed: np.random.seed and torch.manual_seed as main.py does",
+            "get_weights/set_weights: the GRU4REC module's torch parameters under their torch names (look_up.weight, "
+            "gru.weight_ih_l<k>/weight_hh_l<k>/bias_ih_l<k>/bias_hh_l<k> with nn.GRU's [r; z; n] row blocks, "
+            "h2o.weight, h2o.bias); item rows in item_ids() order (the module's item_idx order)",
+            "train_step: the body of Trainer.train_epoch's loop (optim.zero_grad(), logit, hidden = model(input, "
+            "hidden), loss = loss_func(logit[:, target]), backward, optim.step()) in train mode with the "
+            "Optimizer and LossFunction fit built; train_step/train_forward size model.batch_size and its one-hot "
+            "buffer to the call's lanes (weights untouched), as for evaluation",
+            "train_forward: the module's forward in training mode from zero states; the GRU input (after the "
+            "embedding dropout), the h2o input (the last layer's output after any hidden dropout) and the h2o "
+            "output's shape captured by forward hooks; the loss of logit[:, target] as the trainer samples it; "
+            "the loss gradient of h2o.weight by torch.autograd.grad (nothing updated); seed: torch.manual_seed "
+            "inside torch.random.fork_rng (dropout draws from torch's global RNG)",
         ]
         return {
             "losses": sorted(LOSS_NAMES),
@@ -168,6 +190,7 @@ class GRU4RecPytorchAdapter(Adapter):
             "shims": shims,
             "score_semantics": "post-activation",
             "eval_tie_mode": "standard",
+            "gate_layout": ["reset", "update", "candidate"],
             # main.py defaults (upstream; the fork changed both dropouts to 0.0)
             "hyperparameters": {
                 "layers": [100, 100, 100],
@@ -480,6 +503,131 @@ class GRU4RecPytorchAdapter(Adapter):
         if "initial_accumulator_value" in g:
             info["initial_accumulator"] = float(g["initial_accumulator_value"])
         return info
+
+    def _require_model(self):
+        if self.model is None:
+            raise RuntimeError("gru4rec_pytorch: call fit() first (n_epochs=0 initialises without training)")
+        return self.model
+
+    def get_weights(self) -> dict:
+        """Every parameter of the checkout's ``lib.GRU4REC`` as float32 arrays under its torch names:
+        ``look_up.weight`` (n_items, embedding_dim; separate embedding only), ``gru.weight_ih_l<k>`` (3·d, n_in;
+        n_in = n_items in the one-hot mode), ``gru.weight_hh_l<k>`` (3·d, d), ``gru.bias_ih_l<k>``/``bias_hh_l<k>``
+        (3·d,), row blocks [r; z; n] of ``nn.GRU`` (= gate_layout), ``h2o.weight`` (n_items, d) and ``h2o.bias``
+        (n_items,). Item axes in :meth:`item_ids` order."""
+        return module_weights(self._require_model())
+
+    def set_weights(self, weights: Mapping[str, Any]) -> None:
+        """Load arrays (all or a subset) in the layout of :meth:`get_weights` into the module's parameters, in
+        place (the optimizer's state is kept). Raises ValueError for an unknown name or a wrong shape."""
+        load_module_weights(self._require_model(), weights)
+
+    def _indices(self, ids: Any, what: str) -> np.ndarray:
+        """Item ids → the module's item_idx; ValueError for an id unknown to training."""
+        index = self._index_of()
+        ids = np.asarray(ids).ravel()
+        out = [index.get(int(i)) for i in ids]
+        if None in out:
+            bad = [int(i) for i in ids if int(i) not in index][:5]
+            raise ValueError(f"{what}: item id(s) unknown to the trained model: {bad}")
+        return np.asarray(out, dtype=np.int64)
+
+    @contextmanager
+    def _lanes(self, b: int) -> Iterator[Any]:
+        """The model with ``batch_size`` and its one-hot buffer sized to ``b`` lanes, in train mode and with
+        gradients on (the trainer's state; ``lib.Evaluation.eval`` switches them off), restored on exit."""
+        import torch
+
+        model = self._require_model()
+        old_b, old_buf, was = model.batch_size, model.onehot_buffer, model.training
+        try:
+            model.batch_size = int(b)
+            model.onehot_buffer = model.init_emb()
+            model.train()
+            with torch.enable_grad():
+                yield model
+        finally:
+            model.batch_size, model.onehot_buffer = old_b, old_buf
+            model.train(was)
+
+    def train_step(self, batch_inputs: Any, batch_targets: Any, hidden: Any = None) -> float:
+        """One update exactly as the body of ``Trainer.train_epoch``'s loop: ``optim.zero_grad()``, ``logit,
+        hidden = model(input, hidden)``, ``loss = loss_func(logit[:, target])`` (in-batch negatives only),
+        ``loss.backward()``, ``optim.step()``. ``hidden``: (num_layers, b, d) array or a list of per-layer (b, d)
+        arrays (default zeros, as ``init_hidden``). Returns the loss."""
+        import torch
+
+        x = self._indices(batch_inputs, "batch_inputs")
+        t = self._indices(batch_targets, "batch_targets")
+        if len(x) != len(t):
+            raise ValueError(f"batch_targets: expected {len(x)} item(s), got {len(t)}")
+        with self._lanes(len(x)) as model:
+            if hidden is None:
+                h = model.init_hidden()
+            else:
+                h = torch.as_tensor(np.stack([np.asarray(a) for a in hidden]) if isinstance(hidden, (list, tuple))
+                                    else np.asarray(hidden), dtype=torch.float32)  # fmt: skip
+            self.optim.zero_grad()
+            logit, _ = model(torch.LongTensor(x), h.detach())
+            loss = self.loss_func(logit[:, torch.LongTensor(t).view(-1)])
+            loss.backward()
+            self.optim.step()
+        return float(loss.item())
+
+    def train_forward(self, prefix_batch: Any, seed: int) -> dict:
+        """The module's training-mode forward of b equally long sequences from zero states, scored as
+        ``Trainer.train_epoch`` scores a step (``logit[:, target]``); the result describes the last transition and
+        nothing is updated.
+
+        Returns ``embedding_out`` (b, embedding_dim): the GRU's input after the embedding dropout (None in the
+        one-hot mode, which has no embedding), ``layer_outputs``: the input of ``h2o`` (the last layer's output
+        after any hidden dropout; below the last layer ``nn.GRU`` applies its dropout internally, so more layers
+        raise Unsupported), ``scores`` (b, b) the post-activation training scores of ``columns`` (the lanes'
+        targets), ``score_tensor_shape`` the shape of the ``h2o`` output the step computes, and
+        ``output_rows_touched`` the rows of ``h2o.weight`` with a non-zero gradient of the step's loss."""
+        import torch
+
+        model = self._require_model()
+        if int(model.num_layers) != 1:
+            raise Unsupported(
+                "train_forward:layers",
+                "nn.GRU applies the hidden dropout between its stacked layers internally: the outputs of layers "
+                "below the last are not observable",
+            )
+        seqs = [self._indices(s, "prefix_batch") for s in prefix_batch]
+        if not seqs or len({len(s) for s in seqs}) != 1 or len(seqs[0]) < 2:
+            raise ValueError("prefix_batch: expected b >= 1 item sequences of one common length >= 2")
+        arr = np.stack(seqs)
+        b = len(arr)
+        captured: dict[str, Any] = {}
+        with torch.random.fork_rng(devices=[]), self._lanes(b) as model:
+            torch.manual_seed(int(seed))
+            h = model.init_hidden()
+            with torch.no_grad():
+                for k in range(arr.shape[1] - 2):
+                    _, h = model(torch.LongTensor(arr[:, k]), h)
+            handles = [
+                model.gru.register_forward_pre_hook(lambda mod, a: captured.__setitem__("embed", a[0].detach())),
+                model.h2o.register_forward_pre_hook(lambda mod, a: captured.__setitem__("layer", a[0].detach())),
+                model.h2o.register_forward_hook(lambda mod, a, o: captured.__setitem__("shape", tuple(o.shape))),
+            ]
+            try:
+                logit, _ = model(torch.LongTensor(arr[:, -2]), h.detach())
+            finally:
+                for hd in handles:
+                    hd.remove()
+            scores = logit[:, torch.LongTensor(arr[:, -1]).view(-1)]
+            loss = self.loss_func(scores)
+            (g,) = torch.autograd.grad(loss, [model.h2o.weight])
+        embed = None if int(model.embedding_dim) == -1 else captured["embed"].reshape(b, -1).cpu().numpy()
+        return {
+            "embedding_out": embed,
+            "layer_outputs": [captured["layer"].reshape(b, -1).cpu().numpy()],
+            "scores": scores.detach().cpu().numpy(),
+            "columns": self.item_ids()[arr[:, -1]],
+            "score_tensor_shape": tuple(int(n) for n in captured["shape"]),
+            "output_rows_touched": rows_touched(g),
+        }
 
     def close(self) -> None:
         if self._tmp is not None:

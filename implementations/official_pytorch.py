@@ -9,14 +9,21 @@ default ``compatibility_mode=True`` initialisation, and ``evaluation.batch_eval`
 mode the study used. The code is located by ``implementations._checkout`` (env ``OFFICIAL_GRU4REC_PATH``
 or the cache folder). Its default initialisation fails under NumPy >= 2 (a float64 array is ``set_`` into
 a float32 parameter), so its tox environment pins NumPy 1.26.
+
+Every optional hook is implemented by reaching into the port's own objects (translation only, shims declared in
+``capabilities()``): ``get_weights``/``set_weights`` read and write the ``GRU4RecModel``'s torch parameters;
+``train_step`` runs the body of ``GRU4Rec.fit``'s loop with the ``IndexedAdagradM`` that ``fit`` created;
+``train_forward`` runs ``GRU4RecModel.forward(training=True)`` and observes its ``nn.Dropout`` modules; ``trace``
+observes ``fit`` (the training iterator's lanes, the states entering ``forward``, the optimizer's learning rate);
+``loss_on_scores`` calls the port's loss functions; ``optimizer_info`` reads the optimizer's parameter group.
 """
 
 from __future__ import annotations
 
 import io
 import time
-from collections.abc import Sequence
-from contextlib import redirect_stdout
+from collections.abc import Mapping, Sequence
+from contextlib import contextmanager, redirect_stdout
 from typing import Any
 
 import numpy as np
@@ -26,13 +33,26 @@ from gru4rec_conformance.implementations._thirdparty import (
     check_session_frame,
     layers_list,
     patched,
+    rows_touched,
     seed_everything,
     spy_generator,
 )
-from gru4rec_conformance.implementations.base import Adapter, FitReport, Unsupported
+from gru4rec_conformance.implementations.base import Adapter, FitReport, StepTrace, Unsupported
 from gru4rec_conformance.implementations.registry import register
 
 _MODULES = ("gru4rec_pytorch", "evaluation")
+
+#: The port's nn.Embedding tables: exposed under the reference's names, without the module's ``.weight``.
+_TABLES = ("E.weight", "GE.Wx0.weight", "Wy.weight", "By.weight")
+#: GE (no-embedding first layer) holds its input blocks as [candidate | reset | update] (``vx_x, vx_r, vx_z``);
+#: exposed in ``gate_layout`` order (reset, update, candidate), like torch's GRUCell blocks.
+_GE_TO_LAYOUT = (1, 2, 0)
+_GE_FROM_LAYOUT = (2, 0, 1)
+
+
+def _permute_blocks(a: np.ndarray, order: Sequence[int], axis: int) -> np.ndarray:
+    blocks = np.split(a, 3, axis=axis)
+    return np.concatenate([blocks[i] for i in order], axis=axis)
 
 
 class OfficialPytorchAdapter(Adapter):
@@ -57,7 +77,8 @@ class OfficialPytorchAdapter(Adapter):
     def __init__(self, device: str = "cpu") -> None:
         super().__init__(device=device)
         self.gru: Any = None  # the port's gru4rec_pytorch.GRU4Rec (untyped third-party code)
-        self._opt: Any = None  # the port's IndexedAdagradM, seen at its first step (untyped third-party code)
+        self._opt: Any = None  # the port's IndexedAdagradM that fit() created (untyped third-party code)
+        self._tracing = False
 
     def _mods(self):
         root = locate("gru4rec_pytorch_official")
@@ -96,6 +117,20 @@ class OfficialPytorchAdapter(Adapter):
             "devices": ["cpu", "cuda"],
             "framework": {"name": "torch", "version": torch.__version__},
             "shims": [
+                "get_weights/set_weights: the port's torch parameters under the reference's names (its nn.Embedding "
+                "tables E, GE.Wx0, Wy, By without '.weight'), By as 1-D, GE.Wx0/GE.Bh0 column blocks reordered "
+                "from the port's [candidate | reset | update] to gate_layout (reset, update, candidate)",
+                "train_step: the body of GRU4Rec.fit's loop (forward(training=True) on the targets + the sample "
+                "cache's next draw, loss_function(R, Y, batch_size) / batch_size, backward, step) with the "
+                "IndexedAdagradM fit created (seen at its construction; its state carries over from fit); the "
+                "model is in train mode during the call (the adapter's fit leaves it in eval mode)",
+                "train_forward: GRU4RecModel.forward(training=True) from zero states, outputs of the port's "
+                "nn.Dropout modules captured by forward hooks, score tensor shapes by wrapping score_items, the "
+                "loss gradient of Wy by torch.autograd.grad (nothing updated); seed: torch.manual_seed inside "
+                "torch.random.fork_rng (the port's dropout draws from torch's global RNG)",
+                "trace: lanes read from the training SessionDataIterator generator's locals (iters, start, i), "
+                "states entering a step and the step's negatives observed at GRU4RecModel.forward (wrapped during "
+                "fit), learning rate from the optimizer's param group",
                 "FitReport: per-epoch loss recomputed per trained example (sum of the step losses' numerators / "
                 "lanes) from the loss function's outputs; steps and lanes counted by wrapping the optimizer step "
                 "and the loss function; epochs delimited by the iterator's calls",
@@ -111,6 +146,7 @@ class OfficialPytorchAdapter(Adapter):
             ],
             "score_semantics": "raw",
             "eval_tie_mode": "conservative",
+            "gate_layout": ["reset", "update", "candidate"],
             "hyperparameters": {
                 "layers": [100], "loss": "cross-entropy", "batch_size": 64, "dropout_p_embed": 0.0,
                 "dropout_p_hidden": 0.0, "learning_rate": 0.05, "momentum": 0.0, "sample_alpha": 0.5,
@@ -144,6 +180,7 @@ class OfficialPytorchAdapter(Adapter):
         seed_everything(self.seed)
         self.gru = g.GRU4Rec(loss=loss, device=torch.device(self.device), **hp)
         self._trained = False
+        self._opt = None
 
     def fit(self, train_df: Any, n_epochs: int | None = None) -> FitReport:
         g, _ = self._mods()
@@ -181,24 +218,49 @@ class OfficialPytorchAdapter(Adapter):
             return value
 
         inner_step = g.IndexedAdagradM.step
+        inner_init = g.IndexedAdagradM.__init__
         adapter = self
+        tracer = _FitTracer(df) if self._tracing else None
+
+        def seen_init(opt, *a, **k):  # fit() creates its optimizer once, before the first epoch
+            inner_init(opt, *a, **k)
+            adapter._opt = opt
 
         def counting_step(opt, *a, **k):
-            adapter._opt = opt
+            if tracer is not None:
+                tracer.step(opt, epoch=len(report.n_steps), step=epoch["steps"])
             epoch["steps"] += 1
             return inner_step(opt, *a, **k)
 
+        inner_forward = g.GRU4RecModel.forward
+
+        def traced_forward(model, X, H, Y, training=False):
+            if tracer is not None and training:
+                tracer.forward(X, H, Y)
+            R = inner_forward(model, X, H, Y, training=training)
+            if tracer is not None and training:
+                tracer.scores(R)
+            return R
+
+        def traced_call(it, *a, **k):
+            gen = epoch_call(it, *a, **k)
+            return gen if tracer is None else spy_generator(gen, tracer.lanes)
+
         out = io.StringIO()
         with (
-            patched(g.SessionDataIterator, "__call__", epoch_call),
+            patched(g.SessionDataIterator, "__call__", traced_call),
             patched(gru, "loss_function", counting_loss),
+            patched(g.IndexedAdagradM, "__init__", seen_init),
             patched(g.IndexedAdagradM, "step", counting_step),
+            patched(g.GRU4RecModel, "forward", traced_forward),
             redirect_stdout(out),
         ):
             gru.fit(df, compatibility_mode=True)
         close_epoch()
         if gru.n_epochs == 0 or not report.epoch_losses:
             report = FitReport()
+        if tracer is not None:
+            report.trace = tracer.records
         if getattr(gru, "error_during_train", False):
             raise FloatingPointError(f"the port stopped training on a NaN loss: {out.getvalue()[-300:]}")
         gru.model.eval()
@@ -330,11 +392,245 @@ class OfficialPytorchAdapter(Adapter):
 
     def optimizer_info(self) -> dict:
         if self._opt is None:
-            raise RuntimeError("official_pytorch: call fit() with n_epochs >= 1 first")
+            raise RuntimeError("official_pytorch: call fit() first (n_epochs=0 initialises without training)")
         grp = self._opt.param_groups[0]
         return {"type": "adagrad", "learning_rate": float(grp["lr"]), "lr_schedule": "constant",
                 "initial_accumulator": 0.0, "eps": float(grp["eps"]), "momentum": float(grp["momentum"]),
                 "grad_clip": None}  # fmt: skip
+
+    def trace(self, enable: bool = True) -> None:
+        """Record one :class:`StepTrace` per optimizer step of the following ``fit`` calls (``FitReport.trace``):
+        the active lanes' session ids and input positions, the L2 norm of all layers' states entering the step,
+        the step's shared negatives (item ids), its learning rate, epoch, step and score matrix shape."""
+        self._tracing = bool(enable)
+
+    def _model(self):
+        if self.gru is None or getattr(self.gru, "model", None) is None:
+            raise RuntimeError("official_pytorch: call fit() first (n_epochs=0 initialises without training)")
+        return self.gru.model
+
+    def _named(self) -> dict[str, Any]:
+        """Protocol name → the port's parameter (names of the reference, see ``_TABLES``)."""
+        return {(k[: -len(".weight")] if k in _TABLES else k): p for k, p in self._model().named_parameters()}
+
+    def get_weights(self) -> dict:
+        """Every parameter of the port's ``GRU4RecModel`` as float32 arrays: ``E``, ``GE.Wx0``/``GE.Wrz0``/
+        ``GE.Wh0``/``GE.Bh0`` (no-embedding first layer), ``G.{k}.weight_ih``/``weight_hh``/``bias_ih``/``bias_hh``
+        (torch GRUCell, row blocks [r; z; n]; ``k`` is the port's ModuleList index), ``Wy`` (n_items, d_last) and
+        ``By`` (n_items,); item rows in :meth:`item_ids` order, gate blocks as ``gate_layout``."""
+        out = {}
+        for name, p in self._named().items():
+            a = p.detach().cpu().numpy().copy()
+            if name == "By":
+                a = a.reshape(-1)
+            elif name == "GE.Wx0":
+                a = _permute_blocks(a, _GE_TO_LAYOUT, axis=1)
+            elif name == "GE.Bh0":
+                a = _permute_blocks(a, _GE_TO_LAYOUT, axis=0)
+            out[name] = a
+        return out
+
+    def set_weights(self, weights: Mapping[str, Any]) -> None:
+        """Load arrays (all or a subset) in the layout of :meth:`get_weights` into the port's parameters, in place
+        (the optimizer's state is kept). Raises ValueError for an unknown name or a wrong shape."""
+        import torch
+
+        named = self._named()
+        unknown = sorted(set(weights) - set(named))
+        if unknown:
+            raise ValueError(f"set_weights: unknown parameter name(s) {unknown}; known: {sorted(named)}")
+        with torch.no_grad():
+            for name, value in weights.items():
+                a = np.asarray(value)
+                if name == "GE.Wx0":
+                    a = _permute_blocks(a, _GE_FROM_LAYOUT, axis=1)
+                elif name == "GE.Bh0":
+                    a = _permute_blocks(a, _GE_FROM_LAYOUT, axis=0)
+                elif name == "By":
+                    a = a.reshape(-1, 1)
+                target = named[name]
+                t = torch.as_tensor(a, dtype=target.dtype, device=target.device)
+                if tuple(t.shape) != tuple(target.shape):
+                    raise ValueError(f"set_weights: {name} has shape {tuple(t.shape)}, expected {tuple(target.shape)}")
+                target.copy_(t)
+
+    def _indices(self, ids: Any, what: str) -> np.ndarray:
+        """Item ids → the port's item indices (its itemidmap); ValueError for an id unknown to training."""
+        imap = self.gru.data_iterator.itemidmap
+        ids = np.asarray(ids).ravel()
+        known = np.isin(ids, imap.index.values)
+        if not known.all():
+            raise ValueError(f"{what}: item id(s) unknown to the trained model: {ids[~known][:5].tolist()}")
+        return np.asarray(imap[ids].values, dtype=np.int64)
+
+    def _targets_and_samples(self, targets: Any) -> Any:
+        """Y of one training step as the port's iterator builds it: the targets, then the sample cache's next
+        draw when n_sample > 0 (``torch.cat([out_idx, sample])``)."""
+        import torch
+
+        Y = torch.as_tensor(targets, dtype=torch.int64, device=torch.device(self.device))
+        if self.gru.n_sample > 0:
+            Y = torch.cat([Y, self.gru.data_iterator.sample_cache.get_sample()])
+        return Y
+
+    @contextmanager
+    def _train_mode(self, model):
+        was = model.training
+        model.train()
+        try:
+            yield
+        finally:
+            model.train(was)
+
+    def train_step(self, batch_inputs: Any, batch_targets: Any, hidden: Any = None) -> float:
+        """One update exactly as the body of the port's training loop: ``model.zero_grad()``, ``R =
+        model.forward(X, H, Y, training=True)`` with Y = targets + the sample cache's next draw, ``L =
+        loss_function(R, Y, batch_size) / batch_size`` (``fit`` passes ``n_valid``, which stays ``batch_size``),
+        ``L.backward()``, ``opt.step()`` with the optimizer ``fit`` created. ``hidden``: per-layer (b, d_l) arrays
+        (default zeros). Returns L (Σ over lanes / batch_size)."""
+        import torch
+
+        model = self._model()
+        if self._opt is None:
+            raise RuntimeError("official_pytorch: train_step needs the optimizer fit() creates; call fit() first")
+        x = self._indices(batch_inputs, "batch_inputs")
+        t = self._indices(batch_targets, "batch_targets")
+        if len(x) != len(t):
+            raise ValueError(f"batch_targets: expected {len(x)} item(s), got {len(t)}")
+        dev = torch.device(self.device)
+        gru = self.gru
+        if hidden is None:
+            H = [torch.zeros((len(x), d), dtype=torch.float32, device=dev) for d in gru.layers]
+        else:
+            H = [torch.as_tensor(np.asarray(h), dtype=torch.float32, device=dev) for h in hidden]
+        X = torch.as_tensor(x, device=dev)
+        with self._train_mode(model):
+            Y = self._targets_and_samples(t)
+            model.zero_grad()
+            R = model.forward(X, H, Y, training=True)
+            L = gru.loss_function(R, Y, gru.batch_size) / gru.batch_size
+            L.backward()
+            self._opt.step()
+        return float(L.detach().cpu())
+
+    def train_forward(self, prefix_batch: Any, seed: int) -> dict:
+        """The port's training-mode forward (``forward(X, H, Y, training=True)``) of b equally long sequences from
+        zero states; the result describes the last transition and nothing is updated.
+
+        Returns ``embedding_out`` (b, n_in): the output of the port's embedding dropout ``DE`` (None in
+        no-embedding mode, where ``DE`` acts on the first layer's output, reported as layer 0), ``layer_outputs``
+        the outputs of the hidden dropouts ``D[k]``, ``scores`` (b, b+S) the training scores of ``columns`` (the
+        targets, then the sample cache's next draw), ``score_tensor_shape`` the widest tensor ``score_items``
+        computed and ``output_rows_touched`` the rows of ``Wy`` with a non-zero gradient of the step's loss."""
+        import torch
+
+        model = self._model()
+        gru = self.gru
+        seqs = [self._indices(s, "prefix_batch") for s in prefix_batch]
+        if not seqs or len({len(s) for s in seqs}) != 1 or len(seqs[0]) < 2:
+            raise ValueError("prefix_batch: expected b >= 1 item sequences of one common length >= 2")
+        arr = np.stack(seqs)
+        b = len(arr)
+        dev = torch.device(self.device)
+        none_mode = not (model.constrained_embedding or model.embedding)
+        captured: dict[str, Any] = {"layers": []}
+        shapes: list[tuple] = []
+        score_items = model.score_items
+
+        def recording_score_items(X, O, B):
+            R = score_items(X, O, B)
+            shapes.append(tuple(R.shape))
+            return R
+
+        with torch.random.fork_rng(devices=[] if dev.type == "cpu" else None), self._train_mode(model):
+            torch.manual_seed(int(seed))
+            H = [torch.zeros((b, d), dtype=torch.float32, device=dev) for d in gru.layers]
+            with torch.no_grad():
+                for k in range(arr.shape[1] - 2):
+                    model.forward(torch.as_tensor(arr[:, k], device=dev), H,
+                                  torch.as_tensor(arr[:, k + 1], device=dev), training=True)  # fmt: skip
+            Y = self._targets_and_samples(arr[:, -1])
+            handles = [model.DE.register_forward_hook(lambda mod, a, o: captured.__setitem__("embed", o.detach()))]
+            handles += [
+                d.register_forward_hook(lambda mod, a, o: captured["layers"].append(o.detach())) for d in model.D
+            ]
+            model.score_items = recording_score_items  # instance attribute: sees every score tensor of the step
+            try:
+                R = model.forward(torch.as_tensor(arr[:, -2], device=dev), H, Y, training=True)
+                L = gru.loss_function(R, Y, gru.batch_size) / gru.batch_size
+                (g,) = torch.autograd.grad(L, [model.Wy.weight], allow_unused=True)
+            finally:
+                del model.score_items
+                for h in handles:
+                    h.remove()
+        embed = captured.get("embed")
+        layers = ([embed] if none_mode else []) + captured["layers"]
+        return {
+            "embedding_out": None if none_mode or embed is None else embed.cpu().numpy(),
+            "layer_outputs": [t.cpu().numpy() for t in layers],
+            "scores": R.detach().cpu().numpy(),
+            "columns": self.item_ids()[Y.cpu().numpy()],
+            "score_tensor_shape": max(shapes, key=lambda s: s[-1]),
+            "output_rows_touched": rows_touched(g),
+        }
+
+
+class _FitTracer:
+    """Builds one :class:`StepTrace` per optimizer step of the port's ``fit`` from what it observes (no change):
+
+    - ``lanes``: at each yield of the training ``SessionDataIterator`` generator, its locals ``iters`` (the active
+      lanes' session slots), ``start`` and ``i`` (the input event is ``start + i``) give each lane's session and
+      the input's position in it (sessions are numbered in the port's sorted order: ``offset_sessions`` follows
+      the sorted session ids), and the yielded Y gives the step's negatives (Y after the b targets);
+    - ``forward``: the states H entering ``GRU4RecModel.forward(training=True)`` (after the reset hook);
+    - ``step``: the optimizer's learning rate, the epoch and the step index.
+    """
+
+    def __init__(self, df: Any) -> None:
+        self.session_ids = np.unique(df["SessionId"].to_numpy())
+        self.records: list[StepTrace] = []
+        self._lanes: dict[str, Any] = {}
+        self._forward: dict[str, Any] = {}
+
+    def lanes(self, loc: Mapping[str, Any], item: Any) -> None:
+        it = loc["self"]
+        sess = it.session_idx_arr[np.asarray(loc["iters"])]
+        event = np.asarray(loc["start"]) + int(loc["i"])
+        in_idx, y = item
+        self._lanes = {
+            "session_ids": np.asarray(self.session_ids[sess], dtype=np.int64),
+            "positions": np.asarray(event - it.offset_sessions[sess], dtype=np.int64),
+            "negatives": y[len(in_idx) :].detach().cpu().numpy(),
+            "item_ids": it.itemidmap.index.values,
+        }
+
+    def forward(self, X: Any, H: Any, Y: Any) -> None:
+        import torch
+
+        state = torch.cat([h.detach().double() for h in H], dim=1)  # all layers, as the reference's trace
+        self._forward = {
+            "h_in_norms": torch.linalg.vector_norm(state, dim=1).cpu().numpy(),
+            "n_active": int(X.shape[0]),
+        }
+
+    def scores(self, R: Any) -> None:
+        self._forward["score_shape"] = tuple(int(n) for n in R.shape)
+
+    def step(self, opt: Any, epoch: int, step: int) -> None:
+        lanes, fwd = self._lanes, self._forward
+        self.records.append(
+            StepTrace(
+                session_ids=lanes["session_ids"],
+                positions=lanes["positions"],
+                h_in_norms=np.asarray(fwd["h_in_norms"], dtype=np.float64),
+                n_active=int(fwd["n_active"]),
+                negative_ids=np.asarray(lanes["item_ids"][lanes["negatives"]], dtype=np.int64),
+                learning_rate=float(opt.param_groups[0]["lr"]),
+                epoch=int(epoch),
+                step=int(step),
+                score_shape=fwd.get("score_shape"),
+            )
+        )
 
 
 register(OfficialPytorchAdapter)

@@ -13,6 +13,12 @@ temporary CSV, ``Dataset.DataGenerator`` is the session-parallel iterator with i
 ``Evaluation.evalute`` is the own evaluator. The official loss name ``cross-entropy`` is translated to the
 pairing the study used (``lossType='nll'`` with ``finalAct='softmax_logit'``); Torch-GRU4Rec's own
 ``'cross-entropy'`` loss raises NameError upstream (TG-1).
+
+Every optional hook reaches into the checkout's own objects (translation only, shims declared in
+``capabilities()``): ``get_weights``/``set_weights`` read and write the ``Model.GRU4Rec`` module's torch
+parameters; ``train_step`` runs the body of ``Trainer.trainEpoch``'s loop with the ``Optimizer`` and
+``LossFunction`` that ``fit`` built; ``train_forward`` runs the module's training-mode forward and observes its
+sub-modules; ``trace`` observes ``trainEpoch``; ``optimizer_info`` reads the torch optimizer's parameter group.
 """
 
 from __future__ import annotations
@@ -28,7 +34,10 @@ from gru4rec_conformance.implementations._thirdparty import (
     TempDir,
     check_session_frame,
     layers_list,
+    load_module_weights,
+    module_weights,
     patched,
+    rows_touched,
     seed_everything,
     spy_generator,
     write_sessions,
@@ -90,6 +99,7 @@ class TorchGRU4RecAdapter(Adapter):
         self._trace_on = False
         self.model: Any = None  # the checkout's Modules.Model.GRU4Rec (untyped third-party code)
         self._train: Any = None  # the checkout's Modules.Dataset.Dataset (untyped third-party code)
+        self._gen: Any = None  # the checkout's training Modules.Dataset.DataGenerator (untyped third-party code)
 
     @property
     def fork(self) -> bool:
@@ -140,9 +150,21 @@ class TorchGRU4RecAdapter(Adapter):
                 "hyperparameters translated: layers=[d]*n -> hiddenSize=d, nLayers=n; embedding=0 -> "
                 "embeddingDim=-1 (one-hot)",
                 "seed: np.random.seed and torch.manual_seed (the module samples with NumPy's global generator)",
+                "get_weights/set_weights: the GRU4Rec module's torch parameters under their torch names "
+                "(embedding.weight, gru.weight_ih_l<k>/weight_hh_l<k> with nn.GRU's [r; z; n] row blocks, "
+                "linear.weight, linear.bias); item rows in item_ids() order (the module's ItemIdx order)",
+                "train_step: the body of Trainer.trainEpoch's loop (model.train(), forward(input, hidden, target) with "
+                "target = the targets + the DataGenerator's next sample-store row, drawn as its __iter__ draws it, "
+                "loss (len(input) / batchSize) * lossFunc(logit), backward, optim.step(), optim.zero_grad()) with "
+                "the Optimizer, LossFunction and DataGenerator fit built",
+                "train_forward: the module's forward in training mode from initHidden zeros; embedding output after "
+                "dropoutEmb, the last layer's output after dropoutH, the full linear output's shape captured by "
+                "forward hooks; the loss gradient of linear.weight by torch.autograd.grad (nothing updated); seed: "
+                "torch.manual_seed inside torch.random.fork_rng (dropout draws from torch's global RNG)",
             ],
             "score_semantics": "post-activation",
             "eval_tie_mode": "standard",
+            "gate_layout": ["reset", "update", "candidate"],
             "hyperparameters": {
                 "layers": [100],
                 "loss": "bpr-max",
@@ -214,6 +236,7 @@ class TorchGRU4RecAdapter(Adapter):
             self._tmp = TempDir("torch-gru4rec-")
         self.model = None
         self._train = None
+        self._gen = None
 
     def fit(self, train_df: Any, n_epochs: int | None = None) -> FitReport:
         M = self._modules()
@@ -239,6 +262,7 @@ class TorchGRU4RecAdapter(Adapter):
 
         gen = SpyGenerator(train, batchSize=s["batchSize"], nSample=s["nSample"], sampleAlpha=s["sampleAlpha"],
                            timeSort=True, trainRandomOrder=False)  # fmt: skip
+        self._gen = gen
         n_items = train.nItems
         model = M.Model.GRU4Rec(inputSize=n_items, outputSize=n_items, hiddenSize=s["hiddenSize"],
                                 nLayers=s["nLayers"], batchSize=s["batchSize"], negative=True,
@@ -421,6 +445,145 @@ class TorchGRU4RecAdapter(Adapter):
         if "initial_accumulator_value" in g:
             info["initial_accumulator"] = float(g["initial_accumulator_value"])
         return info
+
+    def _require_model(self):
+        if self.model is None:
+            raise RuntimeError("torch_gru4rec: call fit() first (n_epochs=0 initialises without training)")
+        return self.model
+
+    def get_weights(self) -> dict:
+        """Every parameter of the checkout's ``Model.GRU4Rec`` as float32 arrays under its torch names:
+        ``embedding.weight`` (n_items, embeddingDim; separate embedding only), ``gru.weight_ih_l<k>`` (3·d, n_in;
+        n_in = n_items in the one-hot mode) and ``gru.weight_hh_l<k>`` (3·d, d), row blocks [r; z; n] of
+        ``nn.GRU`` (= gate_layout; the GRU has no biases, TG-5), ``linear.weight`` (n_items, d) and
+        ``linear.bias`` (n_items,). Item axes in :meth:`item_ids` order."""
+        return module_weights(self._require_model())
+
+    def set_weights(self, weights: Mapping[str, Any]) -> None:
+        """Load arrays (all or a subset) in the layout of :meth:`get_weights` into the module's parameters, in
+        place (the optimizer's state is kept). Raises ValueError for an unknown name or a wrong shape."""
+        load_module_weights(self._require_model(), weights)
+
+    def _indices(self, ids: Any, what: str) -> np.ndarray:
+        """Item ids → the module's ItemIdx; ValueError for an id unknown to training."""
+        index = self._index_of()
+        ids = np.asarray(ids).ravel()
+        out = [index.get(int(i)) for i in ids]
+        if None in out:
+            raise ValueError(
+                f"{what}: item id(s) unknown to the trained model: {[int(i) for i in ids if int(i) not in index][:5]}"
+            )
+        return np.asarray(out, dtype=np.int64)
+
+    def _next_sample(self) -> np.ndarray:
+        """The next extra-negative row as the training DataGenerator's ``__iter__`` draws it (its sample store and
+        pointer, refilled by its own ``generateNegSamples`` when used up; one fresh draw without a store); empty
+        when nSample = 0."""
+        gen = self._gen
+        if not gen.nSample:
+            return np.zeros(0, dtype=np.int64)
+        if gen.sampleStore:
+            if gen.samplePointer == gen.generatelength:
+                gen.negativSamples = gen.generateNegSamples(gen.pop, gen.generatelength)
+                gen.samplePointer = 0
+            sample = gen.negativSamples[gen.samplePointer]
+            gen.samplePointer += 1
+        else:
+            sample = gen.generateNegSamples(gen.pop, 1)
+        return np.asarray(sample, dtype=np.int64)
+
+    def train_step(self, batch_inputs: Any, batch_targets: Any, hidden: Any = None) -> float:
+        """One update exactly as the body of ``Trainer.trainEpoch``'s loop: ``model.train()``, ``logit, hidden =
+        model(input, hidden, target)`` with target = the targets followed by the generator's next sample row,
+        ``loss = (len(input) / batchSize) * lossFunc(logit)`` (batchSize: the generator's), and unless the loss is
+        NaN ``loss.backward()``, ``optim.step()``, ``optim.zero_grad()``. ``hidden``: (nLayers, b, d) array or a
+        list of per-layer (b, d) arrays (default ``initHidden`` zeros). Returns the loss."""
+        import torch
+
+        model = self._require_model()
+        x = self._indices(batch_inputs, "batch_inputs")
+        t = self._indices(batch_targets, "batch_targets")
+        if len(x) != len(t):
+            raise ValueError(f"batch_targets: expected {len(x)} item(s), got {len(t)}")
+        if hidden is None:
+            h = model.initHidden(len(x))
+        else:
+            h = torch.as_tensor(np.stack([np.asarray(a) for a in hidden]) if isinstance(hidden, (list, tuple))
+                                else np.asarray(hidden), dtype=torch.float32)  # fmt: skip
+        y = np.hstack([t, self._next_sample()])
+        model.train()
+        logit, _ = model(torch.LongTensor(x), h, torch.LongTensor(y))
+        loss = (float(len(x)) / float(self._gen.batchSize)) * self.loss_func(logit)
+        if ~np.isnan(loss.item()):
+            loss.backward()
+            self.optim.step()
+            self.optim.zero_grad()
+        model.eval()
+        return float(loss.item())
+
+    def train_forward(self, prefix_batch: Any, seed: int) -> dict:
+        """The module's training-mode forward (``model.train()``, ``model(input, hidden, target)``) of b equally
+        long sequences from ``initHidden`` zeros; the result describes the last transition and nothing is updated.
+
+        Returns ``embedding_out`` (b, embeddingDim): the embedding after ``dropoutEmb`` (None in the one-hot mode,
+        which has no embedding), ``layer_outputs``: the GRU output after ``dropoutH`` (one layer; below the last
+        layer ``nn.GRU`` applies its dropout internally, so more layers raise Unsupported), ``scores`` (b, b+S) the
+        post-activation training scores of ``columns`` (targets, then the generator's next sample row),
+        ``score_tensor_shape`` the shape of the ``linear`` output the step computes, ``output_rows_touched`` the
+        rows of ``linear.weight`` with a non-zero gradient of the step's loss."""
+        import torch
+
+        model = self._require_model()
+        if int(model.nLayers) != 1:
+            raise Unsupported(
+                "train_forward:layers",
+                "nn.GRU applies the hidden dropout between its stacked layers internally: the outputs of layers "
+                "below the last are not observable",
+            )
+        seqs = [self._indices(s, "prefix_batch") for s in prefix_batch]
+        if not seqs or len({len(s) for s in seqs}) != 1 or len(seqs[0]) < 2:
+            raise ValueError("prefix_batch: expected b >= 1 item sequences of one common length >= 2")
+        arr = np.stack(seqs)
+        b = len(arr)
+        captured: dict[str, Any] = {}
+
+        def keep(key):
+            # nn.GRU returns (output, h_n): its output (1, b, d) is kept
+            return lambda mod, a, o: captured.__setitem__(key, (o[0] if isinstance(o, tuple) else o).detach())
+
+        mods = {"embed": getattr(model, "embedding", None), "embed_drop": getattr(model, "dropoutEmb", None),
+                "gru": model.gru, "hidden_drop": getattr(model, "dropoutH", None), "linear": model.linear}  # fmt: skip
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(int(seed))
+            model.train()
+            try:
+                h = model.initHidden(b)
+                with torch.no_grad():
+                    for k in range(arr.shape[1] - 2):
+                        _, h = model(torch.LongTensor(arr[:, k]), h, torch.LongTensor(arr[:, k + 1]))
+                y = np.hstack([arr[:, -1], self._next_sample()])
+                handles = [m.register_forward_hook(keep(key)) for key, m in mods.items() if m is not None]
+                try:
+                    logit, _ = model(torch.LongTensor(arr[:, -2]), h, torch.LongTensor(y))
+                finally:
+                    for hd in handles:
+                        hd.remove()
+                loss = (float(b) / float(self._gen.batchSize)) * self.loss_func(logit)
+                (g,) = torch.autograd.grad(loss, [model.linear.weight])
+            finally:
+                model.eval()
+        embed = captured.get("embed_drop", captured.get("embed"))
+        layer = captured.get("hidden_drop")
+        if layer is None:
+            layer = captured["gru"].reshape(b, -1)
+        return {
+            "embedding_out": None if embed is None else embed.reshape(b, -1).cpu().numpy(),
+            "layer_outputs": [layer.cpu().numpy()],
+            "scores": logit.detach().cpu().numpy(),
+            "columns": self.item_ids()[y],
+            "score_tensor_shape": tuple(int(n) for n in captured["linear"].shape),
+            "output_rows_touched": rows_touched(g),
+        }
 
     def close(self) -> None:
         if self._tmp is not None:
