@@ -13,7 +13,8 @@ Rules (:func:`assess`), over the applicable checks of a run:
   and ``reasons`` say how many checks were not tested;
 - **INCOMPLETE**: no defect, but some applicable check did not run to an outcome: the adapter lacks a hook the check
   needs, the run was a subset (``-k`` / ``-m`` / ``--deselect`` / node ids), it was interrupted or killed, or the
-  check was skipped or errored for another reason (no data, a setup error);
+  check was skipped or errored for another reason (no data, a setup error, an environment error: a missing module
+  or a module of another version, whose record says which ``tox -e`` environment to use);
 - **CONFORMANT**: every applicable check ran and passed, none under an xfail.
 
 Applicable: a check whose requirements (``feature`` markers) the implementation declares, hooks aside. A check that
@@ -419,6 +420,11 @@ def assess(header: Mapping[str, Any], records: Sequence[Mapping[str, Any]],
             continue
         if outcome == "skipped" and r.get("outcome_detail") == "data":
             not_applicable["needs data this run does not have"] += 1
+            continue
+        if outcome == "skipped" and r.get("outcome_detail") == "environment":
+            applicable(kind, False)  # not a defect, and not tested: never CONFORMANT
+            tox = re.search(r"`tox -e [^`]+`", str(r.get("reason") or ""))
+            other["not run: environment error" + (f" (run {tox.group(0)})" if tox else "")] += 1
             continue
         applicable(kind, False)
         other[_short_reason(r)] += 1
