@@ -187,6 +187,11 @@ class WorkerTimeout(WorkerError):
         return text
 
 
+def _dump_after(timeout: float) -> float:
+    """When a worker dumps its stacks within a call of ``timeout`` seconds: a little before the parent's deadline."""
+    return max(timeout - min(STACK_DUMP_LEAD_S, 0.1 * timeout), 0.01)
+
+
 def stack_dump(stderr_text: str, limit: int = STACKS_CHARS) -> str:
     """The last faulthandler ``dump_traceback_later`` dump in a worker's stderr text (from its ``Timeout (...)!``
     line to the end, at most ``limit`` characters), or ``""`` when there is none."""
@@ -553,7 +558,7 @@ class WorkerProxy:
             "args": self._codec.encode(list(args), where=f"{method}() arguments"),
             "kwargs": self._codec.encode(dict(kwargs), where=f"{method}() keyword arguments"),
             # the worker dumps its stacks just before the deadline: what a timeout then shows
-            "dump_stacks_after_s": max(timeout - min(STACK_DUMP_LEAD_S, 0.1 * timeout), 0.01),
+            "dump_stacks_after_s": _dump_after(timeout),
         }
         reply = self._roundtrip(request, timeout, f"{self._label}.{method}()")
         problem: Exception | None = None
@@ -674,9 +679,10 @@ class WorkerProxy:
         self._to_child, self._from_child = to_child_w, from_child_r
         os.set_blocking(self._to_child, False)  # a hung worker must never block a write past the deadline
         self.starts += 1
-        request = {"op": "init", "ref": self._ref, "init_kwargs": self._init_kwargs, "device": self.device}
-        reply = self._roundtrip(request, self._settings.timeouts.get("startup", DEFAULT_TIMEOUTS_S["startup"]),
-                                f"{self._label} worker start")  # fmt: skip
+        startup = self._settings.timeouts.get("startup", DEFAULT_TIMEOUTS_S["startup"])
+        request = {"op": "init", "ref": self._ref, "init_kwargs": self._init_kwargs, "device": self.device,
+                   "dump_stacks_after_s": _dump_after(startup)}  # fmt: skip
+        reply = self._roundtrip(request, startup, f"{self._label} worker start")
         if not reply.get("ok"):
             tail = self._stderr_tail()
             err = reply["error"]

@@ -199,11 +199,6 @@ class Defect:
                    outcome=str(d.get("outcome", "failed")), group=d.get("group"),
                    may_follow_from=tuple(d.get("may_follow_from") or ()))  # fmt: skip
 
-    def follows_text(self) -> str:
-        """``"may follow from EB-3 (epoch count)"`` (several joined by "or"), ``""`` when it follows from none."""
-        return "may follow from " + " or ".join(f"{c} ({PREREQUISITES.get(c, 'prerequisite')})"
-                                                for c in self.may_follow_from) if self.may_follow_from else ""  # fmt: skip
-
 
 @dataclasses.dataclass(frozen=True)
 class Conformance:

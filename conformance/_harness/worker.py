@@ -8,9 +8,10 @@ by the parent with ``OMP_NUM_THREADS`` etc.; applied before and after every requ
 without importing it), reports exceptions with their traceback and, when a call asks for it
 (``dump_stacks_after_s``), dumps every thread's Python stack to stderr shortly before the parent's timeout.
 
-Requests: ``{"op": "init", "ref", "init_kwargs", "device"}`` → ``{"ok": true, "result": {pid, hooks,
-methods, python}}``; ``{"op": "call", "method", "args", "kwargs"[, "dump_stacks_after_s"]}`` → ``{"ok": true, "result"}`` or
-``{"ok": false, "error": {type, module, message, traceback, name, detail}}``; ``{"op": "shutdown"}``.
+Requests: ``{"op": "init", "ref", "init_kwargs", "device"[, "dump_stacks_after_s"]}`` → ``{"ok": true,
+"result": {pid, hooks, methods, python}}``; ``{"op": "call", "method", "args", "kwargs"[, "dump_stacks_after_s"]}``
+→ ``{"ok": true, "result"}`` or ``{"ok": false, "error": {type, module, message, traceback, name, detail}}``;
+``{"op": "shutdown"}``.
 """
 
 from __future__ import annotations
@@ -138,11 +139,15 @@ def main(argv: list[str]) -> int:
         try:
             _pin_torch_threads(pinned)
             if op == "init":
-                module_name, _, qualname = request["ref"].partition(":")
-                obj: Any = importlib.import_module(module_name)
-                for part in qualname.split("."):
-                    obj = getattr(obj, part)
-                adapter = obj(device=request.get("device", "cpu"), **request.get("init_kwargs", {}))
+                _arm_stack_dump(request.get("dump_stacks_after_s"))  # an import that hangs is diagnosable too
+                try:
+                    module_name, _, qualname = request["ref"].partition(":")
+                    obj: Any = importlib.import_module(module_name)
+                    for part in qualname.split("."):
+                        obj = getattr(obj, part)
+                    adapter = obj(device=request.get("device", "cpu"), **request.get("init_kwargs", {}))
+                finally:
+                    faulthandler.cancel_dump_traceback_later()
                 result: Any = {
                     "pid": os.getpid(),
                     "python": sys.version.split()[0],
