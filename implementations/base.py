@@ -370,7 +370,8 @@ class Capabilities(BaseCapabilities):
     Flag features (bool): ``session_parallel``, ``in_batch_negatives``, ``extra_shared_negatives``,
     ``sample_alpha``, ``logq``, ``adagrad_momentum``, ``dropout_embed``, ``dropout_hidden``,
     ``separate_dropouts``, ``bpreg``, ``full_ranking``, ``needs_categories``, ``fixed_batch_shape``,
-    ``needs_sorted_input``.
+    ``needs_sorted_input``, ``per_example_negatives``, ``negatives_exclude_own_items`` (the last two describe
+    the negatives of a model that is not session-parallel; checks name them in their diagnoses).
     Set features: ``losses`` (``loss:<name>``), ``embedding_modes`` (``embedding:<mode>``), ``final_acts``
     (``final_act:<name>``), ``devices`` (``device:<name>``). Choices: ``score_semantics`` (``raw`` or
     ``post-activation``: what ``score_prefixes`` returns), ``eval_tie_mode`` (tie mode of the
@@ -405,6 +406,8 @@ class Capabilities(BaseCapabilities):
     needs_categories: bool = flag_field("the implementation needs item categories as input")
     fixed_batch_shape: bool = flag_field("scoring must be padded to the training batch size")
     needs_sorted_input: bool = flag_field("fit/evaluate need rows sorted by (SessionId, Time); EB-5 is n/a")
+    per_example_negatives: bool = flag_field("every training example draws negatives of its own (not shared)")
+    negatives_exclude_own_items: bool = flag_field("sampled negatives never include the example's own session's items")
     score_semantics: str = choice_field(("raw", "post-activation"), "raw", "what score_prefixes returns")
     eval_tie_mode: Any = choice_field((None, "standard", "conservative", "median"), None, "own evaluator's tie mode")
     gate_layout: Any = dataclasses.field(default=None, metadata={"kind": "layout"})

@@ -121,6 +121,7 @@ class RecpackAdapter(Adapter):
             "losses": list(v["losses"]),
             "embedding_modes": ["separate"],
             "session_parallel": False,
+            "per_example_negatives": True,  # per-position independent uniform negatives (spec A.5)
             "in_batch_negatives": False,
             "extra_shared_negatives": False,
             "sample_alpha": False,

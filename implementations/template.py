@@ -33,6 +33,58 @@ The full protocol, with shapes and dtypes, is documented on
 
 This Markov chain is not a GRU4Rec: the suite's checks fail on it where a GRU is required. That is the
 point of a gate; declare known failures in your xfail file (conformance/xfails/README.md).
+
+Worked example: the parts of an adapter for a typical PyTorch GRU4Rec (``mypkg.Model(n_items, hidden, emb, ...)``
+with ``mypkg.train(model, frame, epochs, ...)``); the names ``mypkg``, ``model.gru``, ``model.out`` are made up. The
+meaning and units of every hyperparameter and the hooks' shapes are tabulated in implementations/README.md::
+
+    def capabilities(self):
+        return {
+            "losses": ["cross-entropy", "bpr-max"], "embedding_modes": ["none", "separate"],
+            "session_parallel": True, "in_batch_negatives": True, "extra_shared_negatives": True,
+            "dropout_embed": True, "dropout_hidden": True, "separate_dropouts": True, "bpreg": True,
+            "final_acts": ["linear", "elu"], "full_ranking": True, "gate_layout": ["reset", "update", "candidate"],
+            # declared names with *your* defaults; values are official GRU4Rec units (README table)
+            "hyperparameters": {"layers": [100], "embedding": 0, "batch_size": 32, "learning_rate": 0.05,
+                                "loss": "cross-entropy", "n_sample": 2048, "dropout_p_embed": 0.0,
+                                "dropout_p_hidden": 0.0, "bpreg": 1.0, "final_act": None, "elu_param": 0.5,
+                                "n_epochs": 10},
+        }
+
+    def build(self, seed, **hparams):
+        hp = self.resolve_hparams(hparams)       # undeclared *name* -> Unsupported("<name>")
+        if len(hp["layers"]) != 1:               # declared name, one *value* the code cannot run
+            raise Unsupported(f"layers:{hp['layers']}", "mypkg builds one GRU layer")
+        if hp["n_sample"] == 0:
+            raise Unsupported("n_sample:0", "mypkg always samples negatives")
+        fa = hp["final_act"]                     # None: ELU(elu_param), and linear when elu_param == 0
+        if fa is not None and fa.split("-")[0] not in ("linear", "elu"):
+            raise Unsupported(f"final_act:{fa.split('-')[0]}", "only linear and ELU outputs")
+        import mypkg                             # third-party imports inside methods
+        self.model = mypkg.Model(n_items=None, hidden=hp["layers"][0], emb=hp["embedding"], seed=seed,
+                                 p_in=hp["dropout_p_embed"], p_out=hp["dropout_p_hidden"])
+        self.hp = hp
+
+    def get_weights(self):                       # HP-2 reads shapes only: (3·d, ·) gates, (n_items, d) output
+        g = self.model.gru
+        return {"Wx": g.weight_ih_l0.detach().numpy(), "Wh": g.weight_hh_l0.detach().numpy(),
+                "bx": g.bias_ih_l0.detach().numpy(), "bh": g.bias_hh_l0.detach().numpy(),  # 1-D (3·d,)
+                "Wy": self.model.out.weight.detach().numpy()[self._columns]}  # rows in item_ids() order
+
+    def loss_on_scores(self, scores, loss, **hp):   # scores (b, b+S): diagonal = positives, last S = shared
+        import mypkg, torch
+        unknown = set(hp) - {"bpreg", "elu_param", "final_act", "logq", "column_q"}
+        if unknown:
+            raise Unsupported(sorted(unknown)[0])
+        R = torch.tensor(scores, dtype=torch.float64, requires_grad=True)
+        value = mypkg.losses[loss](R, **hp)     # your loss code, with your own output transform
+        value.backward()
+        return float(value), R.grad.numpy()
+
+    def train_forward(self, prefix_batch, seed):   # b sequences of one length >= 2; the last step only
+        out = self.model.forward_train(self._to_index(prefix_batch), seed=seed)
+        return {"embedding_out": out.emb[:, -2].numpy(), "layer_outputs": [out.h[:, -2].numpy()],
+                "scores": out.scores[:, -1].numpy()}   # (b, n_in), [(b, d)], (b, b+S)
 """
 
 from __future__ import annotations
@@ -137,3 +189,5 @@ class TemplateAdapter(Adapter):
     # train_forward, get_weights/set_weights, train_step, trace, optimizer_info; see
     # implementations.base.Adapter). A hook you override counts as declared ("hook:<name>"): raising
     # Unsupported from it then fails the check. Hooks you leave out are skipped with the reason.
+    # Arguments, shapes, dtypes and units of each hook: implementations/README.md ("Hooks: ..."); a worked
+    # example for a torch model is at the end of this module's docstring.

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from gru4rec_conformance import CHECKOUT_ROOT, __version__
+from gru4rec_conformance.conformance._harness.verdict import PREREQUISITES
 from gru4rec_conformance.reports import study
 from gru4rec_conformance.reports.results import RunData
 
@@ -234,8 +235,13 @@ def build_card(run: RunData, readme: Path | None = None, readme_link: str | None
     cov = conf.coverage
     by_kind = [{"kind": k, "ran": ran, "applicable": app} for k, (ran, app) in cov.by_kind.items()]
     defects = [{"check_id": d.check_id or "–", "check": d.check, "kind": d.kind, "ids": ", ".join(d.defect_ids) or "–",
-                "fix_level": d.fix_level or "–", "figure": d.figure or "–", "outcome": d.outcome}
+                "fix_level": d.fix_level or "–", "figure": d.figure or "–", "outcome": d.outcome,
+                "follows": ", ".join(d.may_follow_from) or "–"}
                for d in conf.defects]  # fmt: skip
+    # failures of other groups under the failed prerequisite they may follow from (verdict.attribute_root_causes)
+    root_causes = [{"cause": cause, "what": PREREQUISITES.get(cause, "prerequisite"),
+                    "checks": list(dict.fromkeys(d.check_id or d.check for d in ds)), "n": len(ds)}
+                   for cause, ds in conf.root_causes().items()]  # fmt: skip
     brows = study_rows(run, conf)
     tally = collections.Counter(r["agreement"] for r in brows)
     return {
@@ -270,6 +276,7 @@ def build_card(run: RunData, readme: Path | None = None, readme_link: str | None
         },  # fmt: skip
         "by_kind": by_kind,
         "defects": defects,
+        "root_causes": root_causes,
         "missing": _missing_features(run),
         "metrics": headline_metrics(run, _HEADLINE),
         "study_decl": " / ".join(str(v) for v in (impl.get("study") or {}).values()) or None,
@@ -313,11 +320,15 @@ def render_markdown(c: dict[str, Any]) -> str:
                                ["Homepage", c["homepage"] or "–"]])  # fmt: skip
     lines += ["", "## Defects found", ""]
     if c["defects"]:
-        lines += _table(["check", "kind", "defect ids", "fix level", "measured", "outcome", "node"],
-                        [[d["check_id"], d["kind"], d["ids"], d["fix_level"], d["figure"], d["outcome"], d["check"]]
-                         for d in c["defects"]])  # fmt: skip
+        lines += _table(["check", "kind", "defect ids", "fix level", "measured", "outcome", "may follow from", "node"],
+                        [[d["check_id"], d["kind"], d["ids"], d["fix_level"], d["figure"], d["outcome"],
+                          d.get("follows", "–"), d["check"]] for d in c["defects"]])  # fmt: skip
     else:
         lines.append("None.")
+    if c.get("root_causes"):
+        lines += ["", "### Failures that may follow from a failed prerequisite", ""]
+        lines += [f"- **{g['cause']}** ({g['what']}) failed; {g['n']} failure(s) of other kinds may follow from it: "
+                  + ", ".join(g["checks"]) for g in c["root_causes"]]  # fmt: skip
     lines += ["", "## Missing features (refused loudly)", ""]
     if c["missing"]:
         lines += _table(

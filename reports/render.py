@@ -101,6 +101,9 @@ def render_markdown(s: dict[str, Any]) -> str:
                 lines += ["```", f["details"][-3000:], "```", ""]
             if f.get("worker") and f["worker"].get("stderr_tail"):
                 lines += ["Worker stderr (tail):", "", "```", f["worker"]["stderr_tail"][-2000:], "```", ""]
+            if f.get("worker") and f["worker"].get("stacks"):
+                lines += ["Worker Python stacks before the timeout kill:", "", "```", f["worker"]["stacks"][:6000],
+                          "```", ""]  # fmt: skip
     if s["plot_error"]:
         lines += ["", f"Plots were not written: {s['plot_error']}"]
     return "\n".join(lines).rstrip() + "\n"

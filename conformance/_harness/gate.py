@@ -38,6 +38,9 @@ def evaluate(state: State, records: Sequence[ResultRecord], exitstatus: int, int
     if bad:
         c = collections.Counter(r["outcome"] for r in bad)
         problems.append("; ".join(f"{n} {o}" for o, n in sorted(c.items())) + " (not covered by declared xfails)")
+    env = [r for r in records if r.get("outcome_detail") == "environment"]
+    if env:
+        problems.append(f"{len(env)} environment error(s), e.g. {env[0]['reason']}")
     if interrupted:
         problems.append("the run was interrupted")
     if exitstatus not in (0, 1) and not interrupted:

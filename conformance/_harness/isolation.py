@@ -10,7 +10,9 @@ Failure containment, per call:
 - an exception in the adapter becomes :class:`WorkerCallError` (type, message, remote traceback, stderr
   tail), or :class:`~implementations.base.Unsupported` again when the adapter raised that;
 - a crash (segfault, ``os._exit``, a kill from outside) becomes :class:`WorkerCrashed` (exit code or signal);
-- a call running past its timeout becomes :class:`WorkerTimeout` (the worker's process group is killed);
+- a call running past its timeout becomes :class:`WorkerTimeout` (the worker's process group is killed); shortly
+  before the deadline the worker dumps every thread's Python stack to its stderr (faulthandler), and the timeout
+  carries that dump (``stacks``), read back from the stderr capture the parent owns;
 - a worker whose resident memory (its whole process tree) passes the limit becomes :class:`WorkerMemoryExceeded`;
 - a reply over the frame limit, unreadable JSON or a refused exchange value becomes :class:`WorkerProtocolError`.
 
@@ -37,6 +39,7 @@ from __future__ import annotations
 import dataclasses
 import glob
 import os
+import re
 import select
 import shutil
 import signal
@@ -63,6 +66,7 @@ __all__ = [
     "WorkerMemoryExceeded",
     "WorkerStateLost",
     "WorkerProtocolError",
+    "stack_dump",
     "SandboxInfo",
     "network_isolation",
     "sandbox_probe",
@@ -96,6 +100,18 @@ THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 #: The worker's torch intra-op thread count (read by :mod:`conformance._harness.worker`).
 WORKER_THREADS_ENV = "GRU4REC_WORKER_THREADS"
 STDERR_TAIL_CHARS = 4000
+#: Most characters of the worker's stack dump a timeout carries (the innermost frames of each thread come first).
+STACKS_CHARS = 12000
+#: How long before its deadline a call's worker dumps its stacks: a tenth of the timeout, at most this many seconds.
+STACK_DUMP_LEAD_S = 2.0
+#: faulthandler's first line of a dump_traceback_later dump (worker._arm_stack_dump).
+_STACK_DUMP_HEAD = re.compile(r"^Timeout \(\d+:\d\d:\d\d(?:\.\d+)?\)!$", re.MULTILINE)
+#: What a timeout message suggests (docs/gating.md recommends a short --call-timeout for a first run).
+TIMEOUT_HINT = (
+    "if the call is stuck, the worker's Python stacks just before the kill show where (below); if it is only slow, "
+    "give it more time with --call-timeout SECONDS (a first run of a new adapter: a short --call-timeout, e.g. 120, "
+    "shows a hang in minutes, see docs/gating.md)"
+)
 #: Largest JSON frame (one reply) accepted from a worker, in bytes; arrays travel in .npy files (own budget).
 MAX_FRAME_BYTES = 64 << 20
 #: Values of ``--sandbox`` (env ``GRU4REC_SANDBOX``).
@@ -129,10 +145,12 @@ class WorkerCallError(WorkerError):
 
     kind = "exception"
 
-    def __init__(self, message: str, *, remote_type: str, remote_traceback: str, stderr_tail: str = "") -> None:
+    def __init__(self, message: str, *, remote_type: str, remote_traceback: str, stderr_tail: str = "",
+                 remote_message: str = "") -> None:  # fmt: skip
         super().__init__(message, stderr_tail=stderr_tail, details={"remote_type": remote_type})
         self.remote_type = remote_type
         self.remote_traceback = remote_traceback
+        self.remote_message = remote_message  # the adapter's exception text alone (environment errors read it)
 
     def __str__(self) -> str:
         return super().__str__() + (
@@ -147,9 +165,41 @@ class WorkerCrashed(WorkerError):
 
 
 class WorkerTimeout(WorkerError):
-    """A call ran past its timeout; the worker was killed."""
+    """A call ran past its timeout; the worker was killed. ``stacks`` is the worker's own dump of its threads'
+    Python stacks shortly before the kill (faulthandler text, at most :data:`STACKS_CHARS`), ``""`` when none
+    arrived (the call was not a forwarded method, or the worker was stuck where faulthandler cannot write)."""
 
     kind = "timeout"
+
+    def __init__(self, message: str, *, stderr_tail: str = "", details: Mapping[str, Any] | None = None) -> None:
+        super().__init__(message, stderr_tail=stderr_tail, details=details)
+        self.stacks = str(self.details.get("stacks") or "")
+
+    def __str__(self) -> str:
+        text = Exception.__str__(self)
+        tail = self.stderr_tail
+        if self.stacks and (cut := tail.find(self.stacks[:200])) >= 0:
+            tail = tail[:cut]  # the dump is shown once, in full, below
+        if tail.strip():
+            text += "\n--- worker stderr (tail) ---\n" + tail.rstrip()
+        if self.stacks:
+            text += "\n--- worker Python stacks before the kill (faulthandler) ---\n" + self.stacks.rstrip()
+        return text
+
+
+def _dump_after(timeout: float) -> float:
+    """When a worker dumps its stacks within a call of ``timeout`` seconds: a little before the parent's deadline."""
+    return max(timeout - min(STACK_DUMP_LEAD_S, 0.1 * timeout), 0.01)
+
+
+def stack_dump(stderr_text: str, limit: int = STACKS_CHARS) -> str:
+    """The last faulthandler ``dump_traceback_later`` dump in a worker's stderr text (from its ``Timeout (...)!``
+    line to the end, at most ``limit`` characters), or ``""`` when there is none."""
+    heads = list(_STACK_DUMP_HEAD.finditer(stderr_text))
+    if not heads:
+        return ""
+    dump = stderr_text[heads[-1].start() :]
+    return dump if len(dump) <= limit else dump[:limit] + "\n[... stack dump cut]"
 
 
 class WorkerMemoryExceeded(WorkerError):
@@ -507,6 +557,8 @@ class WorkerProxy:
             "method": method,
             "args": self._codec.encode(list(args), where=f"{method}() arguments"),
             "kwargs": self._codec.encode(dict(kwargs), where=f"{method}() keyword arguments"),
+            # the worker dumps its stacks just before the deadline: what a timeout then shows
+            "dump_stacks_after_s": _dump_after(timeout),
         }
         reply = self._roundtrip(request, timeout, f"{self._label}.{method}()")
         problem: Exception | None = None
@@ -627,9 +679,10 @@ class WorkerProxy:
         self._to_child, self._from_child = to_child_w, from_child_r
         os.set_blocking(self._to_child, False)  # a hung worker must never block a write past the deadline
         self.starts += 1
-        request = {"op": "init", "ref": self._ref, "init_kwargs": self._init_kwargs, "device": self.device}
-        reply = self._roundtrip(request, self._settings.timeouts.get("startup", DEFAULT_TIMEOUTS_S["startup"]),
-                                f"{self._label} worker start")  # fmt: skip
+        startup = self._settings.timeouts.get("startup", DEFAULT_TIMEOUTS_S["startup"])
+        request = {"op": "init", "ref": self._ref, "init_kwargs": self._init_kwargs, "device": self.device,
+                   "dump_stacks_after_s": _dump_after(startup)}  # fmt: skip
+        reply = self._roundtrip(request, startup, f"{self._label} worker start")
         if not reply.get("ok"):
             tail = self._stderr_tail()
             err = reply["error"]
@@ -735,7 +788,7 @@ class WorkerProxy:
             self._fail(WorkerCrashed, f"{what}: the worker {_describe_exit(self._proc.returncode, self.sandboxed)}")
         now = time.monotonic()
         if now > deadline:
-            self._fail(WorkerTimeout, f"{what}: no answer within the timeout of {timeout:g} s")
+            self._fail(WorkerTimeout, f"{what}: no answer within the timeout of {timeout:g} s; {TIMEOUT_HINT}")
         if now < self._next_memory_check:
             return  # the /proc walk once per poll period, however fast bytes arrive
         self._next_memory_check = now + self._settings.poll_s
@@ -759,10 +812,13 @@ class WorkerProxy:
     def _fail(self, cls: type[WorkerError], message: str) -> NoReturn:
         self._kill()
         tail = self._stderr_tail()
+        details: dict[str, Any] = {"starts": self.starts}
+        if cls is WorkerTimeout:
+            details["stacks"] = stack_dump(self._stderr_tail(STACKS_CHARS + STDERR_TAIL_CHARS))
         self._cleanup_dir()
         self._proc = None
         self._lost = True
-        raise cls(message, stderr_tail=tail, details={"starts": self.starts})
+        raise cls(message, stderr_tail=tail, details=details)
 
     def _raise_remote(self, err: Any, method: str) -> None:
         if not isinstance(err, Mapping):
@@ -776,16 +832,17 @@ class WorkerProxy:
             remote_type=str(err.get("type")),
             remote_traceback=str(err.get("traceback", "")),
             stderr_tail=self._stderr_tail(),
+            remote_message=str(err.get("message", "")),
         )
 
-    def _stderr_tail(self) -> str:
+    def _stderr_tail(self, chars: int = STDERR_TAIL_CHARS) -> str:
         if self._dir is None:
             return ""
         try:
             with open(self._dir / "stderr.log", "rb") as fh:
                 fh.seek(0, os.SEEK_END)
                 size = fh.tell()
-                fh.seek(max(0, size - STDERR_TAIL_CHARS))
+                fh.seek(max(0, size - chars))
                 return fh.read().decode("utf-8", errors="replace")
         except OSError:
             return ""

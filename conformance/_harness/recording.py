@@ -175,7 +175,7 @@ class Recorder:
         impl_version, suite_version = self._versions(impl, family)
         xfail = cast("XfailRecord | None", next((v for k, v in props if k == PROP_XFAIL), None))
         unavailable = next((str(v) for k, v in props if k == PROP_UNAVAILABLE), None) if outcome == "skipped" else None
-        run_skip = next((v for k, v in props if k == PROP_SKIP and v in ("device", "data")), None)
+        run_skip = next((v for k, v in props if k == PROP_SKIP and v in ("device", "data", "environment")), None)
         detail: OutcomeDetail | None = (
             "unsupported" if outcome == "skipped-unsupported"
             else "unavailable" if unavailable is not None

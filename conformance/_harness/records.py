@@ -38,13 +38,15 @@ fails the run); ``xfail``: failed as declared in the xfail registry; ``skipped-u
 capability the implementation does not declare; ``skipped``: any other skip (missing data, no GPU)."""
 BAD_OUTCOMES: tuple[Outcome, ...] = ("failed", "error", "xpass")
 
-OutcomeDetail = Literal["unavailable", "unsupported", "device", "data"]
+OutcomeDetail = Literal["unavailable", "unsupported", "device", "data", "environment"]
 """Why a check was skipped, when the harness knows: ``unsupported`` (outcome ``skipped-unsupported``: the
 implementation does not declare what the check needs; the record's ``missing`` says what), ``unavailable``
 (outcome ``skipped``: the implementation is not installed or located here; the record's ``unavailable`` says how to
 provide it), ``device`` (outcome ``skipped``: the check needs a device the run does not use, a ``gpu`` check of a
 CPU run) or ``data`` (outcome ``skipped``: the check needs data the run does not have, e.g. the real SST-5 where
-only the synthetic stand-in is present; ``running.skip_for_this_run``)."""
+only the synthetic stand-in is present; ``running.skip_for_this_run``) or ``environment`` (outcome ``skipped``: the
+implementation raised an environment error, a missing module or a module of another version; the reason names the
+tox environment to use, :mod:`.environment`)."""
 
 #: The phrase of the skip reason of every check of an unavailable implementation: the harness writes
 #: ``implementation <name> is not available here: <how to provide it>``.
@@ -117,11 +119,13 @@ class XfailRecord(TypedDict):
 
 
 class WorkerFailure(TypedDict):
-    """How a worker process failed during a check (``WorkerError``)."""
+    """How a worker process failed during a check (``WorkerError``); ``stacks`` (optional): the worker's Python
+    stacks dumped just before a timeout killed it (faulthandler text)."""
 
     kind: str
     message: str
     stderr_tail: str
+    stacks: NotRequired[str]
 
 
 class ResultRecord(TypedDict):

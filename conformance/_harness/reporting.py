@@ -440,6 +440,7 @@ def final_lines(state: State) -> list[str]:
         if c.status == UNAVAILABLE and (family, name) not in state.explicit:
             line += " (selected by --impl all: not counted as a failure)"
         lines.append(line)
+        lines += [f"  {text}" for text in c.root_cause_lines()]  # failures grouped under a failed prerequisite
     return lines
 
 

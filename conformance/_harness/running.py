@@ -4,7 +4,9 @@ of adapter exceptions.
 :func:`pytest_runtest_setup` skips checks whose features/hooks/device are not declared ("unsupported by ...",
 outcome ``skipped-unsupported``) and every check of an unavailable implementation (outcome ``skipped``, detail
 ``unavailable``); :func:`pytest_runtest_call` turns :class:`~implementations.base.Unsupported` raised by the
-adapter into such a skip (or into a failure when the thing was declared) and records worker failures.
+adapter into such a skip (or into a failure when the thing was declared), turns an exception that says the
+environment is wrong into a skip with outcome detail ``environment`` (:mod:`.environment`) and records worker
+failures.
 """
 
 from __future__ import annotations
@@ -15,9 +17,10 @@ from typing import NoReturn, cast
 import pytest
 from _pytest.outcomes import Skipped  # pytest.skip.Exception, importable as a class (for the subclass below)
 
+from gru4rec_conformance.conformance._harness import environment
 from gru4rec_conformance.conformance._harness.collection import impl_param
 from gru4rec_conformance.conformance._harness.handle import UNSUPPORTED_PREFIX, HarnessError, ImplHandle
-from gru4rec_conformance.conformance._harness.isolation import WorkerError
+from gru4rec_conformance.conformance._harness.isolation import WorkerCallError, WorkerError
 from gru4rec_conformance.conformance._harness.recording import (
     PROP_DECLARED,
     PROP_INFO,
@@ -65,8 +68,22 @@ def mark_unsupported(item: pytest.Item, missing: Sequence[str] = ()) -> None:
         item.user_properties.append((PROP_MISSING, names))
 
 
+#: Exceptions the call and setup wrappers look at: the adapter's own, and those that may say the environment is wrong.
+_ADAPTER_EXCEPTIONS = (Unsupported, WorkerError, ImportError, AttributeError)
+
+
 def _handle_adapter_exception(item: pytest.Item, handle: ImplHandle | None, exc: BaseException) -> None:
-    """Unsupported → skip (undeclared) or failure (declared); worker failures → recorded details."""
+    """Unsupported → skip (undeclared) or failure (declared); an environment problem (a missing module, a module
+    of another version: :mod:`.environment`) → a skip with outcome detail ``environment`` naming the tox environment
+    to use; other worker failures → recorded details. Anything else is left to propagate unchanged."""
+    problem = None
+    if isinstance(exc, WorkerCallError):
+        problem = environment.environment_problem(exc.remote_type, exc.remote_message)
+    elif isinstance(exc, (ImportError, AttributeError)):
+        problem = environment.environment_problem_of(exc)
+    if problem is not None and handle is not None:
+        item.user_properties.append((PROP_SKIP, "environment"))
+        raise pytest.skip.Exception(environment.message(handle.name, problem), _use_item_location=True) from None
     if isinstance(exc, Unsupported) and handle is not None:
         if handle.declares(exc.name):
             item.user_properties.append((PROP_DECLARED, exc.name))
@@ -76,8 +93,10 @@ def _handle_adapter_exception(item: pytest.Item, handle: ImplHandle | None, exc:
         mark_unsupported(item, [exc.name])
         raise pytest.skip.Exception(f"{UNSUPPORTED_PREFIX}{handle.name}: {exc}", _use_item_location=True) from None
     if isinstance(exc, WorkerError):
-        item.user_properties.append((PROP_WORKER, {"kind": exc.kind, "message": str(exc).split("\n", 1)[0],
-                                                   "stderr_tail": exc.stderr_tail}))  # fmt: skip
+        failure = {"kind": exc.kind, "message": str(exc).split("\n", 1)[0], "stderr_tail": exc.stderr_tail}
+        if exc.details.get("stacks"):
+            failure["stacks"] = str(exc.details["stacks"])  # the worker's own dump before a timeout kill
+        item.user_properties.append((PROP_WORKER, failure))
 
 
 def _item_handle(item: pytest.Item) -> ImplHandle | None:
@@ -127,7 +146,7 @@ def _translate_setup_exceptions(item: pytest.Item) -> Generator[None, object, ob
     handle = _item_handle(item)
     try:
         return (yield)
-    except (Unsupported, WorkerError) as exc:
+    except _ADAPTER_EXCEPTIONS as exc:
         _handle_adapter_exception(item, handle, exc)
         raise
 
@@ -150,6 +169,6 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, object, object]:
     handle = _item_handle(item)
     try:
         return (yield)
-    except (Unsupported, WorkerError) as exc:
+    except _ADAPTER_EXCEPTIONS as exc:
         _handle_adapter_exception(item, handle, exc)
         raise

@@ -10,10 +10,13 @@ Rules (:func:`assess`), over the applicable checks of a run:
 - **UNAVAILABLE**: the implementation is not installed / located here, or its adapter cannot be described;
 - **NOT CONFORMANT**: some applicable check failed, xfailed or xpassed (an xpass still carries a declared defect:
   the registry says the implementation deviates; the gate fails it as a stale entry). Coverage is still given,
-  and ``reasons`` say how many checks were not tested;
+  and ``reasons`` say how many checks were not tested. When a prerequisite check failed (:data:`PREREQUISITES`:
+  runnability, epoch count, determinism), the defects of other groups carry ``may_follow_from`` and the reports
+  group them under it (:meth:`Conformance.root_causes`);
 - **INCOMPLETE**: no defect, but some applicable check did not run to an outcome: the adapter lacks a hook the check
   needs, the run was a subset (``-k`` / ``-m`` / ``--deselect`` / node ids), it was interrupted or killed, or the
-  check was skipped or errored for another reason (no data, a setup error);
+  check was skipped or errored for another reason (no data, a setup error, an environment error: a missing module
+  or a module of another version, whose record says which ``tox -e`` environment to use);
 - **CONFORMANT**: every applicable check ran and passed, none under an xfail.
 
 Applicable: a check whose requirements (``feature`` markers) the implementation declares, hooks aside. A check that
@@ -45,7 +48,8 @@ from typing import Any
 from gru4rec_conformance.conformance._harness.xfails import strip_impl_param
 
 __all__ = ["CONFORMANT", "NOT_CONFORMANT", "INCOMPLETE", "UNAVAILABLE", "STATUSES", "DEFECT_KINDS", "Coverage",
-           "Defect", "Conformance", "assess", "NOT_SELECTED", "NOT_REACHED", "REGISTRY_CHECK_ID"]  # fmt: skip
+           "Defect", "Conformance", "assess", "NOT_SELECTED", "NOT_REACHED", "REGISTRY_CHECK_ID",
+           "PREREQUISITES", "attribute_root_causes"]  # fmt: skip
 
 CONFORMANT = "CONFORMANT"
 NOT_CONFORMANT = "NOT CONFORMANT"
@@ -63,6 +67,13 @@ REGISTRY_CHECK_ID = "XFAIL-REGISTRY"
 #: Catalogue defect ids (conformance_checks.md §B.2: GP, TG, TF, KG, RP, MS rows) quoted in an xfail's reason or link.
 _DEFECT_ID = re.compile(r"\b(?:GP|TG|TF|KG|RP|MS)-\d+\b")
 _RAN = ("passed", "failed", "xfail", "xpass")
+#: Prerequisite checks, most fundamental first: ``{check id: what it establishes}``. When one failed (every recorded
+#: instance of it: a check parametrized over options counts only when no option works), the failures of checks of
+#: other kinds *may follow from* it: a model that does not run, trains a wrong number of epochs or is not
+#: deterministic fails checks that are about something else (issue 15, root-cause attribution).
+PREREQUISITES: Mapping[str, str] = MappingProxyType(
+    {"RN-1": "runnability", "EB-3": "epoch count", "DO-1": "determinism"}
+)
 #: Options that make a run a subset of the collected checks (read from the command of a pre-1.2 run).
 _SUBSET_OPTIONS = ("-k", "-m", "--deselect", "--lf", "--last-failed", "--sw", "--stepwise")
 
@@ -160,6 +171,9 @@ class Defect:
         figure: the measured figure when the record has one, e.g. ``recall@20 0.633 vs 0.690 (-8.3%)``.
         check_id: the ``@check`` id (``SR-1``), or None.
         outcome: the record's outcome (``failed``, ``xfail``, ``xpass``).
+        group: the check's group (``K1`` .. ``K11``, ``metric``, a fine-tuner kind).
+        may_follow_from: the failed :data:`PREREQUISITES` this failure may follow from (empty when none failed or
+            the check is of the prerequisite's own group); see :func:`attribute_root_causes`.
     """
 
     check: str
@@ -169,17 +183,21 @@ class Defect:
     figure: str | None
     check_id: str | None = None
     outcome: str = "failed"
+    group: str | None = None
+    may_follow_from: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         return {"check": self.check, "kind": self.kind, "defect_ids": list(self.defect_ids),
                 "fix_level": self.fix_level, "figure": self.figure, "check_id": self.check_id,
-                "outcome": self.outcome}  # fmt: skip
+                "outcome": self.outcome, "group": self.group,
+                "may_follow_from": list(self.may_follow_from)}  # fmt: skip
 
     @classmethod
     def from_json(cls, d: Mapping[str, Any]) -> Defect:
         return cls(check=str(d["check"]), kind=str(d["kind"]), defect_ids=tuple(d.get("defect_ids") or ()),
                    fix_level=d.get("fix_level"), figure=d.get("figure"), check_id=d.get("check_id"),
-                   outcome=str(d.get("outcome", "failed")))  # fmt: skip
+                   outcome=str(d.get("outcome", "failed")), group=d.get("group"),
+                   may_follow_from=tuple(d.get("may_follow_from") or ()))  # fmt: skip
 
 
 @dataclasses.dataclass(frozen=True)
@@ -205,6 +223,25 @@ class Conformance:
         """The catalogue ids of all defects, sorted and without repeats."""
         return tuple(sorted({i for d in self.defects for i in d.defect_ids}, key=_id_key))
 
+    def root_causes(self) -> dict[str, list[Defect]]:
+        """``{failed prerequisite check id: the defects that may follow from it}`` (first-named prerequisite of each
+        defect), in :data:`PREREQUISITES` order; empty when no prerequisite failed or nothing follows from one."""
+        out: dict[str, list[Defect]] = {c: [] for c in PREREQUISITES}
+        for d in self.defects:
+            if d.may_follow_from:
+                out.setdefault(d.may_follow_from[0], []).append(d)
+        return {c: ds for c, ds in out.items() if ds}
+
+    def root_cause_lines(self) -> list[str]:
+        """One line per failed prerequisite with followers, e.g. ``"3 failure(s) may follow from EB-3 (epoch
+        count): HP-1, SR-3, LF-1"`` (check ids without repeats); for the terminal summary and the reports."""
+        lines = []
+        for cause, ds in self.root_causes().items():
+            ids = list(dict.fromkeys(d.check_id or d.check for d in ds))
+            lines.append(f"{len(ds)} failure(s) may follow from {cause} ({PREREQUISITES.get(cause, 'prerequisite')}): "
+                         + ", ".join(ids))  # fmt: skip
+        return lines
+
     def line(self, impl: str, family: str | None = None, max_ids: int = 8) -> str:
         """The one terminal line, e.g. ``torch_gru4rec: NOT CONFORMANT — 3 bug, 1 design-difference (TG-3, TG-6);
         coverage 61/88 (69%)``; ``family`` (when given) follows the status in brackets (``reference: CONFORMANT
@@ -221,6 +258,9 @@ class Conformance:
             ids = self.defect_ids
             shown = ", ".join(ids[:max_ids]) + (f", +{len(ids) - max_ids} more" if len(ids) > max_ids else "")
             text = head + kinds + (f" ({shown})" if ids else "") + f"; {cov}"
+            causes = self.root_causes()
+            if causes:
+                text += "; " + ", ".join(f"{len(ds)} may follow from {c}" for c, ds in causes.items())
             if self.coverage.not_tested or self.coverage.unknown_not_run is not None:
                 text += f"; incomplete: {self._not_tested_text()}"
             return text
@@ -342,7 +382,45 @@ def _defect(record: Mapping[str, Any]) -> Defect:
         figure=_figure(record),
         check_id=(record.get("check") or {}).get("id"),
         outcome=str(record.get("outcome")),
+        group=_kind(record),
     )
+
+
+def _failed_prerequisites(records: Sequence[Mapping[str, Any]]) -> dict[str, str]:
+    """``{prerequisite check id: its group}`` of the :data:`PREREQUISITES` every recorded instance of which failed
+    (``failed``, ``xfail`` or ``error``); instances that were skipped do not count either way."""
+    seen: dict[str, list[bool]] = collections.defaultdict(list)
+    group: dict[str, str] = {}
+    for r in records:
+        cid = str((r.get("check") or {}).get("id"))
+        if cid in PREREQUISITES and r.get("outcome") in (*_RAN, "error"):
+            seen[cid].append(r.get("outcome") in ("failed", "xfail", "error"))
+            group[cid] = _kind(r)
+    return {c: group[c] for c in PREREQUISITES if seen.get(c) and all(seen[c])}
+
+
+def attribute_root_causes(defects: Sequence[Defect], records: Sequence[Mapping[str, Any]]) -> tuple[Defect, ...]:
+    """``defects`` with ``may_follow_from`` set: each defect of another group than a failed prerequisite (and not
+    that prerequisite itself, nor a prerequisite named before it) may follow from it (:data:`PREREQUISITES`).
+
+    A prerequisite can follow from an earlier one (DO-1 from RN-1), never from a later one, and one that follows
+    from an earlier one is no root cause of others. Pure function of the records, so results.json, the cards and
+    the terminal group the same failures."""
+    failed = _failed_prerequisites(records)
+    if not failed:
+        return tuple(defects)
+    order = list(PREREQUISITES)
+    roots: dict[str, str] = {}  # a failed prerequisite that may itself follow from an earlier one is no root
+    for c, g in failed.items():
+        if not any(rg != g for rg in roots.values()):
+            roots[c] = g
+    failed = roots
+    out = []
+    for d in defects:
+        rank = order.index(d.check_id) if d.check_id is not None and d.check_id in PREREQUISITES else len(order)
+        causes = tuple(c for c, g in failed.items() if order.index(c) < rank and d.group != g)
+        out.append(dataclasses.replace(d, may_follow_from=causes) if causes else d)
+    return tuple(out)
 
 
 def _subset_args(command: Sequence[str]) -> list[str]:
@@ -420,6 +498,11 @@ def assess(header: Mapping[str, Any], records: Sequence[Mapping[str, Any]],
         if outcome == "skipped" and r.get("outcome_detail") == "data":
             not_applicable["needs data this run does not have"] += 1
             continue
+        if outcome == "skipped" and r.get("outcome_detail") == "environment":
+            applicable(kind, False)  # not a defect, and not tested: never CONFORMANT
+            tox = re.search(r"`tox -e [^`]+`", str(r.get("reason") or ""))
+            other["not run: environment error" + (f" (run {tox.group(0)})" if tox else "")] += 1
+            continue
         applicable(kind, False)
         other[_short_reason(r)] += 1
 
@@ -454,6 +537,7 @@ def assess(header: Mapping[str, Any], records: Sequence[Mapping[str, Any]],
         not_applicable=_frozen(dict(sorted(not_applicable.items()))),
         unknown_not_run=unknown,
     )
+    defects = list(attribute_root_causes(defects, records))
     counts = collections.Counter(d.kind for d in defects)
     counts_by_kind = _frozen({k: counts[k] for k in DEFECT_KINDS if counts[k]})
 
@@ -482,7 +566,12 @@ def assess(header: Mapping[str, Any], records: Sequence[Mapping[str, Any]],
         status = INCOMPLETE
     else:
         status = CONFORMANT
-    return Conformance(status, tuple(defects), counts_by_kind, coverage, tuple(reasons))
+    conformance = Conformance(status, tuple(defects), counts_by_kind, coverage, tuple(reasons))
+    follows = conformance.root_cause_lines()
+    if follows:  # right after "N defect(s) found"
+        reasons[1:1] = follows
+        conformance = dataclasses.replace(conformance, reasons=tuple(reasons))
+    return conformance
 
 
 def _kind_key(kind: str) -> tuple[int, int, str]:

@@ -5,11 +5,13 @@ big-endian length + JSON). Arguments and results cross through :mod:`conformance
 ``.npy`` files, no pickle). The parent (:mod:`conformance._harness.isolation`) owns timeouts, memory limits
 and killing; this side only disables core dumps, pins torch's intra-op threads to ``GRU4REC_WORKER_THREADS`` (set
 by the parent with ``OMP_NUM_THREADS`` etc.; applied before and after every request once torch is imported,
-without importing it) and reports exceptions with their traceback.
+without importing it), reports exceptions with their traceback and, when a call asks for it
+(``dump_stacks_after_s``), dumps every thread's Python stack to stderr shortly before the parent's timeout.
 
-Requests: ``{"op": "init", "ref", "init_kwargs", "device"}`` → ``{"ok": true, "result": {pid, hooks,
-methods, python}}``; ``{"op": "call", "method", "args", "kwargs"}`` → ``{"ok": true, "result"}`` or
-``{"ok": false, "error": {type, module, message, traceback, name, detail}}``; ``{"op": "shutdown"}``.
+Requests: ``{"op": "init", "ref", "init_kwargs", "device"[, "dump_stacks_after_s"]}`` → ``{"ok": true,
+"result": {pid, hooks, methods, python}}``; ``{"op": "call", "method", "args", "kwargs"[, "dump_stacks_after_s"]}``
+→ ``{"ok": true, "result"}`` or ``{"ok": false, "error": {type, module, message, traceback, name, detail}}``;
+``{"op": "shutdown"}``.
 """
 
 from __future__ import annotations
@@ -102,6 +104,16 @@ def _bind_to_parent() -> None:
         pass
 
 
+def _arm_stack_dump(after_s: Any) -> None:
+    """Dump every thread's Python stack to stderr after ``after_s`` seconds of the current call (faulthandler's
+    watchdog thread, so a call stuck in C code or holding the GIL is dumped too); nothing when ``after_s`` is not a
+    positive number. The dump starts with faulthandler's ``Timeout (h:mm:ss)!`` line, by which the parent finds it
+    (``isolation.stack_dump``); the parent kills the worker at its deadline, just after the dump."""
+    if not isinstance(after_s, (int, float)) or isinstance(after_s, bool) or not after_s > 0:
+        return
+    faulthandler.dump_traceback_later(float(after_s), repeat=False, file=sys.stderr, exit=False)
+
+
 def main(argv: list[str]) -> int:
     fd_in, fd_out, exchange_dir = int(argv[0]), int(argv[1]), argv[2]
     _bind_to_parent()
@@ -127,11 +139,15 @@ def main(argv: list[str]) -> int:
         try:
             _pin_torch_threads(pinned)
             if op == "init":
-                module_name, _, qualname = request["ref"].partition(":")
-                obj: Any = importlib.import_module(module_name)
-                for part in qualname.split("."):
-                    obj = getattr(obj, part)
-                adapter = obj(device=request.get("device", "cpu"), **request.get("init_kwargs", {}))
+                _arm_stack_dump(request.get("dump_stacks_after_s"))  # an import that hangs is diagnosable too
+                try:
+                    module_name, _, qualname = request["ref"].partition(":")
+                    obj: Any = importlib.import_module(module_name)
+                    for part in qualname.split("."):
+                        obj = getattr(obj, part)
+                    adapter = obj(device=request.get("device", "cpu"), **request.get("init_kwargs", {}))
+                finally:
+                    faulthandler.cancel_dump_traceback_later()
                 result: Any = {
                     "pid": os.getpid(),
                     "python": sys.version.split()[0],
@@ -146,9 +162,13 @@ def main(argv: list[str]) -> int:
                 method = request["method"]
                 if method not in type(adapter).protocol_methods() and method != "close":
                     raise AttributeError(f"{method!r} is not a protocol method of {type(adapter).__qualname__}")
-                args = codec.decode(request.get("args", []))
-                kwargs = codec.decode(request.get("kwargs", {"__dict__": []}))
-                value = getattr(adapter, method)(*args, **kwargs)
+                _arm_stack_dump(request.get("dump_stacks_after_s"))  # the parent's clock runs from the request
+                try:
+                    args = codec.decode(request.get("args", []))
+                    kwargs = codec.decode(request.get("kwargs", {"__dict__": []}))
+                    value = getattr(adapter, method)(*args, **kwargs)
+                finally:
+                    faulthandler.cancel_dump_traceback_later()
                 reply = {"ok": True, "result": codec.encode(value, where=f"{method}() result")}
             elif op == "shutdown":
                 if adapter is not None:

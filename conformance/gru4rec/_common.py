@@ -239,3 +239,29 @@ def epochs_run(rep: Any, expected: int) -> None:
     """Assert that a FitReport covers ``expected`` epochs (clear message instead of an IndexError later)."""
     got = len(rep.n_steps)
     assert got == expected, f"fit reported {got} epoch(s), {expected} were asked for"
+
+
+def session_parallel(impl: Any) -> bool:
+    """Whether the adapter declares session-parallel training (``session_parallel``): the diagnoses that blame
+    lanes, resets or the epoch tail assume it (a model trained on whole padded sequences has none of them)."""
+    return bool(impl.supports("session_parallel"))
+
+
+def declared_negatives(impl: Any) -> str:
+    """How the declared negatives of a model that is not session-parallel look, for its diagnoses: e.g.
+    ``"declared: per-example negatives that exclude the session's own items"``, ``""`` when nothing is declared."""
+    per_example = impl.supports("per_example_negatives")
+    exclude = impl.supports("negatives_exclude_own_items")
+    if not (per_example or exclude):
+        return ""
+    kind = "per-example negatives" if per_example else "negatives"
+    return f"declared: {kind}" + (" that exclude the session's own items" if exclude else "")
+
+
+def not_session_parallel_means(impl: Any, meaning: str) -> str:
+    """The diagnosis of a check for a model declared not session-parallel: ``"for a model that is not
+    session-parallel this means <meaning>"`` plus the declared negatives (:func:`declared_negatives`).
+
+    Call it only when :func:`session_parallel` is False; the check puts it in place of its lane/reset cause."""
+    said = declared_negatives(impl)
+    return f"for a model that is not session-parallel this means {meaning}" + (f" ({said})" if said else "")

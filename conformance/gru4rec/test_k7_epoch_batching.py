@@ -14,7 +14,9 @@ from gru4rec_conformance.conformance.gru4rec._common import (
     fresh_scores,
     lag1_pairs,
     lag1_test_pairs,
+    not_session_parallel_means,
     recall_at,
+    session_parallel,
     small,
 )
 from gru4rec_conformance.implementations.base import Unsupported
@@ -45,7 +47,16 @@ def test_eb1_transitions_per_epoch(impl, d_lag1, d_var, record_metric):
                     f"{name} epoch {e + 1}: {n} transitions trained, expected {T}"
                     + ("" if sampled else f" (≥ {lo} without extra samples)")
                 )
-    assert not problems, "; ".join(problems) + ": the epoch ends early or transitions are repeated"
+    cause = (
+        "the epoch ends early or transitions are repeated"
+        if session_parallel(impl)
+        else not_session_parallel_means(
+            impl,
+            "that sequences are dropped, cut to a maximum length or trained more than once per epoch "
+            "(n_events_trained counts each trained input→target transition once)",
+        )
+    )
+    assert not problems, "; ".join(problems) + f": {cause}"
 
 
 def model_has_samples(impl) -> bool:
@@ -98,6 +109,18 @@ def test_eb2_tail_learnability(impl, d_tail, record_metric):
         cause = (
             "inconclusive for the tail: the model does not learn the easy first-order cycle either, so it does "
             "not learn at these settings at all (the hyperparameters used are listed in this check's report)"
+        )
+    elif not session_parallel(impl):
+        # no lanes to refill and no epoch tail of lanes: the causes below do not apply
+        cut = (
+            f"up to {T - min(trained)} transitions per epoch are not trained, " if trained and min(trained) < T else ""
+        )
+        cause = not_session_parallel_means(
+            impl,
+            f"{cut}not an epoch tail cut by lanes that cannot be refilled: the final session's 40 items occur in no "
+            "other session, so a negative sampler that excludes the session's own items never uses them as "
+            "negatives and cannot tell the next item from the session's other items; a history cut to a maximum "
+            "sequence length or long sequences dropped also show this way (first half vs second half above)",
         )
     elif trained and min(trained) < T:
         cause = (

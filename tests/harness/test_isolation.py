@@ -55,6 +55,10 @@ def test_crash_hang_exception_and_memory_become_failures_and_the_run_completes(p
     assert "leaving with status 3" in fit["exiting"]["worker"]["stderr_tail"]
     assert "no answer within the timeout of 3 s" in fit["hanging"]["reason"]
     assert fit["hanging"]["worker"]["kind"] == "timeout" and "going to sleep" in fit["hanging"]["worker"]["stderr_tail"]
+    # the worker's own stack dump just before the kill says where it hung, and the message how to give it more time
+    stacks = fit["hanging"]["worker"]["stacks"]
+    assert stacks.startswith("Timeout (") and "dummies.py" in stacks and "in fit" in stacks, stacks
+    assert "--call-timeout" in fit["hanging"]["reason"] and "in fit" in fit["hanging"]["details"]
     assert "raised ValueError: boom in fit" in fit["raising"]["reason"]
     assert "remote traceback" in fit["raising"]["details"] and "in fit" in fit["raising"]["details"]
     assert "exceeded the limit of 400 MiB" in fit["leaking"]["reason"]
@@ -63,6 +67,8 @@ def test_crash_hang_exception_and_memory_become_failures_and_the_run_completes(p
         assert project.outcomes(impl)[f"test_score_after_fresh_build[{impl}]"] == "passed"
     summary = (project.run_dirs("crashing")[-1] / "summary.md").read_text()
     assert "Worker stderr (tail)" in summary and "about to dereference NULL" in summary
+    summary = (project.run_dirs("hanging")[-1] / "summary.md").read_text()
+    assert "Worker Python stacks before the timeout kill" in summary and "in fit" in summary
 
 
 def test_isolation_always_wraps_in_process_adapters(project):

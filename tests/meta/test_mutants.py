@@ -105,12 +105,26 @@ def test_full_mutant_matrix(tmp_path):
 
 def test_hp1_attributes_untrained_model_to_eb3(tmp_path):
     """On a model that trains one epoch fewer than asked (nothing at n_epochs=1), HP-1 fails without blaming the
-    hyperparameter: its message says the failure may follow from EB-3 (issue 15, root-cause attribution)."""
-    sel = {"mutant:epochs_off_by_one": {"kinds": [], "checks": ["HP-1"]}}
+    hyperparameter: its message says the failure may follow from EB-3 (issue 15, root-cause attribution). EB-3 fails
+    too, and the harness groups HP-1 (another kind) under it: results.json, the verdict card and the terminal."""
+    from gru4rec_conformance.reports.card import build_card, render_markdown
+    from gru4rec_conformance.reports.results import load_run
+
+    sel = {"mutant:epochs_off_by_one": {"kinds": [], "checks": ["HP-1", "EB-3"]}}
     run = meta_matrix.run_suite(
-        sel, DEFAULT_MARKS, tmp_path / "hp1-eb3", workers=1, timeout=900, extra_args=("-k", "learning_rate")
+        sel, DEFAULT_MARKS, tmp_path / "hp1-eb3", workers=1, timeout=900, extra_args=("-k", "learning_rate or eb3")
     )
     recs = [r for r in run.records.get("mutant:epochs_off_by_one", []) if r["outcome"] in ("failed", "error")]
     assert recs, f"HP-1 did not fail on mutant:epochs_off_by_one:\n{run.output_tail}"
-    reason = recs[0].get("reason") or ""
+    hp1 = [r for r in recs if (r.get("check") or {}).get("id") == "HP-1"]
+    reason = hp1[0].get("reason") or ""
     assert "may follow from EB-3" in reason and "has no effect" not in reason, reason
+    assert meta_matrix.verdicts(recs).get("EB-3") == "F", meta_matrix.failure_reasons(recs)
+    (run_dir,) = [p.parent for p in (tmp_path / "hp1-eb3" / "reports").glob("*/*/results.json")]
+    conf = load_run(run_dir).conformance()
+    follows = {d.check_id: d.may_follow_from for d in conf.defects}
+    assert follows.get("HP-1") == ("EB-3",) and follows.get("EB-3") == (), follows
+    assert conf.root_cause_lines() == ["1 failure(s) may follow from EB-3 (epoch count): HP-1"], conf.reasons
+    card = render_markdown(build_card(load_run(run_dir)))
+    assert "**EB-3** (epoch count) failed; 1 failure(s) of other kinds may follow from it: HP-1" in card, card
+    assert "1 failure(s) may follow from EB-3 (epoch count): HP-1" in run.output_tail, run.output_tail
