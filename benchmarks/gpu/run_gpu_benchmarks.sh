@@ -25,10 +25,10 @@
 #
 # Environment: OUT (default reports/out/gpu/<UTC timestamp>); GPU_DEVICE (cuda); GPU_SCALE (1: the real item
 # counts and minibatch numbers; the CPU dry run of tests/benchmarks/test_gpu_script.py uses a tiny fraction);
-# GPU_HEADLINE_MINIBATCHES (2000) and GPU_MINIBATCHES (600): minibatches per epoch of stage 2 and of stages 4-5
+# GPU_HEADLINE_MINIBATCHES (1500) and GPU_MINIBATCHES (400): minibatches per epoch of stage 2 and of stages 4-5
 # at scale 1 (more where every item must occur once: Rees46 / BPR-max, B=32, has 172,756 items: ~4,600);
 # GPU_ROUNDS (3); GPU_BUDGET (480); GPU_KILL_GRACE (5); GPU_STAGE_LIMITS (seconds of stages 0-6 and the report,
-# default "10 35 70 40 200 30 35 15": with 8 kill graces 475 s); GPU_SWEEP_GRID (gpu; ci for the dry run);
+# default "10 35 70 35 205 30 30 15": with 8 kill graces 470 s); GPU_SWEEP_GRID (gpu; ci for the dry run);
 # GPU_SPEED_SESSIONS (0: stage 7 skipped); GPU_SUITE_COMMIT (recorded in env.txt: the copy the device tool runs
 # has no .git); PYTHON (python3).
 # Output under $OUT, at most 8 files (the device tool's limit): env.txt, log.txt, static_step.json,
@@ -48,7 +48,7 @@ SCALE=${GPU_SCALE:-1}
 BUDGET=${GPU_BUDGET:-480}
 GRACE=${GPU_KILL_GRACE:-5}
 GRID=${GPU_SWEEP_GRID:-gpu}
-read -r L0 L1 L2 L3 L4 L5 L6 LR <<<"${GPU_STAGE_LIMITS:-10 35 70 40 200 30 35 15}"
+read -r L0 L1 L2 L3 L4 L5 L6 LR <<<"${GPU_STAGE_LIMITS:-10 35 70 35 205 30 30 15}"
 TOTAL=$((L0 + L1 + L2 + L3 + L4 + L5 + L6 + LR + 8 * GRACE))
 LOG="$OUT/log.txt"
 if ((TOTAL > BUDGET)); then
@@ -78,7 +78,7 @@ export OFFICIAL_GRU4REC_PATH
 
 {
   echo "run $STAMP: device $DEVICE, scale $SCALE, budget $BUDGET s, stage limits $L0 $L1 $L2 $L3 $L4 $L5 $L6 $LR s" \
-    "(kill grace $GRACE s), minibatches ${GPU_HEADLINE_MINIBATCHES:-2000}/${GPU_MINIBATCHES:-600}," \
+    "(kill grace $GRACE s), minibatches ${GPU_HEADLINE_MINIBATCHES:-1500}/${GPU_MINIBATCHES:-400}," \
     "rounds ${GPU_ROUNDS:-3} after 1 warm-up, sweep grid $GRID"
   nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv 2>&1 || echo "nvidia-smi: none"
   echo "suite: $(git rev-parse HEAD 2>/dev/null || echo "${GPU_SUITE_COMMIT:-no .git, GPU_SUITE_COMMIT unset}")"
@@ -136,7 +136,7 @@ stage "1. static step vs standard step, CUDA-graph capture" "$L1" critical "$PY"
   --device "$DEVICE" --out "$OUT/static_step.json" --speed-sessions 0 --require-graph
 
 mapfile -t HEAD_IDS < <(epochs coveo/cross-entropy)
-GRU4REC_BENCH_MINIBATCHES=${GPU_HEADLINE_MINIBATCHES:-2000} \
+GRU4REC_BENCH_MINIBATCHES=${GPU_HEADLINE_MINIBATCHES:-1500} \
   stage "2. headline: Coveo cross-entropy, reference vs official" "$L2" no "${PYTEST[@]}" "${HEAD_IDS[@]}"
 
 GOLDEN_K=cpu
@@ -148,14 +148,14 @@ stage "3. golden training steps on $DEVICE" "$L3" no "${PYTEST[@]}" \
 # cheapest first: the Rees46 / BPR-max case (~4,600 minibatches at scale 1) is the one a time-out would cost
 mapfile -t EPOCH_IDS < <(epochs diginetica/cross-entropy diginetica/bpr-max retailrocket/cross-entropy \
   retailrocket/bpr-max coveo/bpr-max yoochoose/cross-entropy yoochoose/bpr-max rees46/cross-entropy rees46/bpr-max)
-GRU4REC_BENCH_MINIBATCHES=${GPU_MINIBATCHES:-600} \
+GRU4REC_BENCH_MINIBATCHES=${GPU_MINIBATCHES:-400} \
   stage "4. the other nine epochs, five catalogues" "$L4" no "${PYTEST[@]}" "${EPOCH_IDS[@]}"
 
 EVAL_IDS=()
 for d in coveo diginetica retailrocket yoochoose rees46; do
   for impl in reference official; do EVAL_IDS+=("benchmarks/test_epoch.py::test_evaluation[impl=$impl-$d]"); done
 done
-GRU4REC_BENCH_MINIBATCHES=${GPU_MINIBATCHES:-600} \
+GRU4REC_BENCH_MINIBATCHES=${GPU_MINIBATCHES:-400} \
   stage "5. evaluation throughput, five catalogues" "$L5" no "${PYTEST[@]}" "${EVAL_IDS[@]}"
 
 SWEEP_IDS=()
