@@ -47,6 +47,11 @@ def bench_device(config) -> str:
 class BenchConfig:
     """The benchmark settings of this session (see the module docstring)."""
 
+    # defaults of the settings added later (an instance made without __init__, as in tests, has them)
+    data = "synthetic"
+    minibatches = 1000
+    results_jsonl: str | None = None
+
     def __init__(self, config):
         self.device = bench_device(config)
         self.cuda = self.device.startswith("cuda")
