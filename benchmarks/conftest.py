@@ -21,6 +21,10 @@ Environment (all optional):
 | ``GRU4REC_BENCH_SWEEP_ROUNDS`` | timed rounds of a sweep point (warm-up as above on CUDA, none on CPU) | 1 |
 | ``GRU4REC_BENCH_THREADS`` | torch intra-op threads | 1 |
 | ``GRU4REC_BENCH_STEP_IMPL`` | the reference's ``step_impl`` | ``auto`` |
+| ``GRU4REC_BENCH_REQUIRE_GRAPH`` | ``1``: a reference fit on CUDA that did not replay a CUDA graph fails | unset |
+| ``GRU4REC_BENCH_DATA`` | ``synthetic`` (generated raw data, the study's preprocessing) or ``catalogue`` (the study's item counts, ``workload.catalogue_data``) | ``synthetic`` |
+| ``GRU4REC_BENCH_MINIBATCHES`` | catalogue data: minibatches per epoch at scale 1 (more where every item must occur) | 1000 |
+| ``GRU4REC_BENCH_RESULTS_JSONL`` | append every finished case to this JSON-lines file as it is recorded | unset |
 | ``OFFICIAL_GRU4REC_PATH`` | checkout of hidasib/GRU4Rec_PyTorch_Official | unset (official not measured) |
 | ``GRU4REC_BENCH_REPORT_DIR`` | where the Markdown/PNG report of a ``--benchmark-json`` run goes | reports/out/benchmarks |
 
@@ -143,15 +147,23 @@ def bench_config(pytestconfig) -> BenchConfig:
 
 @pytest.fixture(scope="session")
 def epoch_datasets(bench_config):
-    """Synthetic prepared data per dataset shape at the session's scale, generated (and cached on disk) once."""
-    from gru4rec_conformance.benchmarks.workload import epoch_data, parse_scale
+    """Data per dataset shape at the session's scale, made once: ``get(name, batch_size)``. ``GRU4REC_BENCH_DATA``
+    ``synthetic`` (default): the study's preprocessing of generated raw data (cached on disk); ``catalogue``: the
+    real item counts with about ``GRU4REC_BENCH_MINIBATCHES`` x scale minibatches of ``batch_size`` per epoch."""
+    from gru4rec_conformance.benchmarks.workload import catalogue_data, epoch_data, parse_scale
 
     made: dict = {}
 
-    def get(name: str):
-        if name not in made:
-            made[name] = epoch_data(name, parse_scale(bench_config.scale, name))
-        return made[name]
+    def get(name: str, batch_size: int):
+        """The data of dataset ``name``; ``batch_size`` sizes the catalogue mode's epoch (minibatches x B)."""
+        key = (name, batch_size if bench_config.data == "catalogue" else None)
+        if key not in made:
+            scale = parse_scale(bench_config.scale, name)
+            if bench_config.data == "catalogue":
+                made[key] = catalogue_data(name, bench_config.minibatches, batch_size, scale)
+            else:
+                made[key] = epoch_data(name, scale)
+        return made[key]
 
     return get
 

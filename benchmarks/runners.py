@@ -216,14 +216,20 @@ class Runner:
 
 
 class ReferenceRunner(Runner):
-    """The reference GRU4Rec (this repository)."""
+    """The reference GRU4Rec (this repository). ``require_graph`` (default: ``GRU4REC_BENCH_REQUIRE_GRAPH=1``): on
+    CUDA, ``run`` raises RuntimeError when the fit did not replay a CUDA graph (a capture failure falls back to the
+    eager static step, the slowest variant)."""
 
     name = "reference"
     kind = "reference"
 
-    def __init__(self, device: str = "cpu", step_impl: str | None = None):
+    def __init__(self, device: str = "cpu", step_impl: str | None = None, require_graph: bool | None = None):
         super().__init__(device)
         self.step_impl = step_impl or os.environ.get("GRU4REC_BENCH_STEP_IMPL", "auto")
+        # on CUDA, a fit whose static step fell back to eager execution raises instead of being timed
+        self.require_graph = (
+            os.environ.get("GRU4REC_BENCH_REQUIRE_GRAPH") == "1" if require_graph is None else require_graph
+        )
 
     @property
     def version(self) -> str:
@@ -245,6 +251,11 @@ class ReferenceRunner(Runner):
         g = state["model"]
         with _Meter(self.device) as m:
             rep = g.fit(state["train"], sample_cache_max_size=state["cache"])
+        if self.require_graph and self.device.startswith("cuda") and g.step_info.get("cuda_graph") is not True:
+            raise RuntimeError(
+                "GRU4REC_BENCH_REQUIRE_GRAPH=1: the reference's fit did not replay a CUDA graph "
+                f"(step_info {g.step_info}); its time would be the eager step's, not the one to compare"
+            )
         return EpochResult(
             rep.epoch_seconds[0],
             m.wall,
@@ -311,6 +322,13 @@ def import_official_port(path: str | os.PathLike) -> tuple[types.ModuleType, typ
     return gp, ev
 
 
+def official_commit() -> str:
+    """The official port's commit pinned in ``implementations._checkout.CHECKOUTS`` (40 hex digits)."""
+    from gru4rec_conformance.implementations._checkout import CHECKOUTS
+
+    return CHECKOUTS["gru4rec_pytorch_official"].commit
+
+
 _EPOCH_LINE = re.compile(r"Epoch1 --> loss: \S+ \t\(([0-9.]+)s\) \t\[([0-9.]+) mb/s \| ([0-9.]+) e/s\]")
 
 
@@ -336,6 +354,9 @@ class OfficialRunner(Runner):
 
     @property
     def version(self) -> str:
+        """``checkout <commit[:10]>`` from the checkout's ``.git``; without one (an extracted archive) the commit
+        pinned in ``implementations._checkout.CHECKOUTS`` (``pinned <commit[:10]>``), which the documented
+        extraction exports."""
         head = self.path / ".git" / "HEAD"
         try:
             ref = head.read_text().strip()
@@ -343,10 +364,10 @@ class OfficialRunner(Runner):
                 ref = (self.path / ".git" / ref[5:]).read_text().strip()
             return f"checkout {ref[:10]}"
         except OSError:
-            return f"checkout {self.path.name}"
+            return f"pinned {official_commit()[:10]} (no .git)"
 
     def describe(self) -> dict:
-        return {**super().describe(), "shims": [OFFICIAL_SHIM]}
+        return {**super().describe(), "shims": [OFFICIAL_SHIM], "pinned_commit": official_commit()}
 
     def module(self):
         if self._mod is None:

@@ -2,7 +2,9 @@
 the reference and every other selected implementation; full-catalogue evaluation throughput per dataset shape.
 
 Data: synthetic stand-ins of the five datasets in their raw formats, run through the study's preprocessing
-(``benchmarks.workload.epoch_data``) at ``GRU4REC_BENCH_SCALE`` (``ci`` on CPU, the full §1.6a shape on CUDA).
+(``benchmarks.workload.epoch_data``) at ``GRU4REC_BENCH_SCALE`` (``ci`` on CPU, the full §1.6a shape on CUDA), or
+with ``GRU4REC_BENCH_DATA=catalogue`` the study's item counts and a fixed number of minibatches
+(``benchmarks.workload.catalogue_data``; the GPU check).
 Groups ``epoch/<dataset>/<loss>`` and ``eval/<dataset>``; ``extra_info`` holds the implementation, device, data
 shape, hyperparameters, library versions, the epoch time, minibatches/s, events/s, the CPU-time rates, peak memory
 and the ratio to the reference measured in the same run. Speed is reported, never asserted.
@@ -18,8 +20,8 @@ from gru4rec_conformance.benchmarks.workload import best_params
 
 @pytest.mark.benchmark
 def test_epoch(benchmark, bench_impl, bench_config, epoch_datasets, bench_dataset, bench_loss):
-    data = epoch_datasets(bench_dataset)
     hp = best_params(bench_dataset, bench_loss)
+    data = epoch_datasets(bench_dataset, hp["batch_size"])
     if data.shape()["train_sessions"] < hp["batch_size"]:
         pytest.skip(
             f"{bench_dataset} at scale {data.scale:g} has {data.shape()['train_sessions']} sessions, fewer "
@@ -44,8 +46,8 @@ def test_epoch(benchmark, bench_impl, bench_config, epoch_datasets, bench_datase
 
 @pytest.mark.benchmark
 def test_evaluation(benchmark, bench_impl, bench_config, epoch_datasets, bench_dataset):
-    data = epoch_datasets(bench_dataset)
     hp = best_params(bench_dataset, "cross-entropy")
+    data = epoch_datasets(bench_dataset, hp["batch_size"])
     s = time_eval(
         benchmark,
         bench_impl,

@@ -8,6 +8,7 @@ benchmarks/conftest.py's docstring.
 
 from __future__ import annotations
 
+import json
 import os
 
 import pytest
@@ -46,6 +47,11 @@ def bench_device(config) -> str:
 class BenchConfig:
     """The benchmark settings of this session (see the module docstring)."""
 
+    # defaults of the settings added later (an instance made without __init__, as in tests, has them)
+    data = "synthetic"
+    minibatches = 1000
+    results_jsonl: str | None = None
+
     def __init__(self, config):
         self.device = bench_device(config)
         self.cuda = self.device.startswith("cuda")
@@ -61,6 +67,13 @@ class BenchConfig:
         self.sweep_warmup = self.warmup if self.cuda else 0
         self.threads = int(os.environ.get("GRU4REC_BENCH_THREADS", "1"))
         self.seed = 1
+        # 'synthetic': the study's preprocessing of generated raw data at `scale`; 'catalogue': the real item counts
+        # (workload.catalogue_data) with about `minibatches` x scale minibatches per epoch
+        self.data = os.environ.get("GRU4REC_BENCH_DATA") or "synthetic"
+        if self.data not in ("synthetic", "catalogue"):
+            raise pytest.UsageError(f"GRU4REC_BENCH_DATA={self.data!r}: one of synthetic, catalogue")
+        self.minibatches = int(os.environ.get("GRU4REC_BENCH_MINIBATCHES", "1000"))
+        self.results_jsonl = os.environ.get("GRU4REC_BENCH_RESULTS_JSONL") or None
 
     def as_dict(self) -> dict:
         return dict(vars(self).items())
@@ -212,8 +225,26 @@ def record(
                 "warmup": cfg.warmup,
                 "threads": cfg.threads,
                 "sweeps": cfg.sweeps,
+                "data": cfg.data,
+                "minibatches": cfg.minibatches if cfg.data == "catalogue" else None,
             },
             "versions": R.versions(cfg.device),
             "study": runner.study,
         }
     )
+    if cfg.results_jsonl:
+        append_jsonl(cfg.results_jsonl, {"group": group, "name": case, "extra_info": benchmark.extra_info})
+
+
+def append_jsonl(path: str | os.PathLike, row: dict) -> None:
+    """Append ``row`` as one JSON line to ``path`` (created when absent) and fsync it, so that a run killed later
+    keeps every case finished before (``GRU4REC_BENCH_RESULTS_JSONL``; read back by benchmarks/gpu/gpu_report.py).
+    One ``write`` of the whole line on an O_APPEND descriptor: a kill leaves at most a torn last line, which the
+    reader skips. Values JSON cannot hold are written as their ``str``."""
+    line = (json.dumps(row, default=str) + "\n").encode("utf-8")
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.write(fd, line)
+        os.fsync(fd)
+    finally:
+        os.close(fd)

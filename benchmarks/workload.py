@@ -21,6 +21,7 @@ import json
 import os
 import shutil
 import tempfile
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -258,3 +259,79 @@ def sweep_frame(
 def trained_events(df: pd.DataFrame) -> int:
     """Input → target pairs of one epoch: events minus sessions (every session's first event is only an input)."""
     return int(len(df) - df["SessionId"].nunique())
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# data at the real catalogue sizes (the GPU check: benchmarks/gpu/run_gpu_benchmarks.sh)
+
+
+def catalogue_items(name: str, scale: float = 1.0) -> int:
+    """The study's item count of ``name`` (datasets.md §1.6a, ``published_shape(name)['items']``) times ``scale``
+    (at least 10). Raises ValueError for an unknown dataset or a scale outside (0, 4]."""
+    if not 0 < scale <= 4:
+        raise ValueError(f"scale: expected a number in (0, 4], got {scale!r}")
+    return max(10, round(published_shape(name)["items"] * scale))
+
+
+def catalogue_data(name: str, minibatches: int, batch_size: int, scale: float = 1.0, seed: int = 0) -> EpochData:
+    """Training and test sessions with the real catalogue of ``name`` and a chosen amount of training work.
+
+    The catalogue has exactly ``catalogue_items(name, scale)`` items, every one of them inside a trained session
+    (a catalogue padded with one-event sessions would add iterator rounds that train nothing, and bias the
+    minibatch rates). Session lengths are 2 + Geometric with the dataset's train events per session (§1.6a);
+    positions get every item once (a random permutation), the rest Zipf(1) draws, in random order. The number of
+    transitions is about ``max(1, round(minibatches * scale)) * batch_size`` (so one epoch takes about that many
+    minibatches; the shrinking tail adds a few smaller ones), raised where needed so that every item occurs and
+    there are more sessions than ``batch_size`` lanes. The test frame: 5000 * scale sessions (at least 20) with the
+    test events per session, Zipf items from the catalogue. Time is an increasing int64 (test after train).
+
+    Returns :class:`EpochData` (``scale`` as given, ``folder`` the current directory: nothing is cached; it is
+    generated in well under a second per 10^6 events). Raises ValueError for an unknown dataset, a scale outside
+    (0, 4], ``minibatches < 1`` or ``batch_size < 1``.
+    """
+    if minibatches < 1 or batch_size < 1:
+        raise ValueError(f"catalogue_data: need minibatches >= 1 and batch_size >= 1, got {minibatches}, {batch_size}")
+    shape = published_shape(name)
+    n_items = catalogue_items(name, scale)
+    rng = np.random.default_rng([seed, zlib.crc32(name.encode())])  # hash() is salted per process
+
+    def sessions(n_events_min: int, eps: float, n_sessions_min: int) -> np.ndarray:
+        mean_extra = max(eps - 2.0, 0.05)  # lengths 2 + Geometric(p) - 1 have mean 2 + (1/p - 1)
+        lens: list[np.ndarray] = []
+        total = count = 0
+        while total < n_events_min or count < n_sessions_min:
+            chunk = 2 + rng.geometric(1.0 / (1.0 + mean_extra), size=max(1024, n_sessions_min)) - 1
+            lens.append(chunk)
+            total += int(chunk.sum())
+            count += len(chunk)
+        out = np.concatenate(lens)
+        cut = int(np.searchsorted(np.cumsum(out), n_events_min)) + 1
+        return out[: max(cut, n_sessions_min)]
+
+    eps = float(shape["train"]["events_per_session"])
+    transitions = max(1, round(minibatches * scale)) * batch_size
+    lens = sessions(max(n_items, round(transitions * eps / (eps - 1.0))), eps, batch_size + 1)
+    n_events = int(lens.sum())
+    zipf = 1.0 / np.arange(1, n_items + 1)
+    items = np.concatenate(
+        [rng.permutation(n_items), rng.choice(n_items, size=n_events - n_items, p=zipf / zipf.sum())]
+    )
+    rng.shuffle(items)
+    train = pd.DataFrame(
+        {
+            "SessionId": np.repeat(np.arange(len(lens), dtype=np.int64), lens),
+            "ItemId": items.astype(np.int64) + 1_000_000,
+            "Time": np.arange(n_events, dtype=np.int64),
+        }
+    )
+    t_eps = float(shape["test"]["events_per_session"])
+    t_lens = sessions(0, t_eps, max(20, round(5000 * scale)))
+    t_items = rng.choice(n_items, size=int(t_lens.sum()), p=zipf / zipf.sum())
+    test = pd.DataFrame(
+        {
+            "SessionId": len(lens) + np.repeat(np.arange(len(t_lens), dtype=np.int64), t_lens),
+            "ItemId": t_items.astype(np.int64) + 1_000_000,
+            "Time": n_events + np.arange(len(t_items), dtype=np.int64),
+        }
+    )
+    return EpochData(name, scale, seed, train, test, Path("."))

@@ -11,8 +11,11 @@ difference per configuration, whether the CUDA graph was captured (``step_info``
 (b) Speed: one epoch of Coveo-shaped data at the study's Coveo cross-entropy and BPR-max parameters with the
 standard step, the eager static step and the static step in a CUDA graph (minibatches/s, epoch seconds).
 
-Exit status 0 even when (a) disagrees (the JSON says so: ``"agree": false``); 2 on a usage error. This script is
-part of the GPU check of benchmarks/gpu/run_gpu_benchmarks.sh; it runs on CPU too (graph rows then say so).
+Exit status 0 even when (a) disagrees (the JSON says so: ``"agree": false``); 2 on a usage error; 3 with
+``--require-graph`` when on CUDA a static fit did not replay a CUDA graph (the capture failed and the step fell
+back to eager execution: ``graph_error`` in the JSON says why), after the JSON is written. ``--update`` merges the
+results into an existing JSON (the GPU script runs the agreement first and the speed last). This script is part of
+the GPU check of benchmarks/gpu/run_gpu_benchmarks.sh; it runs on CPU too (graph rows then say so).
 """
 
 from __future__ import annotations
@@ -151,6 +154,11 @@ def main(argv=None) -> int:
     ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     ap.add_argument("--out", type=Path, required=True, help="JSON file to write")
     ap.add_argument("--speed-sessions", type=int, default=20_000, help="sessions of the speed data (0: skip)")
+    ap.add_argument("--no-agreement", action="store_true", help="skip (a), the agreement of the weights")
+    ap.add_argument("--update", action="store_true", help="merge into --out when it exists (keys replaced)")
+    ap.add_argument(
+        "--require-graph", action="store_true", help="exit 3 when on CUDA a static fit ran without its CUDA graph"
+    )
     args = ap.parse_args(argv)
     if args.device.startswith("cuda") and not torch.cuda.is_available():
         ap.error("--device cuda: CUDA is not available")
@@ -162,12 +170,17 @@ def main(argv=None) -> int:
         "cuda": torch.version.cuda,
         "tolerance": TOL,
     }
+    if args.update and args.out.is_file():
+        res = {**json.loads(args.out.read_text(encoding="utf-8")), **res}
     t0 = time.perf_counter()
-    res["agreement"] = agreement(args.device)
-    res["agree"] = all(v["agree"] for v in res["agreement"].values())
-    res["agreement_seconds"] = time.perf_counter() - t0
+    if not args.no_agreement:
+        res["agreement"] = agreement(args.device)
+        res["agree"] = all(v["agree"] for v in res["agreement"].values())
+        res["agreement_seconds"] = time.perf_counter() - t0
     if args.speed_sessions:
         res["speed"] = speed(args.device, args.speed_sessions)
+    fell_back = graph_fallbacks(res) if args.device.startswith("cuda") else []
+    res["cuda_graph_fallbacks"] = fell_back
     args.out.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_json(args.out, res, indent=2, default=str, trailing_newline=True)
     print(json.dumps({k: v for k, v in res.items() if k != "speed"}, indent=1, default=str)[:3000])
@@ -177,7 +190,28 @@ def main(argv=None) -> int:
                 f"{k:<32} {v['minibatches_per_s']:8.1f} mb/s  {v['epoch_seconds']:7.2f} s  "
                 f"x{v['speedup_over_standard']:.2f} vs standard  graph={v['step_info'].get('cuda_graph')}"
             )
+    if fell_back and args.require_graph:
+        print(
+            "FAILED: the CUDA graph was not captured, the static step fell back to eager execution in: "
+            + "; ".join(fell_back),
+            file=sys.stderr,
+        )
+        return 3
     return 0
+
+
+def graph_fallbacks(res: dict) -> list[str]:
+    """``'<run>: <graph_error>'`` for every static-step run of ``res`` that was meant to replay a CUDA graph and
+    did not (the agreement runs, and the speed runs labelled ``static-graph``)."""
+    out = []
+    for name, v in (res.get("agreement") or {}).items():
+        info = v.get("static_step_info") or {}
+        if info.get("cuda_graph") is not True:
+            out.append(f"agreement {name}: {info.get('graph_error') or 'no graph'}")
+    for name, v in (res.get("speed") or {}).items():
+        if name.endswith("/static-graph") and isinstance(v, dict) and v["step_info"].get("cuda_graph") is not True:
+            out.append(f"speed {name}: {v['step_info'].get('graph_error') or 'no graph'}")
+    return out
 
 
 if __name__ == "__main__":

@@ -97,3 +97,29 @@ def test_sweep_frame_catalogue_grows_while_trained_events_stay():
     assert big.groupby("SessionId").size().iloc[:300].min() >= 2
     with pytest.raises(ValueError, match="sweep_frame"):
         sweep_frame(0, 10)
+
+
+@pytest.mark.parametrize(
+    "name,minibatches,batch_size", [("coveo", 40, 32), ("rees46", 5, 32), ("retailrocket", 3, 240)]
+)
+def test_catalogue_data_has_the_real_item_count_and_the_asked_work(name, minibatches, batch_size):
+    from gru4rec_conformance.benchmarks.workload import catalogue_data, catalogue_items
+
+    scale = 0.02
+    d = catalogue_data(name, minibatches, batch_size, scale)
+    n_items = catalogue_items(name, scale)
+    assert n_items == round(published_shape(name)["items"] * scale)
+    assert d.train["ItemId"].nunique() == n_items  # every item trained, no padding sessions
+    assert d.train.groupby("SessionId").size().min() >= 2
+    assert d.train["SessionId"].nunique() > batch_size
+    want = max(round(minibatches * scale), 1) * batch_size
+    eps = published_shape(name)["train"]["events_per_session"]
+    assert trained_events(d.train) >= want
+    # no larger than its bounds need: the work asked, every item once, or batch_size + 1 sessions
+    assert (
+        len(d.train) <= max(n_items, 1.2 * want * eps / (eps - 1)) + 50
+        or d.train["SessionId"].nunique() == batch_size + 1
+    )
+    assert set(d.test["ItemId"]) <= set(d.train["ItemId"]) and d.test["Time"].min() > d.train["Time"].max()
+    again = catalogue_data(name, minibatches, batch_size, scale)
+    assert again.train.equals(d.train) and again.test.equals(d.test)  # seeded

@@ -118,11 +118,12 @@ def step_inputs(case: str) -> StepInputs:
     )
 
 
-def build(case: str, gru_cls=GRU4Rec) -> GRU4Rec:
-    """A ``gru_cls`` model built (not trained) on the case's data, with the port's item map and parameters."""
+def build(case: str, gru_cls=GRU4Rec, device: str = "cpu") -> GRU4Rec:
+    """A ``gru_cls`` model built (not trained) on ``device`` on the case's data, with the port's item map and
+    parameters."""
     fx = load("step_golden.npz")
     inp = step_inputs(case)
-    g = gru_cls(seed=0, **inp.hp)
+    g = gru_cls(seed=0, device=device, **inp.hp)
     g.fit(frame(fx), n_epochs=0, sample_cache_max_size=100)
     np.testing.assert_array_equal(g.item_ids(), fx[f"{case}.item_ids"])
     assert sorted(g.get_weights()) == inp.names
@@ -130,9 +131,13 @@ def build(case: str, gru_cls=GRU4Rec) -> GRU4Rec:
 
 
 def run_steps(
-    case: str, gru: GRU4Rec | None = None, inputs: StepInputs | None = None, perm: np.ndarray | None = None
+    case: str,
+    gru: GRU4Rec | None = None,
+    inputs: StepInputs | None = None,
+    perm: np.ndarray | None = None,
+    device: str = "cpu",
 ) -> list[dict]:
-    """Run the recorded step(s) of ``case`` on ``gru`` (default: a fresh reference model) from ``inputs``
+    """Run the recorded step(s) of ``case`` on ``gru`` (default: a fresh reference model on ``device``) from ``inputs``
     (default: the recorded ones), optimizer state reset first. Each later step starts from our own new hidden
     state, as in training.
 
@@ -140,7 +145,7 @@ def run_steps(
     hidden states are returned in the recorded order. Returns per step a dict keyed as the fixture:
     ``'loss'``, ``'grad.<name>'``, ``'w.<name>'`` (after the step; ``By`` as (n_items,)), ``'H.<layer>'``.
     """
-    gru = build(case) if gru is None else gru
+    gru = build(case, device=device) if gru is None else gru
     inputs = step_inputs(case) if inputs is None else inputs
     ids = gru.item_ids()
     gru.set_weights(inputs.w0, reset_optimizer=True)
@@ -178,12 +183,17 @@ def _nudge(a: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     return np.where(a == 0, a, b)
 
 
+def sensitivity(case: str, device: str = "cpu") -> tuple[dict, ...]:
+    """Per step, the reference's spread on ``device``: elementwise max over N_PROBES reruns from ulp-perturbed
+    inputs, lanes reordered, of |rerun − unperturbed run| (float64; keys as :func:`run_steps`). Seeded (on CUDA
+    the row-gradient sums use atomics, so a rerun may differ in the last bits); computed once per (case, device)."""
+    return _sensitivity(case, device)
+
+
 @functools.cache
-def sensitivity(case: str) -> tuple[dict, ...]:
-    """Per step, the reference's spread: elementwise max over N_PROBES reruns from ulp-perturbed inputs, lanes
-    reordered, of |rerun − unperturbed run| (float64; keys as :func:`run_steps`). Deterministic (seeded)."""
+def _sensitivity(case: str, device: str) -> tuple[dict, ...]:
     inputs = step_inputs(case)
-    gru = build(case)
+    gru = build(case, device=device)
     base = run_steps(case, gru, inputs)
     spread = [{k: np.zeros(np.shape(v)) for k, v in o.items()} for o in base]
     rng = np.random.default_rng([PROBE_SEED, zlib.crc32(case.encode())])
@@ -251,13 +261,14 @@ def _compare(what: str, ours, official, spread, rtol: float) -> Comparison:
     )
 
 
-def compare_step(case: str, outputs: list[dict]) -> list[Comparison]:
+def compare_step(case: str, outputs: list[dict], device: str = "cpu") -> list[Comparison]:
     """Every comparison of the golden step test for ``outputs`` (from :func:`run_steps`) against the port:
     per step the loss, each gradient, each parameter after the step and its update (against the port's previous
-    parameters, rtol RTOL_UPDATE), each new hidden state. Tolerances from the reference's :func:`sensitivity`."""
+    parameters, rtol RTOL_UPDATE), each new hidden state. Tolerances from the reference's :func:`sensitivity` on
+    ``device`` (the device ``outputs`` were computed on)."""
     fx = load("step_golden.npz")
     names = step_inputs(case).names
-    spread = sensitivity(case)
+    spread = sensitivity(case, device)
     assert len(outputs) == len(spread), f"{case}: {len(outputs)} step(s) run, {len(spread)} recorded"
     w_prev = {k: fx[f"{case}.w0.{k}"] for k in names}
     out = []
@@ -274,12 +285,12 @@ def compare_step(case: str, outputs: list[dict]) -> list[Comparison]:
     return out
 
 
-def step_mismatches(case: str, outputs: list[dict]) -> list[Comparison]:
+def step_mismatches(case: str, outputs: list[dict], device: str = "cpu") -> list[Comparison]:
     """The comparisons of :func:`compare_step` that fail (empty = the step matches the port)."""
-    return [c for c in compare_step(case, outputs) if not c.ok]
+    return [c for c in compare_step(case, outputs, device) if not c.ok]
 
 
-def assert_step_matches(case: str, outputs: list[dict]) -> None:
+def assert_step_matches(case: str, outputs: list[dict], device: str = "cpu") -> None:
     """Raise AssertionError listing every mismatch of :func:`step_mismatches`."""
-    bad = step_mismatches(case, outputs)
+    bad = step_mismatches(case, outputs, device)
     assert not bad, f"{case}: {len(bad)} quantities differ from the port:\n" + "\n".join(map(str, bad))

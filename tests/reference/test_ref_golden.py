@@ -87,12 +87,19 @@ STEP_CASES = [c["name"] for c in _STEP_DEFS]
 GOLDEN_STEP_CASES = [c for c in STEP_CASES if c != "xe_shared_tail_logq1"]  # that one differs by design
 
 
+#: the golden step runs on the CPU always and on CUDA where a device exists (the GPU check,
+#: benchmarks/gpu/run_gpu_benchmarks.sh, selects the CUDA ones: its speed-up is measured with these step results)
+STEP_DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
+
+
+@pytest.mark.parametrize("device", STEP_DEVICES)
 @pytest.mark.parametrize("case", GOLDEN_STEP_CASES)
-def test_training_step_matches_official(case):
+def test_training_step_matches_official(case, device):
     """Loss, every gradient, every parameter after the update (and its delta) and the new hidden state agree
     with the port from the same weights, batch, hidden state, samples and dropout masks: to 1e-5 relative plus
-    the float32 rounding the step itself amplifies there (ref_golden_step: measured per element)."""
-    assert_step_matches(case, run_steps(case))
+    the float32 rounding the step itself amplifies there (ref_golden_step: measured per element, on the device
+    the step runs on)."""
+    assert_step_matches(case, run_steps(case, device=device), device)
 
 
 def test_tolerance_accepts_the_value_seen_on_amd_epyc():
