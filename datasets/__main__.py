@@ -53,7 +53,32 @@ def main(argv=None) -> int:
     names = ["yoochoose", "rees46", "coveo", "retailrocket", "diginetica"]
     p = sub.add_parser("prepare", help="run the study's preprocessing on raw files (Parquet + stats + manifest)")
     p.add_argument("name", choices=names)
-    p.add_argument("--raw", required=True, type=Path, help="folder with the original raw files")
+    p.add_argument(
+        "--raw",
+        type=Path,
+        default=None,
+        help="folder with the raw files (found by original name, else by header/columns, e.g. shipped samples)",
+    )
+    p.add_argument(
+        "--file",
+        dest="files",
+        action="append",
+        type=Path,
+        default=[],
+        metavar="PATH",
+        help="one raw input file, identified by its content (repeatable: one per input the dataset needs)",
+    )
+    p.add_argument(
+        "--allow-missing",
+        action="store_true",
+        help="run without an input where a documented deviation exists (Yoochoose without yoochoose-test.dat, "
+        "Rees46 without 2019-Oct.csv); recorded in the manifest",
+    )
+    p.add_argument(
+        "--allow-empty",
+        action="store_true",
+        help="write the outputs even when a step leaves no events (tiny slices for pipeline tests)",
+    )
     p.add_argument("--out", required=True, type=Path, help="output folder")
     p.add_argument("--tsv", action="store_true", help="also write the study's TSV files")
     p.add_argument("--force", action="store_true", help="recompute even when the cache is valid")
@@ -84,8 +109,11 @@ def main(argv=None) -> int:
         for _f, path in paths.items():
             print(path)
         return 0
+    if args.raw is None and not args.files:
+        ap.error("prepare: give --raw DIR, --file PATH (repeatable), or both")
     from ._suite_io import RawFormatError
-    from .sessions.pipeline import prepare
+    from .sessions.inputs import InputError
+    from .sessions.pipeline import EmptyResultError, prepare
 
     with warnings.catch_warnings():
         warnings.simplefilter("always")
@@ -95,15 +123,22 @@ def main(argv=None) -> int:
                 args.name,
                 args.raw,
                 args.out,
+                files=args.files,
+                allow_missing=args.allow_missing,
+                allow_empty=args.allow_empty,
                 index_quirk=not args.no_index_quirk,
                 tsv=args.tsv,
                 force=args.force,
                 progress=not args.quiet,
             )
-        except (RawFormatError, FileNotFoundError) as e:
-            print(f"error: {e}", file=sys.stderr)
+        except (RawFormatError, InputError, EmptyResultError, FileNotFoundError) as e:
+            print(f"error: {e}", file=sys.stderr)  # the bar is closed: the message starts on its own line
             return 2
     m = res.manifest
+    for inp in m["inputs"]:
+        print(f"input {inp['file']}: {inp['path']} ({inp['bytes']:,} bytes, sha256 {inp['sha256'][:12]}…)")
+    for f in m.get("missing_inputs", []):
+        print(f"input {f}: missing (--allow-missing)")
     if res.cached:
         print(f"{args.out}: up to date (cache key {m['cache_key'][:12]}); nothing done")
     print(f"filter rounds: {m['filter_rounds']}")

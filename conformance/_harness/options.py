@@ -43,7 +43,7 @@ class Options:
     Attributes:
         selection: ``--impl`` tokens (comma-split, env ``GRU4REC_CONFORMANCE_IMPL``), None when none given.
         device: ``cpu`` or ``cuda``.
-        dataset: ``--dataset`` (None = each check's default).
+        dataset: ``--dataset`` as given (None = each check's default; ``all`` or a comma list: parsed by the checks).
         seeds: ``--seeds`` (integers in ``[0, 2**32)``).
         gate: ``--gate``.
         xfail_mark: ``xfail`` or ``skip`` (how xfail-registry entries are applied).
@@ -97,8 +97,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--dataset",
         dest="conformance_dataset",
         default=None,
-        metavar="NAME",
-        help="dataset of the metric-conformance checks (default: each check's own)",
+        metavar="NAME[,NAME...]",
+        help="dataset(s) of the metric-conformance checks (default: each check's own): a name, a prepared folder, "
+        "NAME=FOLDER, 'all' (the five study datasets) or a comma list; several parametrize the checks",
     )
     g.addoption(
         "--seeds",

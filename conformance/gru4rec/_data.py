@@ -3,21 +3,22 @@ one-line change here).
 
 Check datasets (conformance/gru4rec/README.md, "Data"): D-LAG1, D-LONG, D-TAIL, D-VAR and Zipf sessions, with
 session ids decoupled from start times and rows (:func:`_decoupled`);
-metric-conformance datasets (``--dataset``): the real Yoochoose 100k slice and its synthetic stand-in, or a folder
-prepared by ``python -m gru4rec_conformance.datasets prepare``.
+metric-conformance datasets (``--dataset``): the real Yoochoose 100k slice and its synthetic stand-in, the five study
+datasets of ``datasets.sessions.registry`` (``all`` or a comma list), or folders prepared by
+``python -m gru4rec_conformance.datasets prepare``.
 """
 
 from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
 from gru4rec_conformance.datasets.sessions import checks as _checks
 from gru4rec_conformance.datasets.sessions import real as _real
+from gru4rec_conformance.datasets.sessions import registry as _registry
 
 CheckDataset = _checks.CheckDataset
 
@@ -52,51 +53,40 @@ shuffle_rows = _checks.shuffle_rows
 SharedDataMissing = _real.SharedDataMissing
 
 DEFAULT_METRIC_DATASET = "yoochoose_100k"
-METRIC_DATASETS = ("yoochoose_100k", "yoochoose_100k_standin")
+METRIC_DATASETS = ("yoochoose_100k", "yoochoose_100k_standin", *_registry.KEYS)
+MetricFrames = _registry.MetricFrames
+metric_frames = _registry.metric_frames
+mc_config = _registry.mc_config
+study_delta = _registry.study_delta
+
+
+def metric_selection(option: str | None) -> list[str]:
+    """``--dataset`` as the tokens the metric checks run on, one per dataset (``name`` or ``name=folder``):
+    ``all`` gives the five study datasets; None gives ``[yoochoose_100k]``. Raises ValueError naming
+    ``--dataset`` (see ``datasets.sessions.registry.parse_selection``)."""
+    return [f"{n}={f}" if f else n for n, f in _registry.parse_selection(option)]
+
+
+def metric_token_frames(token: str) -> MetricFrames:
+    """The :class:`MetricFrames` of one token of :func:`metric_selection`."""
+    name, sep, folder = token.partition("=")
+    return _registry.metric_frames(name, folder if sep else None)
 
 
 def metric_dataset(name: str | None) -> tuple[str, pd.DataFrame, pd.DataFrame, str]:
-    """``(name, train, test, notice)`` of a metric-conformance dataset (``train_full`` → ``test``).
+    """``(label, train, test, notice)`` of ONE metric-conformance dataset (``train_full`` → ``test``).
 
     ``name``: ``yoochoose_100k`` (default; the real slice in ``<shared>/sessions``, or the synthetic stand-in of
     the same shape with a notice when the shared data are absent), ``yoochoose_100k_standin`` (always synthetic),
-    or a folder holding ``train_full.parquet`` and ``test.parquet`` written by ``python -m gru4rec_conformance.datasets prepare``.
-    ``notice`` is empty unless a fallback was used.
+    one of the five study datasets (``datasets.sessions.registry``: the real slice when large enough, else the
+    study-shaped stand-in, with a notice), or a folder holding ``train_full.parquet`` and ``test.parquet``
+    written by ``python -m gru4rec_conformance.datasets prepare``. ``notice`` is empty for the real 100k slice.
 
     Raises:
-        ValueError: naming ``--dataset`` for an unknown name or a folder without the two Parquet files.
+        ValueError: naming ``--dataset`` for an unknown name, a list of several, or a folder without the files.
     """
-    name = name or DEFAULT_METRIC_DATASET
-    if name == "yoochoose_100k":
-        try:
-            frames = _real.yoochoose_100k(fallback=False)
-            return name, frames["train_full"], frames["test"], ""
-        except SharedDataMissing as exc:
-            frames = _real.yoochoose_100k_standin(seed=0)
-            notice = (
-                f"real Yoochoose 100k slice unavailable ({exc}); using the synthetic stand-in of the same "
-                "shape (yoochoose_100k_standin, seed 0)"
-            )
-            return "yoochoose_100k_standin", frames["train_full"], frames["test"], notice
-    if name == "yoochoose_100k_standin":
-        frames = _real.yoochoose_100k_standin(seed=0)
-        return name, frames["train_full"], frames["test"], ""
-    folder = Path(name)
-    if folder.is_dir():
-        missing = [p for p in ("train_full.parquet", "test.parquet") if not (folder / p).is_file()]
-        if missing:
-            raise ValueError(
-                f"--dataset {name}: folder lacks {missing} (prepare it with python -m gru4rec_conformance.datasets "
-                "prepare)"
-            )
-        cols = ["SessionId", "ItemId", "Time"]
-        return (
-            folder.name,
-            pd.read_parquet(folder / "train_full.parquet")[cols],
-            pd.read_parquet(folder / "test.parquet")[cols],
-            "",
-        )
-    raise ValueError(
-        f"--dataset {name!r}: unknown dataset; use one of {', '.join(METRIC_DATASETS)} or a folder "
-        "with train_full.parquet and test.parquet"
-    )
+    tokens = metric_selection(name)
+    if len(tokens) != 1:
+        raise ValueError(f"--dataset {name!r}: names {len(tokens)} datasets; metric_dataset takes one")
+    m = metric_token_frames(tokens[0])
+    return m.label, m.train, m.test, m.notice

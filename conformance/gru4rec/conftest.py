@@ -1,5 +1,6 @@
-"""Fixtures of the GRU4Rec checks: the check datasets (session-scoped, seeded), the metric-conformance dataset
-(``--dataset``) and a session cache of metric-conformance results.
+"""Fixtures of the GRU4Rec checks: the check datasets (session-scoped, seeded), the metric-conformance datasets
+(``--dataset``: one, ``all`` or a comma list, parametrizing the metric checks) and a session cache of
+metric-conformance results.
 
 Torch runs with one intra-op thread in this process (env ``GRU4REC_TORCH_THREADS`` overrides): the check models
 are tiny, and on a 2-core machine shared with other work, multi-threaded torch slows them down by up to 20x.
@@ -61,21 +62,63 @@ def zipf() -> _data.CheckDataset:
     return _data.zipf_sessions(0)
 
 
-@pytest.fixture(scope="session")
-def metric_data(conformance_options: Any, pytestconfig: Any) -> dict:
-    """The metric-conformance dataset of ``--dataset`` (default: the real Yoochoose 100k slice; the synthetic
-    stand-in with a printed notice when ``../shared`` is absent): ``{"name", "train", "test", "notice"}``."""
+#: per-session list of the study-vs-ours deltas the metric checks record (printed in the terminal summary)
+_DELTAS = pytest.StashKey[list]()
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """``--dataset all`` or a comma list: every check using ``metric_data`` runs once per dataset (ids are the
+    dataset names); one dataset (the default) keeps the checks unparametrized, so their ids do not change."""
+    if "metric_data" not in metafunc.fixturenames:
+        return
     try:
-        name, train, test, notice = _data.metric_dataset(conformance_options.dataset)
+        tokens = _data.metric_selection(metafunc.config.getoption("conformance_dataset", None))
     except ValueError as exc:
         raise pytest.UsageError(str(exc)) from None
-    if notice:
+    if len(tokens) > 1:
+        ids = [t.partition("=")[0] for t in tokens]
+        metafunc.parametrize("metric_data", tokens, indirect=True, ids=ids, scope="session")
+
+
+@pytest.fixture(scope="session")
+def metric_data(conformance_options: Any, pytestconfig: Any, request: pytest.FixtureRequest) -> dict:
+    """The metric-conformance dataset: one of ``--dataset`` (default: the real Yoochoose 100k slice; the synthetic
+    stand-in with a printed notice when ``../shared`` is absent; ``all``: the five study datasets, see
+    ``datasets.sessions.registry``). ``{"name", "key", "train", "test", "notice", "source", "configs", "deltas"}``:
+    ``configs`` maps each loss to the study's best hyperparameters for the dataset (CPU-scaled); ``deltas`` is the
+    session's list the checks append their Δ-vs-study rows to."""
+    token = getattr(request, "param", None)
+    try:
+        if token is None:
+            (token,) = _data.metric_selection(conformance_options.dataset)
+        m = _data.metric_token_frames(token)
+    except ValueError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    if m.notice:
         tr = pytestconfig.pluginmanager.get_plugin("terminalreporter")
         capman = pytestconfig.pluginmanager.get_plugin("capturemanager")
         if tr is not None:  # written past pytest's output capture, which would otherwise swallow it
             with capman.global_and_fixture_disabled() if capman is not None else contextlib.nullcontext():
-                tr.write_line(f"\nNOTICE (metric conformance): {notice}", yellow=True, bold=True)
-    return {"name": name, "train": train, "test": test, "notice": notice}
+                tr.write_line(f"\nNOTICE (metric conformance): {m.notice}", yellow=True, bold=True)
+    key = m.key if m.key in _data.METRIC_DATASETS else "yoochoose"  # a plain folder: Yoochoose's settings
+    configs = {loss: _data.mc_config(key, loss) for loss in ("cross-entropy", "bpr-max")}
+    deltas = pytestconfig.stash.setdefault(_DELTAS, [])
+    return {"name": m.label, "key": m.key, "train": m.train, "test": m.test, "notice": m.notice,
+            "source": m.source, "configs": configs, "deltas": deltas}  # fmt: skip
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    """Δ per dataset: each implementation's relative change against the full-featured reference beside the
+    study's published change for the implementation's declared study row (gru4rec_reference.md §9.4)."""
+    rows = config.stash.get(_DELTAS, [])
+    if not rows:
+        return
+    terminalreporter.write_sep("-", "metric conformance: Δ vs the full reference (ours) and vs official best (study)")
+    for r in rows:
+        study = "–" if r["study"] is None else f"{r['study']:+.1%} ({r['study_row']})"
+        terminalreporter.write_line(
+            f"{r['impl']:<28} {r['dataset']:<24} {r['loss']:<14} {r['metric']:<10} ours {r['ours']:+.1%}   study {study}"
+        )
 
 
 @pytest.fixture(scope="session")

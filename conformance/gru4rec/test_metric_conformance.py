@@ -9,9 +9,12 @@ declares — separates missing features (MC-2 fails, MC-1 passes) from bugs (MC-
 with the reference evaluator from ``score_prefixes`` (official protocol, conservative ties); MC-3 checks the
 implementation's own evaluator against the same band.
 
-Hyperparameters: the study's best Yoochoose configurations (gru4rec_reference.md §9.1) scaled for CPU — one GRU
-layer of 100 units instead of 480/448 and 3 epochs instead of 10; everything else as published (n_sample 2048,
-batch size 48, shared embedding, the published dropout, learning rate, momentum, sample_alpha, logq / bpreg).
+Hyperparameters: the study's best configuration of the dataset and loss (gru4rec_reference.md §9.1; the
+``metric_data`` fixture's ``configs``, from ``datasets.sessions.registry.mc_config``) scaled for CPU — one GRU
+layer of 100 units instead of 192-512 and 3 epochs instead of 10; everything else as published (n_sample 2048,
+batch size, shared embedding, the published dropout, learning rate, momentum, sample_alpha, logq / bpreg, final
+activation). ``--dataset all`` (or a comma list) runs every check once per study dataset; the terminal summary
+prints each implementation's Δ per dataset beside the study's published Δ.
 """
 
 from __future__ import annotations
@@ -35,7 +38,7 @@ RULE = (
 METRICS = [f"{m}@{n}" for n in CUTOFFS for m in ("recall", "mrr")]
 
 #: Study's best Yoochoose configurations (gru4rec_reference.md §9.1), scaled for CPU: layers 480/448 → 100,
-#: n_epochs 10 → 3.
+#: n_epochs 10 → 3 (= ``registry.mc_config("yoochoose", loss)``; the default when a dataset brings none).
 CONFIGS = {
     "cross-entropy": dict(
         loss="cross-entropy",
@@ -160,7 +163,7 @@ def _run(
 
 
 def _conformance_runs(impl, reference_impl, metric_data, metric_cache, loss: str, progress: Any = None) -> dict:
-    base = CONFIGS[loss]
+    base = metric_data.get("configs", CONFIGS)[loss]  # the dataset's study-best settings (CONFIGS: Yoochoose's)
     match_cfg, notes = matching_config(impl.capabilities, base)
     declared = impl.capabilities.hyperparameters
     impl_cfg = {k: v for k, v in match_cfg.items() if k in declared}
@@ -205,6 +208,25 @@ LOSSES = [
 ]
 
 
+def _study_deltas(impl: Any, metric_data: dict, loss: str, runs: dict) -> None:
+    """Append this implementation's Δ (vs the full reference, R@20 and MRR@20) and the study's published Δ of its
+    declared study row on this dataset and loss to ``metric_data["deltas"]`` (printed in the terminal summary)."""
+    if "deltas" not in metric_data:
+        return
+    from gru4rec_conformance.conformance.gru4rec import _data
+
+    cls = getattr(getattr(getattr(impl, "handle", None), "spec", None), "cls", None)
+    row = getattr(cls, "study", None)
+    for m in ("recall@20", "mrr@20"):
+        ours = float(np.mean([r["suite"][m] for r in runs["impl"]]))
+        ref = float(np.mean([r["suite"][m] for r in runs["full"]]))
+        pub = _data.study_delta(metric_data["key"], loss, row, m)
+        metric_data["deltas"].append({"impl": impl.name, "dataset": metric_data["name"], "loss": loss, "metric": m,
+                                      "ours": (ours - ref) / ref if ref else float("nan"),
+                                      "study": pub["delta_rel"] if pub else None,
+                                      "study_row": pub["row"] if pub else ""})  # fmt: skip
+
+
 def _context(metric_data: dict, loss: str, runs: dict, comparison: str) -> dict:
     ctx = {
         "dataset": metric_data["name"],
@@ -246,6 +268,7 @@ def test_mc2_all_features(impl, reference_impl, metric_data, metric_cache, loss,
     missing = "; ".join(runs["notes"] + [f"{k} not settable" for k in runs["unsettable"]])
     ctx = _context(metric_data, loss, runs, "all features")
     bad = _compare(runs["impl"], runs["full"], "suite", record_metric, ctx)
+    _study_deltas(impl, metric_data, loss, runs)
     assert not bad, (
         f"on {metric_data['name']} ({loss}) the implementation misses the full reference's band"
         + (f" (missing features: {missing})" if missing else "")

@@ -49,6 +49,7 @@ import pyarrow.parquet as pq
 from gru4rec_conformance.fileio import atomic_path, atomic_write_json, remove_stale_temporaries
 
 from .. import _suite_io
+from .inputs import resolve_inputs
 from .readers import RAW_FILES, read_raw
 
 __all__ = [
@@ -58,6 +59,8 @@ __all__ = [
     "PIPELINE_VERSION",
     "Processed",
     "Prepared",
+    "EmptyResultError",
+    "empty_result",
     "process",
     "prepare",
     "load_prepared",
@@ -721,6 +724,82 @@ def process(
     return Processed(name, frames, stats_table(frames, name), steps, rounds, log, eff_tsplit, tday, quirk)
 
 
+class EmptyResultError(ValueError):
+    """A pipeline step left no events (or a split came out empty). ``step``: the step's name as in the manifest's
+    ``steps``; ``before``/``after``: the row counts going into and out of it. The message adds why (the rule
+    that removed everything, and the data's time range against the split boundary)."""
+
+    def __init__(self, message: str, step: str, before: int, after: int):
+        super().__init__(message)
+        self.step, self.before, self.after = step, before, after
+
+
+def _utc(t: int | None, unit: str) -> str:
+    if t is None:
+        return "?"
+    sec = t if unit == "s" else t / 1000
+    return dt.datetime.fromtimestamp(sec, dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def empty_result(res: Processed) -> EmptyResultError | None:
+    """The first step of ``res`` that left no events, as an :class:`EmptyResultError` (not raised), or None.
+
+    Checks, in order: the event filter (no item views), the support filter (everything removed), then the
+    splits train_full, test, train_tr, train_valid (each must hold events; the message gives the full data's time
+    range and the boundary of the split, in UTC)."""
+    steps = res.steps
+    rows_before = None
+    for st in steps:
+        if st["step"].startswith("read "):
+            rows_before = (rows_before or 0) + st["rows"]
+            continue
+        if st["step"] in SPLITS:
+            break
+        if st["rows"] == 0:
+            if st["step"] == "support filter":
+                log = res.filter_log[0] if res.filter_log else None
+                detail = (
+                    f"; round 1: {log['after_a']['rows']} rows after dropping sessions of length 1, "
+                    f"{log['after_b']['rows']} after dropping items with < {MIN_ITEM_SUPPORT} events"
+                    if log
+                    else ""
+                )
+                msg = (
+                    f"{res.name}: the support filter removed every event: {rows_before} rows before (after dedup), "
+                    f"0 after {res.filter_rounds} round(s){detail}. Every item needs >= {MIN_ITEM_SUPPORT} events and "
+                    "every session >= 2 (datasets.md §1.0 step 5): the input is too small or too sparse for the "
+                    "study's protocol"
+                )
+            else:
+                msg = f"{res.name}: step {st['step']!r} left no events ({rows_before} rows before, 0 after)"
+            return EmptyResultError(msg, st["step"], int(rows_before or 0), 0)
+        rows_before = st["rows"]
+    full = res.frames["full"]
+    unit = TIME_UNIT[res.name]
+    lo, hi = (int(full["Time"].min()), int(full["Time"].max())) if len(full) else (None, None)
+    tsplit = res.tsplit
+    bounds = {
+        "train_full": ("events before", None if tsplit is None else tsplit - res.tday),
+        "test": ("sessions starting at or after", None if tsplit is None else tsplit - res.tday),
+        "train_tr": ("events before", None if tsplit is None else tsplit - 2 * res.tday),
+        "train_valid": ("train_full sessions starting at or after", None if tsplit is None else tsplit - 2 * res.tday),
+    }
+    for part in SPLITS:
+        if len(res.frames[part]) == 0:
+            rule, b = bounds[part]
+            fixed = "fixed split date" if SPLIT_PARAMS[res.name][1] is not None else "split at the last event"
+            return EmptyResultError(
+                f"{res.name}: split {part!r} is empty: {len(full)} events before (full, {_utc(lo, unit)} .. "
+                f"{_utc(hi, unit)}), 0 after; {part} = {rule} {_utc(b, unit)} ({fixed} {_utc(tsplit, unit)}, "
+                f"test period {res.tday // (DAY_S if unit == 's' else DAY_MS)} day(s)): the data do not cover the "
+                "split's period",
+                part,
+                len(full),
+                0,
+            )
+    return None
+
+
 # ----------------------------------------------------------------------------------------------------------------
 # files: prepare / load with a content-hash cache
 
@@ -821,6 +900,9 @@ def prepare(
     raw_dir,
     out_dir,
     *,
+    files=(),
+    allow_missing: bool = False,
+    allow_empty: bool = False,
     index_quirk: bool = True,
     tsv: bool = False,
     force: bool = False,
@@ -828,32 +910,49 @@ def prepare(
 ) -> Prepared:
     """Read the raw files of ``name`` from ``raw_dir``, run :func:`process` and write the outputs to ``out_dir``.
 
-    Raw files are found by their original names (``readers.RAW_FILES``), plain or .gz/.bz2/.zip, or inside a
-    zip archive in ``raw_dir``. Outputs (all written atomically; ``manifest.json`` last, so a folder with a
+    Raw files: ``files`` (explicit paths, each identified by its content) and, for inputs still lacking, ``raw_dir``
+    (None: only ``files``), where they are found by their original names (``readers.RAW_FILES``), plain or
+    .gz/.bz2/.zip, or inside a zip archive, else by content (``inputs.resolve_inputs``). ``allow_missing``: run
+    with the inputs present where a documented deviation exists (the manifest lists ``missing_inputs``).
+    ``allow_empty``: write the outputs even when a step leaves no events (otherwise :class:`EmptyResultError`,
+    naming the step and the counts before and after; nothing is written). Outputs (all written atomically; ``manifest.json`` last, so a folder with a
     manifest is complete): ``<part>.parquet`` for full/train_full/test/train_tr/train_valid, ``stats.tsv``,
     ``manifest.json`` and, with ``tsv=True``, the study's TSV files (``<study prefix>_<part>.tsv``).
 
     Cache: the key hashes the input files' bytes, the options and this module's code; when ``out_dir`` holds a
     manifest with the same key and intact outputs, nothing is read or written (``Prepared.cached`` is True)
-    unless ``force``. Errors: ValueError for an unknown name; FileNotFoundError for a missing raw file;
-    RawFormatError (a ValueError naming file and line) for bad raw input -- then nothing is written.
+    unless ``force``. Errors: ValueError for an unknown name; ``inputs.MissingInputError`` (a FileNotFoundError
+    saying which file is missing and why) and ``inputs.InputError`` (a file of another dataset); RawFormatError (a
+    ValueError naming file and line) for bad raw input; :class:`EmptyResultError` -- then nothing is written.
+    The progress bar is closed before any error propagates, so a message printed next starts on its own line.
     """
     _check_name(name)
-    raw_dir, out_dir = Path(raw_dir), Path(out_dir)
     bar = _Progress(name, progress)
+    try:
+        return _prepare(name, raw_dir, Path(out_dir), bar, files, allow_missing, allow_empty, index_quirk, tsv, force)
+    finally:
+        bar.close()
+
+
+def _prepare(name, raw_dir, out_dir, bar, files, allow_missing, allow_empty, index_quirk, tsv, force) -> Prepared:
     t0 = time.time()
     bar.step("hash inputs")
-    files = [_suite_io.resolve_raw_file(raw_dir, f) for f in RAW_FILES[name]]
+    found, missing = resolve_inputs(name, raw_dir, files, allow_missing=allow_missing)
     inputs = [
         {
-            "file": RAW_FILES[name][k],
-            "path": str(p),
-            "bytes": _suite_io._split_zip_member(p)[0].stat().st_size,
-            "sha256": _suite_io.sha256_file(p),
+            "file": f,
+            "path": str(ident.path),
+            "bytes": _suite_io._split_zip_member(ident.path)[0].stat().st_size,
+            "sha256": _suite_io.sha256_file(ident.path),
+            "identified_by": ident.evidence,
         }
-        for k, p in enumerate(files)
+        for f, ident in found.items()
     ]
-    options = {"index_quirk": bool(index_quirk), "tsv": bool(tsv)}
+    options: dict[str, object] = {"index_quirk": bool(index_quirk), "tsv": bool(tsv)}
+    if missing:
+        options["missing_inputs"] = list(missing)
+    if allow_empty:
+        options["allow_empty"] = True
     code = _code_hash()
     key = _cache_key(name, inputs, options, code)
     if not force:
@@ -864,14 +963,20 @@ def prepare(
     frames_in = {}
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        for spec, p in zip(RAW_FILES[name], files):
+        for spec, ident in found.items():
             bar.step(f"read {spec}")
-            frames_in[spec] = read_raw(name, p, progress=bar.bytes_callback(spec))
+            frames_in[spec] = read_raw(name, ident.path, progress=bar.bytes_callback(spec))
     for w in caught:
         warnings.warn(w.message, w.category, stacklevel=2)
     pa.default_memory_pool().release_unused()  # hand pyarrow's cached read buffers back before the heavy steps
     res = process(name, frames_in, index_quirk=index_quirk, progress=bar.step, consume=True)
     del frames_in
+    empty = empty_result(res)
+    if empty is not None and not allow_empty:
+        raise empty
+    if empty is not None:
+        warnings.warn(f"{empty} (written anyway: --allow-empty)", stacklevel=2)
+        caught.append(warnings.WarningMessage(f"{empty} (written anyway: --allow-empty)", UserWarning, "", 0))
     bar.step("write")
     out_dir.mkdir(parents=True, exist_ok=True)
     remove_stale_temporaries(out_dir)
@@ -920,6 +1025,7 @@ def prepare(
         "cache_key": key,
         "options": options,
         "inputs": inputs,
+        "missing_inputs": list(missing),
         "warnings": [str(w.message) for w in caught],
         "steps": res.steps,
         "filter_rounds": res.filter_rounds,
@@ -974,6 +1080,7 @@ class _Progress:
 
             self.bar = tqdm(total=self.STEPS, desc=name, unit="step", file=sys.stderr)
         self.n = 0
+        self.inner = None
 
     def step(self, label: str) -> None:
         if self.bar is not None:
@@ -993,6 +1100,7 @@ class _Progress:
         def cb(done: int, total: int) -> None:
             if "bar" not in state:
                 state["bar"] = tqdm(total=total, desc=label, unit="B", unit_scale=True, leave=False, file=sys.stderr)
+                self.inner = state["bar"]
             state["bar"].update(done - state["bar"].n)
             if done >= total:
                 state["bar"].close()
@@ -1003,4 +1111,14 @@ class _Progress:
         if self.bar is not None:
             self.bar.update(self.bar.total - self.bar.n)
             self.bar.set_description(msg)
+        self.close()
+
+    def close(self) -> None:
+        """Close the bars (idempotent): tqdm ends its line, so a message printed next starts on its own line."""
+        inner = getattr(self, "inner", None)
+        if inner is not None:
+            inner.close()
+            self.inner = None
+        if self.bar is not None:
             self.bar.close()
+            self.bar = None

@@ -1,0 +1,115 @@
+"""The five-dataset registry of the metric checks (issue 16 item 1): sources (prepared folder, real slice, stand-in)
+with a notice saying which, the study's best hyperparameters per dataset and loss, the study's Δ, ``--dataset all``."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from gru4rec_conformance import child_pythonpath
+from gru4rec_conformance.datasets.sessions import registry
+from gru4rec_conformance.datasets.sessions.pipeline import prepare
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_parse_selection(tmp_path):
+    assert registry.parse_selection(None) == [("yoochoose_100k", None)]
+    assert [n for n, _ in registry.parse_selection("all")] == list(registry.KEYS)
+    assert registry.parse_selection("rees46, coveo,rees46") == [("rees46", None), ("coveo", None)]
+    sel = registry.parse_selection(f"all,diginetica={tmp_path}")
+    assert len(sel) == 5 and dict(sel)["diginetica"] == str(tmp_path) and dict(sel)["coveo"] is None
+    (tmp_path / "manifest.json").write_text('{"dataset": "coveo"}')
+    assert registry.parse_selection(str(tmp_path)) == [("coveo", str(tmp_path))]
+    for bad in ("rsc15", "movielens=/x"):
+        with pytest.raises(ValueError, match="--dataset"):
+            registry.parse_selection(bad)
+
+
+def test_mc_config_is_the_study_best_scaled():
+    from gru4rec_conformance.conformance.gru4rec.test_metric_conformance import CONFIGS
+
+    for loss, cfg in CONFIGS.items():  # Yoochoose's settings are what the check always used
+        assert registry.mc_config("yoochoose", loss) == cfg
+    coveo = registry.mc_config("coveo", "bpr-max")
+    assert (coveo["batch_size"], coveo["bpreg"], coveo["elu_param"], coveo["momentum"]) == (144, 1.85, 1.0, 0.4)
+    rr = registry.mc_config("retailrocket", "cross-entropy")
+    assert (rr["batch_size"], rr["learning_rate"], rr["logq"], rr["sample_alpha"]) == (240, 0.085, 1.0, 0.3)
+    for key in registry.KEYS:
+        for loss in ("cross-entropy", "bpr-max"):
+            cfg = registry.mc_config(key, loss)
+            assert cfg["layers"] == [registry.MC_LAYERS] and cfg["n_epochs"] == registry.MC_EPOCHS
+            assert cfg["n_sample"] == 2048 and cfg["constrained_embedding"] is True
+    with pytest.raises(ValueError, match="loss"):
+        registry.mc_config("coveo", "top1")
+
+
+def test_study_delta_is_the_published_relative_change():
+    d = registry.study_delta("rees46", "bpr-max", {"implementation": "Recpack", "variant": "OOB"})
+    assert d is not None and d["row"] == "Recpack / OOB" and d["delta_rel"] == pytest.approx(0.4624 / 0.5206 - 1)
+    ref = registry.study_delta("diginetica", "cross-entropy", {"implementation": "GRU4Rec Official",
+                                                                "variant": "Best params"})  # fmt: skip
+    assert ref is not None and ref["delta_rel"] == 0.0
+    assert registry.study_delta("coveo", "bpr-max", None) is None
+
+
+def test_without_shared_data_every_dataset_has_a_standin(monkeypatch, tmp_path):
+    monkeypatch.setenv("GRU4REC_SHARED_DATA", str(tmp_path / "absent"))
+    for key in registry.KEYS:
+        m = registry.metric_frames(key)
+        assert m.source == "stand-in" and m.label.startswith(key), m
+        assert len(m.train) >= 5_000 and len(m.test) >= 80, (key, len(m.train), len(m.test))
+        assert ("redistributed" if key == "coveo" else "absent") in m.notice, m.notice
+        assert list(m.train.columns) == ["SessionId", "ItemId", "Time"]
+
+
+def test_real_slices_too_small_say_why(shared_sessions):
+    m = registry.metric_frames("diginetica")
+    assert m.source == "stand-in" and "707 train_full events (< 5,000)" in m.notice
+    assert registry.metric_frames("yoochoose").label == "yoochoose_100k"
+    assert "0 test events" in registry.metric_frames("rees46").notice
+
+
+def test_prepared_folder_is_used_as_given(tmp_path):
+    from gru4rec_conformance.datasets.sessions.synthetic import generate_raw
+
+    generate_raw("retailrocket", tmp_path / "raw", 3e-3, seed=5)
+    res = prepare("retailrocket", tmp_path / "raw", tmp_path / "rr")
+    ((name, folder),) = registry.parse_selection(str(tmp_path / "rr"))
+    m = registry.metric_frames(name, folder)
+    assert (m.key, m.source, m.label) == ("retailrocket", "prepared", "retailrocket@rr")
+    assert len(m.train) == len(res.load("train_full")) and len(m.test) == len(res.load("test"))
+
+
+def test_dataset_all_parametrizes_the_metric_checks(tmp_path):
+    env = {**os.environ, "PYTHONPATH": child_pythonpath(os.environ.get("PYTHONPATH")),
+           "GRU4REC_SHARED_DATA": str(tmp_path / "absent"), "HF_HUB_OFFLINE": "1"}  # fmt: skip
+    r = subprocess.run(
+        [sys.executable, "-m", "pytest", "conformance/gru4rec/test_metric_conformance.py", "--impl", "reference",
+         "--dataset", "all", "--collect-only", "-q", "-p", "no:cacheprovider", "--no-report"],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    ids = [ln for ln in r.stdout.splitlines() if "::test_mc" in ln]
+    assert len(ids) == 30, r.stdout[-3000:] + r.stderr[-3000:]
+    for key in registry.KEYS:
+        assert sum(f"[{key}-" in i for i in ids) == 6
+    bad = subprocess.run(
+        [sys.executable, "-m", "pytest", "conformance/gru4rec/test_metric_conformance.py", "--impl", "reference",
+         "--dataset", "movielens", "--collect-only", "-q", "-p", "no:cacheprovider", "--no-report"],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert bad.returncode != 0 and "--dataset 'movielens'" in bad.stdout + bad.stderr
+
+
+def test_study_scale_keeps_the_published_layers_and_epochs(monkeypatch):
+    monkeypatch.setenv(registry.SCALE_ENV, "study")
+    cfg = registry.mc_config("rees46", "cross-entropy")
+    assert (cfg["layers"], cfg["n_epochs"], cfg["batch_size"]) == ([512], 10, 240)
+    assert registry.mc_config("retailrocket", "bpr-max", scale="cpu")["layers"] == [registry.MC_LAYERS]
+    monkeypatch.setenv(registry.SCALE_ENV, "huge")
+    with pytest.raises(ValueError, match="GRU4REC_MC_SCALE"):
+        registry.mc_config("coveo", "bpr-max")
