@@ -15,7 +15,7 @@ import math
 import numpy as np
 import pytest
 
-from gru4rec_conformance.conformance.gru4rec._common import build
+from gru4rec_conformance.conformance.gru4rec._common import build, embedding_mode
 
 LAYER, EMB = 24, 10
 
@@ -43,7 +43,8 @@ def test_in1_glorot_uniform_per_gate(impl, d_lag1, mode, record_metric):
 
     Right after initialisation every weight block has max|w| in [0.9σ, σ], |mean| < σ/10 (symmetric
     U(−σ, σ), σ = √(6/(rows+cols)) per gate block) and every bias is exactly 0."""
-    model = build(impl, {"layers": [LAYER], **MODES[mode]}, dict(n_sample=0, loss="cross-entropy"))
+    req, opt = embedding_mode({"layers": [LAYER], **MODES[mode]})  # "not shared" is optional (embedding_mode)
+    model = build(impl, req, dict(n_sample=0, loss="cross-entropy", **opt))
     model.fit(d_lag1.train, n_epochs=0)
     problems, n_blocks = [], 0
     for name, value in model.get_weights().items():

@@ -121,7 +121,8 @@ def test_hp1_sensitivity(impl, d_lag1, name, a, b, base, record_metric):
 
 
 def _shapes(impl, d_lag1, **cfg) -> tuple[dict[str, tuple], int]:
-    model = build(impl, cfg, dict(n_sample=0, loss="cross-entropy"))
+    req, opt = embedding_mode(cfg)  # a separate-only implementation need not declare constrained_embedding
+    model = build(impl, req, dict(n_sample=0, loss="cross-entropy", **opt))
     model.fit(d_lag1.train, n_epochs=0)
     return {k: tuple(np.shape(v)) for k, v in model.get_weights().items()}, len(np.asarray(model.item_ids()))
 
