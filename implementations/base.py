@@ -462,6 +462,10 @@ class AdapterBase(abc.ABC):
         DEPRECATED_HOOKS: old hook name → its current name in ``HOOKS``, honoured for one release: a subclass that
             overrides only the old name gets the current one forwarding to it (a ``DeprecationWarning`` once, when
             the class is defined), so the harness finds and calls the hook; the proxy forwards the old names too.
+        HOOKS_ABSENT: hook name → why the implementation has no computation that hook could expose (e.g. "no
+            session inference loop"). Only for hooks the adapter does not implement; the verdict prints the reason
+            beside every check left not tested for that hook, so a reader can tell "cannot be expressed" from
+            "not written yet".
 
     The constructor takes ``device`` and the registry entry's keyword arguments (variants); it must be cheap
     and must not import the implementation under test.
@@ -483,6 +487,7 @@ class AdapterBase(abc.ABC):
     REQUIRED: ClassVar[tuple[str, ...]] = ("capabilities",)
     HOOKS: ClassVar[tuple[str, ...]] = ()
     DEPRECATED_HOOKS: ClassVar[Mapping[str, str]] = {}
+    HOOKS_ABSENT: ClassVar[Mapping[str, str]] = {}
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)

@@ -78,6 +78,12 @@ class TorchRechubGRU4RecAdapter(Adapter):
     description = "torch-rechub 0.9.0 GRU4Rec (two-tower retriever; negative control)"
     homepage = "https://pypi.org/project/torch-rechub/0.9.0/"
     study = None
+    HOOKS_ABSENT = {
+        "score_stream": "torch-rechub has no session inference loop: its GRU4Rec encodes a padded history into one "
+        "user vector, so per-event scores would be the adapter's own loop, not the implementation's",
+        "evaluate": "torch-rechub has no next-item evaluator: topk_metrics takes ready-made top-K lists (built with "
+        "annoy/faiss in its examples) and rounds to 4 decimals, so the ranking would be the adapter's own",
+    }
     reproducibility = {
         "installs": "yes: torch-rechub==0.9.0 with torch==2.13.0 on Python 3.11, numpy 2.4 / pandas 3.1",
         "offline": "yes (no download at run time)",

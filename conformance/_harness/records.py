@@ -190,6 +190,7 @@ class ImplHeader(TypedDict):
     hooks: list[str]
     error: str | None
     unavailable: str | None
+    hooks_absent: NotRequired[dict[str, str]]
 
 
 class RunOptions(TypedDict):

@@ -177,6 +177,8 @@ def run_header(state: State, handle: ImplHandle) -> RunHeader:
         "reproducibility": dict(cls.reproducibility), "init_kwargs": dict(spec.init_kwargs),
         "capabilities": d.capabilities.to_dict() if d.capabilities else None, "features": features,
         "hooks": sorted(d.hooks), "error": d.error, "unavailable": d.unavailable,
+        "hooks_absent": {h: str(why) for h, why in sorted(getattr(cls, "HOOKS_ABSENT", {}).items())
+                         if h not in d.hooks},
     }  # fmt: skip
     return {
         "impl": impl,

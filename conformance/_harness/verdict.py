@@ -101,6 +101,8 @@ class Coverage:
         unknown_not_run: why an unknown number of applicable checks is missing, or None: the run was killed (no
             end record), or it predates the end record's ``not_run`` and was a subset (``applicable`` is then a
             lower bound).
+        hooks_absent: hook name → the adapter's declared reason why the implementation cannot express it
+            (``HOOKS_ABSENT``), for hooks in ``missing_hook``.
     """
 
     ran: int
@@ -112,6 +114,7 @@ class Coverage:
     other_not_run: Mapping[str, int]
     not_applicable: Mapping[str, int] = dataclasses.field(default_factory=lambda: _frozen({}))
     unknown_not_run: str | None = None
+    hooks_absent: Mapping[str, str] = dataclasses.field(default_factory=lambda: _frozen({}))
 
     @property
     def percent(self) -> float | None:
@@ -131,7 +134,11 @@ class Coverage:
 
     def why_not_tested(self) -> list[str]:
         """The not-tested applicable checks by cause, e.g. ``["10 not selected", "2 adapter lacks hook trace"]``."""
-        out = [f"{n} adapter lacks hook {h}" for h, n in sorted(self.missing_hook.items())]
+        out = [
+            f"{n} adapter lacks hook {h}"
+            + (f" (cannot be expressed: {self.hooks_absent[h]})" if h in self.hooks_absent else "")
+            for h, n in sorted(self.missing_hook.items())
+        ]
         if self.not_selected:
             out.append(f"{self.not_selected} not selected or not reached")
         out += [f"{n} {why}" for why, n in sorted(self.other_not_run.items())]
@@ -143,7 +150,7 @@ class Coverage:
             "by_kind": {k: list(v) for k, v in self.by_kind.items()}, "feature_absent": self.feature_absent,
             "missing_hook": dict(self.missing_hook), "not_selected": self.not_selected,
             "other_not_run": dict(self.other_not_run), "not_applicable": dict(self.not_applicable),
-            "unknown_not_run": self.unknown_not_run,
+            "unknown_not_run": self.unknown_not_run, "hooks_absent": dict(self.hooks_absent),
         }  # fmt: skip
 
     @classmethod
@@ -154,6 +161,7 @@ class Coverage:
             feature_absent=int(d.get("feature_absent", 0)), missing_hook=_frozen(d.get("missing_hook") or {}),
             not_selected=int(d.get("not_selected", 0)), other_not_run=_frozen(d.get("other_not_run") or {}),
             not_applicable=_frozen(d.get("not_applicable") or {}), unknown_not_run=d.get("unknown_not_run"),
+            hooks_absent=_frozen(d.get("hooks_absent") or {}),
         )  # fmt: skip
 
 
@@ -536,6 +544,7 @@ def assess(header: Mapping[str, Any], records: Sequence[Mapping[str, Any]],
         other_not_run=_frozen(dict(sorted(other.items()))),
         not_applicable=_frozen(dict(sorted(not_applicable.items()))),
         unknown_not_run=unknown,
+        hooks_absent=_frozen({h: str(w) for h, w in (impl.get("hooks_absent") or {}).items() if h in missing_hook}),
     )
     defects = list(attribute_root_causes(defects, records))
     counts = collections.Counter(d.kind for d in defects)

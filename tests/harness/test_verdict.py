@@ -106,6 +106,27 @@ def test_missing_hook_on_a_declared_feature_counts_against_coverage():
     assert "incomplete: 2 not tested (2 adapter lacks hook trace)" in c.reasons
 
 
+def test_a_hook_declared_absent_prints_its_reason_beside_the_not_tested_checks():
+    header = {
+        **HEADER,
+        "impl": {
+            **HEADER["impl"],
+            "hooks_absent": {"trace": "no training loop to observe", "evaluate": "unused: no check lacks it"},
+        },
+    }
+    records = [
+        rec("a", "passed"),
+        rec("b", "skipped-unsupported", missing=["hook:trace"], outcome_detail="unsupported"),
+    ]
+    c = assess(header, records, END)
+    assert dict(c.coverage.hooks_absent) == {"trace": "no training loop to observe"}
+    assert c.coverage.why_not_tested() == [
+        "1 adapter lacks hook trace (cannot be expressed: no training loop to observe)"
+    ]
+    assert c.status == INCOMPLETE  # a hook that cannot be expressed still leaves the check not tested
+    assert Conformance.from_json(json.loads(json.dumps(c.to_json()))) == c
+
+
 def test_not_selected_and_not_reached_checks_make_it_incomplete_unless_not_applicable():
     not_run = {
         "conformance/gru4rec/test_k.py::s[x]": {
