@@ -461,6 +461,8 @@ class WorkerProxy:
         self.sandboxed = False
         self._seen: dict[int, str | None] = {}  # pid -> start time of every process of the tree the watchdog saw
         self._next_memory_check = 0.0
+        #: CPU seconds the worker spent in the adapter's method during the last successful call (None before one)
+        self.last_cpu_s: float | None = None
 
     # -- public ----------------------------------------------------------------------------------------
     def __getattr__(self, name: str) -> Any:
@@ -508,7 +510,10 @@ class WorkerProxy:
             "args": self._codec.encode(list(args), where=f"{method}() arguments"),
             "kwargs": self._codec.encode(dict(kwargs), where=f"{method}() keyword arguments"),
         }
+        self.last_cpu_s = None
         reply = self._roundtrip(request, timeout, f"{self._label}.{method}()")
+        cpu_s = reply.get("cpu_s")
+        self.last_cpu_s = float(cpu_s) if isinstance(cpu_s, (int, float)) and cpu_s >= 0 else None
         problem: Exception | None = None
         try:
             if not reply.get("ok"):

@@ -159,8 +159,12 @@ def _run(
     return cache[key]
 
 
-def _conformance_runs(impl, reference_impl, metric_data, metric_cache, loss: str, progress: Any = None) -> dict:
-    base = CONFIGS[loss]
+def _conformance_runs(
+    impl, reference_impl, metric_data, metric_cache, loss: str, progress: Any = None, n_epochs: int | None = None
+) -> dict:
+    """The implementation's runs (``--seeds``) and the reference's (full and matching features, :data:`REF_SEEDS`)
+    for ``CONFIGS[loss]``; ``n_epochs`` replaces the configuration's epochs for all of them (the fast variants)."""
+    base = CONFIGS[loss] if n_epochs is None else {**CONFIGS[loss], "n_epochs": int(n_epochs)}
     match_cfg, notes = matching_config(impl.capabilities, base)
     declared = impl.capabilities.hyperparameters
     impl_cfg = {k: v for k, v in match_cfg.items() if k in declared}
@@ -269,4 +273,29 @@ def test_mc3_own_evaluator(impl, reference_impl, metric_data, metric_cache, loss
     assert not bad, (
         f"on {metric_data['name']} ({loss}) the implementation's own evaluator misses the band of the "
         "reference with the same features: " + "; ".join(bad)
+    )
+
+
+#: Fast-set metric conformance (issue 14): every declared loss gets an MC check outside `slow`. Cross-entropy's
+#: MC-1..3 above already run there; BPR-max's three-epoch ones are `slow`, so BPR-max also runs MC-1 after one
+#: epoch (same data, same configuration otherwise), against the band of the reference's seeds after one epoch.
+QUICK_EPOCHS = 1
+QUICK_LOSSES = [pytest.param("bpr-max", marks=pytest.mark.loss("bpr-max"), id="bpr-max-1-epoch")]
+
+
+@pytest.mark.check("MC-1", kind="metric")
+@pytest.mark.metric
+@pytest.mark.parametrize("loss", QUICK_LOSSES)
+def test_mc1_same_features_one_epoch(impl, reference_impl, metric_data, metric_cache, loss, record_metric, progress):
+    """Real-data Recall@N and MRR@N after one epoch match the reference with the same features (fast set).
+
+    As MC-1 with the configuration trained for one epoch instead of three, for the losses whose three-epoch
+    check is slow (BPR-max): the band comes from the reference's seeds after one epoch."""
+    runs = _conformance_runs(impl, reference_impl, metric_data, metric_cache, loss, progress, n_epochs=QUICK_EPOCHS)
+    notes = "; ".join(runs["notes"]) or "all features"
+    ctx = {**_context(metric_data, loss, runs, f"matching features: {notes}"), "n_epochs": QUICK_EPOCHS}
+    bad = _compare(runs["impl"], runs["match"], "suite", record_metric, ctx)
+    assert not bad, (
+        f"on {metric_data['name']} ({loss}, {QUICK_EPOCHS} epoch) the implementation misses the band of the "
+        "reference with the same features after the same epoch: " + "; ".join(bad)
     )
