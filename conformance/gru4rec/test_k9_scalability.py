@@ -25,8 +25,14 @@ def test_sc2_columns_scored_per_step(impl, zipf, record_metric):
     reaches at most the output rows of those columns (plus the inputs' rows with a shared embedding)."""
     B_, S_ = 8, 8
     opt = dict(layers=[16], loss="cross-entropy", learning_rate=0.05)
-    shared = not impl.supports("embedding:separate")
-    mode = dict(constrained_embedding=True) if shared else dict(constrained_embedding=False, embedding=16)
+    # any declared embedding mode: SC-2 is n/a only without the hook (one-hot models, KG-7, included)
+    shared = not impl.supports("embedding:separate") and impl.supports("embedding:shared")
+    if impl.supports("embedding:separate"):
+        mode: dict = dict(constrained_embedding=False, embedding=16)
+    elif shared:
+        mode = dict(constrained_embedding=True)
+    else:
+        mode = dict(constrained_embedding=False, embedding=0)
     req = dict(batch_size=B_, n_sample=S_) if impl.supports("extra_shared_negatives") else dict(batch_size=B_)
     model = build(impl, req, {**opt, **mode})
     model.fit(zipf.train, n_epochs=0)
