@@ -511,6 +511,8 @@ class WorkerProxy:
         self.sandboxed = False
         self._seen: dict[int, str | None] = {}  # pid -> start time of every process of the tree the watchdog saw
         self._next_memory_check = 0.0
+        #: CPU seconds the worker spent in the adapter's method during the last successful call (None before one)
+        self.last_cpu_s: float | None = None
 
     # -- public ----------------------------------------------------------------------------------------
     def __getattr__(self, name: str) -> Any:
@@ -560,7 +562,10 @@ class WorkerProxy:
             # the worker dumps its stacks just before the deadline: what a timeout then shows
             "dump_stacks_after_s": _dump_after(timeout),
         }
+        self.last_cpu_s = None
         reply = self._roundtrip(request, timeout, f"{self._label}.{method}()")
+        cpu_s = reply.get("cpu_s")
+        self.last_cpu_s = float(cpu_s) if isinstance(cpu_s, (int, float)) and cpu_s >= 0 else None
         problem: Exception | None = None
         try:
             if not reply.get("ok"):

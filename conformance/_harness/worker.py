@@ -10,8 +10,9 @@ without importing it), reports exceptions with their traceback and, when a call 
 
 Requests: ``{"op": "init", "ref", "init_kwargs", "device"[, "dump_stacks_after_s"]}`` → ``{"ok": true,
 "result": {pid, hooks, methods, python}}``; ``{"op": "call", "method", "args", "kwargs"[, "dump_stacks_after_s"]}``
-→ ``{"ok": true, "result"}`` or ``{"ok": false, "error": {type, module, message, traceback, name, detail}}``;
-``{"op": "shutdown"}``.
+→ ``{"ok": true, "result", "cpu_s"}`` or ``{"ok": false, "error": {type, module, message, traceback, name, detail}}``;
+``{"op": "shutdown"}``. ``cpu_s`` is the CPU time of the adapter's method alone (:func:`process_cpu_seconds`, before
+encoding the result): timing checks (SC-1) measure where the work runs, not the parent's wall clock.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import importlib
 import os
 import struct
 import sys
+import time
 import traceback
 from typing import Any
 
@@ -57,6 +59,14 @@ def write_message(fd: int, body: bytes) -> None:
     while view:
         n = os.write(fd, view)
         view = view[n:]
+
+
+def process_cpu_seconds() -> float:
+    """CPU seconds (user + system, float) of this process, all its threads, plus its terminated, waited-for
+    children. The process part has nanosecond resolution (``time.process_time``); the children's part has the
+    clock-tick resolution of ``os.times`` (0 where the platform does not count children)."""
+    t = os.times()
+    return time.process_time() + t.children_user + t.children_system
 
 
 def _error_payload(exc: BaseException) -> dict[str, Any]:
@@ -166,10 +176,12 @@ def main(argv: list[str]) -> int:
                 try:
                     args = codec.decode(request.get("args", []))
                     kwargs = codec.decode(request.get("kwargs", {"__dict__": []}))
+                    cpu0 = process_cpu_seconds()
                     value = getattr(adapter, method)(*args, **kwargs)
+                    cpu_s = process_cpu_seconds() - cpu0
                 finally:
                     faulthandler.cancel_dump_traceback_later()
-                reply = {"ok": True, "result": codec.encode(value, where=f"{method}() result")}
+                reply = {"ok": True, "result": codec.encode(value, where=f"{method}() result"), "cpu_s": cpu_s}
             elif op == "shutdown":
                 if adapter is not None:
                     adapter.close()

@@ -1,12 +1,17 @@
 """K9 scalability (docs/checks.md, K9): a training step scores only the b + S sampled columns, so its
-cost does not grow with the catalogue. Checks SC-2 (deterministic, white-box) and SC-1 (timing, slow)."""
+cost does not grow with the catalogue. Checks SC-2 (deterministic, white-box) and SC-1 (CPU timing, interleaved)."""
 
 from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import pandas as pd
 import pytest
 
+from gru4rec_conformance.conformance._harness.cputime import cpu_call
 from gru4rec_conformance.conformance.gru4rec._common import build
 from gru4rec_conformance.conformance.gru4rec._data import sessions_frame
 
@@ -20,8 +25,14 @@ def test_sc2_columns_scored_per_step(impl, zipf, record_metric):
     reaches at most the output rows of those columns (plus the inputs' rows with a shared embedding)."""
     B_, S_ = 8, 8
     opt = dict(layers=[16], loss="cross-entropy", learning_rate=0.05)
-    shared = not impl.supports("embedding:separate")
-    mode = dict(constrained_embedding=True) if shared else dict(constrained_embedding=False, embedding=16)
+    # any declared embedding mode: SC-2 is n/a only without the hook (one-hot models, KG-7, included)
+    shared = not impl.supports("embedding:separate") and impl.supports("embedding:shared")
+    if impl.supports("embedding:separate"):
+        mode: dict = dict(constrained_embedding=False, embedding=16)
+    elif shared:
+        mode = dict(constrained_embedding=True)
+    else:
+        mode = dict(constrained_embedding=False, embedding=0)
     req = dict(batch_size=B_, n_sample=S_) if impl.supports("extra_shared_negatives") else dict(batch_size=B_)
     model = build(impl, req, {**opt, **mode})
     model.fit(zipf.train, n_epochs=0)
@@ -55,45 +66,145 @@ def _catalogue(n_items: int, n_events: int, seed: int = 0) -> pd.DataFrame:
     return sessions_frame(items.reshape(-1, 4).tolist())
 
 
-def _step_seconds(impl, train: pd.DataFrame, warmup: int = 10, steps: int = 50) -> float:
-    model = build(impl, dict(batch_size=32, layers=[64]), dict(n_sample=256, loss="cross-entropy", learning_rate=0.05))
-    if impl.supports("hook:train_step"):
-        import time
+#: SC-1's limit on t(large catalogue) / t(2k items); see :func:`test_sc1_step_time_flat_in_catalogue`.
+SC1_LIMIT = 3.0
+SC1_SMALL = 2_000
+#: train_step variant: large catalogue (CPU; GPU), rounds, train_step calls per block, warm-up calls per model.
+SC1_LARGE, SC1_LARGE_GPU, SC1_ROUNDS, SC1_BLOCK, SC1_WARMUP = 128_000, 512_000, 9, 10, 10
+#: fit variant (no train_step): large catalogue, rounds (one fit of one epoch per catalogue and round). 32k, not
+#: 128k: every item must occur in the training events, and an epoch over 130k events costs a sampled
+#: implementation ~7 s CPU (a full-catalogue one minutes); at 16x the full-catalogue mutant still shows ~11x.
+SC1_FIT_LARGE, SC1_FIT_ROUNDS = 32_000, 3
+#: A measurement stops early (after 3 rounds of train_step blocks, or 1 round of fits, each of ~800 steps) when
+#: every ratio so far is at least this: a clear failure needs no more repeats, and full-catalogue steps are the
+#: expensive ones (a 32k-item fit of the full-catalogue mutant costs ~20 s CPU).
+SC1_DECISIVE = 2 * SC1_LIMIT
+SC1_HPARAMS = (dict(batch_size=32, layers=[64]), dict(n_sample=256, loss="cross-entropy", learning_rate=0.05))
+#: Measured 2026-12-01 on 2 shared cores (load average 10-14) with the other core running a busy loop: the evidence
+#: behind SC1_LIMIT, quoted in every failure message (conformance/gru4rec/README.md, SC-1).
+SC1_MEASURED = {
+    "train_step": (
+        "the reference (sampled columns) gave median ratios 0.99-1.13 (single rounds 0.75-1.89) and passed 20 of 20 "
+        "runs with the other core busy; the full-catalogue mutants gave 17-28 (single rounds 16-29), so 3 lies 2.7x "
+        "above the reference's worst median and 6x below the mutants"
+    ),
+    "fit": (
+        "the reference's one-epoch fit gave median ratios 1.01-1.31 (single rounds 0.91-1.45) in 5 runs with the "
+        "other core busy; the full-catalogue mutant without train_step gave 9.7, so 3 lies 2.3x above the "
+        "reference's worst median and 3x below the mutant"
+    ),
+}
 
-        model.fit(train, n_epochs=0)
-        ids = np.asarray(model.item_ids())
-        rng = np.random.default_rng(1)
+
+def _interleaved(
+    measure: Callable[[int], float], small: int, large: int, rounds: int, min_rounds: int
+) -> dict[str, Any]:
+    """Alternate the two catalogues (small, large, large, small, ...: ABBA rounds, so a drift of the machine's
+    speed hits both alike) and take per-round ratios; ``measure(n_items)`` returns seconds. Stops after
+    ``min_rounds`` when every ratio so far is at least :data:`SC1_DECISIVE`.
+
+    Returns ``{"ratio": median of the per-round ratios, "ratios", "small", "large"}`` (seconds per round)."""
+    out: dict[str, Any] = {"ratios": [], "small": [], "large": []}
+    for r in range(rounds):
+        values = {}
+        for n in (small, large) if r % 2 == 0 else (large, small):
+            values[n] = measure(n)
+        out["small"].append(values[small])
+        out["large"].append(values[large])
+        out["ratios"].append(values[large] / max(values[small], 1e-9))
+        if r + 1 >= min_rounds and min(out["ratios"]) >= SC1_DECISIVE:
+            break
+    out["ratio"] = float(np.median(out["ratios"]))
+    return out
+
+
+def _clock(impl: Any, model: Any, method: str, *args: Any, **kwargs: Any) -> float:
+    """Seconds of one call: the CPU time of the process that runs the adapter (harness cputime), or wall clock on
+    cuda (the GPU's work is not CPU time)."""
+    if impl.device == "cuda":
+        t0 = time.perf_counter()
+        getattr(model, method)(*args, **kwargs)
+        return time.perf_counter() - t0
+    return cpu_call(model, method, *args, **kwargs)[1]
+
+
+def _train_step_ratio(impl: Any, large: int) -> dict[str, Any]:
+    """SC-1 through ``train_step``: one model per catalogue (fit with n_epochs=0 on the same number of events),
+    blocks of :data:`SC1_BLOCK` steps on random (input, target) items; a block's value is its median step."""
+    n_events = large + 8_000
+    models, ids = {}, {}
+    for n in (SC1_SMALL, large):
+        models[n] = build(impl, *SC1_HPARAMS)
+        models[n].fit(_catalogue(n, n_events), n_epochs=0)
+        ids[n] = np.asarray(models[n].item_ids())
+    rng = np.random.default_rng(1)
+
+    def block(n: int, steps: int = SC1_BLOCK) -> float:
         times = []
-        for _k in range(warmup + steps):
-            x, y = ids[rng.integers(len(ids), size=32)], ids[rng.integers(len(ids), size=32)]
-            t0 = time.perf_counter()
-            model.train_step(x, y)
-            times.append(time.perf_counter() - t0)
-        return float(np.median(times[warmup:]))
-    rep = model.fit(train, n_epochs=2)  # the second epoch: caches built, no warm-up cost
-    return float(rep.epoch_seconds[1]) / int(rep.n_steps[1])
+        for _ in range(steps):
+            x, y = ids[n][rng.integers(len(ids[n]), size=32)], ids[n][rng.integers(len(ids[n]), size=32)]
+            times.append(_clock(impl, models[n], "train_step", x, y))
+        return float(np.median(times))
+
+    for n in models:
+        block(n, SC1_WARMUP)
+    return _interleaved(block, SC1_SMALL, large, SC1_ROUNDS, min_rounds=3)
+
+
+def _fit_ratio(impl: Any, large: int) -> dict[str, Any]:
+    """SC-1 black-box: the CPU time of ``fit`` (one epoch, a freshly built model each time) on two catalogues with
+    the same number of events, sessions and steps."""
+    n_events = large + 2_000
+    data = {n: _catalogue(n, n_events) for n in (SC1_SMALL, large)}
+
+    def one_fit(n: int) -> float:
+        model = build(impl, *SC1_HPARAMS)
+        return _clock(impl, model, "fit", data[n], n_epochs=1)
+
+    return _interleaved(one_fit, SC1_SMALL, large, SC1_FIT_ROUNDS, min_rounds=1)
 
 
 @pytest.mark.check("SC-1", kind="K9")
-@pytest.mark.slow
 def test_sc1_step_time_flat_in_catalogue(impl, conformance_options, record_metric):
-    """Training-step time stays flat when the catalogue grows 64x (2k → 128k items).
+    """Training cost stays flat when the catalogue grows (2k → 128k items per train_step, 2k → 32k per fit).
 
-    The median training-step time (B=32, S=256, hidden 64) grows less than 3x from a 2k to a 128k-item
-    catalogue on CPU (2k → 512k on GPU); full-catalogue scoring grows roughly linearly."""
-    large = 512_000 if conformance_options.device == "cuda" else 128_000
-    small_t = _step_seconds(impl, _catalogue(2_000, large + 8_000))
-    large_t = _step_seconds(impl, _catalogue(large, large + 8_000))
-    ratio = large_t / small_t
+    The CPU time of a training step (B=32, S=256, hidden 64) grows less than 3x from a 2k to a 128k-item
+    catalogue (512k on GPU, wall clock there); without train_step, the CPU time of a one-epoch fit on the same
+    events grows less than 3x from 2k to 32k items. Full-catalogue scoring grows roughly linearly.
+
+    Measurement: CPU time of the process that runs the adapter (the worker reports its own for an isolated
+    adapter), so other work on the machine does not count; the two catalogues alternate in ABBA rounds (9 rounds
+    of 10 train_step calls, or 3 rounds of one fit), the ratio is the median of the per-round ratios.
+
+    Limit 3, from the measured spread (SC1_MEASURED, with the other core busy): the reference's medians were
+    0.99-1.13 through train_step (20 of 20 runs passed; single rounds up to 1.89) and 1.01-1.31 through fit; the
+    full-catalogue mutants gave 17-28 through train_step and 9.7 through fit."""
+    if impl.supports("hook:train_step"):
+        method, large = "train_step", (SC1_LARGE_GPU if conformance_options.device == "cuda" else SC1_LARGE)
+        res = _train_step_ratio(impl, large)
+        what = "a training step (train_step)"
+    else:
+        method, large = "fit", SC1_FIT_LARGE
+        res = _fit_ratio(impl, large)
+        what = "a one-epoch fit on the same events (no train_step hook: black-box variant)"
+    ratio = res["ratio"]
+    clock = "wall clock" if impl.device == "cuda" else "CPU time"
+    small_t, large_t = float(np.median(res["small"])), float(np.median(res["large"]))
     record_metric(
-        f"step time ratio {large // 1000}k / 2k items",
+        f"{method} {clock} ratio {large // 1000}k / {SC1_SMALL // 1000}k items",
         ratio,
         reference=1.0,
-        rule="pass if < 3",
-        step_ms_2k=round(small_t * 1e3, 3),
-        step_ms_large=round(large_t * 1e3, 3),
+        rule=f"pass if median of per-round ratios < {SC1_LIMIT:g}",
+        method=method,
+        clock=clock,
+        ms_small=round(small_t * 1e3, 3),
+        ms_large=round(large_t * 1e3, 3),
+        rounds=len(res["ratios"]),
+        ratios=" ".join(f"{x:.2f}" for x in res["ratios"]),
     )
-    assert ratio < 3, (
-        f"a training step takes {large_t * 1e3:.2f} ms with {large} items vs {small_t * 1e3:.2f} ms with "
-        f"2000 ({ratio:.1f}x): the cost grows with the catalogue (all items scored every step)"
+    assert ratio < SC1_LIMIT, (
+        f"{what} takes {large_t * 1e3:.2f} ms {clock} with {large} items vs {small_t * 1e3:.2f} ms with "
+        f"{SC1_SMALL} (median ratio {ratio:.1f}x over {len(res['ratios'])} interleaved rounds: "
+        f"{', '.join(f'{x:.1f}' for x in res['ratios'])}; limit {SC1_LIMIT:g}): the cost grows with the catalogue "
+        f"(all items scored every step). Limit: {SC1_MEASURED[method]}"
     )

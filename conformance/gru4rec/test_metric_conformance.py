@@ -110,11 +110,11 @@ def matching_config(caps: Any, base: dict) -> tuple[dict, list[str]]:
     return cfg, notes
 
 
-def band(values: list[float]) -> tuple[float, float]:
-    """(mean, tolerance) of a metric over reference seeds (see :data:`RULE`)."""
+def band(values: list[float], rel_floor: float = REL_FLOOR) -> tuple[float, float]:
+    """(mean, tolerance) of a metric over reference seeds (see :data:`RULE`; ``rel_floor``: the relative floor)."""
     mean = float(np.mean(values))
     sd = float(np.std(values, ddof=1)) if len(values) > 1 else 0.0
-    return mean, max(SD_FACTOR * sd, REL_FLOOR * mean, ABS_FLOOR)
+    return mean, max(SD_FACTOR * sd, rel_floor * mean, ABS_FLOOR)
 
 
 #: The official configuration's learning rate and momentum are Adagrad's: they are asked for together with
@@ -162,8 +162,15 @@ def _run(
     return cache[key]
 
 
-def _conformance_runs(impl, reference_impl, metric_data, metric_cache, loss: str, progress: Any = None) -> dict:
-    base = metric_data.get("configs", CONFIGS)[loss]  # the dataset's study-best settings (CONFIGS: Yoochoose's)
+def _conformance_runs(
+    impl, reference_impl, metric_data, metric_cache, loss: str, progress: Any = None, n_epochs: int | None = None
+) -> dict:
+    """The implementation's runs (``--seeds``) and the reference's (full and matching features, :data:`REF_SEEDS`)
+    for the dataset's study-best settings of ``loss`` (``metric_data["configs"]``; :data:`CONFIGS` are Yoochoose's);
+    ``n_epochs`` replaces the configuration's epochs for all of them (the fast variants)."""
+    base = metric_data.get("configs", CONFIGS)[loss]
+    if n_epochs is not None:
+        base = {**base, "n_epochs": int(n_epochs)}
     match_cfg, notes = matching_config(impl.capabilities, base)
     declared = impl.capabilities.hyperparameters
     impl_cfg = {k: v for k, v in match_cfg.items() if k in declared}
@@ -191,12 +198,15 @@ def _conformance_runs(impl, reference_impl, metric_data, metric_cache, loss: str
     }
 
 
-def _compare(runs: list[dict], refs: list[dict], which: str, record_metric, context: dict) -> list[str]:
+def _compare(
+    runs: list[dict], refs: list[dict], which: str, record_metric, context: dict, rel_floor: float = REL_FLOOR
+) -> list[str]:
     bad = []
+    rule = RULE if rel_floor == REL_FLOOR else RULE.replace(f"{REL_FLOOR:.0%}·mean_ref", f"{rel_floor:.0%}·mean_ref")
     for m in METRICS:
         value = float(np.mean([r[which][m] for r in runs]))
-        mean, tol = band([r["suite"][m] for r in refs])
-        record_metric(m, value, reference=mean, tolerance=tol, rule=RULE, **context)
+        mean, tol = band([r["suite"][m] for r in refs], rel_floor)
+        record_metric(m, value, reference=mean, tolerance=tol, rule=rule, **context)
         if abs(value - mean) > tol:
             bad.append(f"{m} {value:.4f} vs reference {mean:.4f} ± {tol:.4f}")
     return bad
@@ -292,4 +302,35 @@ def test_mc3_own_evaluator(impl, reference_impl, metric_data, metric_cache, loss
     assert not bad, (
         f"on {metric_data['name']} ({loss}) the implementation's own evaluator misses the band of the "
         "reference with the same features: " + "; ".join(bad)
+    )
+
+
+#: Fast-set metric conformance (issue 14): every declared loss gets an MC check outside `slow`. Cross-entropy's
+#: MC-1..3 above already run there; BPR-max's three-epoch ones are `slow`, so BPR-max also runs MC-1 after one
+#: epoch (same data, same configuration otherwise), against the band of the reference's seeds after one epoch.
+QUICK_EPOCHS = 1
+#: The relative floor of the one-epoch band. After one epoch seeds differ more than three seeds' SD shows: on the
+#: real slice the reference with seed 42 was 2.1% (0.0047) below the mean of seeds 1-3 at Recall@1 and MRR@1 while
+#: 4·SD was under 0.0045 (2026-12-01); 4% keeps the reference inside with a margin (the other six metrics were
+#: within 0.8%), about the width of the three-epoch band on the more spread metrics.
+QUICK_REL_FLOOR = 0.04
+QUICK_LOSSES = [pytest.param("bpr-max", marks=pytest.mark.loss("bpr-max"), id="bpr-max-1-epoch")]
+
+
+@pytest.mark.check("MC-1", kind="metric")
+@pytest.mark.metric
+@pytest.mark.parametrize("loss", QUICK_LOSSES)
+def test_mc1_same_features_one_epoch(impl, reference_impl, metric_data, metric_cache, loss, record_metric, progress):
+    """Real-data Recall@N and MRR@N after one epoch match the reference with the same features (fast set).
+
+    As MC-1 with the configuration trained for one epoch instead of three, for the losses whose three-epoch
+    check is slow (BPR-max): the band comes from the reference's seeds after one epoch, with a 4% relative floor
+    (QUICK_REL_FLOOR: seeds spread more after one epoch)."""
+    runs = _conformance_runs(impl, reference_impl, metric_data, metric_cache, loss, progress, n_epochs=QUICK_EPOCHS)
+    notes = "; ".join(runs["notes"]) or "all features"
+    ctx = {**_context(metric_data, loss, runs, f"matching features: {notes}"), "n_epochs": QUICK_EPOCHS}
+    bad = _compare(runs["impl"], runs["match"], "suite", record_metric, ctx, rel_floor=QUICK_REL_FLOOR)
+    assert not bad, (
+        f"on {metric_data['name']} ({loss}, {QUICK_EPOCHS} epoch) the implementation misses the band of the "
+        "reference with the same features after the same epoch: " + "; ".join(bad)
     )

@@ -14,7 +14,7 @@ class ScoreAllThenSample(MutantAdapter):
     name = "mutant:score_all_then_sample"
     defect = "GP-4, GP-10"
     kind = "K3"
-    caught_by = ("SO-1", "SC-2", "LF-5")
+    caught_by = ("SO-1", "SC-2", "SC-1", "LF-5")
     also_fails = ("OP-1",)
     collateral = (
         "OP-1: probabilities normalised over the catalogue give tiny gradients, so no first Adagrad step reaches η"

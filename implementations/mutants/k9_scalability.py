@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from gru4rec_conformance.implementations.base import Adapter
 from gru4rec_conformance.implementations.mutants import MutantAdapter
 from gru4rec_conformance.implementations.registry import register
 
@@ -27,3 +28,13 @@ class FullCatalogueScoring(MutantAdapter):
                 return self.score_all(h)[:, y]
 
         return {"model_class": Model}
+
+
+@register
+class FullCatalogueScoringBlackBox(FullCatalogueScoring):
+    """:class:`FullCatalogueScoring` without the ``train_step`` hook (the protocol's default, which raises
+    Unsupported): SC-1 must catch it black-box, from the CPU time of ``fit`` at two catalogue sizes."""
+
+    name = "mutant:full_catalogue_scoring_blackbox"
+    caught_by = ("SC-2", "SC-1")
+    train_step = Adapter.train_step

@@ -142,6 +142,33 @@ def test_proxy_forwards_the_protocol_and_reraises_unsupported():
     assert pid is not None and not os.path.exists(f"/proc/{pid}/status") or _zombie_or_gone(pid)
 
 
+def test_worker_reports_the_cpu_time_of_each_call():
+    """Every answered call carries the CPU time the worker spent in the adapter's method (SC-1 times with it);
+    cpu_call reads it for a worker and measures an in-process adapter itself."""
+    import pandas as pd
+
+    from gru4rec_conformance.conformance._harness.cputime import cpu_call
+
+    frame = pd.DataFrame({"SessionId": [1, 1, 2, 2], "ItemId": [3, 4, 3, 4], "Time": [1, 2, 3, 4]})
+    proxy = _proxy()
+    try:
+        proxy.build(seed=1)
+        t0 = time.perf_counter()
+        report, cpu = cpu_call(proxy, "fit", frame)
+        wall = time.perf_counter() - t0
+        assert report.n_events_trained == [2] and cpu == proxy.last_cpu_s
+        assert 0.0 <= cpu <= wall  # one worker thread: not more than the call's wall time
+        with pytest.raises(Unsupported):
+            cpu_call(proxy, "train_step", [3], [4])
+        assert proxy.last_cpu_s is None  # a failed call has no CPU time
+    finally:
+        proxy.close()
+    local = TemplateAdapter()
+    local.build(seed=1)
+    report, cpu = cpu_call(local, "fit", frame)
+    assert report.n_events_trained == [2] and cpu >= 0.0
+
+
 def _zombie_or_gone(pid: int) -> bool:
     try:
         with open(f"/proc/{pid}/status") as fh:

@@ -49,6 +49,7 @@ STEP_MUTANTS = {
     # scores through the dense Wy/By: their dense update moves rows that step 1 touched and step 2 does not
     # by μ·V (the port's lazy update leaves them), so only a second momentum step differs
     "mutant:full_catalogue_scoring": _second_momentum_step,
+    "mutant:full_catalogue_scoring_blackbox": _second_momentum_step,  # the same GRU4Rec, train_step hook hidden
     "mutant:weight_decay": _any,
     "mutant:gradient_noise": _any,
 }
