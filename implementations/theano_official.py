@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from gru4rec_conformance.implementations._checkout import CHECKOUTS, import_path, locate
-from gru4rec_conformance.implementations._thirdparty import check_session_frame, layers_list, seed_everything
+from gru4rec_conformance.implementations._thirdparty import check_session_frame, layers_list, patched, seed_everything
 from gru4rec_conformance.implementations.base import Adapter, FitReport, ImplementationUnavailable, Unsupported
 from gru4rec_conformance.implementations.registry import register
 
@@ -59,6 +59,17 @@ def _theano() -> Any:
             f"Theano cannot be imported on Python {py} ({type(exc).__name__}: {exc}): {_PROVIDE}"
         ) from exc
     return theano
+
+
+class _EpochLog(io.StringIO):
+    """Captured stdout of fit() that counts the epoch lines written so far (``epochs``)."""
+
+    epochs = 0
+
+    def write(self, text: str) -> int:
+        if "-->" in text:
+            self.epochs += 1
+        return super().write(text)
 
 
 class TheanoOfficialAdapter(Adapter):
@@ -143,8 +154,9 @@ class TheanoOfficialAdapter(Adapter):
                 "gpu_diag (a custom GPU kernel) replaced by Theano's ExtractDiag, gpu_searchsorted by the module's "
                 "own CPU fallback (disable_custom_op=True)",
                 "Python 3.9 worker (GRU4REC_WORKER_PYTHON): Theano 1.0.5 does not import on Python >= 3.10",
-                "FitReport: per-epoch loss, seconds, steps (mb/s x s) and events (e/s x s) read from the epoch "
-                "lines fit() prints (its own per-example average of the step costs)",
+                "FitReport: per-epoch loss and seconds read from the epoch lines fit() prints (its own per-example "
+                "average of the step costs); steps and lanes counted by wrapping the train function fit() compiles "
+                "(gru4rec.function), epochs delimited by those printed lines",
                 "score_prefixes: prefixes run lane-parallel through predict_next_batch (a fresh session id per "
                 "lane resets its state); an empty prefix is scored from the zero state (final_act(By))",
                 "evaluate: evaluation.evaluate_gpu run unchanged (mode='conservative'); n_events counted from the "
@@ -193,25 +205,41 @@ class TheanoOfficialAdapter(Adapter):
         self._zero_scores = None
 
     def fit(self, train_df: Any, n_epochs: int | None = None) -> FitReport:
-        self._mods()
+        g, _ = self._mods()
         df = check_session_frame(train_df)
         gru = self.gru
         if n_epochs is not None:
             gru.n_epochs = int(n_epochs)
         seed_everything(self.seed, torch_too=False)
-        out = io.StringIO()
-        with redirect_stdout(out):
+        out = _EpochLog()
+        steps: list[int] = []
+        lanes: list[int] = []
+        compile_fn = g.function
+
+        def counting_function(*a: Any, **k: Any) -> Any:  # fit() compiles its train function with this name
+            fn = compile_fn(*a, **k)
+
+            def step(*args: Any) -> Any:
+                while len(steps) <= out.epochs:
+                    steps.append(0)
+                    lanes.append(0)
+                steps[out.epochs] += 1
+                lanes[out.epochs] += int(args[2])  # M: the number of active lanes of this step
+                return fn(*args)
+
+            return step
+
+        with redirect_stdout(out), patched(g, "function", counting_function):
             gru.fit(df)
         text = out.getvalue()
         if getattr(gru, "error_during_train", False):
             raise FloatingPointError(f"the original stopped training on a NaN loss: {text[-300:]}")
         report = FitReport()
-        for m in _EPOCH.finditer(text):
-            seconds, mbs, eps = float(m.group(3)), float(m.group(4)), float(m.group(5))
+        for e, m in enumerate(_EPOCH.finditer(text)):
             report.epoch_losses.append(float(m.group(2)))
-            report.epoch_seconds.append(seconds)
-            report.n_steps.append(int(round(mbs * seconds)))
-            report.n_events_trained.append(int(round(eps * seconds)))
+            report.epoch_seconds.append(float(m.group(3)))
+            report.n_steps.append(steps[e] if e < len(steps) else 0)
+            report.n_events_trained.append(lanes[e] if e < len(lanes) else 0)
         self._zero_scores = None
         return report
 
