@@ -104,6 +104,10 @@ CHECKOUTS: dict[str, Checkout] = {
         Checkout("keras_gru4rec_fork", "czappi44/KerasGRU4Rec",
                  "bf4b7c85f424b7e7cfc4fcf23c431be8e8efa1c4", "KERAS_GRU4REC_FORK_PATH",
                  ("model/gru4rec.py",)),
+        # the Theano original: newest commit on master (2023-08-24, "Paropt + readme extension")
+        Checkout("gru4rec_theano", "hidasib/GRU4Rec",
+                 "a4ed5fbdba35bcc18bf1d4a9b76692ef462bb284", "GRU4REC_THEANO_PATH",
+                 ("gru4rec.py", "evaluation.py", "gpu_ops.py", "custom_opt.py")),
     )
 }  # fmt: skip
 

@@ -18,6 +18,12 @@ Evidence (checked with pip against PyPI on Python 3.11, and by importing in the 
   ``tensorflow.python.keras`` tree, i.e. a port, not a translation; and the model is not a GRU4Rec anyway
   (MS-1..MS-5: needs item categories, no full-catalogue ranking in one pass, sampled-group metrics).
 
+On Python 3.9 (``tox -e ms_recommenders_py39,ms_recommenders``: the harness on 3.11, the worker on 3.9 with
+recommenders 1.1.1 and TensorFlow 2.7.4, the release its ``[gpu]`` extra pins) ``GRU4RecModel`` imports. Driving
+it is still not translation-only: it reads its data from text files in its own format (user, item, category,
+timestamp, history columns) through ``SequentialIterator``, trains with 1 + 4 sampled negatives per example and
+scores only a given candidate list, so no adapter drives it yet; the verdict then says that instead.
+
 ``capabilities()`` (run in the worker, i.e. in the implementation's environment) attempts the real import
 and raises :class:`ImplementationUnavailable` with one line saying why; every check is then skipped with
 that line, and the committed verdict report and the scoreboard show it.
@@ -31,8 +37,11 @@ from typing import Any
 from gru4rec_conformance.implementations.base import Adapter, FitReport, ImplementationUnavailable
 from gru4rec_conformance.implementations.registry import register
 
-_GRU_MODULE = "recommenders.models.deeprec.models.sequential.gru"
-_PROVIDE = "install it with `tox -e ms_recommenders` (recommenders==1.2.1, tensorflow-cpu==2.15.1)"
+#: GRUModel (recommenders >= 1.2, renamed) and GRU4RecModel (recommenders <= 1.1.1).
+_GRU_MODULES = ("recommenders.models.deeprec.models.sequential.gru",
+                "recommenders.models.deeprec.models.sequential.gru4rec")  # fmt: skip
+_PROVIDE = ("run it with `tox -e ms_recommenders_py39,ms_recommenders` (a Python 3.9 worker with "
+            "recommenders==1.1.1, tensorflow-cpu==2.7.4)")  # fmt: skip
 
 
 def _installed_version() -> str | None:
@@ -45,14 +54,18 @@ def _installed_version() -> str | None:
 
 
 def _import_error() -> str | None:
-    """The error of importing recommenders' GRUModel here (None if it imports)."""
+    """The error of importing recommenders' GRUModel / GRU4RecModel here (None if one of them imports)."""
     import importlib
 
-    try:
-        importlib.import_module(_GRU_MODULE)
-    except Exception as exc:  # ModuleNotFoundError expected; any import failure is the verdict
-        return f"{type(exc).__name__}: {exc}"
-    return None
+    errors = []
+    for module in _GRU_MODULES:
+        try:
+            importlib.import_module(module)
+        except Exception as exc:  # ModuleNotFoundError expected; any import failure is the verdict
+            errors.append(f"{type(exc).__name__}: {exc}")
+        else:
+            return None
+    return errors[0]
 
 
 def why_unavailable() -> str:
@@ -71,9 +84,10 @@ def why_unavailable() -> str:
             f"Python 3.11 wheels), and the GRU4RecModel of recommenders<=1.1.1 requires Python<3.10"
         )
     return (
-        f"recommenders {version} GRUModel imports on Python {py}, but it is not a GRU4Rec (item categories "
-        f"required, an MLP scorer, sampled-group metrics: conformance_checks.md MS-1..MS-5) and no adapter "
-        f"drives it"
+        f"recommenders {version} GRU4RecModel imports on Python {py}, but no adapter drives it: it trains from "
+        f"its own text files with item categories and 1+4 sampled negatives and scores only candidate lists "
+        f"(conformance_checks.md MS-1..MS-5), which a translation-only adapter cannot map to full-catalogue "
+        f"ranking"
     )
 
 
@@ -84,15 +98,18 @@ class MsRecommendersAdapter(Adapter):
     name = "ms_recommenders"
     role = "implementation"
     isolated = True
-    description = "Microsoft Recommenders 1.2.1 GRUModel (formerly GRU4RecModel), TensorFlow 1-compat"
-    homepage = "https://pypi.org/project/recommenders/1.2.1/"
+    description = "Microsoft Recommenders GRU4RecModel (1.1.1, Python 3.9) / GRUModel (1.2.x), TensorFlow 1-compat"
+    homepage = "https://pypi.org/project/recommenders/1.1.1/"
     study = None
     reproducibility = {
         "installs": "pip resolves recommenders==1.2.1 + tensorflow-cpu==2.15.1 on Python 3.11, but GRUModel does "
-        "not import (keras.layers.legacy_rnn needs keras<=2.8); recommenders<=1.1.1 needs Python<3.10",
+        "not import (keras.layers.legacy_rnn needs keras<=2.8); recommenders 1.1.1 (Python<3.10) with "
+        "tensorflow-cpu 2.7.4 on Python 3.9 imports GRU4RecModel (installed --no-deps: its full requirement "
+        "list builds lightfm, scikit-surprise and cornac<2 from source)",
         "offline": "not testable (does not import)",
-        "pinned": "tox env 'ms_recommenders': recommenders==1.2.1, tensorflow-cpu==2.15.1, numpy==1.26.4, "
-        "pandas==2.3.3; the package pins tensorflow<2.16, pandas<3, cornac<3",
+        "pinned": "tox envs 'ms_recommenders_py39' + 'ms_recommenders': recommenders==1.1.1, tensorflow-cpu==2.7.4, "
+        "keras==2.7.0, numpy==1.21.6, pandas==1.3.5 in a Python 3.9 worker; the package pins tensorflow~=2.7.0, "
+        "pandas<2",
         "hyperparameters": "YAML hparams (prepare_hparams); not testable here",
     }
 

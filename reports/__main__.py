@@ -1,4 +1,5 @@
-"""``python -m gru4rec_conformance.reports scoreboard``, ``... render``, ``... compact`` and ``... checks``.
+"""``python -m gru4rec_conformance.reports scoreboard``, ``... render``, ``... compact``, ``... study-agreement`` and
+``... checks``.
 
 - ``scoreboard [ROOT ...] [--out reports/out] [--verdicts reports/verdicts]``: cross-implementation scoreboard of
   the run folders under the roots (default: ``--out`` and the committed verdicts; several roots merge the runs of
@@ -10,6 +11,9 @@
   place from their results.jsonl, e.g. after a run was killed (the report is then marked incomplete);
 - ``compact ROOT [ROOT ...] [--into reports/verdicts]``: keep the newest complete run per implementation and
   judged version as ``<into>/<impl>/[<level>/]<version>/results.json.gz`` (:mod:`reports.compact`);
+- ``study-agreement [ROOT ...] [--out reports/out]``: the study's expected outcome per check (§B.3) against the
+  runs under the roots (default: the committed verdicts), written to ``<out>/study_agreement.csv`` and ``.md``
+  (:mod:`gru4rec_conformance.reports.agreement`, which documents how outcomes map to agree / disagree);
 - ``checks [--out docs/checks.md] [--check]``: write the check catalogue from the check modules
   (:mod:`gru4rec_conformance.reports.checks_catalogue`); ``--check`` writes nothing and exits 1 when the file
   differs from what the checks say (for CI).
@@ -45,6 +49,9 @@ def main(argv: list[str] | None = None) -> int:
     cp = sub.add_parser("compact", help="keep the newest complete run per implementation and judged version")
     cp.add_argument("roots", nargs="+", type=Path)
     cp.add_argument("--into", type=Path, default=REPORTS_DIR / "verdicts", help="default: reports/verdicts")
+    sa = sub.add_parser("study-agreement", help="the study's expected outcome per check (§B.3) against our verdicts")
+    sa.add_argument("roots", nargs="*", type=Path, help="run folders to read (default: reports/verdicts)")
+    sa.add_argument("--out", type=Path, default=REPORTS_DIR / "out", help="where the table goes (default: reports/out)")
     from gru4rec_conformance.reports.checks_catalogue import DEFAULT_OUT
 
     ck = sub.add_parser("checks", help="write the check catalogue (docs/checks.md) from the check modules")
@@ -55,6 +62,14 @@ def main(argv: list[str] | None = None) -> int:
         from gru4rec_conformance.reports.checks_catalogue import main as write_catalogue
 
         return write_catalogue(args.out, check=args.check)
+    if args.command == "study-agreement":
+        from gru4rec_conformance.reports.agreement import write_agreement
+
+        csv_path, md_path, unreadable = write_agreement(args.roots or [REPORTS_DIR / "verdicts"], args.out)
+        for u in unreadable:
+            print(f"error: {u}", file=sys.stderr)
+        print(f"wrote {csv_path}\nwrote {md_path}")
+        return 2 if unreadable else 0
     if args.command == "scoreboard":
         verdicts = args.verdicts
         if verdicts is None and not args.roots and (REPORTS_DIR / "verdicts").is_dir():

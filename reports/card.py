@@ -23,6 +23,7 @@ from typing import Any
 from gru4rec_conformance import CHECKOUT_ROOT, __version__
 from gru4rec_conformance.conformance._harness.verdict import PREREQUISITES
 from gru4rec_conformance.reports import study
+from gru4rec_conformance.reports.agreement import tally as agreement_tally
 from gru4rec_conformance.reports.results import RunData
 
 __all__ = ["CHECK_PATHS", "NEGATIVE_CONTROLS", "build_card", "render_markdown", "render_html", "suite_currency",
@@ -97,46 +98,12 @@ def suite_currency(run: RunData, root: Path | None = CHECKOUT_ROOT) -> tuple[boo
     return None, f"suite {string}: not comparable with this checkout (no git history of that commit)"
 
 
-def _ours(results: list[dict[str, Any]], ids: list[str], conformance: Any) -> tuple[str, str]:
-    """Our outcome over every record of the check ids: FAIL / pass / n/a / not tested, and a short note."""
-    rs = [r for r in results if (r.get("check") or {}).get("id") in ids]
-    if not rs:
-        return study.NOT_TESTED, "not in this run"
-    outcomes = collections.Counter(r.get("outcome") for r in rs)
-    failing = outcomes["failed"] + outcomes["xfail"]
-    if failing:
-        defects = sorted({i for d in conformance.defects if d.check_id in ids for i in d.defect_ids})
-        return "FAIL", f"{failing}/{len(rs)} failed" + (f" ({', '.join(defects)})" if defects else "")
-    ran = outcomes["passed"] + outcomes["xpass"]
-    if ran and ran == len(rs) - outcomes["skipped-unsupported"]:
-        na = outcomes["skipped-unsupported"]
-        return "pass", f"{ran} passed" + (f", {na} n/a" if na else "")
-    if outcomes["skipped-unsupported"] == len(rs):
-        if any(_hook_only(r) for r in rs):
-            return study.NOT_TESTED, "adapter lacks a hook"
-        return "n/a", "feature absent"
-    return study.NOT_TESTED, ", ".join(f"{n} {o}" for o, n in sorted(outcomes.items()))
-
-
-def _hook_only(record: dict[str, Any]) -> bool:
-    """Whether an n/a record lacks only hooks (applicable but not testable), from its ``missing`` list or, for
-    records without one, the reason's ``needs ... (not declared)``."""
-    missing = record.get("missing")
-    if missing is None:
-        m = re.search(r": needs (.+?) \(not declared\)", str(record.get("reason") or ""))
-        missing = [x.strip() for x in m.group(1).split(",")] if m else []
-    return bool(missing) and all(str(x).startswith("hook:") for x in missing)
-
-
 def study_rows(run: RunData, conformance: Any) -> list[dict[str, str]]:
-    """The §B.3 expectations for this implementation beside our outcome of the same checks, with agreement."""
-    out = []
-    for row in study.expected(str(run.impl.get("name") or ""), run.impl.get("study")):
-        ids = study.check_ids(row["checks"], row["note"])
-        ours, note = _ours(run.results, ids, conformance)
-        out.append({"checks": row["checks"], "expected": row["expected"], "study_note": row["note"],
-                    "ours": ours, "ours_note": note, "agreement": study.agreement(row["expected"], ours)})  # fmt: skip
-    return out
+    """The §B.3 expectations for this implementation beside our outcome of the same checks, with agreement
+    (:func:`gru4rec_conformance.reports.agreement.cells`; ``ours_note`` repeats its ``our_note``)."""
+    from gru4rec_conformance.reports.agreement import cells
+
+    return [{**cell, "ours_note": cell["our_note"]} for cell in cells(run, conformance)]
 
 
 def _metric_kind(comparison: str) -> str:
@@ -243,7 +210,6 @@ def build_card(run: RunData, readme: Path | None = None, readme_link: str | None
                     "checks": list(dict.fromkeys(d.check_id or d.check for d in ds)), "n": len(ds)}
                    for cause, ds in conf.root_causes().items()]  # fmt: skip
     brows = study_rows(run, conf)
-    tally = collections.Counter(r["agreement"] for r in brows)
     return {
         "title": f"{impl.get('name', '?')} @ {judged_version(run)}",
         "name": str(impl.get("name") or "?"),
@@ -282,7 +248,7 @@ def build_card(run: RunData, readme: Path | None = None, readme_link: str | None
         "study_decl": " / ".join(str(v) for v in (impl.get("study") or {}).values()) or None,
         "study_level": study.fix_level(impl.get("study")),
         "study_rows": brows,
-        "study_tally": {k: tally.get(k, 0) for k in (study.AGREE, study.DISAGREE, study.NOT_TESTED)},
+        "study_tally": agreement_tally(brows),
         "environment": _environment(run),
         "readme": readme_link or (str(readme) if readme else None),
         "source": str(run.directory),
@@ -356,7 +322,8 @@ def render_markdown(c: dict[str, Any]) -> str:
     if c["study_rows"]:
         t = c["study_tally"]
         lines.append(f"Study row: {c['study_decl'] or 'official'} (fix level {c['study_level'] or '–'}). "
-                     f"{t['agree']} agree, {t['disagree']} disagree, {t['not tested']} not tested.")  # fmt: skip
+                     f"{t['agree']} agree, {t['disagree']} disagree, {t['not tested']} not tested "
+                     "(how outcomes map: `gru4rec_conformance.reports.agreement`).")  # fmt: skip
         lines += [""] + _table(["checks", "study expects", "study note", "ours", "our note", "agreement"],
                                [[r["checks"], r["expected"], r["study_note"] or "–", r["ours"], r["ours_note"],
                                  r["agreement"]] for r in c["study_rows"]])  # fmt: skip

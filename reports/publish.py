@@ -17,7 +17,7 @@ from pathlib import Path
 from gru4rec_conformance.fileio import atomic_write_text
 from gru4rec_conformance.reports.results import RunData, RunDirError, iter_run_dirs, load_run
 
-__all__ = ["render_tree", "readme_for"]
+__all__ = ["render_tree", "readme_for", "newest_per_key"]
 
 
 def _folder(path: Path, top: Path) -> Path:
@@ -42,6 +42,21 @@ def readme_for(run: RunData, roots: Sequence[Path]) -> Path | None:
     return None
 
 
+def newest_per_key(runs: Sequence[RunData]) -> dict[Path, RunData]:
+    """The run that stands for each verdict key (:func:`reports.compact.verdict_key`): the newest complete one, else
+    the newest (by the header's ``started``)."""
+    from gru4rec_conformance.reports.compact import verdict_key
+
+    chosen: dict[Path, RunData] = {}
+    for run in runs:
+        key = verdict_key(run)
+        rank = (run.status == "complete", str(run.header.get("started") or ""))
+        old = chosen.get(key)
+        if old is None or rank > (old.status == "complete", str(old.header.get("started") or "")):
+            chosen[key] = run
+    return chosen
+
+
 def render_tree(roots: Sequence[Path], out: Path, plots: bool = True) -> tuple[list[Path], list[str]]:
     """Render every verdict key under ``roots`` into ``out``.
 
@@ -52,7 +67,6 @@ def render_tree(roots: Sequence[Path], out: Path, plots: bool = True) -> tuple[l
     from gru4rec_conformance.reports.card import build_card
     from gru4rec_conformance.reports.card import render_html as card_html
     from gru4rec_conformance.reports.card import render_markdown as card_md
-    from gru4rec_conformance.reports.compact import verdict_key
     from gru4rec_conformance.reports.render import render_html, render_markdown
     from gru4rec_conformance.reports.scoreboard import build_scoreboard
     from gru4rec_conformance.reports.scoreboard import render_html as board_html
@@ -76,13 +90,7 @@ def render_tree(roots: Sequence[Path], out: Path, plots: bool = True) -> tuple[l
                 continue
             if run.header and run.impl:
                 runs.append(run)
-    chosen: dict[Path, RunData] = {}
-    for run in runs:
-        key = verdict_key(run)
-        rank = (run.status == "complete", str(run.header.get("started") or ""))
-        old = chosen.get(key)
-        if old is None or rank > (old.status == "complete", str(old.header.get("started") or "")):
-            chosen[key] = run
+    chosen = newest_per_key(runs)
     written, cards = [], {}
     for key, run in sorted(chosen.items()):
         folder = _folder(out / key, out)

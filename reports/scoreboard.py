@@ -7,7 +7,8 @@ writes ``<out>/scoreboard.md`` and ``scoreboard.html`` (atomically).
 One row per implementation (level included): the newest *complete* run whose checks are this checkout's and that
 ran every selected check (no ``-k`` / ``-m`` / ``--deselect`` subset). Its columns: conformance status
 (``conformance._harness.verdict``), defects by kind, coverage, recall@20 and MRR@20 Δ against the reference (dataset
-and loss named) beside the study's published Δ, gate, judged version, suite version. Runs that do not qualify — a
+and loss named) beside the study's published Δ, the tally of the study's expected outcomes per check (§B.3) against
+ours (:mod:`reports.agreement`), gate, judged version, suite version. Runs that do not qualify — a
 subset, an interrupted or killed run, a run older than the current checks (stale) — are listed apart, greyed, with
 the reason, when no qualifying run of that implementation is newer. Negative controls (not a GRU4Rec) are marked.
 """
@@ -138,12 +139,25 @@ def board_row(run: RunData, link_base: Path | None = None, cards: dict[str, str]
         "run_status": run.status,
         "where": where,
         "key": key,
+        "study_b3": _b3_cell(run, conf),
         "card": (cards or {}).get(key),
         "apart": apart_reasons(run, conf),
         "unavailable": "; ".join(r.removeprefix("not available here: ") for r in conf.reasons)
         if conf.status == "UNAVAILABLE"
         else None,
     }
+
+
+def _b3_cell(run: RunData, conformance: Any) -> str | None:
+    """``"7 agree / 1 disagree / 5 not tested"`` against the study's §B.3 row (:mod:`reports.agreement`), or None
+    when §B.3 has no row for the implementation."""
+    from gru4rec_conformance.reports.agreement import cells, tally
+
+    rows = cells(run, conformance)
+    if not rows:
+        return None
+    t = tally(rows)
+    return f"{t['agree']} agree / {t['disagree']} disagree / {t['not tested']} not tested"
 
 
 def _order(row: dict[str, Any]) -> tuple[Any, ...]:
@@ -223,14 +237,15 @@ def _name_cell(row: dict[str, Any]) -> str:
 
 
 HEAD = ["implementation", "conformance", "defects bug / design / numerical", "coverage",
-        "Δ vs reference (study Δ)", "gate", "judged", "suite"]  # fmt: skip
+        "Δ vs reference (study Δ)", "study §B.3", "gate", "judged", "suite"]  # fmt: skip
 
 
 def _cells(row: dict[str, Any]) -> list[str]:
     name = _name_cell(row)
     if row.get("card"):
         name = f"[{name}]({row['card']})"
-    return [name, row["status"], _defect_cell(row), row["coverage"], metric_cell(row), row["gate"] or "–",
+    return [name, row["status"], _defect_cell(row), row["coverage"], metric_cell(row), row.get("study_b3") or "–",
+            row["gate"] or "–",
             row["judged"], row["suite"]]  # fmt: skip
 
 
@@ -268,7 +283,8 @@ def render_markdown(board: dict[str, Any]) -> str:
                  "NOT CONFORMANT when a check found a defect (declared or not); INCOMPLETE when applicable checks did "
                  "not run. Gate: measured vs declared xfails. Defects by the xfail registry's kind. Δ: ours against "
                  "the reference (relative); study Δ: the published change of the same row against the official "
-                 "code on the study's full dataset.")  # fmt: skip
+                 "code on the study's full dataset. Study §B.3: the study's expected outcome per check against ours "
+                 "(`python -m gru4rec_conformance.reports study-agreement` writes the cells).")  # fmt: skip
     return "\n".join(lines) + "\n"
 
 

@@ -6,7 +6,7 @@ Reports print them beside our measurements: for an implementation that declares
 ``loss`` context, the published value of that row and its relative change against the official "Best
 params" row of the same dataset and loss (or against the official code restricted to the implementation's
 features, ``against="matching"``); and, per check the study names, whether it expects the suite to flag the
-implementation at that fix level, beside what we measured (:func:`agreement`).
+implementation at that fix level (:func:`expected`; compared with our outcomes in :mod:`reports.agreement`).
 """
 
 from __future__ import annotations
@@ -90,9 +90,11 @@ def published(
             "row": f"{row['implementation']} / {row['variant']}", "dataset": row["dataset"]}  # fmt: skip
 
 
-#: Implementations the §B.3 table names without a ``study`` declaration of their own: the official port's row.
-OFFICIAL_ALIASES = {"official_pytorch": (OFFICIAL, "")}
-#: What :func:`agreement` returns.
+#: Implementations the §B.3 table names without a ``study`` declaration of their own: the official code's row (the
+#: PyTorch port and the Theano original) and GRU4Rec_TensorFlow's upstream ("TF upstream").
+ROW_ALIASES = {"official_pytorch": (OFFICIAL, ""), "theano_official": (OFFICIAL, ""),
+               "gru4rec_tensorflow": ("GRU4Rec_Tensorflow", "UPSTREAM")}  # fmt: skip
+#: Agreement values (:func:`gru4rec_conformance.reports.agreement.agreement`).
 AGREE, DISAGREE, NOT_TESTED = "agree", "disagree", "not tested"
 
 
@@ -108,6 +110,20 @@ def fix_level(study: dict[str, str] | None) -> str | None:
     return None
 
 
+def table_key(impl_name: str, study: dict[str, str] | None) -> tuple[str, str] | None:
+    """The §B.3 row ``(implementation, fix level)`` of an implementation: from its declared study row (any row of
+    the official code is the official row), else :data:`ROW_ALIASES` by base name; None when §B.3 has none."""
+    if study and study.get("implementation") == OFFICIAL:
+        key: tuple[str, str | None] = (OFFICIAL, "")
+    elif study:
+        key = (str(study.get("implementation", "")), fix_level(study))
+    else:
+        key = ROW_ALIASES.get(impl_name.split(":")[0], ("", None))
+    if key[1] is None or not any((r["implementation"], r["fix_level"]) == key for r in expected_rows()):
+        return None
+    return key[0], key[1]
+
+
 @functools.lru_cache(maxsize=1)
 def expected_rows() -> tuple[dict[str, str], ...]:
     """The §B.3 table as rows ``{implementation, fix_level, checks ("LF-1/2"), expected (FAIL | pass | n/a), note}``."""
@@ -116,15 +132,10 @@ def expected_rows() -> tuple[dict[str, str], ...]:
 
 
 def expected(impl_name: str, study: dict[str, str] | None) -> list[dict[str, str]]:
-    """The §B.3 expectations for one implementation (its declared study row's implementation and fix level, or
-    :data:`OFFICIAL_ALIASES`), in the table's column order; empty when §B.3 has no row for it."""
-    if study and study.get("implementation") == OFFICIAL:
-        key: tuple[str, str | None] = (OFFICIAL, "")
-    elif study:
-        key = (str(study.get("implementation", "")), fix_level(study))
-    else:
-        key = OFFICIAL_ALIASES.get(impl_name.split(":")[0], ("", None))
-    return [r for r in expected_rows() if (r["implementation"], r["fix_level"]) == key]
+    """The §B.3 expectations for one implementation (:func:`table_key`), in the table's column order; empty when
+    §B.3 has no row for it."""
+    key = table_key(impl_name, study)
+    return [r for r in expected_rows() if (r["implementation"], r["fix_level"]) == key] if key else []
 
 
 #: Catalogue defect-id prefixes (§B.2); other ``XX-n`` in a note name checks.
@@ -139,22 +150,3 @@ def check_ids(column: str, note: str = "") -> list[str]:
     ids = [f"{prefix}-{n}" for n in numbers.split("/")] if numbers else [column]
     named = [m for m in re.findall(r"\b([A-Z]{2})-(\d+)\b", note) if m[0] not in _DEFECT_PREFIXES]
     return ids + [f"{a}-{n}" for a, n in named if f"{a}-{n}" not in ids]
-
-
-def agreement(expected_outcome: str, ours: str) -> str:
-    """Compare the study's expectation with our measurement of the same check(s).
-
-    Args:
-        expected_outcome: ``FAIL`` (the suite must flag the implementation), ``pass`` (expected to pass or not
-            applicable) or ``n/a``.
-        ours: ``FAIL`` (a run failed or declared a failure), ``pass`` (every run passed), ``n/a`` (the feature is
-            declared absent) or ``not tested`` (the checks did not run: no hook, not selected, an error).
-
-    Returns:
-        :data:`AGREE`, :data:`DISAGREE` or :data:`NOT_TESTED`.
-    """
-    if ours == NOT_TESTED:
-        return NOT_TESTED
-    if expected_outcome == "FAIL":
-        return AGREE if ours == "FAIL" else (NOT_TESTED if ours == "n/a" else DISAGREE)
-    return DISAGREE if ours == "FAIL" else AGREE
