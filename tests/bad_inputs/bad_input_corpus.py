@@ -807,7 +807,7 @@ def _cases() -> list[Case]:
             "O10",
             OP,
             "--dataset bogus (read by the metric-conformance checks)",
-            RunErrors(("UsageError: --dataset 'bogus': unknown dataset; use one of yoochoose_100k", "2 errors")),
+            RunErrors(("UsageError: --dataset 'bogus': unknown dataset; use all, a comma list of", "3 errors")),
             _opts("--impl", "reference", "--dataset", "bogus", "-k", "mc1_same_features"),
         ),
         Case(
