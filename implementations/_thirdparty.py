@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import random
 import tempfile
-from collections.abc import Callable, Generator, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -126,21 +126,27 @@ def layers_list(value: Any, name: str = "layers") -> list[int]:
     return out
 
 
-def module_weights(module: Any) -> dict[str, np.ndarray]:
+def module_weights(module: Any, rows: Mapping[str, Any] | None = None) -> dict[str, np.ndarray]:
     """Copies of every parameter of a torch ``nn.Module`` as numpy arrays, under ``named_parameters()`` names
-    (the ``get_weights`` hook of an adapter whose implementation is one torch module)."""
-    return {k: p.detach().cpu().numpy().copy() for k, p in module.named_parameters()}
+    (the ``get_weights`` hook of an adapter whose implementation is one torch module).
+
+    ``rows``: parameter name → the rows (axis 0) to show, a slice or an integer array, e.g. the item rows in
+    ``item_ids()`` order without the implementation's padding row; other parameters are shown whole."""
+    rows = rows or {}
+    return {k: p.detach().cpu().numpy()[rows.get(k, slice(None))].copy() for k, p in module.named_parameters()}
 
 
-def load_module_weights(module: Any, weights: Any) -> None:
-    """Copy arrays (name → array, all parameters or a subset, names as :func:`module_weights`) into the
-    parameters of a torch ``nn.Module`` in place (an optimizer holding them keeps its state).
+def load_module_weights(module: Any, weights: Any, rows: Mapping[str, Any] | None = None) -> None:
+    """Copy arrays (name → array, all parameters or a subset, names and ``rows`` as :func:`module_weights`) into
+    the parameters of a torch ``nn.Module`` in place (an optimizer holding them keeps its state; rows outside
+    ``rows[name]`` are untouched).
 
     Raises:
         ValueError: for an unknown name (the known ones listed) or an array of another shape.
     """
     import torch
 
+    rows = rows or {}
     named = dict(module.named_parameters())
     unknown = sorted(set(weights) - set(named))
     if unknown:
@@ -148,10 +154,14 @@ def load_module_weights(module: Any, weights: Any) -> None:
     with torch.no_grad():
         for name, value in weights.items():
             target = named[name]
+            index = rows.get(name, slice(None))
+            if isinstance(index, np.ndarray):
+                index = torch.as_tensor(index, dtype=torch.long, device=target.device)
             t = torch.as_tensor(np.asarray(value), dtype=target.dtype, device=target.device)
-            if tuple(t.shape) != tuple(target.shape):
-                raise ValueError(f"set_weights: {name} has shape {tuple(t.shape)}, expected {tuple(target.shape)}")
-            target.copy_(t)
+            want = tuple(target[index].shape)
+            if tuple(t.shape) != want:
+                raise ValueError(f"set_weights: {name} has shape {tuple(t.shape)}, expected {want}")
+            target[index] = t
 
 
 def rows_touched(grad: Any) -> int:

@@ -59,6 +59,7 @@ from typing import Any
 
 import numpy as np
 
+from gru4rec_conformance.implementations._thirdparty import load_module_weights, module_weights
 from gru4rec_conformance.implementations.base import (
     Adapter,
     FitReport,
@@ -378,12 +379,7 @@ class RecboleGRU4RecAdapter(Adapter):
         """The GRU4Rec module's parameters under their torch names (``item_embedding.weight`` (I, k) in
         :meth:`item_ids` order without ``[PAD]``; ``gru_layers.weight_ih_l<k>``/``weight_hh_l<k>`` (3d, ·) with
         torch's gate blocks reset, update, candidate; ``dense.weight``/``dense.bias``)."""
-        model = self._require_fitted()
-        out = {}
-        for name, p in model.named_parameters():
-            a = p.detach().cpu().numpy().copy()
-            out[name] = a[self._cols] if name == "item_embedding.weight" else a
-        return out
+        return module_weights(self._require_fitted(), {"item_embedding.weight": self._cols})
 
     def set_weights(self, weights: Mapping[str, Any]) -> None:
         """Load arrays (all or a subset) in the layout of :meth:`get_weights`; the ``[PAD]`` row is untouched.
@@ -391,25 +387,7 @@ class RecboleGRU4RecAdapter(Adapter):
         Raises:
             ValueError: an unknown name or a shape that differs from :meth:`get_weights`'s.
         """
-        import torch
-
-        model = self._require_fitted()
-        named = dict(model.named_parameters())
-        unknown = sorted(set(weights) - set(named))
-        if unknown:
-            raise ValueError(f"set_weights: unknown parameter name(s) {unknown}; known: {sorted(named)}")
-        cols = torch.as_tensor(self._cols, dtype=torch.long)
-        with torch.no_grad():
-            for name, value in weights.items():
-                p = named[name]
-                t = torch.as_tensor(np.asarray(value), dtype=p.dtype)
-                want = (len(cols), *p.shape[1:]) if name == "item_embedding.weight" else tuple(p.shape)
-                if tuple(t.shape) != tuple(want):
-                    raise ValueError(f"set_weights: {name} has shape {tuple(t.shape)}, expected {tuple(want)}")
-                if name == "item_embedding.weight":
-                    p[cols] = t
-                else:
-                    p.copy_(t)
+        load_module_weights(self._require_fitted(), weights, {"item_embedding.weight": self._cols})
 
     def loss_on_scores(self, scores: Any, loss: str, **hparams: Any) -> tuple[float, Any]:
         """recbole GRU4Rec's loss module on a (b, K) score matrix whose diagonal holds the targets:

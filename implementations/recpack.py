@@ -40,6 +40,7 @@ from typing import Any, TypedDict, cast
 
 import numpy as np
 
+from gru4rec_conformance.implementations._thirdparty import load_module_weights, module_weights
 from gru4rec_conformance.implementations.base import (
     Adapter,
     FitReport,
@@ -338,33 +339,15 @@ class RecpackAdapter(Adapter):
         """recpack's parameters (``GRU4RecTorch``) under their torch names; item-indexed rows in
         :meth:`item_ids` order without recpack's padding row (index I, zeroed in the embedding); GRU gate blocks
         in torch's order (reset, update, candidate) = ``gate_layout``; biases 1-D."""
-        model = self._require_model()
-        n = len(self.item_ids())
-        out = {}
-        for name, p in model.named_parameters():
-            a = p.detach().cpu().numpy().copy()
-            if name in ("emb.weight", "lin.weight", "lin.bias"):
-                a = a[:n]
-            out[name] = a
-        return out
+        return module_weights(self._require_model(), self._item_rows())
+
+    def _item_rows(self) -> dict[str, slice]:
+        """The item-indexed parameters' rows in :meth:`item_ids` order (recpack's padding rows follow them)."""
+        return dict.fromkeys(("emb.weight", "lin.weight", "lin.bias"), slice(0, len(self.item_ids())))
 
     def set_weights(self, weights: Any) -> None:
         """Load arrays in the layout of :meth:`get_weights` into recpack's parameters (padding rows untouched)."""
-        import torch
-
-        model = self._require_model()
-        n = len(self.item_ids())
-        named = dict(model.named_parameters())
-        unknown = sorted(set(weights) - set(named))
-        if unknown:
-            raise ValueError(f"set_weights: unknown parameter name(s) {unknown}; known: {sorted(named)}")
-        with torch.no_grad():
-            for name, value in weights.items():
-                t = torch.as_tensor(np.asarray(value), dtype=named[name].dtype)
-                target = named[name][:n] if name in ("emb.weight", "lin.weight", "lin.bias") else named[name]
-                if tuple(t.shape) != tuple(target.shape):
-                    raise ValueError(f"set_weights: {name} has shape {tuple(t.shape)}, expected {tuple(target.shape)}")
-                target.copy_(t)
+        load_module_weights(self._require_model(), weights, self._item_rows())
 
     def train_step(self, batch_inputs: Any, batch_targets: Any, hidden: Any = None) -> float:
         """One optimizer update of recpack's own training loop on the b transitions input → target.

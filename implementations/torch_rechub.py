@@ -53,6 +53,7 @@ from typing import Any
 
 import numpy as np
 
+from gru4rec_conformance.implementations._thirdparty import load_module_weights, module_weights
 from gru4rec_conformance.implementations.base import (
     Adapter,
     FitReport,
@@ -317,12 +318,7 @@ class TorchRechubGRU4RecAdapter(Adapter):
         ``embedding.embed_dict.item_id.weight`` (I, 64) in :meth:`item_ids` order without padding row 0, the
         pseudo-user table, ``gru.weight_ih_l<k>``/``weight_hh_l<k>`` (torch's gate blocks reset, update,
         candidate; no biases) and the user-tower MLP."""
-        model = self._require_fitted()
-        out = {}
-        for name, p in model.named_parameters():
-            a = p.detach().cpu().numpy().copy()
-            out[name] = a[1:] if name == self._ITEM_TABLE else a
-        return out
+        return module_weights(self._require_fitted(), {self._ITEM_TABLE: slice(1, None)})
 
     def set_weights(self, weights: Any) -> None:
         """Load arrays (all or a subset) in the layout of :meth:`get_weights` (padding row 0 untouched).
@@ -330,20 +326,7 @@ class TorchRechubGRU4RecAdapter(Adapter):
         Raises:
             ValueError: an unknown name or a shape that differs from :meth:`get_weights`'s.
         """
-        import torch
-
-        model = self._require_fitted()
-        named = dict(model.named_parameters())
-        unknown = sorted(set(weights) - set(named))
-        if unknown:
-            raise ValueError(f"set_weights: unknown parameter name(s) {unknown}; known: {sorted(named)}")
-        with torch.no_grad():
-            for name, value in weights.items():
-                target = named[name][1:] if name == self._ITEM_TABLE else named[name]
-                t = torch.as_tensor(np.asarray(value), dtype=target.dtype)
-                if tuple(t.shape) != tuple(target.shape):
-                    raise ValueError(f"set_weights: {name} has shape {tuple(t.shape)}, expected {tuple(target.shape)}")
-                target.copy_(t)
+        load_module_weights(self._require_fitted(), weights, {self._ITEM_TABLE: slice(1, None)})
 
     def loss_on_scores(self, scores: Any, loss: str, **hparams: Any) -> tuple[float, Any]:
         """MatchTrainer's list-wise criterion (mode 2: ``nn.CrossEntropyLoss``, the mean over rows) on a (b, K)
