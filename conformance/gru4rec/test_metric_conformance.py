@@ -31,8 +31,15 @@ from gru4rec_conformance.conformance.gru4rec._common import ADAGRAD, COUPLED, CU
 
 REF_SEEDS = (1, 2, 3)
 SD_FACTOR, REL_FLOOR, ABS_FLOOR = 4.0, 0.02, 0.002
+#: The sampling floor: a metric is a mean over the n evaluated test events, so on a small test set two training
+#: seeds differ by about sqrt(p(1−p)/n) (each event's hit or reciprocal rank lies in [0, 1], variance ≤ p(1−p)),
+#: however close three seeds happened to land. Without it the reference failed its own band on the RetailRocket
+#: stand-in (about 1,000 test events; MC-2 cross-entropy, seed 42: recall@20 0.4143 vs 0.3981 ± 0.0093, 4·SD of
+#: seeds 1-3; 2026-12-01). On the Yoochoose slice the floor is below the 2% one for Recall@20.
+BINOM_Z = 2.0
 RULE = (
-    f"pass if |impl − mean_ref| ≤ max({SD_FACTOR:g}·sd_ref, {REL_FLOOR:.0%}·mean_ref, {ABS_FLOOR:g}); mean and sd "
+    f"pass if |impl − mean_ref| ≤ max({SD_FACTOR:g}·sd_ref, {REL_FLOOR:.0%}·mean_ref, "
+    f"{BINOM_Z:g}·sqrt(mean_ref·(1 − mean_ref)/n_events), {ABS_FLOOR:g}); mean and sd "
     f"over reference seeds {', '.join(map(str, REF_SEEDS))}"
 )
 METRICS = [f"{m}@{n}" for n in CUTOFFS for m in ("recall", "mrr")]
@@ -110,11 +117,17 @@ def matching_config(caps: Any, base: dict) -> tuple[dict, list[str]]:
     return cfg, notes
 
 
-def band(values: list[float], rel_floor: float = REL_FLOOR) -> tuple[float, float]:
-    """(mean, tolerance) of a metric over reference seeds (see :data:`RULE`; ``rel_floor``: the relative floor)."""
+def band(values: list[float], rel_floor: float = REL_FLOOR, n_events: int | None = None) -> tuple[float, float]:
+    """(mean, tolerance) of a metric over reference seeds (see :data:`RULE`).
+
+    ``values``: the metric (a fraction in [0, 1]) of each reference seed; ``rel_floor``: the relative floor;
+    ``n_events``: the number of evaluated test events (None: no sampling floor). Raises ValueError on no values."""
+    if not values:
+        raise ValueError("band needs at least one reference value")
     mean = float(np.mean(values))
     sd = float(np.std(values, ddof=1)) if len(values) > 1 else 0.0
-    return mean, max(SD_FACTOR * sd, rel_floor * mean, ABS_FLOOR)
+    sampling = BINOM_Z * math.sqrt(max(mean * (1.0 - mean), 0.0) / n_events) if n_events else 0.0
+    return mean, max(SD_FACTOR * sd, rel_floor * mean, sampling, ABS_FLOOR)
 
 
 #: The official configuration's learning rate and momentum are Adagrad's: they are asked for together with
@@ -205,8 +218,9 @@ def _compare(
     rule = RULE if rel_floor == REL_FLOOR else RULE.replace(f"{REL_FLOOR:.0%}·mean_ref", f"{rel_floor:.0%}·mean_ref")
     for m in METRICS:
         value = float(np.mean([r[which][m] for r in runs]))
-        mean, tol = band([r["suite"][m] for r in refs], rel_floor)
-        record_metric(m, value, reference=mean, tolerance=tol, rule=rule, **context)
+        n_events = int(min(r["suite"].get("n_events", 0) for r in refs)) or None
+        mean, tol = band([r["suite"][m] for r in refs], rel_floor, n_events)
+        record_metric(m, value, reference=mean, tolerance=tol, rule=rule, n_events=n_events, **context)
         if abs(value - mean) > tol:
             bad.append(f"{m} {value:.4f} vs reference {mean:.4f} ± {tol:.4f}")
     return bad

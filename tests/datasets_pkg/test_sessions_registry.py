@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from gru4rec_conformance import child_pythonpath
@@ -115,3 +116,20 @@ def test_study_scale_keeps_the_published_layers_and_epochs(monkeypatch):
     monkeypatch.setenv(registry.SCALE_ENV, "huge")
     with pytest.raises(ValueError, match="GRU4REC_MC_SCALE"):
         registry.mc_config("coveo", "bpr-max")
+
+
+def test_mc_band_has_a_sampling_floor_for_small_test_sets():
+    from gru4rec_conformance.conformance.gru4rec.test_metric_conformance import ABS_FLOOR, REL_FLOOR, band
+
+    seeds = [0.3958, 0.3985, 0.4001]  # three seeds that landed close (SD 0.0022)
+    mean, tol_no_n = band(seeds)
+    assert tol_no_n == pytest.approx(max(4.0 * float(np.std(seeds, ddof=1)), REL_FLOOR * mean))
+    _, tol_small = band(seeds, n_events=1000)  # the RetailRocket stand-in's size: the sampling floor decides
+    assert tol_small == pytest.approx(2.0 * (mean * (1 - mean) / 1000) ** 0.5)
+    assert abs(0.4143 - mean) <= tol_small and abs(0.4143 - mean) > tol_no_n
+    _, tol_big = band(seeds, n_events=1_000_000)  # a large test set: the floor vanishes, the SD rule decides again
+    assert tol_big == pytest.approx(tol_no_n)
+    assert band([0.0, 0.0, 0.0], n_events=10)[1] == ABS_FLOOR  # no spread, p = 0: only the absolute floor
+    assert abs(0.30 - band(seeds, n_events=1000)[0]) > tol_small  # a 25% drop still fails
+    with pytest.raises(ValueError, match="at least one"):
+        band([])
