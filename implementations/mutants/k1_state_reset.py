@@ -66,3 +66,36 @@ class ResetEveryStep(MutantAdapter):
                 return super().forward_eval(x, [h * 0 for h in H])
 
         return {"model_class": Model}
+
+
+@register
+class NoEvalResetIdOrder(MutantAdapter):
+    """GP-1 as GRU4REC-pytorch has it: the evaluation loop never zeroes a lane's hidden state, and sessions enter
+    the evaluation lanes in session-id order instead of by start time. A check that predicts which session follows
+    which in a lane from start times looks at the wrong session (the one that ran first, from a fresh state)."""
+
+    name = "mutant:no_eval_reset_id_order"
+    defect = "GP-1"
+    kind = "K1"
+    caught_by = ("SR-1", "SR-2")
+
+    @classmethod
+    def gru_overrides(cls):
+        import dataclasses
+
+        import numpy as np
+
+        from gru4rec_conformance.reference.gru4rec import SessionParallelEvaluator, SessionParallelIterator
+
+        class Iterator(SessionParallelIterator):
+            def __init__(self, data, n_lanes, stop_below_two_lanes):
+                data = dataclasses.replace(data, order=np.arange(data.n_sessions, dtype=np.int64))
+                super().__init__(data, n_lanes, stop_below_two_lanes)
+
+        class Evaluator(SessionParallelEvaluator):
+            iterator_class = Iterator
+
+            def reset_lanes(self, H, mask):
+                return H
+
+        return {"evaluator_class": Evaluator}

@@ -57,6 +57,7 @@ STEP_MUTANTS = {
 #: mutant → why its GRU4Rec computes the same golden step (given weights, hidden states, samples, masks)
 LEFT_OUT = {
     "mutant:no_eval_reset": "evaluator only",
+    "mutant:no_eval_reset_id_order": "evaluator only (its lanes in session-id order, no reset)",
     "mutant:reset_every_step": "inference forward (forward_eval) only",
     "mutant:stale_train_mask": "iterator's reset masks only; the step gets its hidden state",
     "mutant:bpr_value_without_diagonal": "'bpr' loss only; no golden case uses it",
