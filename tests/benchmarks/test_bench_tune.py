@@ -245,18 +245,23 @@ def test_two_workers_share_one_postgresql_study(tmp_path, small_space, subproces
     optuna.delete_study(study_name=name, storage=postgres_url)
 
 
-def _tiny_study(tmp_path, small_space):
-    """A finished 2-trial study made by tune.run (SQLite), loaded back."""
+@pytest.fixture(scope="module")
+def tiny_study(tmp_path_factory, bench_cache):
+    """A finished 2-trial study made by tune.run (SQLite, the small space), loaded back; shared by the plot tests."""
     import optuna
 
-    url = f"sqlite:///{tmp_path / 'plots.db'}"
+    tmp = tmp_path_factory.mktemp("plots")
+    space = tmp / "small_space.jsonl"
+    space.write_text(SMALL_SPACE + "\n")
+    url = f"sqlite:///{tmp / 'plots.db'}"
     args = f"--dataset {SYNTH} --loss cross-entropy --study-name plots --trials 2 --n-epochs 1 --no-progress --no-final"
-    args_ = [*args.split(), "--storage", url, "--param-space", str(small_space), "--out", str(tmp_path)]
-    tune.run(tune.parse_args(args_)[1])
+    with pytest.MonkeyPatch.context() as mp:  # module scope: the autouse per-test patch is not active yet
+        mp.setattr(workload, "CACHE", bench_cache)
+        tune.run(tune.parse_args([*args.split(), "--storage", url, "--param-space", str(space), "--out", str(tmp)])[1])
     return optuna.load_study(study_name="plots", storage=url)
 
 
-def test_study_plots_with_matplotlib_label_the_objective(tmp_path, small_space):
+def test_study_plots_with_matplotlib_label_the_objective(tiny_study):
     """optuna.visualization.matplotlib needs only matplotlib (in requirements.lock); the study's metric name is
     passed as ``target_name`` (benchmarks/README.md, Tuning)."""
     import matplotlib
@@ -264,18 +269,16 @@ def test_study_plots_with_matplotlib_label_the_objective(tmp_path, small_space):
     matplotlib.use("Agg")
     from optuna.visualization.matplotlib import plot_optimization_history
 
-    study = _tiny_study(tmp_path, small_space)
-    ax = plot_optimization_history(study, target_name=study.metric_names[0])
+    ax = plot_optimization_history(tiny_study, target_name=tiny_study.metric_names[0])
     assert ax.get_ylabel() == tune.METRIC_NAME
 
 
-def test_study_plots_with_plotly_label_the_objective(tmp_path, small_space):
+def test_study_plots_with_plotly_label_the_objective(tiny_study):
     """optuna.visualization (interactive, plotly: the ``tune`` extra); skipped where plotly is not installed."""
     pytest.importorskip("plotly", reason="plotly is not installed (pip install -e .[tune])")
     from optuna.visualization import plot_optimization_history
 
-    study = _tiny_study(tmp_path, small_space)
-    fig = plot_optimization_history(study, target_name=study.metric_names[0])
+    fig = plot_optimization_history(tiny_study, target_name=tiny_study.metric_names[0])
     assert fig.layout.yaxis.title.text == tune.METRIC_NAME
 
 
