@@ -7,11 +7,11 @@
 
 ``run`` times one epoch and the full-catalogue evaluation (``benchmarks/test_epoch.py``) of the reference, the
 official port (its pinned checkout located as the adapters locate it: ``OFFICIAL_GRU4REC_PATH``, the cache,
-``GRU4REC_MIRROR_DIR``; without it the run goes on and says so) and each ``--impl`` adapter (a PyPI implementation
-runs in its worker process with ``--worker-python``, the interpreter of its tox environment) on one small
-dataset shape, and writes into a new folder under ``--out``: ``benchmark.json`` (pytest-benchmark), the Markdown
-report (``report/<stamp>/report.md``, ``benchmarks/report.py``, also printed), ``ratios.json`` and
-``compare.txt``.
+``GRU4REC_MIRROR_DIR``, GitHub's archive with ``GRU4REC_ALLOW_DOWNLOAD=1``; without it the run goes on and says
+so) and each ``--impl`` adapter (a PyPI implementation runs in its worker process with ``--worker-python``, the
+interpreter of its tox environment) on one small dataset shape, and writes into a new folder under ``--out``:
+``benchmark.json`` (pytest-benchmark), the Markdown report (``report/<stamp>/report.md``, ``benchmarks/report.py``,
+also printed), ``ratios.json`` and ``compare.txt``.
 
 Only ratios to the reference are compared, never absolute times (a CI machine is not this one): ``ratios.json``
 is a pytest-benchmark JSON whose "timings" are ratios — for each implementation other than the reference and each
@@ -273,7 +273,11 @@ def run(args) -> int:
     cmd += [a for impl in args.impl for a in ("--impl", impl)]
     cmd += ["--no-report", "-p", "no:cacheprovider", "-q", "-rs", "--benchmark-columns=min,median,max,rounds"]
     print("ci benchmark: " + " ".join(cmd), flush=True)
-    rc = subprocess.run(cmd, cwd=REPO, env=env, timeout=args.timeout).returncode
+    try:
+        rc = subprocess.run(cmd, cwd=REPO, env=env, timeout=args.timeout).returncode
+    except subprocess.TimeoutExpired:
+        print(f"ci benchmark: the benchmark run took more than --timeout {args.timeout:g} s", file=sys.stderr)
+        return 124
     if rc != 0 or not bench_json.is_file():
         print(f"ci benchmark: the benchmark run failed (exit {rc})", file=sys.stderr)
         return rc or 1
