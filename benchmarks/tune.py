@@ -7,7 +7,8 @@
   file with ``--param-space``), the fixed parameters of ``benchmarks/data/fixed_params.json`` (embedding setup 1,
   n_sample 2048, logq, n_epochs 10 unless ``--n-epochs``). A ``batch_size`` range above the number of training
   sessions is capped to it (the result says so);
-- objective: MRR@20 on ``train_valid`` of a model trained on ``train_tr`` (conservative ties), maximised;
+- objective: MRR@20 on ``train_valid`` of a model trained on ``train_tr`` (conservative ties), maximised; named
+  ``MRR@20 (train_valid)`` in the study (``Study.set_metric_names``: optuna-dashboard labels its plots with it);
 - after the last trial: a retrain with the best parameters on ``train_full``, evaluated on ``test`` at 1, 5, 10, 20
   (recall and MRR), written atomically as ``result.json`` and ``result.md`` into a new folder
   ``<out>/<study name>/<UTC timestamp>/`` (default ``reports/out/tuning``).
@@ -57,6 +58,9 @@ DEFAULT_OUT = REPO / "reports" / "out" / "tuning"
 DEFAULT_STORAGE = f"sqlite:///{REPO / '.cache' / 'tuning' / 'optuna.sqlite3'}"
 CUTOFFS = (1, 5, 10, 20)
 OBJECTIVE = "mrr@20"
+#: the objective's name in the study (``Study.set_metric_names``): optuna-dashboard and ``optuna.visualization``
+#: label the value axis with it instead of "Objective Value"
+METRIC_NAME = "MRR@20 (train_valid)"
 LOSSES = ("cross-entropy", "bpr-max")
 
 
@@ -444,6 +448,8 @@ def run(args) -> dict:
     study = optuna.create_study(
         study_name=study_name, storage=storage, direction="maximize", sampler=sampler, load_if_exists=True
     )
+    if study.metric_names != [METRIC_NAME]:  # set once per study (a system attribute in the storage)
+        study.set_metric_names([METRIC_NAME])
     meta = {
         "impl": args.impl,
         "dataset": args.dataset,
@@ -511,6 +517,7 @@ def run(args) -> dict:
         "trials": counts,
         "worker": worker,
         "objective": "MRR@20 on train_valid of a model trained on train_tr (conservative ties), maximised",
+        "metric_name": METRIC_NAME,
         "dataset": {
             "name": data["name"],
             "requested": args.dataset,

@@ -52,42 +52,82 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+def _postgres_unavailable(reason: str):
+    """Skip with ``reason``; fail instead under GRU4REC_REQUIRE_POSTGRES=1 (CI, where .ci/run starts a server)."""
+    if os.environ.get("GRU4REC_REQUIRE_POSTGRES") == "1":
+        pytest.fail(f"GRU4REC_REQUIRE_POSTGRES=1 but {reason}", pytrace=False)
+    pytest.skip(reason)
+
+
+def _major(text: str) -> int:
+    return int(text) if text.isdigit() else -1
+
+
+def _postgres_bin(name: str) -> str | None:
+    """``name`` on PATH, else in Debian's versioned folder (``/usr/lib/postgresql/<major>/bin``, the newest), where
+    ``apt-get install postgresql`` puts initdb and pg_ctl off PATH."""
+    import glob
+    import shutil
+
+    found = shutil.which(name)
+    if found:
+        return found
+    majors = sorted(glob.glob(f"/usr/lib/postgresql/*/bin/{name}"), key=lambda p: _major(Path(p).parts[-3]))
+    return majors[-1] if majors else None
+
+
 @pytest.fixture(scope="session")
 def postgres_url():
     """A PostgreSQL URL for Optuna's RDB storage (tuning across machines, benchmarks/README.md).
 
-    GRU4REC_TEST_POSTGRES_URL when set (an existing server; the test creates its own study name); otherwise a
-    throwaway cluster started with the machine's ``initdb``/``pg_ctl`` on 127.0.0.1 and a free port, trust
-    authentication, removed afterwards. PostgreSQL refuses to run as root, so as root the server runs as the
-    ``postgres`` user (``runuser``). Skipped, with the reason, when psycopg2 or the server binaries are missing.
+    GRU4REC_TEST_POSTGRES_URL when set (an existing server, e.g. the one .ci/run starts; the test creates its own
+    study name), checked with one connection first; otherwise a throwaway cluster started with the machine's
+    ``initdb``/``pg_ctl`` (on PATH or Debian's ``/usr/lib/postgresql/<major>/bin``) on 127.0.0.1 and a free port,
+    trust authentication, removed afterwards. PostgreSQL refuses to run as root, so as root the server runs as the
+    ``postgres`` user (``runuser``). Skipped, with the reason, when the driver (psycopg) or the server binaries are
+    missing, the named server cannot be reached or a cluster cannot be started; under GRU4REC_REQUIRE_POSTGRES=1
+    these fail instead (CI must not skip it silently).
     """
     import shutil
     import subprocess
     import tempfile
 
+    try:
+        import psycopg  # (SQLAlchemy 2.1 default PostgreSQL driver, in requirements.lock)
+    except ImportError:
+        _postgres_unavailable("psycopg (PostgreSQL driver) is not installed (pip install -r requirements.lock)")
     url = os.environ.get("GRU4REC_TEST_POSTGRES_URL")
     if url:
+        from gru4rec_conformance.benchmarks.tune import _mask
+
+        error = None
+        try:
+            psycopg.connect(url, connect_timeout=10).close()
+        except psycopg.Error as exc:
+            error = " ".join(str(exc).split())[:300]
+        if error is not None:  # outside the except block: the reason alone, without the chained traceback
+            _postgres_unavailable(f"no PostgreSQL reachable at GRU4REC_TEST_POSTGRES_URL={_mask(url)}: {error}")
         yield url
         return
-    try:
-        import psycopg  # noqa: F401  (SQLAlchemy 2.1 default PostgreSQL driver, in requirements.lock)
-    except ImportError:
-        pytest.skip("psycopg (PostgreSQL driver) is not installed (pip install -r requirements.lock)")
-    missing = [b for b in ("initdb", "pg_ctl") if shutil.which(b) is None]
-    if missing:
-        pytest.skip(
-            f"no PostgreSQL server binaries on PATH ({', '.join(missing)} not found); set "
-            "GRU4REC_TEST_POSTGRES_URL=postgresql://user:pw@host:port/db to test against a server"
+    initdb, pg_ctl = _postgres_bin("initdb"), _postgres_bin("pg_ctl")
+    if initdb is None or pg_ctl is None:
+        _postgres_unavailable(
+            "no PostgreSQL server binaries (initdb, pg_ctl) on PATH or in /usr/lib/postgresql/*/bin (apt-get install "
+            "postgresql); or set GRU4REC_TEST_POSTGRES_URL=postgresql://user:pw@host:port/db to test against a server"
         )
     prefix: list[str] = []
     if os.geteuid() == 0:
         if shutil.which("runuser") is None:
-            pytest.skip("running as root and runuser is absent: PostgreSQL cannot be started as root")
+            _postgres_unavailable("running as root and runuser is absent: PostgreSQL cannot be started as root")
         prefix = ["runuser", "-u", "postgres", "--"]
     base = Path(tempfile.mkdtemp(prefix="gru4rec-pg-"))
     data = base / "data"
     if prefix:
-        shutil.chown(base, user="postgres")
+        try:
+            shutil.chown(base, user="postgres")
+        except LookupError:
+            shutil.rmtree(base, ignore_errors=True)
+            _postgres_unavailable("running as root and there is no 'postgres' user to run the server as")
     port = _free_port()
 
     def run(*cmd: str) -> None:
@@ -96,9 +136,9 @@ def postgres_url():
             raise RuntimeError(f"{' '.join(cmd)} failed ({res.returncode}): {res.stderr[-2000:]}")
 
     try:
-        run("initdb", "-D", str(data), "-U", "optuna", "--auth=trust", "-E", "UTF8")
+        run(initdb, "-D", str(data), "-U", "optuna", "--auth=trust", "-E", "UTF8")
         run(
-            "pg_ctl",
+            pg_ctl,
             "-D",
             str(data),
             "-l",
@@ -112,11 +152,9 @@ def postgres_url():
         )
     except (RuntimeError, subprocess.TimeoutExpired) as exc:
         shutil.rmtree(base, ignore_errors=True)
-        pytest.skip(f"a throwaway PostgreSQL cluster could not be started here: {exc}")
+        _postgres_unavailable(f"a throwaway PostgreSQL cluster could not be started here: {exc}")
     try:
         yield f"postgresql://optuna@127.0.0.1:{port}/postgres"
     finally:
-        subprocess.run(
-            [*prefix, "pg_ctl", "-D", str(data), "-m", "fast", "-w", "stop"], capture_output=True, timeout=120
-        )
+        subprocess.run([*prefix, pg_ctl, "-D", str(data), "-m", "fast", "-w", "stop"], capture_output=True, timeout=120)
         shutil.rmtree(base, ignore_errors=True)

@@ -93,6 +93,7 @@ def test_tuning_end_to_end_on_a_synthetic_stand_in(tmp_path):
         "elu_param",
     }
     assert "synthetic stand-in of diginetica" in res["dataset"]["source"]
+    assert res["metric_name"] == tune.METRIC_NAME
     # a second call with the same target finds the study done: no new trial, only the retrain
     res2 = tune.run(args)
     assert res2["trials"]["complete"] == 5 and res2["best_trial"]["number"] == res["best_trial"]["number"]
@@ -167,6 +168,7 @@ def test_two_workers_share_one_sqlite_study(tmp_path, small_space, subprocess_en
     import optuna
 
     study = optuna.load_study(study_name="shared", storage=f"sqlite:///{db}")
+    assert study.metric_names == [tune.METRIC_NAME]  # what dashboards label the objective with
     complete = [t for t in study.trials if t.state == optuna.trial.TrialState.COMPLETE]
     # one study, not two: the workers stop at 6 complete trials together (+ at most one in flight at the end)
     assert 6 <= len(complete) <= 7
@@ -213,6 +215,7 @@ def test_two_workers_share_one_postgresql_study(tmp_path, small_space, subproces
     outs = [p.communicate(timeout=600)[0] for p in procs]
     assert [p.returncode for p in procs] == [0, 0], outs
     study = optuna.load_study(study_name=name, storage=postgres_url)
+    assert study.metric_names == [tune.METRIC_NAME]
     complete = [t for t in study.trials if t.state == optuna.trial.TrialState.COMPLETE]
     assert 4 <= len(complete) <= 5 and len({t.number for t in study.trials}) == len(study.trials)
     ap, args = tune.parse_args(
@@ -240,6 +243,43 @@ def test_two_workers_share_one_postgresql_study(tmp_path, small_space, subproces
     check_result(res, 4)
     assert res["trials"]["complete"] == len(complete)
     optuna.delete_study(study_name=name, storage=postgres_url)
+
+
+@pytest.fixture(scope="module")
+def tiny_study(tmp_path_factory, bench_cache):
+    """A finished 2-trial study made by tune.run (SQLite, the small space), loaded back; shared by the plot tests."""
+    import optuna
+
+    tmp = tmp_path_factory.mktemp("plots")
+    space = tmp / "small_space.jsonl"
+    space.write_text(SMALL_SPACE + "\n")
+    url = f"sqlite:///{tmp / 'plots.db'}"
+    args = f"--dataset {SYNTH} --loss cross-entropy --study-name plots --trials 2 --n-epochs 1 --no-progress --no-final"
+    with pytest.MonkeyPatch.context() as mp:  # module scope: the autouse per-test patch is not active yet
+        mp.setattr(workload, "CACHE", bench_cache)
+        tune.run(tune.parse_args([*args.split(), "--storage", url, "--param-space", str(space), "--out", str(tmp)])[1])
+    return optuna.load_study(study_name="plots", storage=url)
+
+
+def test_study_plots_with_matplotlib_label_the_objective(tiny_study):
+    """optuna.visualization.matplotlib needs only matplotlib (in requirements.lock); the study's metric name is
+    passed as ``target_name`` (benchmarks/README.md, Tuning)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from optuna.visualization.matplotlib import plot_optimization_history
+
+    ax = plot_optimization_history(tiny_study, target_name=tiny_study.metric_names[0])
+    assert ax.get_ylabel() == tune.METRIC_NAME
+
+
+def test_study_plots_with_plotly_label_the_objective(tiny_study):
+    """optuna.visualization (interactive, plotly: the ``tune`` extra); skipped where plotly is not installed."""
+    pytest.importorskip("plotly", reason="plotly is not installed (pip install -e .[tune])")
+    from optuna.visualization import plot_optimization_history
+
+    fig = plot_optimization_history(tiny_study, target_name=tiny_study.metric_names[0])
+    assert fig.layout.yaxis.title.text == tune.METRIC_NAME
 
 
 def test_an_interrupted_study_resumes(tmp_path, small_space, subprocess_env):
