@@ -17,6 +17,17 @@ Driven through the fork's Python API as its ``main.py`` does: ``model.GRU4Rec(se
 its own, ``fit(data)``, then, for inference, a second graph built with ``is_training=False`` that restores
 the checkpoint ``fit`` wrote (the code's own mechanism), and ``evaluation.evaluate_sessions_batch``.
 Runs in a TensorFlow environment (``tox -e gru4rec_tensorflow`` or ``GRU4REC_TF_PYTHON``).
+
+Every optional hook of the fork reaches into the ``GRU4Rec`` object ``fit`` built (its graph, session, placeholders
+and variables), declared in ``shims``: ``get_weights``/``set_weights`` read the trainable variables with
+``sess.run`` and write them through their initializers (the legacy GRUCell's gates and candidate kernels shown as
+one 3·d kernel), after which inference restores them the code's own way (checkpoint); ``train_step`` is one
+``sess.run`` of the loop body of ``GRU4Rec.fit``; ``loss_on_scores`` applies the ``final_activation`` and
+``loss_function`` that ``GRU4Rec.__init__`` selects; ``train_forward`` runs a training graph built as ``fit`` builds
+it; ``trace`` reads ``fit``'s lane bookkeeping at each training ``sess.run``; ``optimizer_info`` reports the
+AdagradOptimizer settings and the decay schedule. Placeholders of fixed shape tie ``train_step`` and
+``train_forward`` to the built batch size; every loss takes ``diag_part`` of the square in-batch matrix, so
+``loss_on_scores`` refuses extra columns (``Unsupported("extra_shared_negatives")``, not declared). No hook is missing.
 """
 
 from __future__ import annotations

@@ -19,6 +19,15 @@ are declared shims; nothing the model computes is changed.
 
 Runs in a TensorFlow environment: ``tox -e keras_gru4rec`` (or set ``GRU4REC_TF_PYTHON`` to such an
 interpreter so the worker uses it).
+
+Every optional hook reaches into the Keras model ``create_model`` built and the checkout's own functions, declared
+in ``shims``: ``get_weights``/``set_weights`` read and write the GRU and output layers' variables (the unused extra
+index n_items of the one-hot input and softmax left out, KG-8); ``train_step`` is the body of ``train_model``'s loop
+(``reset_states``, ``to_categorical``, ``train_on_batch``); ``loss_on_scores`` applies the output activation and the
+compiled loss in a ``tf.function`` as ``train_on_batch`` does; ``train_forward`` calls the model's layers in training
+mode; ``trace`` observes ``train_model`` (the loader's locals, the GRU state before each ``train_on_batch``);
+``optimizer_info`` reads the compiled optimizer's config. The model's fixed batch shape ties ``train_step`` and
+``train_forward`` to the built ``batch_size``. No hook is missing (``HOOKS_ABSENT`` is empty).
 """
 
 from __future__ import annotations
