@@ -19,6 +19,15 @@ are declared shims; nothing the model computes is changed.
 
 Runs in a TensorFlow environment: ``tox -e keras_gru4rec`` (or set ``GRU4REC_TF_PYTHON`` to such an
 interpreter so the worker uses it).
+
+Every optional hook reaches into the Keras model ``create_model`` built and the checkout's own functions, declared
+in ``shims``: ``get_weights``/``set_weights`` read and write the GRU and output layers' variables (the unused extra
+index n_items of the one-hot input and softmax left out, KG-8); ``train_step`` is the body of ``train_model``'s loop
+(``reset_states``, ``to_categorical``, ``train_on_batch``); ``loss_on_scores`` applies the output activation and the
+compiled loss in a ``tf.function`` as ``train_on_batch`` does; ``train_forward`` calls the model's layers in training
+mode; ``trace`` observes ``train_model`` (the loader's locals, the GRU state before each ``train_on_batch``);
+``optimizer_info`` reads the compiled optimizer's config. The model's fixed batch shape ties ``train_step`` and
+``train_forward`` to the built ``batch_size``. No hook is missing (``HOOKS_ABSENT`` is empty).
 """
 
 from __future__ import annotations
@@ -41,7 +50,7 @@ from gru4rec_conformance.implementations._thirdparty import (
     seed_everything,
     spy_generator,
 )
-from gru4rec_conformance.implementations.base import Adapter, FitReport, Unsupported
+from gru4rec_conformance.implementations.base import Adapter, FitReport, StepTrace, Unsupported
 from gru4rec_conformance.implementations.registry import register
 
 LEVELS = {
@@ -96,6 +105,8 @@ class KerasGRU4RecAdapter(Adapter):
         self._key = "keras_gru4rec_fork" if self.fork else "keras_gru4rec"
         self.model: Any = None  # the Keras model create_model builds (TensorFlow is untyped here)
         self._mod = None
+        self._trace_on = False
+        self._loss_fns: dict[tuple[int, int], Any] = {}
 
     def version(self) -> str:
         locate(self._key)
@@ -131,6 +142,24 @@ class KerasGRU4RecAdapter(Adapter):
             "size != the training batch size runs on a twin model built by create_model with that batch "
             "shape and the trained weights copied",
             "seed: random, np.random and tf.random.set_seed",
+            "get_weights/set_weights: the Keras variables of the GRU and output layers under layer/variable names "
+            "(GRU/kernel (n_items, 3d), GRU/recurrent_kernel (d, 3d), the GRU's (2, 3d) bias split into the 1-D "
+            "GRU/bias_input and GRU/bias_recurrent (reset_after=True), output/kernel (d, n_items), output/bias); "
+            "Keras gate blocks [update, reset, candidate]; item rows/columns in item_ids() order, the unused extra "
+            "index n_items (KG-8) left out and untouched",
+            "train_step: the body of train_model's loop (GRU states written with reset_states, one-hot input and "
+            "target by to_categorical with the model's n_items + 1 classes, model.train_on_batch) on the model fit "
+            "built; its batch must be the model's fixed batch size",
+            "loss_on_scores: the output layer's activation (softmax) and the model's compiled loss "
+            "(categorical_crossentropy, mean over rows) in a tf.function as train_on_batch runs them, on the given "
+            "columns as the catalogue (the model has no sampling: every item is a column)",
+            "train_forward: the model's layers called in training mode (a Keras sub-model over the GRU, dropout "
+            "and output tensors) from a zero GRU state, the GRU state restored afterwards; seed: tf.random.set_seed; "
+            "scores = the full post-activation output over the n_items columns; the loss gradient of the output "
+            "kernel by tf.GradientTape (nothing updated)",
+            "trace: lanes' session ids and input positions read from the SessionDataLoader generator's locals, "
+            "the GRU state entering each step read before train_on_batch (after train_model's mask reset), "
+            "learning rate from the optimizer's _decayed_lr; no sampled negatives (full softmax)",
         ]
         return {
             "losses": ["cross-entropy"],
@@ -154,6 +183,7 @@ class KerasGRU4RecAdapter(Adapter):
             "shims": shims,
             "score_semantics": "post-activation",
             "eval_tie_mode": "standard",
+            "gate_layout": ["update", "reset", "candidate"],
             "hyperparameters": hp,
         }
 
@@ -223,8 +253,9 @@ class KerasGRU4RecAdapter(Adapter):
             a.epochs = int(n_epochs)
         self.model = model = self._create(a.batch_size)
         self.train_map: Any = None  # the checkout's SessionDataset.itemmap (a DataFrame: ItemId, item_idx)
-        report = FitReport()
+        report = FitReport(trace=[] if self._trace_on else None)
         epoch: dict[str, Any] = {"t0": None, "losses": [], "events": 0}
+        lanes: dict[str, Any] = {}
 
         def close():
             if epoch["t0"] is None:
@@ -244,15 +275,28 @@ class KerasGRU4RecAdapter(Adapter):
                 close()
                 epoch["t0"] = time.perf_counter()
                 adapter.train_map = self.dataset.itemmap
+                d = self.dataset
 
                 def seen(loc, item):
                     epoch["events"] += int(len(item[0]))
+                    if adapter._trace_on:  # the input events' rows, as get_metrics' targets are start + i + 1
+                        rows = np.asarray(loc["start"]) + int(loc["i"])
+                        first = d.click_offsets[d.session_idx_arr[np.asarray(loc["iters"])]]
+                        lanes.update(sessions=d.df["SessionId"].to_numpy()[rows], positions=rows - first)
 
                 return spy_generator(super().__iter__(), seen)
 
         inner_tob = model.train_on_batch
+        gru = model.get_layer(name="GRU")
 
         def tob(x, y, *args, **kw):
+            if report.trace is not None:  # the state entering the step: after train_model's mask reset
+                h = gru.states[0].numpy().astype(np.float64)
+                report.trace.append(StepTrace(
+                    session_ids=np.asarray(lanes["sessions"], dtype=np.int64),
+                    positions=np.asarray(lanes["positions"], dtype=np.int64),
+                    h_in_norms=np.linalg.norm(h, axis=1), n_active=int(h.shape[0]), negative_ids=None,
+                    learning_rate=adapter._learning_rate(model)))  # fmt: skip
             loss = inner_tob(x, y, *args, **kw)
             epoch["losses"].append(float(np.asarray(loss).reshape(-1)[0]))
             return loss
@@ -380,6 +424,201 @@ class KerasGRU4RecAdapter(Adapter):
                 "lr_schedule": "constant" if not cfg.get("decay") else f"decay {cfg.get('decay')}",
                 "initial_accumulator": cfg.get("initial_accumulator_value"), "eps": cfg.get("epsilon"),
                 "momentum": 0.0, "grad_clip": cfg.get("clipnorm") or cfg.get("clipvalue")}  # fmt: skip
+
+    # -- white-box ---------------------------------------------------------------------------------------------
+    def trace(self, enable: bool = True) -> None:
+        """Record one :class:`StepTrace` per ``train_on_batch`` of the following ``fit`` calls: every lane's
+        session id and input position (B lanes, all active: the loader keeps the fixed batch full), the L2 norm of
+        the GRU state entering the step, no negatives (``None``: full softmax) and the optimizer's learning rate."""
+        self._trace_on = bool(enable)
+
+    @staticmethod
+    def _learning_rate(model: Any) -> float:
+        """The legacy optimizer's current learning rate (``_decayed_lr``; the code passes decay 0)."""
+        import tensorflow as tf
+
+        return float(model.optimizer._decayed_lr(tf.float32).numpy())
+
+    def _require_model(self) -> Any:
+        if self.model is None:
+            raise RuntimeError("keras_gru4rec: call fit() first (n_epochs=0 initialises without training)")
+        self._module()  # the checkout's module (and the Keras 2 environment) as in fit()
+        return self.model
+
+    def _variables(self) -> dict[str, tuple[Any, Any]]:
+        """Exposed name → (Keras variable, index into it: the item rows/columns and, for the bias, its row)."""
+        model = self._require_model()
+        gru, out = model.get_layer(name="GRU"), model.layers[-1]
+        n = len(self.item_ids())
+        kernel, recurrent, bias = gru.cell.kernel, gru.cell.recurrent_kernel, gru.cell.bias
+        return {
+            "GRU/kernel": (kernel, np.s_[:n]),
+            "GRU/recurrent_kernel": (recurrent, np.s_[:]),
+            "GRU/bias_input": (bias, np.s_[0]),
+            "GRU/bias_recurrent": (bias, np.s_[1]),
+            "output/kernel": (out.kernel, np.s_[:, :n]),
+            "output/bias": (out.bias, np.s_[:n]),
+        }
+
+    def get_weights(self) -> dict:
+        """The trained Keras variables as float32 arrays: ``GRU/kernel`` (n_items, 3·d) (the one-hot input's rows),
+        ``GRU/recurrent_kernel`` (d, 3·d), ``GRU/bias_input`` and ``GRU/bias_recurrent`` (3·d,) (the two rows of the
+        GRU's reset_after bias), ``output/kernel`` (d, n_items) and ``output/bias`` (n_items,); gate blocks
+        [update, reset, candidate] (Keras's order); item axes in :meth:`item_ids` order, without the extra index
+        n_items that the model's one-hot input and softmax carry but no item uses (KG-8)."""
+        return {k: np.array(v.numpy()[ix], copy=True) for k, (v, ix) in self._variables().items()}
+
+    def set_weights(self, weights: Mapping[str, Any]) -> None:
+        """Write arrays (all or a subset, layout of :meth:`get_weights`) into the Keras variables in place (the
+        optimizer keeps its slots; the extra index n_items is untouched). Raises ValueError for an unknown name or
+        another shape."""
+        named = self._variables()
+        unknown = sorted(set(weights) - set(named))
+        if unknown:
+            raise ValueError(f"set_weights: unknown parameter name(s) {unknown}; known: {sorted(named)}")
+        for name, value in weights.items():
+            var, ix = named[name]
+            full = var.numpy()
+            a = np.asarray(value, dtype=full.dtype)
+            if a.shape != full[ix].shape:
+                raise ValueError(f"set_weights: {name} has shape {a.shape}, expected {full[ix].shape}")
+            full[ix] = a
+            var.assign(full)
+
+    def _indices(self, ids: Any, what: str) -> np.ndarray:
+        """Item ids → the checkout's item_idx; ValueError for an id unknown to training."""
+        im = self.train_map
+        index = dict(zip(im["ItemId"].tolist(), im["item_idx"].tolist()))
+        ids = np.asarray(ids).ravel()
+        bad = [int(i) for i in ids if int(i) not in index]
+        if bad:
+            raise ValueError(f"{what}: item id(s) unknown to the trained model: {bad[:5]}")
+        return np.asarray([index[int(i)] for i in ids], dtype=np.int64)
+
+    def _lanes(self, ids: Any, what: str) -> np.ndarray:
+        idx = self._indices(ids, what)
+        if len(idx) != self.args.batch_size:
+            raise ValueError(
+                f"{what}: {len(idx)} lanes, but the stateful GRU has the fixed batch shape {self.args.batch_size} "
+                "(create_model's Input(batch_shape=...)); build with batch_size={len(idx)}"
+            )
+        return idx
+
+    def train_step(self, batch_inputs: Any, batch_targets: Any, hidden: Any = None) -> float:
+        """One update as the body of ``train_model``'s loop: the GRU state set with ``reset_states`` (``hidden``:
+        (B, d) array, or a one-element list of it; None = zeros), input and target one-hot by ``to_categorical``
+        with the model's n_items + 1 classes, ``model.train_on_batch``. Returns its loss (the mean categorical
+        cross-entropy of the full softmax). The batch must be the built ``batch_size`` (fixed batch shape)."""
+        model = self._require_model()
+        mod = self._module()
+        x = self._lanes(batch_inputs, "batch_inputs")
+        t = self._indices(batch_targets, "batch_targets")
+        if len(t) != len(x):
+            raise ValueError(f"batch_targets: expected {len(x)} item(s), got {len(t)}")
+        gru = model.get_layer(name="GRU")
+        if hidden is None:
+            h = np.zeros((len(x), gru.units), dtype=np.float32)
+        else:
+            h = np.asarray(hidden[0] if isinstance(hidden, (list, tuple)) else hidden, dtype=np.float32)
+            h = h.reshape(len(x), gru.units)
+        gru.reset_states(states=h)
+        n_cls = self.args.train_n_items
+        input_oh = np.expand_dims(mod.to_categorical(x, num_classes=n_cls), axis=1)
+        target_oh = mod.to_categorical(t, num_classes=n_cls)
+        loss = model.train_on_batch(input_oh, target_oh)
+        return float(np.asarray(loss).reshape(-1)[0])
+
+    def loss_on_scores(self, scores: Any, loss: str, **hparams: Any) -> tuple[float, Any]:
+        """The model's training loss on a given score matrix: the output layer's softmax and the compiled
+        ``categorical_crossentropy`` (reduced to the mean over rows) with row j's target in column j, run in a
+        ``tf.function`` as ``train_on_batch`` runs it (Keras then takes the cross-entropy from the softmax's logits).
+        The columns stand for the catalogue: the model scores every item, so no column is sampled. Returns
+        (value, d value / d scores) as float32."""
+        if loss != "cross-entropy":
+            raise Unsupported(f"loss:{loss}")
+        act = hparams.pop("final_act", None)
+        if act not in (None, "softmax"):
+            raise Unsupported(f"final_act:{act}")
+        if hparams:
+            raise Unsupported(sorted(hparams)[0], "not a parameter of the model's loss")
+        R = np.asarray(scores, dtype=np.float32)
+        if R.ndim != 2 or R.shape[1] < R.shape[0]:
+            raise ValueError(f"scores: expected a (b, b + S) matrix, got shape {R.shape}")
+        fn = self._loss_fn(*R.shape)
+        value, grad = fn(R)
+        return float(value.numpy()), np.asarray(grad.numpy(), dtype=np.float32)
+
+    def _loss_fn(self, b: int, k: int):
+        """A tf.function over a (b, k) score matrix with the activation and compiled loss of a model create_model
+        builds (batch b, k - 1 items + the extra class: k outputs), cached per shape."""
+        if (b, k) not in self._loss_fns:
+            if getattr(self, "args", None) is None:
+                raise RuntimeError("keras_gru4rec: call build() first")
+            tf = self._module().tf
+            saved = self.args
+            self.args = types.SimpleNamespace(**{**vars(saved), "train_n_items": k})
+            try:
+                holder = self._create(b)
+            finally:
+                self.args = saved
+            target = tf.constant(np.eye(b, k, dtype=np.float32))
+            act, compiled_loss = holder.layers[-1].activation, holder.compiled_loss
+
+            @tf.function
+            def fn(R):
+                with tf.GradientTape() as tape:
+                    tape.watch(R)
+                    value = compiled_loss(target, act(R), regularization_losses=holder.losses)
+                return value, tape.gradient(value, R)
+
+            self._loss_fns[(b, k)] = fn
+        return self._loss_fns[(b, k)]
+
+    def train_forward(self, prefix_batch: Any, seed: int) -> dict:
+        """The model's training-mode forward of B equally long item sequences from a zero GRU state (the prefix
+        steps through the stateful GRU, then the last transition through a Keras sub-model returning the GRU
+        output, the dropout output and the softmax), nothing updated and the GRU state restored afterwards.
+
+        Returns ``embedding_out`` None (one-hot input, no embedding), ``layer_outputs`` [(B, d)] after the dropout,
+        ``scores`` (B, n_items) the post-activation output over every item (``columns`` = :meth:`item_ids`: the
+        model samples nothing), ``score_tensor_shape`` the output's (B, n_items + 1) and ``output_rows_touched``
+        the output-kernel columns (items, the extra class included) with a non-zero gradient of the step's loss.
+        ``seed`` is passed to ``tf.random.set_seed`` before the call."""
+        import tensorflow as tf
+
+        model = self._require_model()
+        mod = self._module()
+        seqs = [self._indices(s, "prefix_batch") for s in prefix_batch]
+        if not seqs or len({len(s) for s in seqs}) != 1 or len(seqs[0]) < 2:
+            raise ValueError("prefix_batch: expected b >= 1 item sequences of one common length >= 2")
+        arr = np.stack(seqs)
+        self._lanes(self.item_ids()[arr[:, 0]], "prefix_batch")
+        n_cls = self.args.train_n_items
+        gru, drop, out = model.get_layer(name="GRU"), model.layers[-2], model.layers[-1]
+        sub = tf.keras.Model(model.inputs, [gru.output[0], drop.output, model.output])
+        saved = gru.states[0].numpy()
+        try:
+            gru.reset_states(states=np.zeros_like(saved))
+            for k in range(arr.shape[1] - 2):
+                sub(np.expand_dims(mod.to_categorical(arr[:, k], num_classes=n_cls), 1), training=True)
+            x = np.expand_dims(mod.to_categorical(arr[:, -2], num_classes=n_cls), 1)
+            y = tf.constant(mod.to_categorical(arr[:, -1], num_classes=n_cls))
+            tf.random.set_seed(int(seed))
+            with tf.GradientTape() as tape:
+                _, dropped, pred = sub(x, training=True)
+                value = model.compiled_loss(y, pred, regularization_losses=model.losses)
+            g = tape.gradient(value, out.kernel).numpy()
+        finally:
+            gru.reset_states(states=saved)
+        n = len(self.item_ids())
+        return {
+            "embedding_out": None,
+            "layer_outputs": [dropped.numpy()],
+            "scores": pred.numpy()[:, :n],
+            "columns": self.item_ids(),
+            "score_tensor_shape": tuple(int(v) for v in pred.shape),
+            "output_rows_touched": int((np.abs(g).sum(axis=0) > 0).sum()),
+        }
 
 
 class KerasGRU4RecOOB(KerasGRU4RecAdapter):
