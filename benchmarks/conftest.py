@@ -22,8 +22,13 @@ Environment (all optional):
 | ``GRU4REC_BENCH_THREADS`` | torch intra-op threads | 1 |
 | ``GRU4REC_BENCH_STEP_IMPL`` | the reference's ``step_impl`` | ``auto`` |
 | ``GRU4REC_BENCH_REQUIRE_GRAPH`` | ``1``: a reference fit on CUDA that did not replay a CUDA graph fails | unset |
-| ``GRU4REC_BENCH_DATA`` | ``synthetic`` (generated raw data, the study's preprocessing) or ``catalogue`` (the study's item counts, ``workload.catalogue_data``) | ``synthetic`` |
+| ``GRU4REC_BENCH_DATA`` | ``synthetic`` (generated raw data, the study's preprocessing), ``catalogue`` (the study's item counts, ``workload.catalogue_data``) or ``padded`` (the study's item counts, few trained minibatches, ``workload.padded_data``) | ``synthetic`` |
 | ``GRU4REC_BENCH_MINIBATCHES`` | catalogue data: minibatches per epoch at scale 1 (more where every item must occur) | 1000 |
+| ``GRU4REC_BENCH_EPOCH_LIMIT`` | per-epoch CPU-seconds limit of the adapters: a fit past it stops at the next optimizer step, reported "> limit" with the steps reached (``limit.py``) | unset (no limit) |
+| ``GRU4REC_BENCH_INTERLEAVE`` | ``0``: no reference epoch after each other implementation's (ratios then to the reference's own benchmark) | ``1`` |
+| ``GRU4REC_BENCH_VARIANTS`` | ``best`` (the study's parameters) and/or ``oob`` (an adapter's declared defaults, the loss set) | ``best`` |
+| ``GRU4REC_BENCH_WORKER_PYTHONS`` | ``name=python,...`` (``name*`` a prefix): an adapter's worker interpreter (tox environments) | unset |
+| ``GRU4REC_BENCH_SWEEP_NAMES`` | comma-separated sweeps of ``test_scalability.py`` | all |
 | ``GRU4REC_BENCH_RESULTS_JSONL`` | append every finished case to this JSON-lines file as it is recorded | unset |
 | ``OFFICIAL_GRU4REC_PATH`` | checkout of hidasib/GRU4Rec_PyTorch_Official | unset (official not measured) |
 | ``GRU4REC_BENCH_REPORT_DIR`` | where the Markdown/PNG report of a ``--benchmark-json`` run goes | reports/out/benchmarks |
@@ -71,9 +76,11 @@ def _runners(config) -> list:
         state = config.stash.get(STATE_KEY, None)
     except ImportError:  # the conformance plugin is not loaded (benchmarks run on their own)
         state = None
-    for (family, _name), handle in state.handles.items() if state is not None else ():
+    cfg = BenchConfig(config)
+    pythons = R.worker_pythons()
+    for (family, name), handle in state.handles.items() if state is not None else ():
         if family == "gru4rec" and handle.spec.role != "reference":
-            out.append(R.AdapterRunner(handle))
+            out.append(R.AdapterRunner(handle, cpu_limit_s=cfg.epoch_limit, python=R._python_for(name, pythons)))
     config.stash[_RUNNERS_KEY] = out
     return out
 
@@ -86,6 +93,8 @@ def pytest_generate_tests(metafunc):
         metafunc.parametrize("bench_dataset", env_list("GRU4REC_BENCH_DATASETS", DATASETS, DATASETS))
     if "bench_loss" in metafunc.fixturenames:
         metafunc.parametrize("bench_loss", env_list("GRU4REC_BENCH_LOSSES", LOSSES, LOSSES))
+    if "bench_variant" in metafunc.fixturenames:
+        metafunc.parametrize("bench_variant", BenchConfig(metafunc.config).variants)
 
 
 def pytest_collection_modifyitems(session, config, items):
@@ -123,6 +132,21 @@ def bench_impl(request) -> R.Runner:
     return runner
 
 
+@pytest.fixture(scope="session")
+def bench_reference(request) -> R.Runner:
+    """The reference's runner (for the interleaved reference epochs after every other implementation's)."""
+    return _runners(request.config)[0]
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _shutdown_adapters(request):
+    """Adapters keep one worker for the whole session (AdapterRunner); close them at its end."""
+    yield
+    for r in request.config.stash.get(_RUNNERS_KEY, []):
+        if isinstance(r, R.AdapterRunner):
+            r.shutdown()
+
+
 def _warm_up(runner: R.Runner) -> None:
     from gru4rec_conformance.benchmarks.workload import best_params, sweep_frame
 
@@ -149,18 +173,21 @@ def bench_config(pytestconfig) -> BenchConfig:
 def epoch_datasets(bench_config):
     """Data per dataset shape at the session's scale, made once: ``get(name, batch_size)``. ``GRU4REC_BENCH_DATA``
     ``synthetic`` (default): the study's preprocessing of generated raw data (cached on disk); ``catalogue``: the
-    real item counts with about ``GRU4REC_BENCH_MINIBATCHES`` x scale minibatches of ``batch_size`` per epoch."""
-    from gru4rec_conformance.benchmarks.workload import catalogue_data, epoch_data, parse_scale
+    real item counts with about ``GRU4REC_BENCH_MINIBATCHES`` x scale minibatches of ``batch_size`` per epoch;
+    ``padded``: the same with one-event sessions for the items the trained sessions lack."""
+    from gru4rec_conformance.benchmarks.workload import catalogue_data, epoch_data, padded_data, parse_scale
 
     made: dict = {}
 
     def get(name: str, batch_size: int):
         """The data of dataset ``name``; ``batch_size`` sizes the catalogue mode's epoch (minibatches x B)."""
-        key = (name, batch_size if bench_config.data == "catalogue" else None)
+        key = (name, batch_size if bench_config.data != "synthetic" else None)
         if key not in made:
             scale = parse_scale(bench_config.scale, name)
             if bench_config.data == "catalogue":
                 made[key] = catalogue_data(name, bench_config.minibatches, batch_size, scale)
+            elif bench_config.data == "padded":
+                made[key] = padded_data(name, bench_config.minibatches, batch_size, scale)
             else:
                 made[key] = epoch_data(name, scale)
         return made[key]
