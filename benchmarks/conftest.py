@@ -28,6 +28,7 @@ Environment (all optional):
 | ``GRU4REC_BENCH_INTERLEAVE`` | ``0``: no reference epoch after each other implementation's (ratios then to the reference's own benchmark) | ``1`` |
 | ``GRU4REC_BENCH_VARIANTS`` | ``best`` (the study's parameters) and/or ``oob`` (an adapter's declared defaults, the loss set) | ``best`` |
 | ``GRU4REC_BENCH_WORKER_PYTHONS`` | ``name=python,...`` (``name*`` a prefix): an adapter's worker interpreter (tox environments) | unset |
+| ``GRU4REC_BENCH_ORDER`` | ``impl``: every case of one implementation before the next (one adapter worker alive at a time; the interleaved reference epochs keep the ratios local) | cases first |
 | ``GRU4REC_BENCH_SWEEP_NAMES`` | comma-separated sweeps of ``test_scalability.py`` | all |
 | ``GRU4REC_BENCH_RESULTS_JSONL`` | append every finished case to this JSON-lines file as it is recorded | unset |
 | ``OFFICIAL_GRU4REC_PATH`` | checkout of hidasib/GRU4Rec_PyTorch_Official | unset (official not measured) |
@@ -112,7 +113,10 @@ def pytest_collection_modifyitems(session, config, items):
         case = (item.path, item.originalname, tuple(sorted((k, repr(v)) for k, v in params.items())))
         first.setdefault(case, pos)
         keyed.append(((first[case],), names.index(impl) if impl in names else len(names), item))
-    keyed.sort(key=lambda t: (t[0], t[1]))
+    if os.environ.get("GRU4REC_BENCH_ORDER") == "impl":  # every case of one implementation, then the next one
+        keyed.sort(key=lambda t: (t[1], t[0]))
+    else:
+        keyed.sort(key=lambda t: (t[0], t[1]))
     items[:] = [t[2] for t in keyed]
 
 
@@ -127,6 +131,10 @@ def bench_impl(request) -> R.Runner:
     On CUDA each is warmed up once with two tiny untimed fits (CUDA context, cuBLAS handles, allocator pools), so
     that the first timed benchmark does not pay for them."""
     runner = next(r for r in _runners(request.config) if r.name == request.param)
+    if os.environ.get("GRU4REC_BENCH_ORDER") == "impl":  # one worker alive at a time: the memory of a 2-core box
+        for other in _runners(request.config):
+            if other is not runner and isinstance(other, R.AdapterRunner):
+                other.shutdown()
     if BenchConfig(request.config).cuda and not getattr(runner, "_warmed_up", False):
         _warm_up(runner)
     return runner
