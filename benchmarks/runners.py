@@ -431,6 +431,10 @@ DROPPABLE = (
 )  # fmt: skip
 
 
+#: an unsupported value (``Unsupported`` name ``"<field>:<value>"``) -> the hyperparameter that asked for it
+_UNSUPPORTED_VALUE = {"embedding:shared": "constrained_embedding"}
+
+
 def worker_pythons(raw: str | None = None) -> dict[str, str]:
     """``GRU4REC_BENCH_WORKER_PYTHONS``: ``name=python,name2=python2`` (a name ending in ``*`` matches every
     adapter name with that prefix, e.g. ``recpack*=/env/bin/python``). Raises ValueError for an entry without
@@ -627,6 +631,7 @@ class AdapterRunner(Runner):
                 break
             except Exception as exc:
                 name = str(getattr(exc, "name", "")) if _is_unsupported(exc) else ""
+                name = _UNSUPPORTED_VALUE.get(name, name.split(":", 1)[0])  # "<field>:<value>" -> the field
                 if name in DROPPABLE and name in hp:
                     hp.pop(name)
                     dropped.append(name)

@@ -126,13 +126,15 @@ def test_unsupported_droppable_hyperparameters_are_dropped_and_listed():
             for name in ("n_sample", "logq"):
                 if name in hp:
                     raise Unsupported(name, "no sampling here")
+            if hp.get("constrained_embedding"):
+                raise Unsupported("embedding:shared", "a separate input embedding only")
             return super().build(seed, **hp)
 
     runner = R.AdapterRunner(ImplHandle(AdapterSpec("no-sampling", "gru4rec", NoSampling), isolation="never"))
     state = runner.prepare(sweep_frame(30, 20, seed=0), dict(bench_adapters.OFFICIAL), seed=1)
-    assert state["dropped"] == ["n_sample", "logq"] and "n_sample" not in state["hp"]
+    assert state["dropped"] == ["n_sample", "logq", "constrained_embedding"] and "n_sample" not in state["hp"]
     res = runner.run(state)
-    assert res.info["dropped_hparams"] == ["n_sample", "logq"]
+    assert res.info["dropped_hparams"] == ["n_sample", "logq", "constrained_embedding"]
 
 
 def test_ratios_complete_and_limited():
