@@ -432,7 +432,7 @@ DROPPABLE = (
 
 
 #: an unsupported value (``Unsupported`` name ``"<field>:<value>"``) -> the hyperparameter that asked for it
-_UNSUPPORTED_VALUE = {"embedding:shared": "constrained_embedding"}
+_UNSUPPORTED_VALUE = {"embedding:shared": "constrained_embedding", "separate_dropouts": "dropout_p_embed"}
 
 
 def worker_pythons(raw: str | None = None) -> dict[str, str]:
