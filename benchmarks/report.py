@@ -413,6 +413,8 @@ def ratio_cell(r: dict | None) -> str:
     where it exceeds the bound); ``–`` none."""
     if r is None:
         return "–"
+    if r.get("failed"):
+        return f"failed ({str(r['failed']).split(':', 1)[0]})"
     if r.get("limited"):
         low = r.get("cpu_seconds_over_reference_min", r.get("epoch_seconds_over_reference_min"))
         est = r.get("cpu_seconds_over_reference_est")

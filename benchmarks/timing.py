@@ -211,6 +211,9 @@ def time_epochs(
     except Exception as exc:
         if is_unsupported(exc):
             pytest.skip(f"unsupported by {runner.name}: {exc}")
+        # a failed case is reported too (never left out): its error in the summary and the results JSONL
+        failed = {"failed": f"{type(exc).__name__}: {str(exc).splitlines()[0][:300] if str(exc) else ''}"}
+        record(benchmark, runner, cfg, group, case, failed, hp=hp, extra=extra)
         raise
     timed = results[-rounds:] if len(results) >= rounds else results
     best = min(timed, key=lambda r: (bool(r.info.get("limited")), r.epoch_seconds))

@@ -185,3 +185,22 @@ def test_padded_data_has_the_real_catalogue_and_few_minibatches():
     assert d.test["SessionId"].min() > d.train["SessionId"].max()
     with pytest.raises(ValueError, match="minibatches"):
         padded_data("coveo", 0, 32)
+
+
+def test_a_failed_case_is_recorded_before_it_fails(monkeypatch):
+    from test_bench_runners import HP, FakeBenchmark, cfg
+
+    monkeypatch.setattr(T, "RESULTS", {})
+
+    class Broken(R.ReferenceRunner):
+        name = "broken"
+
+        def run(self, state):
+            raise KeyError("[1000023] not in index")
+
+    bm = FakeBenchmark()
+    with pytest.raises(KeyError):
+        T.time_epochs(bm, Broken("cpu"), cfg(), group="g", case="c", train=sweep_frame(20, 10), hp=HP, extra={},
+                      rounds=1, warmup=0)  # fmt: skip
+    assert T.RESULTS[("g", "c")]["broken"] == {"failed": "KeyError: '[1000023] not in index'"}
+    assert bm.extra_info["failed"].startswith("KeyError")

@@ -67,6 +67,7 @@ def test_ratio_cells_complete_and_stopped():
     stopped = ROWS[2]["extra_info"]
     assert ratio_cell(stopped) == "> 4.0× (≈ 22×, 12 mb)"
     assert ratio_cell(None) == "–"
+    assert ratio_cell({"failed": "KeyError: '[1000023] not in index'"}) == "failed (KeyError)"
     # an estimate below the bound (B sessions per minibatch, not B events) is not shown; the bound ranks it
     low_est = {"limited": True, "minibatches": 21, "cpu_seconds_over_reference_min": 1.9}
     assert ratio_cell({**low_est, "cpu_seconds_over_reference_est": 0.46}) == "> 1.9× (21 mb)"
