@@ -22,8 +22,14 @@ Environment (all optional):
 | ``GRU4REC_BENCH_THREADS`` | torch intra-op threads | 1 |
 | ``GRU4REC_BENCH_STEP_IMPL`` | the reference's ``step_impl`` | ``auto`` |
 | ``GRU4REC_BENCH_REQUIRE_GRAPH`` | ``1``: a reference fit on CUDA that did not replay a CUDA graph fails | unset |
-| ``GRU4REC_BENCH_DATA`` | ``synthetic`` (generated raw data, the study's preprocessing) or ``catalogue`` (the study's item counts, ``workload.catalogue_data``) | ``synthetic`` |
+| ``GRU4REC_BENCH_DATA`` | ``synthetic`` (generated raw data, the study's preprocessing), ``catalogue`` (the study's item counts, ``workload.catalogue_data``) or ``padded`` (the study's item counts, few trained minibatches, ``workload.padded_data``) | ``synthetic`` |
 | ``GRU4REC_BENCH_MINIBATCHES`` | catalogue data: minibatches per epoch at scale 1 (more where every item must occur) | 1000 |
+| ``GRU4REC_BENCH_EPOCH_LIMIT`` | per-epoch CPU-seconds limit of the adapters: a fit past it stops at the next optimizer step, reported "> limit" with the steps reached (``limit.py``) | unset (no limit) |
+| ``GRU4REC_BENCH_INTERLEAVE`` | ``0``: no reference epoch after each other implementation's (ratios then to the reference's own benchmark) | ``1`` |
+| ``GRU4REC_BENCH_VARIANTS`` | ``best`` (the study's parameters) and/or ``oob`` (an adapter's declared defaults, the loss set) | ``best`` |
+| ``GRU4REC_BENCH_WORKER_PYTHONS`` | ``name=python,...`` (``name*`` a prefix): an adapter's worker interpreter (tox environments) | unset |
+| ``GRU4REC_BENCH_ORDER`` | ``impl``: every case of one implementation before the next (one adapter worker alive at a time; the interleaved reference epochs keep the ratios local) | cases first |
+| ``GRU4REC_BENCH_SWEEP_NAMES`` | comma-separated sweeps of ``test_scalability.py`` | all |
 | ``GRU4REC_BENCH_RESULTS_JSONL`` | append every finished case to this JSON-lines file as it is recorded | unset |
 | ``OFFICIAL_GRU4REC_PATH`` | checkout of hidasib/GRU4Rec_PyTorch_Official | unset (official not measured) |
 | ``GRU4REC_BENCH_REPORT_DIR`` | where the Markdown/PNG report of a ``--benchmark-json`` run goes | reports/out/benchmarks |
@@ -48,6 +54,7 @@ from gru4rec_conformance.benchmarks import runners as R  # noqa: E402
 from gru4rec_conformance.benchmarks.timing import RESULTS as _RESULTS  # noqa: E402
 from gru4rec_conformance.benchmarks.timing import BenchConfig, bench_device, env_list, is_unsupported  # noqa: E402
 from gru4rec_conformance.benchmarks.workload import DATASETS, LOSSES  # noqa: E402
+from gru4rec_conformance.conformance._harness.runinfo import gru4rec_env  # noqa: E402
 
 _RUNNERS_KEY = pytest.StashKey[list]()
 
@@ -71,9 +78,11 @@ def _runners(config) -> list:
         state = config.stash.get(STATE_KEY, None)
     except ImportError:  # the conformance plugin is not loaded (benchmarks run on their own)
         state = None
-    for (family, _name), handle in state.handles.items() if state is not None else ():
+    cfg = BenchConfig(config)
+    pythons = R.worker_pythons()
+    for (family, name), handle in state.handles.items() if state is not None else ():
         if family == "gru4rec" and handle.spec.role != "reference":
-            out.append(R.AdapterRunner(handle))
+            out.append(R.AdapterRunner(handle, cpu_limit_s=cfg.epoch_limit, python=R._python_for(name, pythons)))
     config.stash[_RUNNERS_KEY] = out
     return out
 
@@ -86,6 +95,8 @@ def pytest_generate_tests(metafunc):
         metafunc.parametrize("bench_dataset", env_list("GRU4REC_BENCH_DATASETS", DATASETS, DATASETS))
     if "bench_loss" in metafunc.fixturenames:
         metafunc.parametrize("bench_loss", env_list("GRU4REC_BENCH_LOSSES", LOSSES, LOSSES))
+    if "bench_variant" in metafunc.fixturenames:
+        metafunc.parametrize("bench_variant", BenchConfig(metafunc.config).variants)
 
 
 def pytest_collection_modifyitems(session, config, items):
@@ -103,7 +114,10 @@ def pytest_collection_modifyitems(session, config, items):
         case = (item.path, item.originalname, tuple(sorted((k, repr(v)) for k, v in params.items())))
         first.setdefault(case, pos)
         keyed.append(((first[case],), names.index(impl) if impl in names else len(names), item))
-    keyed.sort(key=lambda t: (t[0], t[1]))
+    if os.environ.get("GRU4REC_BENCH_ORDER") == "impl":  # every case of one implementation, then the next one
+        keyed.sort(key=lambda t: (t[1], t[0]))
+    else:
+        keyed.sort(key=lambda t: (t[0], t[1]))
     items[:] = [t[2] for t in keyed]
 
 
@@ -118,9 +132,28 @@ def bench_impl(request) -> R.Runner:
     On CUDA each is warmed up once with two tiny untimed fits (CUDA context, cuBLAS handles, allocator pools), so
     that the first timed benchmark does not pay for them."""
     runner = next(r for r in _runners(request.config) if r.name == request.param)
+    if os.environ.get("GRU4REC_BENCH_ORDER") == "impl":  # one worker alive at a time: the memory of a 2-core box
+        for other in _runners(request.config):
+            if other is not runner and isinstance(other, R.AdapterRunner):
+                other.shutdown()
     if BenchConfig(request.config).cuda and not getattr(runner, "_warmed_up", False):
         _warm_up(runner)
     return runner
+
+
+@pytest.fixture(scope="session")
+def bench_reference(request) -> R.Runner:
+    """The reference's runner (for the interleaved reference epochs after every other implementation's)."""
+    return _runners(request.config)[0]
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _shutdown_adapters(request):
+    """Adapters keep one worker for the whole session (AdapterRunner); close them at its end."""
+    yield
+    for r in request.config.stash.get(_RUNNERS_KEY, []):
+        if isinstance(r, R.AdapterRunner):
+            r.shutdown()
 
 
 def _warm_up(runner: R.Runner) -> None:
@@ -149,18 +182,21 @@ def bench_config(pytestconfig) -> BenchConfig:
 def epoch_datasets(bench_config):
     """Data per dataset shape at the session's scale, made once: ``get(name, batch_size)``. ``GRU4REC_BENCH_DATA``
     ``synthetic`` (default): the study's preprocessing of generated raw data (cached on disk); ``catalogue``: the
-    real item counts with about ``GRU4REC_BENCH_MINIBATCHES`` x scale minibatches of ``batch_size`` per epoch."""
-    from gru4rec_conformance.benchmarks.workload import catalogue_data, epoch_data, parse_scale
+    real item counts with about ``GRU4REC_BENCH_MINIBATCHES`` x scale minibatches of ``batch_size`` per epoch;
+    ``padded``: the same with one-event sessions for the items the trained sessions lack."""
+    from gru4rec_conformance.benchmarks.workload import catalogue_data, epoch_data, padded_data, parse_scale
 
     made: dict = {}
 
     def get(name: str, batch_size: int):
         """The data of dataset ``name``; ``batch_size`` sizes the catalogue mode's epoch (minibatches x B)."""
-        key = (name, batch_size if bench_config.data == "catalogue" else None)
+        key = (name, batch_size if bench_config.data != "synthetic" else None)
         if key not in made:
             scale = parse_scale(bench_config.scale, name)
             if bench_config.data == "catalogue":
                 made[key] = catalogue_data(name, bench_config.minibatches, batch_size, scale)
+            elif bench_config.data == "padded":
+                made[key] = padded_data(name, bench_config.minibatches, batch_size, scale)
             else:
                 made[key] = epoch_data(name, scale)
         return made[key]
@@ -181,7 +217,7 @@ def pytest_benchmark_update_json(config, benchmarks, output_json):
         "device": bench_device(config),
         "versions": R.versions(bench_device(config)),
         "implementations": [r.describe() for r in _runners(config)],
-        "env": {k: v for k, v in os.environ.items() if k.startswith("GRU4REC_")},
+        "env": gru4rec_env(),  # secrets (a PostgreSQL URL's password) redacted: the JSON is a shared report
     }
 
 

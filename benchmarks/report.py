@@ -39,8 +39,11 @@ DEFAULT_OUT = REPO / "reports" / "out" / "benchmarks"
 def load(path: Path) -> dict:
     """The pytest-benchmark JSON at ``path``; ValueError naming the file when it is not one."""
     path = Path(path)
+    text = path.read_text(encoding="utf-8")
+    if path.suffix == ".jsonl":
+        return _from_jsonl(path, text)
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise ValueError(f"{path}: not JSON ({exc})") from None
     if not isinstance(data, dict) or not isinstance(data.get("benchmarks"), list):
@@ -49,6 +52,32 @@ def load(path: Path) -> dict:
         if not isinstance(b, dict) or "extra_info" not in b or "group" not in b:
             raise ValueError(f"{path}: benchmarks[{i}] lacks 'group' or 'extra_info'")
     return data
+
+
+def _from_jsonl(path: Path, text: str) -> dict:
+    """A pytest-benchmark-like report from ``GRU4REC_BENCH_RESULTS_JSONL`` lines (``group``, ``name``,
+    ``extra_info``; a torn last line of a killed run is skipped), so a run stopped before its end still renders.
+    Raises ValueError naming the file when no line is a result."""
+    benchmarks = []
+    for line in text.splitlines():
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(row, dict) and "group" in row and isinstance(row.get("extra_info"), dict):
+            benchmarks.append({"group": row["group"], "name": row.get("name"), "extra_info": row["extra_info"]})
+    if not benchmarks:
+        raise ValueError(f"{path}: no benchmark result lines (group, extra_info)")
+    impls = list(OrderedDict((b["extra_info"].get("impl"), b["extra_info"]) for b in benchmarks).values())
+    keys = ("impl", "kind", "impl_version", "device", "in_process", "step_impl", "shims")
+    return {
+        "benchmarks": benchmarks,
+        "datetime": "(results JSONL)",
+        "gru4rec_bench": {
+            "device": benchmarks[0]["extra_info"].get("device"),
+            "implementations": [{k: d[k] for k in keys if k in d} for d in impls],
+        },
+    }
 
 
 def _rows(data: dict, prefix: str) -> list[dict]:
@@ -194,8 +223,12 @@ def _epoch_section(data: dict) -> list[str]:
                 _f(r.get("minibatches_per_cpu_s"), ".1f"),
                 _f(r.get("events_per_cpu_s"), ".0f"),
                 _mem(r),
-                _f(r.get("epoch_seconds_over_reference")),
-                _f(r.get("cpu_seconds_over_reference")),
+                _f(r.get("epoch_seconds_over_reference"))
+                if not r.get("limited")
+                else f"> {_f(r.get('epoch_seconds_over_reference_min'))}",
+                _f(r.get("cpu_seconds_over_reference"))
+                if not r.get("limited")
+                else f"> {_f(r.get('cpu_seconds_over_reference_min'))} (limit)",
                 _f(best.get("epoch_seconds")),
                 _f(best.get("minibatches_per_second"), ".0f"),
                 _f(best.get("events_per_second"), ".0f"),
@@ -303,11 +336,14 @@ def _sweep_section(data: dict, plots: dict) -> list[str]:
                 _f(r.get("events_per_s"), ".0f"),
                 _f(r.get("events_per_cpu_s"), ".0f"),
                 _mem(r),
-                _f(r.get("epoch_seconds_over_reference")),
+                _f(r.get("cpu_seconds")),
+                ratio_cell(r) if r["impl"] != "reference" else "–",
             ]
             for r in sorted(rs, key=lambda r: (r.get("value") or 0, r["impl"] != "reference", r["impl"]))
         ]
-        lines += _table([name, "impl", "items", "mb", "epoch s", "ev/s", "ev/CPU s", "peak MB", "× ref"], body) + [""]
+        lines += _table(
+            [name, "impl", "items", "mb", "epoch s", "ev/s", "ev/CPU s", "peak MB", "CPU s", "× ref (CPU)"], body
+        ) + [""]
     return lines
 
 
@@ -335,8 +371,215 @@ def _eval_section(data: dict, plots: dict) -> list[str]:
     return lines + ["", "(Untrained models: ranking costs the same; the metrics are not meaningful here.)", ""]
 
 
+#: adapter name prefix -> the study's implementation name (reports/data/study_results.csv)
+STUDY_NAMES = {
+    "official_pytorch": "GRU4Rec Official",
+    "gru4rec_pytorch": "GRU4REC-pytorch",
+    "torch_gru4rec": "Torch-GRU4Rec",
+    "gru4rec_tensorflow": "GRU4Rec_Tensorflow",
+    "keras_gru4rec": "KerasGRU4Rec",
+    "recpack": "Recpack",
+}
+
+
+def study_name(impl: str) -> str | None:
+    """The study's name of the implementation an adapter wraps (None: not in the study)."""
+    base = impl.split(":", 1)[0]
+    return STUDY_NAMES.get(base)
+
+
+def _geomean(values: list[float | None]) -> float | None:
+    import math
+
+    vals = [v for v in values if isinstance(v, (int, float)) and v > 0]
+    return math.exp(sum(math.log(v) for v in vals) / len(vals)) if vals else None
+
+
+def ratio_of(r: dict) -> tuple[float | None, bool]:
+    """``(CPU-time ratio to the reference, limited)`` of a recorded epoch: the measured ratio of a complete
+    epoch; for one stopped at the limit the larger of its lower bound and its estimate (the estimate counts B
+    trained events per step, which undercounts an implementation whose minibatch holds B whole sessions, so it
+    can fall below the bound); None when nothing is recorded."""
+    if r.get("limited"):
+        low = r.get("cpu_seconds_over_reference_min", r.get("epoch_seconds_over_reference_min"))
+        est = r.get("cpu_seconds_over_reference_est")
+        vals = [v for v in (low, est) if isinstance(v, (int, float))]
+        return (max(vals) if vals else None), True
+    return r.get("cpu_seconds_over_reference", r.get("epoch_seconds_over_reference")), False
+
+
+def ratio_cell(r: dict | None) -> str:
+    """One cell of the ratio matrix: ``2.31×``; stopped at the limit ``> 4.0× (≈ 12×, 37 mb)`` (the estimate only
+    where it exceeds the bound); ``–`` none."""
+    if r is None:
+        return "–"
+    if r.get("failed"):
+        return f"failed ({str(r['failed']).split(':', 1)[0]})"
+    if r.get("limited"):
+        low = r.get("cpu_seconds_over_reference_min", r.get("epoch_seconds_over_reference_min"))
+        est = r.get("cpu_seconds_over_reference_est")
+        mb = _f(r.get("minibatches"), "d")
+        if isinstance(est, (int, float)) and isinstance(low, (int, float)) and est > low:
+            return f"> {_f(low, '.1f')}× (≈ {_f(est, '.0f')}×, {mb} mb)"
+        return f"> {_f(low, '.1f')}× ({mb} mb)"
+    ratio, _ = ratio_of(r)
+    return f"{_f(ratio)}×"
+
+
+def _study_x(impl: str, variant_name: str, dataset: str | None, loss: str | None) -> float | None:
+    st = _study(dataset, loss)
+    name = study_name(impl)
+    for row in st.get("rows", []) if name else []:
+        if row["implementation"] == name and row["variant"].lower() == variant_name.lower():
+            return row["x_best"]
+    return None
+
+
+def _impl_rows(data: dict) -> list[dict]:
+    rows = [dict(r, variant=r.get("variant") or "best") for r in _rows(data, "epoch/") + _rows(data, "epoch-oob/")]
+    return [r for r in rows if r["impl"] != "reference"]
+
+
+def _impl_section(data: dict, plots: dict) -> list[str]:
+    """Every implementation against the reference: the ratio matrix (rows implementation x variant, columns
+    dataset / loss), the study's published ratios beside ours, and the orderings compared."""
+    rows = _impl_rows(data)
+    if not rows:
+        return []
+    cases = list(OrderedDict.fromkeys((r.get("dataset"), r.get("loss")) for r in rows))
+    keys = list(OrderedDict.fromkeys((r["impl"], r["variant"]) for r in rows))
+    at = {(r["impl"], r["variant"], r.get("dataset"), r.get("loss")): r for r in rows}
+    lines = [
+        "## Implementations × reference (CPU time of one epoch over the reference's, same data, interleaved)",
+        "",
+        "Each cell: the implementation's process CPU time for one epoch over the mean of the reference epochs "
+        "run just before and just after it (> 1: slower than the reference). **> L× (≈ E×, m mb)**: the epoch "
+        "was stopped at the per-epoch CPU limit after m minibatches; L is the CPU spent up to the stop over the "
+        "reference's whole epoch (a lower bound), E the estimate from its CPU seconds per trained event. "
+        "*best*: the study's best parameters (inexpressible ones dropped, see below); *oob*: the implementation's "
+        "own defaults with the loss set, against the reference at the best parameters (as the study's "
+        "out-of-the-box ratios).",
+        "",
+    ]
+    header = ["implementation", "variant"] + [f"{d} {lo}" for d, lo in cases]
+    header += ["geo. mean", "study OOB geo. mean (oob rows)"]
+    body = []
+    order: dict = {}
+    for impl, variant in keys:
+        cells: list[str] = []
+        ours: list[float | None] = []
+        theirs: list[float | None] = []
+        for d, lo in cases:
+            r = at.get((impl, variant, d, lo))
+            cells.append(ratio_cell(r))
+            if r is not None:
+                ours.append(ratio_of(r)[0])
+                sx = _study_x(impl, "OOB", d, lo) if variant == "oob" else None
+                if sx is not None:
+                    theirs.append(sx)
+        g, gs = _geomean(ours), _geomean(theirs)
+        order[(impl, variant)] = (g, gs)
+        body.append([f"**{impl}**", variant, *cells, _f(g), _f(gs)])
+    lines += _table(header, body) + [""]
+    dropped: OrderedDict[str, set] = OrderedDict()
+    for r in rows:
+        if r.get("dropped_hparams"):
+            dropped.setdefault(r["impl"], set()).update(r["dropped_hparams"])
+    if dropped:
+        lines += [
+            "Best parameters an adapter cannot express, left at the implementation's default: "
+            + "; ".join(f"**{k}**: {', '.join(sorted(v))}" for k, v in dropped.items()),
+            "",
+        ]
+    if "impl_vs_study" in plots:
+        lines += [f"![ours against the study]({plots['impl_vs_study']})", ""]
+    lines += _study_compare(at, cases, keys)
+    lines += _ordering(order)
+    return lines
+
+
+def _study_compare(at: dict, cases: list, keys: list) -> list[str]:
+    """Per case: our out-of-the-box ratio beside the study's published OOB × official-best epoch time."""
+    body = []
+    for impl, variant in keys:
+        if variant != "oob" or study_name(impl) is None:
+            continue
+        for d, lo in cases:
+            r = at.get((impl, variant, d, lo))
+            sx = _study_x(impl, "OOB", d, lo)
+            if r is None:  # a loss the implementation lacks, or a case not run
+                continue
+            body.append([f"**{impl}**", d, lo, ratio_cell(r), f"{_f(sx)}×" if sx is not None else "–"])
+    if not body:
+        return []
+    return [
+        "### Out of the box: ours beside the study's (gru4rec_reference.md §9.5)",
+        "",
+        "Ours: CPU time, this machine, scaled-down epochs on the real catalogues; the study: GPU epoch time on the "
+        "full datasets, × the official implementation with the best parameters.",
+        "",
+        *_table(["implementation", "dataset", "loss", "ours × reference", "study × official"], body),
+        "",
+    ]
+
+
+def _ordering(order: dict) -> list[str]:
+    """The implementations ranked by our geometric-mean ratio and by the study's, with the pairs whose order
+    differs."""
+    ours = sorted((k for k, (g, _) in order.items() if g is not None), key=lambda k: order[k][0])
+    if not ours:
+        return []
+    lines = [
+        "### Ordering",
+        "",
+        "Ours (geometric mean of the ratios above, fastest first): "
+        + " < ".join(f"{i}/{v} ({order[(i, v)][0]:.2f}×)" for i, v in ours),
+        "",
+    ]
+    # one study value per study implementation: its OOB geometric mean over the cases we ran
+    ranked = [(k, order[k][1]) for k in ours if order[k][1] is not None and k[1] == "oob"]
+    if len(ranked) >= 2:
+        study_sorted = sorted(ranked, key=lambda t: t[1])
+        lines += [
+            "The study (OOB × official, geometric mean over the same cases): "
+            + " < ".join(f"{i}/{v} ({x:.2f}×)" for (i, v), x in study_sorted),
+            "",
+        ]
+        pos_ours = {k: n for n, k in enumerate(k for k, _ in ranked)}
+        pos_study = {k: n for n, (k, _) in enumerate(study_sorted)}
+        flips = [
+            (a, b)
+            for a in pos_ours
+            for b in pos_ours
+            if pos_ours[a] < pos_ours[b] and pos_study[a] > pos_study[b] and study_name(a[0]) != study_name(b[0])
+        ]
+        if flips:
+            lines += [
+                "Pairs ordered differently (ours faster-first, the study's the other way): "
+                + "; ".join(f"{a[0]} < {b[0]}" for a, b in flips)
+                + ". The usual causes: CPU against GPU (a full-catalogue output layer is a large matrix product, "
+                "relatively cheaper on a GPU than per-step Python overhead is), our short epochs (fixed costs of "
+                "an epoch — data preparation, building the item map — weigh more than on the full datasets), and "
+                "one torch thread here.",
+                "",
+            ]
+        else:
+            lines += ["The orderings agree (implementations wrapping the same study code aside).", ""]
+    return lines
+
+
 # ----------------------------------------------------------------------------------------------------------------
 # plots
+
+
+def _sweep_y(r: dict, use_cpu: bool) -> float | None:
+    """CPU (else wall) seconds of one epoch; for an epoch stopped at the limit, the estimate of the whole epoch
+    from the seconds per trained event so far and the reference's events of the same point."""
+    sec = r.get("cpu_seconds") if use_cpu else r.get("epoch_seconds")
+    if r.get("limited") and sec and r.get("events") and r.get("reference_runs"):
+        ref_events = (r.get("shape") or {}).get("trained_events") or r["events"]
+        return max(sec, sec / r["events"] * ref_events)
+    return sec
 
 
 def _plots(data: dict, folder: Path) -> dict:
@@ -363,11 +606,16 @@ def _plots(data: dict, folder: Path) -> dict:
     for r in _rows(data, "sweep/"):
         sweeps.setdefault(r.get("sweep"), {}).setdefault(r["impl"], []).append(r)
     for name, per in sweeps.items():
+        use_cpu = all(r.get("cpu_seconds") for rs in per.values() for r in rs)
         fig, ax = plt.subplots(figsize=(5.5, 3.6))
         for impl, rs in per.items():
             rs = sorted((r for r in rs if isinstance(r.get("value"), (int, float))), key=lambda r: r["value"])
             xs = [max(r["value"], 1e-9) if name != "n_sample" else r["value"] + 1 for r in rs]
-            ax.plot(xs, [r["epoch_seconds"] for r in rs], marker="o", label=impl)
+            ys = [_sweep_y(r, use_cpu) or float("nan") for r in rs]
+            line = ax.plot(xs, ys, marker="o", label=impl)[0]
+            cut = [(x, y) for x, y, r in zip(xs, ys, rs, strict=True) if r.get("limited")]
+            if cut:
+                ax.scatter([c[0] for c in cut], [c[1] for c in cut], marker="^", s=60, color=line.get_color())
         ax.set_xscale("log")
         ax.set_yscale("log")
         fmt = matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}")
@@ -375,8 +623,16 @@ def _plots(data: dict, folder: Path) -> dict:
         ax.yaxis.set_minor_formatter(fmt)
         ax.tick_params(axis="y", which="minor", labelsize=7)
         ax.set_xlabel(name + (" + 1" if name == "n_sample" else ""))
-        ax.set_ylabel("epoch seconds")
-        ax.set_title(f"one epoch against {name}")
+        ax.set_ylabel("CPU seconds per epoch" if use_cpu else "epoch seconds")
+        ax.set_title(
+            f"one epoch against {name}"
+            + (
+                " (^: estimated, stopped at the limit)"
+                if any(r.get("limited") for rs in per.values() for r in rs)
+                else ""
+            ),
+            fontsize=9,
+        )
         ax.grid(True, which="both", alpha=0.3)
         ax.legend()
         out[name] = save(fig, f"sweep_{name}")
@@ -416,6 +672,33 @@ def _plots(data: dict, folder: Path) -> dict:
         ax.set_title("full-catalogue evaluation")
         ax.legend()
         out["eval"] = save(fig, "eval_events_per_s")
+
+    vs: list[tuple[str, float, float, bool]] = []
+    for r in _impl_rows(data):
+        sx = _study_x(r["impl"], "OOB", r.get("dataset"), r.get("loss")) if r["variant"] == "oob" else None
+        ratio, limited = ratio_of(r)
+        if sx is not None and ratio:
+            vs.append((r["impl"], sx, ratio, limited))
+    if vs:
+        fig, ax = plt.subplots(figsize=(5.5, 4.2))
+        for k, impl in enumerate(OrderedDict.fromkeys(p[0] for p in vs)):
+            mine = [p for p in vs if p[0] == impl]
+            color = f"C{k % 10}"
+            full = [p for p in mine if not p[3]]
+            stopped = [p for p in mine if p[3]]
+            ax.scatter([p[1] for p in full], [p[2] for p in full], color=color, label=impl, marker="o")
+            ax.scatter([p[1] for p in stopped], [p[2] for p in stopped], color=color, marker="^", facecolors="none")
+        lo = min(min(p[1], p[2]) for p in vs) / 1.5
+        hi = max(max(p[1], p[2]) for p in vs) * 1.5
+        ax.plot([lo, hi], [lo, hi], color="grey", lw=0.8, ls="--")
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("study: epoch time × official best (GPU, full data)")
+        ax.set_ylabel("ours: CPU time × reference")
+        ax.set_title("out of the box, per dataset and loss (^: estimate, stopped at the limit)", fontsize=8)
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=7)
+        out["impl_vs_study"] = save(fig, "impl_vs_study")
     return out
 
 
@@ -423,10 +706,16 @@ def _plots(data: dict, folder: Path) -> dict:
 # the report
 
 
-def build_markdown(data: dict, plots: dict | None = None, title: str = "GRU4Rec benchmarks") -> str:
-    """The Markdown report of a loaded pytest-benchmark JSON (``plots``: {name: relative PNG path})."""
+def build_markdown(
+    data: dict, plots: dict | None = None, title: str = "GRU4Rec benchmarks", notes: str | None = None
+) -> str:
+    """The Markdown report of a loaded pytest-benchmark JSON (``plots``: {name: relative PNG path}; ``notes``:
+    Markdown placed after the implementations section, e.g. the explanations of a committed run)."""
     plots = plots or {}
     lines = _header(data, title)
+    lines += _impl_section(data, plots)
+    if notes:
+        lines += [notes.rstrip(), ""]
     lines += _epoch_section(data)
     if "epoch" in plots:
         lines += [f"![epoch rates]({plots['epoch']})", ""]
@@ -442,6 +731,7 @@ def write_report(
     title: str = "GRU4Rec benchmarks",
     plots: bool = True,
     compact: bool = False,
+    notes: str | None = None,
 ) -> Path:
     """Write ``report.md``, ``benchmark.json`` and ``plots/*.png`` into a new ``<out_root>/<UTC timestamp>/``
     folder and return it. ``compact``: the copied JSON without pytest-benchmark's per-round timing arrays
@@ -457,7 +747,7 @@ def write_report(
     else:
         with atomic_path(folder / "benchmark.json") as tmp:
             shutil.copyfile(json_path, tmp)
-    atomic_write_text(folder / "report.md", build_markdown(data, made, title))
+    atomic_write_text(folder / "report.md", build_markdown(data, made, title, notes))
     return folder
 
 
@@ -465,16 +755,25 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(
         prog="python -m gru4rec_conformance.benchmarks.report", description=__doc__.split("\n\n")[0]
     )
-    ap.add_argument("json", type=Path, help="pytest-benchmark JSON (pytest benchmarks/ --benchmark-json=PATH)")
+    ap.add_argument(
+        "json",
+        type=Path,
+        help="pytest-benchmark JSON (pytest benchmarks/ --benchmark-json=PATH) or a results JSONL "
+        "(GRU4REC_BENCH_RESULTS_JSONL, one line per case; several runs concatenated)",
+    )
     ap.add_argument("--out-root", type=Path, default=DEFAULT_OUT, help="parent folder of the report folder")
     ap.add_argument("--title", default="GRU4Rec benchmarks")
     ap.add_argument("--no-plots", action="store_true")
     ap.add_argument("--compact", action="store_true", help="copy the JSON without the per-round timing arrays")
+    ap.add_argument("--notes", type=Path, help="a Markdown file placed after the implementations section")
     args = ap.parse_args(argv)
     if not args.json.is_file():
         ap.error(f"{args.json}: no such file")
+    notes = args.notes.read_text(encoding="utf-8") if args.notes else None
     try:
-        folder = write_report(args.json, args.out_root, args.title, plots=not args.no_plots, compact=args.compact)
+        folder = write_report(
+            args.json, args.out_root, args.title, plots=not args.no_plots, compact=args.compact, notes=notes
+        )
     except ValueError as exc:
         ap.error(str(exc))
     print(folder / "report.md")

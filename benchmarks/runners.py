@@ -244,7 +244,7 @@ class ReferenceRunner(Runner):
         return {
             "model": GRU4Rec(**hp, n_epochs=1, seed=seed, device=self.device, step_impl=self.step_impl),
             "train": train,
-            "cache": cache_size(hp, len(train)),
+            "cache": cache_size(hp, int(len(train) - train["SessionId"].nunique())),
         }
 
     def run(self, state) -> EpochResult:
@@ -384,7 +384,7 @@ class OfficialRunner(Runner):
         return {
             "model": self._build(hp, seed, 1),
             "train": train.copy(),
-            "cache": cache_size(hp, len(train)),
+            "cache": cache_size(hp, int(len(train) - train["SessionId"].nunique())),
             "events": int(len(train) - train["SessionId"].nunique()),
         }
 
@@ -423,18 +423,113 @@ class OfficialRunner(Runner):
         return EvalResult(m.wall, n, m.cpu, metrics)
 
 
+#: hyperparameters a benchmark may leave out (at their implementation's default, listed in the report as dropped)
+#: when an adapter cannot express them; the loss, the layers and the batch size are never dropped
+DROPPABLE = (
+    "n_sample", "sample_alpha", "bpreg", "logq", "momentum", "dropout_p_embed", "dropout_p_hidden", "embedding",
+    "constrained_embedding", "elu_param", "final_act", "learning_rate", "optimizer",
+)  # fmt: skip
+
+
+#: an unsupported value (``Unsupported`` name ``"<field>:<value>"``) -> the hyperparameter that asked for it
+_UNSUPPORTED_VALUE = {"embedding:shared": "constrained_embedding", "separate_dropouts": "dropout_p_embed"}
+
+
+def worker_pythons(raw: str | None = None) -> dict[str, str]:
+    """``GRU4REC_BENCH_WORKER_PYTHONS``: ``name=python,name2=python2`` (a name ending in ``*`` matches every
+    adapter name with that prefix, e.g. ``recpack*=/env/bin/python``). Raises ValueError for an entry without
+    ``=``."""
+    raw = os.environ.get("GRU4REC_BENCH_WORKER_PYTHONS", "") if raw is None else raw
+    out: dict[str, str] = {}
+    for entry in filter(None, (e.strip() for e in raw.split(","))):
+        name, sep, python = entry.partition("=")
+        if not sep or not name or not python:
+            raise ValueError(f"GRU4REC_BENCH_WORKER_PYTHONS: expected name=python, got {entry!r}")
+        out[name.strip()] = python.strip()
+    return out
+
+
+def _python_for(name: str, table: dict[str, str]) -> str | None:
+    if name in table:
+        return table[name]
+    hits = [k for k in table if k.endswith("*") and name.startswith(k[:-1])]
+    return table[max(hits, key=len)] if hits else None
+
+
+def _proc_mb(pid: int, key: str) -> float | None:
+    try:
+        with open(f"/proc/{pid}/status", encoding="ascii") as f:
+            m = re.search(rf"^{key}:\s+(\d+) kB", f.read(), re.M)
+        return int(m.group(1)) / 1024 if m else None
+    except OSError:
+        return None
+
+
+def _worker_process(pid: int | None) -> int | None:
+    """The process that runs the adapter: under the sandbox the proxy's pid is bwrap's, so the descendant with
+    the largest resident set (the Python worker)."""
+    if not pid:
+        return None
+    from gru4rec_conformance.conformance._harness.isolation import _tree
+
+    pids = _tree(pid)[1]
+    return max(pids, key=lambda p: _proc_mb(p, "VmRSS") or 0.0) if pids else pid
+
+
+def _reset_peak(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/clear_refs", "w", encoding="ascii") as f:
+            f.write("5")
+        return True
+    except OSError:
+        return False
+
+
 class AdapterRunner(Runner):
-    """An adapter selected with ``--impl`` (an ``ImplHandle`` of the conformance plugin). Raises nothing itself;
-    an ``Unsupported`` from ``build``/``fit`` reaches the test, which skips with the reason."""
+    """An adapter selected with ``--impl`` (an ``ImplHandle`` of the conformance plugin).
+
+    One adapter (one worker process for an isolated adapter) serves every benchmark of the session: each
+    ``prepare`` calls ``build`` again (a fresh, untrained model), so the worker's start and the implementation's
+    imports are paid once, in an untimed warm-up fit on a tiny frame, not in the first timed epoch. A failed fit
+    closes it (the next ``prepare`` starts a new one).
+
+    Args:
+        handle: the plugin's ``ImplHandle``.
+        cpu_limit_s: per-epoch CPU-time limit (``GRU4REC_BENCH_EPOCH_LIMIT``; None = none): the fit stops at the
+            first optimizer step past it (``benchmarks/limit.py``) and :meth:`run` returns a result with
+            ``info["limited"]`` True, the steps reached and the CPU seconds spent.
+        python: the worker's interpreter (``GRU4REC_BENCH_WORKER_PYTHONS``; default: ``GRU4REC_WORKER_PYTHON`` or
+            the adapter's own).
+        hard_timeout_s: wall-clock timeout of one worker call (default 4 x the limit + 120 s, or the harness's).
+
+    CPU time: the worker's own measurement of ``fit`` (``conformance._harness.cputime.cpu_call``; the parent's
+    encoding and pipes excluded). Peak memory: the worker's VmHWM (reset before the fit) on Linux.
+    ``prepare`` drops a hyperparameter of :data:`DROPPABLE` the adapter answers ``Unsupported`` for and builds
+    again (``state["dropped"]``); any other ``Unsupported`` reaches the test, which skips with the reason.
+    """
 
     kind = "adapter"
 
-    def __init__(self, handle):
+    def __init__(
+        self,
+        handle,
+        cpu_limit_s: float | None = None,
+        python: str | None = None,
+        hard_timeout_s: float | None = None,
+    ):
         super().__init__(handle.device)
         self.handle = handle
         self.name = handle.name
         self.in_process = not handle.uses_worker
         self.study = getattr(handle.spec.cls, "study", None) or None
+        self.cpu_limit_s = cpu_limit_s
+        self.python = python
+        self.hard_timeout_s = hard_timeout_s or (4 * cpu_limit_s + 120 if cpu_limit_s else None)
+        self._adapter: Any = None
+        if python:  # describe (capabilities, version) in the interpreter the benchmarks will use
+            with self._worker_python():
+                handle._description = None
+                handle.describe()
 
     @property
     def version(self) -> str:
@@ -443,37 +538,177 @@ class AdapterRunner(Runner):
     def describe(self) -> dict:
         d = self.handle.describe()
         shims = list(getattr(d.capabilities, "shims", ()) or ()) if d.capabilities is not None else []
-        return {**super().describe(), "isolation": d.isolation, "shims": shims}
+        out = {**super().describe(), "isolation": d.isolation, "shims": shims}
+        if self.cpu_limit_s:
+            out["epoch_cpu_limit_s"] = self.cpu_limit_s
+        if self.python:
+            out["worker_python"] = self.python
+        return out
 
-    def prepare(self, train, hp, seed):
-        adapter = self.handle.new_adapter()
+    def defaults(self) -> dict:
+        """The adapter's declared hyperparameter defaults (its implementation's own, "out of the box"); {} when it
+        declares none. ``losses``: see :meth:`losses`."""
+        caps = self.handle.describe().capabilities
+        return dict(getattr(caps, "hyperparameters", None) or {})
+
+    def losses(self) -> frozenset[str]:
+        caps = self.handle.describe().capabilities
+        return frozenset(getattr(caps, "losses", None) or ())
+
+    @contextlib.contextmanager
+    def _worker_python(self):
+        """``GRU4REC_WORKER_PYTHON`` = :attr:`python` inside the block (the handle reads it per new adapter)."""
+        before = os.environ.get("GRU4REC_WORKER_PYTHON")
+        if self.python:
+            os.environ["GRU4REC_WORKER_PYTHON"] = self.python
+        try:
+            yield
+        finally:
+            if self.python:
+                if before is None:
+                    os.environ.pop("GRU4REC_WORKER_PYTHON", None)
+                else:
+                    os.environ["GRU4REC_WORKER_PYTHON"] = before
+
+    def _new_adapter(self):
+        timeout = self.hard_timeout_s
+        with self._worker_python():
+            adapter = self.handle.new_adapter(timeout_kind=(lambda: (None, timeout)) if timeout else None)
+        if self.cpu_limit_s and not self.in_process:
+            from gru4rec_conformance.benchmarks.limit import LIMIT_REF
+
+            # the worker builds the registered class through the limit's factory (benchmarks/limit.py); the
+            # proxy starts its worker at the first call, so its ref can still be redirected here
+            adapter._init_kwargs = {"target": adapter._ref, "cpu_limit_s": self.cpu_limit_s, **adapter._init_kwargs}
+            adapter._ref = LIMIT_REF
+        return adapter
+
+    def _get(self, seed: int):
+        if self._adapter is None:
+            adapter = self._new_adapter()
+            try:
+                self._warm_up(adapter, seed)
+            except BaseException:
+                with contextlib.suppress(Exception):
+                    adapter.close()
+                raise
+            self._adapter = adapter
+        return self._adapter
+
+    def _warm_up(self, adapter, seed: int) -> None:
+        from gru4rec_conformance.benchmarks.workload import sweep_frame
+
+        hp = {"layers": [16], "batch_size": 8}
+        declared = self.defaults()
+        hp = {k: v for k, v in hp.items() if not declared or k in declared}
         try:
             adapter.build(seed=seed, **hp)
-        except BaseException:
-            adapter.close()
-            raise
-        return {"adapter": adapter, "train": train}
+            self._fit(adapter, sweep_frame(60, 200, seed=0))
+        except Exception as exc:  # noqa: BLE001 - the timed cases report what fails; this only warms up
+            if not _is_unsupported(exc):
+                print(f"warm-up of {self.name} failed: {type(exc).__name__}: {str(exc)[:300]}", file=sys.stderr)
+
+    def _fit(self, adapter, train):
+        if self.in_process:
+            from gru4rec_conformance.benchmarks.limit import limited_fit
+
+            return limited_fit(adapter.fit, self.cpu_limit_s, train, n_epochs=1)
+        return adapter.fit(train, n_epochs=1)
+
+    def _drop(self) -> None:
+        if self._adapter is not None:
+            with contextlib.suppress(Exception):
+                self._adapter.close()
+        self._adapter = None
+
+    def prepare(self, train, hp, seed):
+        adapter = self._get(seed)
+        hp = dict(hp)
+        dropped: list[str] = []
+        while True:
+            try:
+                adapter.build(seed=seed, **hp)
+                break
+            except Exception as exc:
+                name = str(getattr(exc, "name", "")) if _is_unsupported(exc) else ""
+                name = _UNSUPPORTED_VALUE.get(name, name.split(":", 1)[0])  # "<field>:<value>" -> the field
+                if name in DROPPABLE and name in hp:
+                    hp.pop(name)
+                    dropped.append(name)
+                    continue
+                if not _is_unsupported(exc):
+                    self._drop()
+                raise
+        return {"adapter": adapter, "train": train, "dropped": dropped, "hp": hp}
 
     def run(self, state) -> EpochResult:
-        with _Meter(self.device, self.in_process) as m:
-            rep = state["adapter"].fit(state["train"], n_epochs=1)
+        from gru4rec_conformance.benchmarks.limit import limit_payload
+        from gru4rec_conformance.conformance._harness.cputime import cpu_call
+
+        adapter = state["adapter"]
+        pid = None if self.in_process else _worker_process(getattr(adapter, "worker_pid", None))
+        base = _proc_mb(pid, "VmRSS") if pid else None
+        rss_ok = pid is not None and _reset_peak(pid)
+        info: dict = {"dropped_hparams": state.get("dropped") or None}
+        t0 = time.perf_counter()
+        try:
+            with _Meter(self.device, self.in_process) as m:
+                if self.in_process:
+                    rep = self._fit(adapter, state["train"])
+                else:
+                    rep, cpu = cpu_call(adapter, "fit", state["train"], n_epochs=1)
+        except Exception as exc:
+            payload = limit_payload(exc)
+            if payload is None:
+                if not _is_unsupported(exc):
+                    self._drop()
+                raise
+            wall = time.perf_counter() - t0
+            peak = _proc_mb(pid, "VmHWM") if rss_ok and pid else None
+            b = int(state.get("hp", {}).get("batch_size") or 1)
+            info.update(limited=True, events_estimated=True, **{f"limit_{k}": v for k, v in payload.items()})
+            # events are not counted by a stopped fit: the full lanes of the steps reached (the tail is later)
+            return EpochResult(
+                float(payload["wall_s"]),
+                wall,
+                int(payload["steps"]),
+                int(payload["steps"]) * b,
+                float(payload["cpu_s"]),
+                peak,
+                base,
+                m.cuda_peak if m.cuda else None,
+                info=info,
+            )
+        if self.in_process:
+            cpu, peak, base = m.cpu, m.peak, m.base
+        else:
+            peak = _proc_mb(pid, "VmHWM") if rss_ok and pid else None
         epoch = rep.epoch_seconds[0] if rep.epoch_seconds else m.wall
         return EpochResult(
-            float(epoch), m.wall, int(rep.n_steps[0]), int(rep.n_events_trained[0]), m.cpu, m.peak, m.base, m.cuda_peak
+            float(epoch),
+            m.wall,
+            int(rep.n_steps[0]),
+            int(rep.n_events_trained[0]),
+            cpu,
+            peak,
+            base,
+            m.cuda_peak,
+            info={k: v for k, v in info.items() if v is not None},
         )
 
     def close(self, state) -> None:
-        adapter = state.get("adapter") if isinstance(state, dict) else state
-        if adapter is not None:
-            with contextlib.suppress(Exception):
-                adapter.close()
+        """Nothing: the adapter serves the next benchmark too (:meth:`shutdown` ends it)."""
+
+    def shutdown(self) -> None:
+        """Close the adapter (its worker) at the end of the session."""
+        self._drop()
 
     def prepare_eval(self, train, test, hp, seed):
         state = self.prepare(train, hp, seed)
         try:
             state["adapter"].fit(train, n_epochs=0)
         except BaseException:
-            self.close(state)
+            self._drop()
             raise
         return {**state, "test": test}
 
@@ -489,3 +724,11 @@ class AdapterRunner(Runner):
                     adapter.score_prefixes, adapter.item_ids(), test, CUTOFFS, "conservative", eval_batch(test)
                 )
         return EvalResult(m.wall, int(res["n_events"]), m.cpu, dict(res))
+
+
+def _is_unsupported(exc: BaseException) -> bool:
+    try:
+        from gru4rec_conformance.implementations.base import Unsupported
+    except ImportError:
+        return False
+    return isinstance(exc, Unsupported)

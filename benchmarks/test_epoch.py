@@ -18,26 +18,47 @@ from gru4rec_conformance.benchmarks.timing import time_epochs, time_eval
 from gru4rec_conformance.benchmarks.workload import best_params
 
 
+def oob_params(runner, loss: str) -> dict:
+    """An adapter's declared hyperparameter defaults (its implementation's own, "out of the box") with ``loss``
+    set and ``n_epochs`` left out; skips the test for a runner that is not an adapter, declares no defaults or
+    lacks the loss."""
+    if runner.kind != "adapter":
+        pytest.skip(f"{runner.name}: out of the box is a third-party adapter's own defaults")
+    defaults = runner.defaults()
+    if not defaults:
+        pytest.skip(f"{runner.name} declares no hyperparameter defaults")
+    if loss not in runner.losses():
+        pytest.skip(f"unsupported by {runner.name}: loss {loss}")
+    return {**{k: v for k, v in defaults.items() if k != "n_epochs"}, "loss": loss}
+
+
 @pytest.mark.benchmark
-def test_epoch(benchmark, bench_impl, bench_config, epoch_datasets, bench_dataset, bench_loss):
-    hp = best_params(bench_dataset, bench_loss)
-    data = epoch_datasets(bench_dataset, hp["batch_size"])
+def test_epoch(
+    benchmark, bench_impl, bench_reference, bench_config, epoch_datasets, bench_dataset, bench_loss, bench_variant
+):
+    best = best_params(bench_dataset, bench_loss)
+    hp = best if bench_variant == "best" else oob_params(bench_impl, bench_loss)
+    data = epoch_datasets(bench_dataset, best["batch_size"])  # one data set per case: sized by the study's B
     if data.shape()["train_sessions"] < hp["batch_size"]:
         pytest.skip(
             f"{bench_dataset} at scale {data.scale:g} has {data.shape()['train_sessions']} sessions, fewer "
             f"than batch_size={hp['batch_size']}: raise GRU4REC_BENCH_SCALE"
         )
+    group = f"epoch/{bench_dataset}/{bench_loss}"
     s = time_epochs(
         benchmark,
         bench_impl,
         bench_config,
-        group=f"epoch/{bench_dataset}/{bench_loss}",
+        group=group if bench_variant == "best" else f"epoch-{bench_variant}/{bench_dataset}/{bench_loss}",
         case=f"{bench_dataset}/{bench_loss}",
         train=data.train,
         hp=hp,
-        extra={"dataset": bench_dataset, "loss": bench_loss, "shape": data.shape()},
+        extra={"dataset": bench_dataset, "loss": bench_loss, "shape": data.shape(), "variant": bench_variant},
         rounds=bench_config.rounds,
         warmup=bench_config.warmup,
+        reference=bench_reference,
+        ref_case=(group, f"{bench_dataset}/{bench_loss}"),
+        ref_hp=best,
     )
     if bench_impl.kind == "reference":
         # every transition of every session is trained once (n_sample = 2048 > 0: the epoch runs to the last lane)

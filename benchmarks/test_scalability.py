@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import pytest
 
-from gru4rec_conformance.benchmarks.timing import BenchConfig, time_epochs
+from gru4rec_conformance.benchmarks.timing import BenchConfig, env_list, time_epochs
 from gru4rec_conformance.benchmarks.workload import best_params, sweep_frame, trained_events
 
 GRIDS = {
@@ -41,12 +41,21 @@ GRIDS = {
         "n_items": [10_000, 30_000, 100_000, 300_000, 1_000_000],
         "n_sessions": [10_000, 30_000, 100_000, 300_000],
     },
+    # the catalogue sweep of many implementations on CPU (GRU4REC_BENCH_SWEEP_NAMES=n_items): 10^4 -> 10^6 items
+    "impl": {
+        "batch_size": [32, 128, 512],
+        "n_sample": [0, 2048],
+        "hidden": [64, 256],
+        "n_items": [10_000, 100_000, 1_000_000],
+        "n_sessions": [1_000, 4_000],
+    },
 }
 #: base data per grid: sessions and catalogue size held fixed while another quantity varies
 BASE = {
     "ci": {"n_sessions": 600, "n_items": 2_000},
     "cpu": {"n_sessions": 5_000, "n_items": 20_000},
     "gpu": {"n_sessions": 50_000, "n_items": 40_000},
+    "impl": {"n_sessions": 1_500, "n_items": 20_000},
 }
 SWEEPS = ("batch_size", "n_sample", "hidden", "n_items", "n_sessions")
 
@@ -54,7 +63,8 @@ SWEEPS = ("batch_size", "n_sample", "hidden", "n_items", "n_sessions")
 def pytest_generate_tests(metafunc):
     if "sweep_point" in metafunc.fixturenames:
         profile = BenchConfig(metafunc.config).sweeps
-        points = [(name, v) for name in SWEEPS for v in GRIDS[profile][name]]
+        names = env_list("GRU4REC_BENCH_SWEEP_NAMES", SWEEPS, SWEEPS)
+        points = [(name, v) for name in names for v in GRIDS[profile][name]]
         metafunc.parametrize("sweep_point", points, ids=[f"{n}={v}" for n, v in points])
 
 
@@ -72,7 +82,7 @@ def frames():
 
 
 @pytest.mark.benchmark
-def test_sweep(benchmark, bench_impl, bench_config, frames, sweep_point):
+def test_sweep(benchmark, bench_impl, bench_reference, bench_config, frames, sweep_point):
     name, value = sweep_point
     base = BASE[bench_config.sweeps]
     hp = best_params("diginetica", "cross-entropy")
@@ -107,5 +117,6 @@ def test_sweep(benchmark, bench_impl, bench_config, frames, sweep_point):
         extra={"sweep": name, "value": value, "shape": shape},
         rounds=bench_config.sweep_rounds,
         warmup=bench_config.sweep_warmup,
+        reference=bench_reference,
     )
     assert s["minibatches"] > 0

@@ -17,6 +17,9 @@ from gru4rec_conformance.benchmarks import runners as R
 from gru4rec_conformance.benchmarks.workload import DATASETS, LOSSES
 
 RESULTS: dict = {}  # (group, case) -> {impl: summary dict}; insertion order = run order
+#: (group, case) of a reference case -> every reference epoch measured for it, in run order (the reference's own
+#: benchmark, then the interleaved runs after each other implementation); read by :func:`reference_around`
+REFERENCE_RUNS: dict = {}
 
 
 def env_list(name: str, allowed, default) -> list:
@@ -44,6 +47,11 @@ def bench_device(config) -> str:
     return dev
 
 
+#: hyperparameter sets of an epoch benchmark: the study's best (gru4rec_reference.md §9.1) and, for an adapter that
+#: declares its defaults, the implementation's own ("out of the box", only the loss set)
+VARIANTS = ("best", "oob")
+
+
 class BenchConfig:
     """The benchmark settings of this session (see the module docstring)."""
 
@@ -51,6 +59,9 @@ class BenchConfig:
     data = "synthetic"
     minibatches = 1000
     results_jsonl: str | None = None
+    epoch_limit: float | None = None
+    interleave = True
+    variants: list = ["best"]
 
     def __init__(self, config):
         self.device = bench_device(config)
@@ -59,8 +70,8 @@ class BenchConfig:
         self.datasets = env_list("GRU4REC_BENCH_DATASETS", DATASETS, DATASETS)
         self.losses = env_list("GRU4REC_BENCH_LOSSES", LOSSES, LOSSES)
         self.sweeps = os.environ.get("GRU4REC_BENCH_SWEEPS") or ("gpu" if self.cuda else "cpu")
-        if self.sweeps not in ("ci", "cpu", "gpu"):
-            raise pytest.UsageError(f"GRU4REC_BENCH_SWEEPS={self.sweeps!r}: one of ci, cpu, gpu")
+        if self.sweeps not in ("ci", "cpu", "gpu", "impl"):
+            raise pytest.UsageError(f"GRU4REC_BENCH_SWEEPS={self.sweeps!r}: one of ci, cpu, gpu, impl")
         self.rounds = int(os.environ.get("GRU4REC_BENCH_ROUNDS", "3"))
         self.warmup = int(os.environ.get("GRU4REC_BENCH_WARMUP", "1"))
         self.sweep_rounds = int(os.environ.get("GRU4REC_BENCH_SWEEP_ROUNDS", "1"))
@@ -70,10 +81,18 @@ class BenchConfig:
         # 'synthetic': the study's preprocessing of generated raw data at `scale`; 'catalogue': the real item counts
         # (workload.catalogue_data) with about `minibatches` x scale minibatches per epoch
         self.data = os.environ.get("GRU4REC_BENCH_DATA") or "synthetic"
-        if self.data not in ("synthetic", "catalogue"):
-            raise pytest.UsageError(f"GRU4REC_BENCH_DATA={self.data!r}: one of synthetic, catalogue")
+        if self.data not in ("synthetic", "catalogue", "padded"):
+            raise pytest.UsageError(f"GRU4REC_BENCH_DATA={self.data!r}: one of synthetic, catalogue, padded")
         self.minibatches = int(os.environ.get("GRU4REC_BENCH_MINIBATCHES", "1000"))
         self.results_jsonl = os.environ.get("GRU4REC_BENCH_RESULTS_JSONL") or None
+        # per-epoch CPU-time limit of the adapters (benchmarks/limit.py), interleaved reference runs, variants
+        limit = os.environ.get("GRU4REC_BENCH_EPOCH_LIMIT") or ""
+        try:
+            self.epoch_limit = float(limit) if limit else None
+        except ValueError:
+            raise pytest.UsageError(f"GRU4REC_BENCH_EPOCH_LIMIT={limit!r}: CPU seconds (a number)") from None
+        self.interleave = os.environ.get("GRU4REC_BENCH_INTERLEAVE", "1") != "0"
+        self.variants = env_list("GRU4REC_BENCH_VARIANTS", VARIANTS, ("best",))
 
     def as_dict(self) -> dict:
         return dict(vars(self).items())
@@ -95,6 +114,46 @@ def _rates(res: R.EpochResult) -> dict:
     if res.cpu_seconds:
         out["minibatches_per_cpu_s"] = res.n_steps / res.cpu_seconds
         out["events_per_cpu_s"] = res.n_events / res.cpu_seconds
+    for k in ("limited", "limit_limit_s", "events_estimated", "dropped_hparams"):
+        if res.info.get(k) is not None:
+            out[{"limit_limit_s": "epoch_cpu_limit_s"}.get(k, k)] = res.info[k]
+    return out
+
+
+def reference_around(ref_case: tuple, before: int) -> list[dict]:
+    """The reference epochs of ``ref_case`` adjacent to a run that began when ``before`` reference epochs had
+    been recorded: the last one before it and the first after it (those that exist)."""
+    runs = REFERENCE_RUNS.get(ref_case, [])
+    return runs[max(0, before - 1) : before + 1]
+
+
+def ratios(summary: dict, refs: list[dict]) -> dict:
+    """Ratios of ``summary`` (an implementation's recorded epoch) to the mean of the reference epochs ``refs``.
+
+    Complete epoch: ``epoch_seconds_over_reference`` and ``cpu_seconds_over_reference`` (this / reference).
+    Stopped at the limit (``summary["limited"]``): ``cpu_seconds_over_reference_min`` (CPU seconds spent up to
+    the stop / the reference's whole epoch: a lower bound of the epoch ratio) and ``cpu_seconds_over_reference_est``
+    (the CPU seconds per trained event so far, times the reference's events, over the reference's CPU seconds:
+    an estimate), the same for wall time (``epoch_seconds_over_reference_min``). Empty without references."""
+    refs = [r for r in refs if r.get("epoch_seconds")]
+    if not refs:
+        return {}
+    ref_epoch = sum(r["epoch_seconds"] for r in refs) / len(refs)
+    cpus = [r["cpu_seconds"] for r in refs if r.get("cpu_seconds")]
+    ref_cpu = sum(cpus) / len(cpus) if cpus else None
+    ref_events = sum(r["events"] for r in refs) / len(refs)
+    out: dict = {"reference_runs": len(refs), "reference_epoch_seconds": ref_epoch, "reference_cpu_seconds": ref_cpu}
+    cpu = summary.get("cpu_seconds")
+    if summary.get("limited"):
+        out["epoch_seconds_over_reference_min"] = summary["epoch_seconds"] / ref_epoch
+        if cpu and ref_cpu:
+            out["cpu_seconds_over_reference_min"] = cpu / ref_cpu
+            if summary.get("events"):
+                out["cpu_seconds_over_reference_est"] = cpu / summary["events"] * ref_events / ref_cpu
+        return out
+    out["epoch_seconds_over_reference"] = summary["epoch_seconds"] / ref_epoch
+    if cpu and ref_cpu:
+        out["cpu_seconds_over_reference"] = cpu / ref_cpu
     return out
 
 
@@ -119,11 +178,22 @@ def time_epochs(
     extra: dict,
     rounds: int,
     warmup: int,
+    reference: R.Runner | None = None,
+    ref_case: tuple | None = None,
+    ref_hp: dict | None = None,
 ) -> dict:
     """Time one-epoch fits of ``runner`` with pytest-benchmark (``pedantic``: a fresh model per round, built in
     the untimed setup) and record the best round (smallest epoch time) in ``extra_info`` and the session summary.
-    An ``Unsupported`` from the implementation skips the test with its reason. Returns the recorded summary."""
+    An ``Unsupported`` from the implementation skips the test with its reason. Returns the recorded summary.
+
+    Interleaving: with ``reference`` (and ``cfg.interleave``), an implementation other than the reference is
+    followed by one reference epoch on the same data (``ref_hp``, default ``hp``), recorded under ``ref_case``
+    (default ``(group, case)``); its ratios are to the mean of the reference epoch before it and this one
+    (:func:`ratios`), so each implementation is compared with reference runs minutes apart at most. A fit
+    stopped at the per-epoch limit (``GRU4REC_BENCH_EPOCH_LIMIT``) is recorded with ``limited`` True."""
     results: list[R.EpochResult] = []
+    ref_case = ref_case or (group, case)
+    before = len(REFERENCE_RUNS.get(ref_case, []))
 
     def setup():
         return (runner.prepare(train, hp, cfg.seed),), {}
@@ -141,10 +211,23 @@ def time_epochs(
     except Exception as exc:
         if is_unsupported(exc):
             pytest.skip(f"unsupported by {runner.name}: {exc}")
+        # a failed case is reported too (never left out): its error in the summary and the results JSONL
+        failed = {"failed": f"{type(exc).__name__}: {str(exc).splitlines()[0][:300] if str(exc) else ''}"}
+        record(benchmark, runner, cfg, group, case, failed, hp=hp, extra=extra)
         raise
     timed = results[-rounds:] if len(results) >= rounds else results
-    best = min(timed, key=lambda r: r.epoch_seconds)
+    best = min(timed, key=lambda r: (bool(r.info.get("limited")), r.epoch_seconds))
     summary = {**_rates(best), "rounds_epoch_seconds": [r.epoch_seconds for r in timed], "step_info": best.info or None}
+    if runner.name == "reference":
+        REFERENCE_RUNS.setdefault(ref_case, []).append(summary)
+    elif reference is not None and cfg.interleave:
+        state = reference.prepare(train, ref_hp or hp, cfg.seed)
+        try:
+            REFERENCE_RUNS.setdefault(ref_case, []).append(_rates(reference.run(state)))
+        finally:
+            reference.close(state)
+    if runner.name != "reference":
+        summary.update(ratios(summary, reference_around(ref_case, before)))
     record(benchmark, runner, cfg, group, case, summary, hp=hp, extra=extra)
     return summary
 
@@ -207,7 +290,13 @@ def record(
     key = (group, case)
     ref = RESULTS.get(key, {}).get("reference")
     metric = "epoch_seconds" if "epoch_seconds" in summary else "eval_seconds"
-    if ref is not None and runner.name != "reference" and ref.get(metric):
+    if (
+        ref is not None
+        and runner.name != "reference"
+        and ref.get(metric)
+        and "reference_runs" not in summary
+        and not summary.get("limited")
+    ):
         summary[f"{metric}_over_reference"] = summary[metric] / ref[metric]
         if summary.get("cpu_seconds") and ref.get("cpu_seconds"):
             summary["cpu_seconds_over_reference"] = summary["cpu_seconds"] / ref["cpu_seconds"]
@@ -226,7 +315,9 @@ def record(
                 "threads": cfg.threads,
                 "sweeps": cfg.sweeps,
                 "data": cfg.data,
-                "minibatches": cfg.minibatches if cfg.data == "catalogue" else None,
+                "minibatches": cfg.minibatches if cfg.data != "synthetic" else None,
+                "epoch_cpu_limit_s": cfg.epoch_limit,
+                "interleave": cfg.interleave,
             },
             "versions": R.versions(cfg.device),
             "study": runner.study,

@@ -335,3 +335,32 @@ def catalogue_data(name: str, minibatches: int, batch_size: int, scale: float = 
         }
     )
     return EpochData(name, scale, seed, train, test, Path("."))
+
+
+def padded_data(name: str, minibatches: int, batch_size: int, scale: float = 1.0, seed: int = 0) -> EpochData:
+    """The real catalogue of ``name`` with little training work: CPU benchmarks of many implementations.
+
+    About ``max(1, round(minibatches * scale)) * batch_size`` transitions in sessions with the dataset's train
+    events per session (§1.6a; :func:`sweep_frame`: 2 + Geometric lengths, Zipf(1) items over the catalogue), then
+    one one-event session for every item those sessions did not draw (later in time: they train nothing), so the
+    catalogue has exactly ``catalogue_items(name, scale)`` items whatever the number of minibatches — unlike
+    :func:`catalogue_data`, whose every item is in a trained session (at least as many transitions as items: 5,400
+    minibatches of 32 for Rees46). The padding sessions add iterator rounds that train nothing (cheap for a
+    session-parallel iterator, nothing for one that drops one-event sessions). Test frame: 500 * scale sessions (at
+    least 20) with the dataset's test events per session, items from the catalogue. Returns :class:`EpochData`
+    (``folder`` the current directory: nothing is cached). Raises ValueError for an unknown dataset, a scale
+    outside (0, 4], ``minibatches < 1`` or ``batch_size < 1``.
+    """
+    if minibatches < 1 or batch_size < 1:
+        raise ValueError(f"padded_data: need minibatches >= 1 and batch_size >= 1, got {minibatches}, {batch_size}")
+    shape = published_shape(name)
+    n_items = catalogue_items(name, scale)
+    eps = max(float(shape["train"]["events_per_session"]), 2.05)
+    transitions = max(1, round(minibatches * scale)) * batch_size
+    n_sessions = max(batch_size + 1, round(transitions / (eps - 1.0)))
+    seed2 = zlib.crc32(name.encode()) + seed
+    train = sweep_frame(n_sessions, n_items, eps, seed=seed2, pad_catalogue=True)
+    t_eps = max(float(shape["test"]["events_per_session"]), 2.05)
+    test = sweep_frame(max(20, round(500 * scale)), n_items, t_eps, seed=seed2 + 1, pad_catalogue=False)
+    test = test.assign(SessionId=test["SessionId"] + int(train["SessionId"].max()) + 1, Time=test["Time"] + len(train))
+    return EpochData(name, scale, seed, train, test, Path("."))

@@ -36,3 +36,27 @@ class LenientMarkov(TemplateAdapter):
             "hyperparameters": dict(OFFICIAL),
             "shims": ["test adapter: accepts and ignores every GRU4Rec hyperparameter"],
         }
+
+
+class SlowTorchMarkov(LenientMarkov):
+    """The lenient Markov chain whose ``fit`` also runs a torch optimizer for ``steps`` steps of a small matrix
+    product (~a second per 2,000 steps): a slow implementation for the per-epoch time limit's tests. It reports
+    those steps in its FitReport."""
+
+    name = "slow-torch-markov"
+    steps = 20_000
+
+    def fit(self, train_df, n_epochs=None):
+        import torch
+
+        rep = super().fit(train_df, n_epochs)
+        w = torch.nn.Parameter(torch.randn(64, 64))
+        opt = torch.optim.SGD([w], lr=1e-4)
+        x = torch.randn(64, 64)
+        for _ in range(self.steps):
+            opt.zero_grad()
+            (x @ w).square().mean().backward()
+            opt.step()
+        if rep.n_steps:
+            rep.n_steps[0] = self.steps
+        return rep

@@ -1,0 +1,138 @@
+"""benchmarks/report.py on third-party rows: the ratio matrix with epochs stopped at the limit, the study's
+out-of-the-box ratios beside ours, the orderings, the plots, and results-JSONL input (fixtures built here)."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from gru4rec_conformance.benchmarks.report import build_markdown, load, ratio_cell, ratio_of, study_name, write_report
+
+
+def _row(impl, variant, dataset, loss, **kw):
+    group = f"epoch/{dataset}/{loss}" if variant == "best" else f"epoch-{variant}/{dataset}/{loss}"
+    info = {
+        "impl": impl,
+        "kind": "reference" if impl == "reference" else "adapter",
+        "case": f"{dataset}/{loss}",
+        "dataset": dataset,
+        "loss": loss,
+        "variant": variant,
+        "epoch_seconds": 2.0,
+        "cpu_seconds": 2.0,
+        "minibatches": 100,
+        "events": 3200,
+        "shape": {"train_events": 14000, "n_items": 10868},
+        **kw,
+    }
+    return {"group": group, "name": f"test_epoch[{impl}]", "extra_info": info}
+
+
+ROWS = [
+    _row("reference", "best", "coveo", "cross-entropy"),
+    _row("torch_gru4rec:oob", "oob", "coveo", "cross-entropy", cpu_seconds_over_reference=1.5, reference_runs=2),
+    _row(
+        "gru4rec_pytorch:oob",
+        "oob",
+        "coveo",
+        "cross-entropy",
+        limited=True,
+        minibatches=12,
+        events=600,
+        cpu_seconds=8.1,
+        cpu_seconds_over_reference_min=4.05,
+        cpu_seconds_over_reference_est=21.6,
+        reference_runs=2,
+    ),
+    _row(
+        "recbole",
+        "best",
+        "coveo",
+        "cross-entropy",
+        cpu_seconds_over_reference=3.25,
+        reference_runs=2,
+        dropped_hparams=["n_sample", "logq"],
+    ),
+]
+
+
+def _data():
+    return {"benchmarks": json.loads(json.dumps(ROWS)), "gru4rec_bench": {"device": "cpu"}}
+
+
+def test_ratio_cells_complete_and_stopped():
+    assert ratio_cell({"cpu_seconds_over_reference": 1.5}) == "1.50×"
+    stopped = ROWS[2]["extra_info"]
+    assert ratio_cell(stopped) == "> 4.0× (≈ 22×, 12 mb)"
+    assert ratio_cell(None) == "–"
+    assert ratio_cell({"failed": "KeyError: '[1000023] not in index'"}) == "failed (KeyError)"
+    # an estimate below the bound (B sessions per minibatch, not B events) is not shown; the bound ranks it
+    low_est = {"limited": True, "minibatches": 21, "cpu_seconds_over_reference_min": 1.9}
+    assert ratio_cell({**low_est, "cpu_seconds_over_reference_est": 0.46}) == "> 1.9× (21 mb)"
+    assert ratio_of({**low_est, "cpu_seconds_over_reference_est": 0.46}) == (1.9, True)
+    assert study_name("gru4rec_pytorch:major_fix") == "GRU4REC-pytorch" and study_name("recbole") is None
+
+
+def test_matrix_study_columns_and_ordering():
+    md = build_markdown(_data())
+    matrix = md.split("## Implementations × reference", 1)[1].split("###", 1)[0]
+    lines = {l.split("|")[1].strip(): l for l in matrix.splitlines() if l.startswith("| **")}
+    assert "> 4.0× (≈ 22×, 12 mb)" in lines["**gru4rec_pytorch:oob**"]
+    assert "| 1.50× |" in lines["**torch_gru4rec:oob**"]
+    assert "| 3.25× |" in lines["**recbole**"]
+    # the study's out-of-the-box ratios, Coveo cross-entropy (§9.5): GRU4REC-pytorch 2.29x, Torch-GRU4Rec 2.46x
+    assert lines["**gru4rec_pytorch:oob**"].rstrip().endswith("| 2.29 |")
+    assert lines["**torch_gru4rec:oob**"].rstrip().endswith("| 2.46 |")
+    assert lines["**recbole**"].rstrip().endswith("| – |")  # not in the study
+    assert "**recbole**: logq, n_sample" in md  # dropped hyperparameters are listed
+    compare = md.split("### Out of the box: ours beside the study's", 1)[1].split("###", 1)[0]
+    assert re.search(r"\| \*\*gru4rec_pytorch:oob\*\* \| coveo \| cross-entropy \| > 4\.0× .* \| 2\.29× \|", compare)
+    # ours: torch_gru4rec (1.5x) before gru4rec_pytorch (~22x, estimated); the study: 2.29x before 2.46x
+    order = md.split("### Ordering", 1)[1]
+    assert order.index("torch_gru4rec:oob/oob (1.50×)") < order.index("gru4rec_pytorch:oob/oob (21.60×)")
+    assert "Pairs ordered differently" in order and "torch_gru4rec:oob < gru4rec_pytorch:oob" in order
+    # the epoch table marks the stopped epoch instead of printing a ratio
+    assert "> 4.05 (limit)" not in md  # oob rows are not in the best-parameters table
+    assert "> 3.25" not in md
+
+
+def test_report_from_results_jsonl_with_a_torn_line(tmp_path):
+    path = tmp_path / "results.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in ROWS) + '{"group": "epoch/co', encoding="utf-8")
+    data = load(path)
+    assert len(data["benchmarks"]) == len(ROWS)
+    folder = write_report(path, tmp_path / "out", title="t", notes="## Notes\n\nhand-written")
+    md = (folder / "report.md").read_text()
+    assert "## Notes\n\nhand-written" in md and "![ours against the study](plots/impl_vs_study.png)" in md
+    assert (folder / "plots" / "impl_vs_study.png").read_bytes()[:4] == b"\x89PNG"
+    (tmp_path / "empty.jsonl").write_text("not json\n")
+    with pytest.raises(ValueError, match="no benchmark result lines"):
+        load(tmp_path / "empty.jsonl")
+
+
+def test_sweep_plot_marks_epochs_stopped_at_the_limit(tmp_path):
+    rows = []
+    for impl, limited in (("reference", False), ("gru4rec_pytorch", True)):
+        for n in (10_000, 100_000):
+            info = {
+                "impl": impl,
+                "sweep": "n_items",
+                "value": n,
+                "case": f"n_items={n}",
+                "epoch_seconds": 1.0,
+                "cpu_seconds": 1.0,
+                "minibatches": 10,
+                "events": 100,
+                "shape": {"n_items": n, "trained_events": 1000},
+            }
+            if limited:
+                info.update(limited=True, reference_runs=1, cpu_seconds_over_reference_min=1.0)
+            rows.append({"group": "sweep/n_items", "extra_info": info})
+    src = tmp_path / "s.json"
+    src.write_text(json.dumps({"benchmarks": rows}))
+    md = (write_report(src, tmp_path / "out") / "report.md").read_text()
+    assert "![n_items](plots/sweep_n_items.png)" in md
+    line = next(l for l in md.splitlines() if l.startswith("| 100000 | **gru4rec_pytorch**"))
+    assert "> 1.0× (10 mb)" in line
