@@ -128,7 +128,7 @@ report() {
 epochs() {  # node ids of test_epoch for "dataset/loss" cases, the reference before the official port
   local c
   for c in "$@"; do
-    for impl in reference official; do echo "benchmarks/test_epoch.py::test_epoch[impl=$impl-${c%/*}-${c#*/}]"; done
+    for impl in reference official; do echo "benchmarks/test_epoch.py::test_epoch[impl=$impl-${c%/*}-${c#*/}-best]"; done
   done
 }
 
