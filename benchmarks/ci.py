@@ -268,7 +268,8 @@ def run(args) -> int:
     else:
         env.pop("OFFICIAL_GRU4REC_PATH", None)
     if args.worker_python:
-        env["GRU4REC_WORKER_PYTHON"] = args.worker_python
+        # absolute, not resolved: the worker starts in its own directory, and a venv's python must stay the symlink
+        env["GRU4REC_WORKER_PYTHON"] = os.path.abspath(args.worker_python)
     cmd = [sys.executable, "-m", "pytest", "benchmarks/test_epoch.py", f"--benchmark-json={bench_json}"]
     cmd += [a for impl in args.impl for a in ("--impl", impl)]
     cmd += ["--no-report", "-p", "no:cacheprovider", "-q", "-rs", "--benchmark-columns=min,median,max,rounds"]
