@@ -81,19 +81,11 @@ class NoEvalResetIdOrder(MutantAdapter):
 
     @classmethod
     def gru_overrides(cls):
-        import dataclasses
-
-        import numpy as np
-
-        from gru4rec_conformance.reference.gru4rec import SessionParallelEvaluator, SessionParallelIterator
-
-        class Iterator(SessionParallelIterator):
-            def __init__(self, data, n_lanes, stop_below_two_lanes):
-                data = dataclasses.replace(data, order=np.arange(data.n_sessions, dtype=np.int64))
-                super().__init__(data, n_lanes, stop_below_two_lanes)
+        from gru4rec_conformance.implementations.mutants.k7_epoch_batching import LanesBySessionId
+        from gru4rec_conformance.reference.gru4rec import SessionParallelEvaluator
 
         class Evaluator(SessionParallelEvaluator):
-            iterator_class = Iterator
+            iterator_class = LanesBySessionId.gru_overrides()["iterator_class"]  # the same id-order lanes
 
             def reset_lanes(self, H, mask):
                 return H
