@@ -2,10 +2,11 @@
 
 Wall clock on a shared machine measures the machine's load as much as the adapter; CPU time of the process that
 does the work does not (it still varies with cache and memory-bus contention, which is why SC-1 also interleaves
-and repeats its measurements). An isolated adapter runs in a worker process: the worker measures its own CPU time
-around the adapter's method (:func:`~conformance._harness.worker.process_cpu_seconds`) and sends it with the
-reply (:attr:`~conformance._harness.isolation.WorkerProxy.last_cpu_s`). An in-process adapter is measured here,
-with the same clock.
+and repeats its measurements). An isolated adapter runs in a worker process, which is the code under test: this
+process reads the CPU time of the worker's whole process tree from /proc before and after each call
+(:attr:`~conformance._harness.isolation.WorkerProxy.last_cpu_s`), so nothing the worker says about its own time
+counts (its report, ``last_cpu_s_reported``, is the fallback only where /proc is absent). An in-process adapter
+is measured here with :func:`~conformance._harness.worker.process_cpu_seconds`.
 """
 
 from __future__ import annotations
@@ -28,8 +29,9 @@ def cpu_call(adapter: Any, method: str, *args: Any, **kwargs: Any) -> tuple[Any,
 
     Returns:
         The method's result and the CPU seconds (float, user + system, all threads of the process that ran it,
-        plus its terminated children) it took: the worker's own measurement for an isolated adapter (the
-        parent's encoding, pipes and decoding excluded), this process's for an in-process one.
+        plus its children) it took: for an isolated adapter, the worker's process tree as this process reads it
+        from /proc (the worker's request decoding and reply encoding included, the parent's side excluded); for
+        an in-process one, this process's.
 
     Raises:
         Whatever the call raises; RuntimeError when a worker answered without its CPU time (a worker of an

@@ -425,6 +425,52 @@ def _tree(pid: int) -> tuple[float, list[int]]:
     return total_kb / 1024.0, seen
 
 
+_CLK_TCK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+def _tree_cpu_seconds(pid: int) -> _TreeCpu | None:
+    """CPU seconds (user + system) of ``pid`` and its live descendants, read from /proc by this process: the
+    suite's own measurement of a worker, which the worker cannot alter (None where /proc cannot tell).
+
+    Two clocks per process, the larger difference wins in :class:`_TreeCpu`: ``/proc/P/task/T/schedstat``
+    (nanoseconds, live threads only) and ``/proc/P/stat`` utime + stime + cutime + cstime (clock ticks, also
+    threads that ended and children that were waited for). Under the sandbox ``pid`` is bwrap's, so the worker,
+    its threads and its children are all below it."""
+    _, pids = _tree(pid)
+    if not pids:
+        return None
+    ticks, nanos = 0, 0
+    for p in pids:
+        try:
+            with open(f"/proc/{p}/stat", "rb") as fh:
+                fields = fh.read().rsplit(b")", 1)[1].split()
+            ticks += sum(int(f) for f in fields[11:15])  # utime stime cutime cstime (fields 14-17)
+            for tid in os.listdir(f"/proc/{p}/task"):
+                with open(f"/proc/{p}/task/{tid}/schedstat", "rb") as fh:
+                    nanos += int(fh.read().split()[0])
+        except (OSError, ValueError, IndexError):
+            continue  # a process or thread that ended between the walk and the read
+    return _TreeCpu(ticks / _CLK_TCK, nanos / 1e9)
+
+
+class _TreeCpu(float):
+    """A :func:`_tree_cpu_seconds` reading: the tick clock as a float, the nanosecond clock beside it."""
+
+    precise: float
+
+    def __new__(cls, ticks_s: float, precise_s: float) -> _TreeCpu:
+        obj = super().__new__(cls, ticks_s)
+        obj.precise = precise_s
+        return obj
+
+    def since(self, before: _TreeCpu) -> float:
+        """CPU seconds from ``before`` to this reading: the nanosecond clock's difference, unless the tick
+        clock saw more (work in threads or children that ended in between, which the live-thread clock loses)
+        by over two ticks per reading."""
+        precise, coarse = self.precise - before.precise, float(self) - float(before)
+        return max(precise, coarse - 2.0 / _CLK_TCK, 0.0)
+
+
 def _under(path: str, roots: tuple[str, ...]) -> bool:
     return any(path == r or path.startswith(r.rstrip("/") + "/") for r in roots)
 
@@ -511,8 +557,12 @@ class WorkerProxy:
         self.sandboxed = False
         self._seen: dict[int, str | None] = {}  # pid -> start time of every process of the tree the watchdog saw
         self._next_memory_check = 0.0
-        #: CPU seconds the worker spent in the adapter's method during the last successful call (None before one)
+        #: CPU seconds of the last successful call, measured by this process from /proc over the worker's whole
+        #: process tree (the worker's request handling included; its own report where /proc cannot tell; None
+        #: before a call and after a failed one)
         self.last_cpu_s: float | None = None
+        #: the CPU seconds the worker itself reported for the adapter's method in the last call (diagnostics only)
+        self.last_cpu_s_reported: float | None = None
 
     # -- public ----------------------------------------------------------------------------------------
     def __getattr__(self, name: str) -> Any:
@@ -562,10 +612,19 @@ class WorkerProxy:
             # the worker dumps its stacks just before the deadline: what a timeout then shows
             "dump_stacks_after_s": _dump_after(timeout),
         }
-        self.last_cpu_s = None
+        self.last_cpu_s = self.last_cpu_s_reported = None
+        cpu_before = _tree_cpu_seconds(self._proc.pid) if self._proc is not None else None
         reply = self._roundtrip(request, timeout, f"{self._label}.{method}()")
+        cpu_after = _tree_cpu_seconds(self._proc.pid) if self._proc is not None else None
         cpu_s = reply.get("cpu_s")
-        self.last_cpu_s = float(cpu_s) if isinstance(cpu_s, (int, float)) and cpu_s >= 0 else None
+        self.last_cpu_s_reported = float(cpu_s) if isinstance(cpu_s, (int, float)) and cpu_s >= 0 else None
+        if not reply.get("ok"):
+            self.last_cpu_s = self.last_cpu_s_reported = None  # a failed call has no CPU time
+        elif cpu_before is not None and cpu_after is not None:
+            # measured here, from outside: a worker that under- or over-states its CPU time cannot move SC-1
+            self.last_cpu_s = cpu_after.since(cpu_before)
+        else:  # no /proc: the worker's own word, the only figure there is
+            self.last_cpu_s = self.last_cpu_s_reported
         problem: Exception | None = None
         try:
             if not reply.get("ok"):

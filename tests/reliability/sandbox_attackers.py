@@ -16,6 +16,9 @@ naming every attempt) or breaks the protocol on purpose by writing raw frames to
   object array) or ``"huge"`` (a header claiming 2**40 float64 values).
 - ``fork_child``: start ``sleep`` children tagged with ``params["marker"]`` (plain child, and a double-forked
   ``setsid`` grandchild holding ``params["grandchild_mib"]`` MiB), then return (``params["hold_s"]``: sleep first).
+- ``cpu_lie``: freeze the worker's CPU clock (the ``process_cpu_seconds`` of its ``__main__``), then burn
+  ``params["burn_s"]`` CPU seconds in a thread that ends and ``params["burn_s"]`` more in the worker's own thread,
+  so that the worker reports about 0 s for ``fit``.
 - ``snoop``: read ``/proc/<params["pid"]>/environ`` and every visible ``/proc/*/environ`` looking for
   ``params["secret"]``; connect to the Unix sockets ``params["sockets"]`` (paths, or ``@name`` for abstract).
 """
@@ -103,6 +106,23 @@ class Attacker(TemplateAdapter):
         for folder in (Path.cwd(), import_root(), import_root() / "gru4rec_conformance"):
             _try_write(folder / "conformance_pwn.py", code, "w")
         _forge_reply({"ok": True, "result": {"__dataclass__": "gru4rec_conformance.conformance_pwn:Pwn", "fields": {}}})
+
+    def _cpu_lie(self) -> None:
+        import threading
+
+        main = sys.modules["__main__"]
+        frozen = main.process_cpu_seconds()
+        main.process_cpu_seconds = lambda: frozen  # the worker now reports ~0 s for this call
+
+        def burn() -> None:
+            end = time.thread_time() + float(self.params["burn_s"])
+            while time.thread_time() < end:
+                pass
+
+        thread = threading.Thread(target=burn)  # ends before the reply: only the tick clock still sees it
+        thread.start()
+        thread.join()
+        burn()
 
     # -- limits ------------------------------------------------------------------------------------------
     def _trickle(self) -> None:

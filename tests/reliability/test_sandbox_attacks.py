@@ -142,6 +142,24 @@ def test_a_dataclass_named_in_a_reply_is_never_imported(tmp_path, sandbox):
     assert not flag.exists() and "gru4rec_conformance.conformance_pwn" not in sys.modules
 
 
+# -- forged measurements ------------------------------------------------------------------------------------
+@MODES
+def test_a_worker_cannot_understate_its_cpu_time(sandbox):
+    """The worker freezes its own CPU clock and burns 2 x 0.4 s (half in a thread that ends before the reply):
+    it reports about 0 s, the suite's measurement from /proc sees the burn (the figure SC-1 and the benchmarks
+    read through cpu_call)."""
+    from gru4rec_conformance.conformance._harness.cputime import cpu_call
+
+    proxy = attacker_proxy("cpu_lie", settings={"call_timeout": 60, "sandbox": sandbox}, burn_s=0.4)
+    try:
+        proxy.build(seed=1)
+        _, cpu = cpu_call(proxy, "fit", tiny_train())
+        assert proxy.last_cpu_s_reported is not None and proxy.last_cpu_s_reported < 0.05, proxy.last_cpu_s_reported
+        assert cpu >= 0.7, f"measured {cpu:.3f} CPU s for 0.8 s of burn (the worker said {proxy.last_cpu_s_reported})"
+    finally:
+        proxy.close()
+
+
 # -- limits ---------------------------------------------------------------------------------------------------
 @MODES
 def test_a_trickling_reply_is_stopped_at_the_call_timeout(sandbox):
