@@ -85,6 +85,7 @@ def test_wheel_carries_the_packages_and_run_time_data(wheel):
         "gru4rec_conformance/datasets/sessions/study_stats.json",
         "gru4rec_conformance/datasets/paths.py",
         "gru4rec_conformance/implementations/template.py",
+        "gru4rec_conformance/benchmarks/ci_baseline.json",  # the CI benchmark's ratio baseline
     ):
         assert required in names, f"{wheel.name} lacks {required}"
     assert not [n for n in names if n.startswith(("tests/", "datasets/", "conftest.py"))], "stray top-level files"
