@@ -136,3 +136,22 @@ def test_sweep_plot_marks_epochs_stopped_at_the_limit(tmp_path):
     assert "![n_items](plots/sweep_n_items.png)" in md
     line = next(l for l in md.splitlines() if l.startswith("| 100000 | **gru4rec_pytorch**"))
     assert "> 1.0× (10 mb)" in line
+
+
+def test_shims_are_counted_in_the_header_and_listed_at_the_end():
+    data = _data()
+    data["gru4rec_bench"]["implementations"] = [
+        {"impl": "reference", "kind": "reference", "impl_version": "suite"},
+        {
+            "impl": "recbole",
+            "kind": "adapter",
+            "impl_version": "1.2.1",
+            "shims": ["ids mapped to 1..n", "sessions padded"],
+        },
+    ]
+    md = build_markdown(data)
+    header = next(line for line in md.splitlines() if line.startswith("- implementations:"))
+    assert "**recbole** (adapter, 1.2.1, 2 shim(s), listed at the end)" in header and "padded" not in header
+    tail = md.split("## Shims", 1)[1]
+    assert "**recbole** (1.2.1):" in tail and "- ids mapped to 1..n" in tail and "- sessions padded" in tail
+    assert "**reference**" not in tail
