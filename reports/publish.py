@@ -43,16 +43,16 @@ def readme_for(run: RunData, roots: Sequence[Path]) -> Path | None:
 
 
 def newest_per_key(runs: Sequence[RunData]) -> dict[Path, RunData]:
-    """The run that stands for each verdict key (:func:`reports.compact.verdict_key`): the newest complete one, else
-    the newest (by the header's ``started``)."""
-    from gru4rec_conformance.reports.compact import verdict_key
+    """The run that stands for each verdict key (:func:`reports.compact.verdict_key`), by the rule ``compact`` uses
+    (:func:`reports.compact.standing`): complete before not, a run of every selected check before a subset, then
+    the newest."""
+    from gru4rec_conformance.reports.compact import standing, verdict_key
 
     chosen: dict[Path, RunData] = {}
     for run in runs:
         key = verdict_key(run)
-        rank = (run.status == "complete", str(run.header.get("started") or ""))
         old = chosen.get(key)
-        if old is None or rank > (old.status == "complete", str(old.header.get("started") or "")):
+        if old is None or standing(run) > standing(old):
             chosen[key] = run
     return chosen
 

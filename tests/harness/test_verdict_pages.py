@@ -193,3 +193,22 @@ def test_compact_keeps_the_newest_complete_run_per_judged_version(tmp_path):
     run = load_run(tmp_path / "verdicts" / "gp" / "oob" / "abcdef0")
     assert run.header["started"] == "2026-12-01T11:00:00Z" and verdict_key(run) == Path("gp/oob/abcdef0")
     assert compact([out], tmp_path / "verdicts") == []  # same bytes: nothing rewritten
+
+
+def test_compact_and_the_pages_never_let_a_newer_subset_replace_a_full_run(tmp_path):
+    """A later `-k` run (complete, but of a few checks) neither replaces the committed full verdict nor stands for
+    the key on the rendered pages; it is kept only where no full run exists."""
+    from gru4rec_conformance.reports.publish import newest_per_key
+
+    first, later = tmp_path / "first", tmp_path / "later"
+    _write_run(first / "gp.oob" / "20261201T100000Z", started="2026-12-01T10:00:00Z")
+    verdicts = tmp_path / "verdicts"
+    assert len(compact([first], verdicts)) == 1
+    _write_run(later / "gp.oob" / "20261201T110000Z", started="2026-12-01T11:00:00Z",
+               command=("pytest", "conformance", "-k", "sr1"))  # fmt: skip
+    assert compact([later], verdicts) == []  # the committed full run stands
+    assert load_run(verdicts / "gp" / "oob" / "abcdef0").header["started"] == "2026-12-01T10:00:00Z"
+    both = [load_run(d) for d in (first / "gp.oob" / "20261201T100000Z", later / "gp.oob" / "20261201T110000Z")]
+    (chosen,) = newest_per_key(both).values()
+    assert chosen.header["started"] == "2026-12-01T10:00:00Z"
+    assert len(compact([later], tmp_path / "fresh")) == 1  # no full run there: the subset is all there is
