@@ -453,6 +453,10 @@ class AdapterBase(abc.ABC):
             read-only (a worker must not be able to alter another implementation's checkout).
         worker_network: the implementation needs the network (or loopback) at run time; its worker is then
             not cut off the network (say why in the adapter's docstring).
+        compile_cache: the implementation compiles code at run time (Theano's C modules): its workers share one
+            writable folder, :func:`compile_cache_dir` of the registry name (env ``GRU4REC_COMPILE_CACHE`` in the
+            worker), so each worker does not compile from scratch. Only this implementation's workers see it
+            writable; the suite never reads it.
         description, homepage: printed in reports.
         study: ``{"implementation": ..., "variant": ...}`` naming the study's rows (reports/data) for this
             adapter, so reports print the published numbers beside ours; None if not in the study.
@@ -479,6 +483,7 @@ class AdapterBase(abc.ABC):
     worker_env: ClassVar[tuple[str, ...]] = ()
     checkouts: ClassVar[tuple[str, ...]] = ()
     worker_network: ClassVar[bool] = False
+    compile_cache: ClassVar[bool] = False
     description: ClassVar[str] = ""
     homepage: ClassVar[str] = ""
     study: ClassVar[Mapping[str, str] | None] = None
@@ -813,6 +818,16 @@ register_family(
         description="GRU4Rec session-based recommenders (conformance_checks.md)",
     )
 )
+
+
+def compile_cache_dir(name: str) -> Path:
+    """The compile cache of the implementation registered as ``name`` (level included: ``a:b`` → ``a.b``):
+    ``cache_dir() / "compiled" / name``, writable by that implementation's workers only (see
+    ``AdapterBase.compile_cache``). Raises ValueError for a name that is not a plain registry name."""
+    safe = name.replace(":", ".")
+    if not safe or not all(c.isalnum() or c in "._-" for c in safe) or safe.startswith("."):
+        raise ValueError(f"compile_cache_dir: {name!r} is not a registry name")
+    return cache_dir() / "compiled" / safe
 
 
 def cache_dir() -> Path:

@@ -14,9 +14,11 @@ Driven through its Python API as ``run.py`` does: ``GRU4Rec(**params)``, ``fit(d
 ``evaluation.evaluate_gpu`` with the conservative tie mode the study used. The code is located by
 ``implementations._checkout`` (env ``GRU4REC_THEANO_PATH`` or the cache folder).
 
-Cost: Theano compiles every graph with g++ into a compile cache under the worker's private ``HOME``; the
-sandbox gives each adapter a fresh one, so every ``build`` + ``fit`` pays a few minutes of compilation on a
-busy CPU before its first step (the steps themselves are fast). Run it with a generous ``--call-timeout``.
+Cost: Theano compiles every graph with g++ (a few minutes on a busy CPU before the first step; the steps
+themselves are fast). The adapter declares ``compile_cache``: its workers share one writable folder
+(``implementations.base.compile_cache_dir``, ``~/.cache/gru4rec-conformance/compiled/theano_official``), used as
+Theano's ``base_compiledir``, so only the first worker compiles each graph. Run it with a generous
+``--call-timeout`` all the same (the first one compiles).
 """
 
 from __future__ import annotations
@@ -48,7 +50,11 @@ def _theano() -> Any:
     """Import Theano on the CPU, or raise :class:`ImplementationUnavailable` with one line saying why."""
     flags = os.environ.get("THEANO_FLAGS", "")
     if "device=" not in flags:
-        os.environ["THEANO_FLAGS"] = f"{flags},{_FLAGS}".strip(",")
+        flags = f"{flags},{_FLAGS}".strip(",")
+    cache = os.environ.get("GRU4REC_COMPILE_CACHE")  # the suite's writable compile cache (compile_cache = True)
+    if cache and "base_compiledir=" not in flags and "," not in cache:
+        flags = f"{flags},base_compiledir={cache}/theano"
+    os.environ["THEANO_FLAGS"] = flags
     try:
         import theano
     except Exception as exc:  # ModuleNotFoundError here; on Python >= 3.10 Theano 1.0.5 fails on collections ABCs
@@ -80,6 +86,7 @@ class TheanoOfficialAdapter(Adapter):
     isolated = True
     checkouts = ("gru4rec_theano",)
     worker_env = ("GRU4REC_THEANO_PATH", "THEANO_FLAGS")
+    compile_cache = True  # Theano's compiled C modules, shared by this implementation's workers
     homepage = "https://github.com/hidasib/GRU4Rec"
     description = "Official GRU4Rec, the Theano original (hidasib) @a4ed5fb, Theano 1.0.5 on the CPU"
     study = None  # §B.3's official row, through reports.study.ROW_ALIASES
@@ -150,7 +157,9 @@ class TheanoOfficialAdapter(Adapter):
             "devices": ["cpu"],
             "framework": {"name": "theano", "version": str(theano.__version__)},
             "shims": [
-                "CPU execution: THEANO_FLAGS=device=cpu,floatX=float32 (the repository's theanorc asks for cuda0); "
+                "CPU execution: THEANO_FLAGS=device=cpu,floatX=float32 (the repository's theanorc asks for cuda0), "
+                "base_compiledir in the suite's compile cache for this implementation (compiled modules kept "
+                "between workers); "
                 "gpu_diag (a custom GPU kernel) replaced by Theano's ExtractDiag, gpu_searchsorted by the module's "
                 "own CPU fallback (disable_custom_op=True)",
                 "Python 3.9 worker (GRU4REC_WORKER_PYTHON): Theano 1.0.5 does not import on Python >= 3.10",

@@ -23,6 +23,7 @@ from gru4rec_conformance.implementations.base import (
     BaseCapabilities,
     CapabilityError,
     ImplementationUnavailable,
+    compile_cache_dir,
     get_family,
 )  # fmt: skip
 from gru4rec_conformance.implementations.registry import AdapterSpec
@@ -122,6 +123,7 @@ class ImplHandle:
             timeout_kind=timeout_kind,
             label=self.name,
             capabilities_cls=self.capabilities_cls,
+            compile_cache=compile_cache_dir(self.name) if getattr(cls, "compile_cache", False) else None,
         )
 
     def describe(self) -> Description:

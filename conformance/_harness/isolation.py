@@ -515,6 +515,10 @@ class WorkerProxy:
         timeout_kind: callable returning ``(kind, override)`` of the running check, for the timeout.
         label: name used in messages.
         capabilities_cls: the family's capability class, to rebuild ``capabilities()`` results.
+        compile_cache: a folder the worker may write and later workers of the same implementation read (code the
+            implementation compiles at run time, e.g. Theano's C modules); the worker finds it in
+            ``GRU4REC_COMPILE_CACHE``. The only writable path besides the worker's own directory; the suite never
+            reads it. None (default): no such folder.
     """
 
     def __init__(
@@ -532,8 +536,10 @@ class WorkerProxy:
         timeout_kind: Callable[[], tuple[str | None, float | None]] | None = None,
         label: str = "",
         capabilities_cls: type[BaseCapabilities] | None = None,
+        compile_cache: Path | None = None,
     ) -> None:
         self._ref = ref
+        self._compile_cache = Path(compile_cache) if compile_cache is not None else None
         self._methods = tuple(methods)
         self._init_kwargs = dict(init_kwargs or {})
         self.device = device
@@ -672,6 +678,7 @@ class WorkerProxy:
                 "TMPDIR": str(workdir / "tmp"),
                 "MPLCONFIGDIR": str(workdir / "tmp"),
                 "GRU4REC_CACHE_DIR": str(cache_dir()),
+                **({"GRU4REC_COMPILE_CACHE": str(self._compile_cache)} if self._compile_cache else {}),
                 "HF_HUB_OFFLINE": "1",
                 "TRANSFORMERS_OFFLINE": "1",
                 "HF_DATASETS_OFFLINE": "1",
@@ -775,7 +782,9 @@ class WorkerProxy:
         needed = [self._python, venv, sys.prefix, sys.base_prefix, str(CHECKOUT_ROOT or "")]
         needed += env.get("PYTHONPATH", "").split(os.pathsep)
         # folders named by the variables the worker sees (checkouts, mirrors: GRU4REC_*_PATH, GRU4REC_MIRROR_DIR)
-        needed += [v for k, v in env.items() if k != "GRU4REC_CACHE_DIR" and os.path.isabs(v)]
+        needed += [
+            v for k, v in env.items() if k not in ("GRU4REC_CACHE_DIR", "GRU4REC_COMPILE_CACHE") and os.path.isabs(v)
+        ]
         for raw in dict.fromkeys(needed):
             for path in dict.fromkeys((os.path.abspath(raw), os.path.realpath(raw)) if raw else ()):
                 if _under(path, hidden) and os.path.exists(path) and not _under(path, (str(workdir),)):
@@ -787,6 +796,9 @@ class WorkerProxy:
             if os.path.isdir(d) and not _under(str(workdir), (d,)) and not _under(os.path.realpath(self._python), (d,)):
                 cmd += ["--tmpfs", d, "--remount-ro", d]
         cmd += ["--bind", str(workdir), str(workdir)]
+        if self._compile_cache is not None:  # after the read-only cache: it may lie inside it
+            self._compile_cache.mkdir(mode=0o700, parents=True, exist_ok=True)
+            cmd += ["--bind", str(self._compile_cache), str(self._compile_cache)]
         if self.device.startswith("cuda"):  # the GPU device nodes (the fresh /dev has none)
             for dev in sorted(glob.glob("/dev/nvidia*")):
                 cmd += ["--dev-bind", dev, dev]

@@ -327,3 +327,24 @@ def test_without_bubblewrap_auto_falls_back_and_gate_and_bwrap_refuse(monkeypatc
     bwrap = dataclasses.replace(options, gate=False, settings=IsolationSettings(sandbox="bwrap"))
     with pytest.raises(pytest.UsageError, match="--sandbox bwrap: bubblewrap cannot sandbox the workers here"):
         check_sandbox(bwrap, uses_workers=True)
+
+
+def test_a_declared_compile_cache_reaches_the_worker_proxy(tmp_path, monkeypatch):
+    """``compile_cache = True`` on the adapter class gives its worker proxy the implementation's own folder under
+    the cache (level included in the name); an adapter without it gets none."""
+    from gru4rec_conformance.conformance._harness.handle import ImplHandle
+    from gru4rec_conformance.implementations.registry import AdapterSpec
+    from gru4rec_conformance.implementations.template import TemplateAdapter
+
+    class Compiling(TemplateAdapter):
+        compile_cache = True
+
+    monkeypatch.setenv("GRU4REC_CACHE_DIR", str(tmp_path))
+    proxy = ImplHandle(AdapterSpec("compiling:lvl", "gru4rec", Compiling), isolation="always").new_adapter()
+    plain = ImplHandle(AdapterSpec("plain", "gru4rec", TemplateAdapter), isolation="always").new_adapter()
+    try:
+        assert proxy._compile_cache == tmp_path / "compiled" / "compiling.lvl"
+        assert plain._compile_cache is None
+    finally:
+        proxy.close()
+        plain.close()

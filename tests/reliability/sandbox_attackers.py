@@ -19,6 +19,9 @@ naming every attempt) or breaks the protocol on purpose by writing raw frames to
 - ``cpu_lie``: freeze the worker's CPU clock (the ``process_cpu_seconds`` of its ``__main__``), then burn
   ``params["burn_s"]`` CPU seconds in a thread that ends and ``params["burn_s"]`` more in the worker's own thread,
   so that the worker reports about 0 s for ``fit``.
+- ``compile_cache``: append ``params["token"]`` to ``$GRU4REC_COMPILE_CACHE/log`` and report what the file held
+  before (``found["cache_before"]``), then try to write beside the compile cache, into the checkout cache root
+  (``found["cache_root_write"]``).
 - ``snoop``: read ``/proc/<params["pid"]>/environ`` and every visible ``/proc/*/environ`` looking for
   ``params["secret"]``; connect to the Unix sockets ``params["sockets"]`` (paths, or ``@name`` for abstract).
 """
@@ -124,6 +127,16 @@ class Attacker(TemplateAdapter):
         thread.join()
         burn()
 
+    def _compile_cache(self) -> None:
+        cache = os.environ.get("GRU4REC_COMPILE_CACHE")
+        self.found["compile_cache"] = cache
+        if cache:
+            log = Path(cache) / "log"
+            self.found["cache_before"] = log.read_text() if log.exists() else ""
+            self.found["cache_write"] = _try_write(log, self.params["token"] + "\n")
+        root = Path(os.environ["GRU4REC_CACHE_DIR"])
+        self.found["cache_root_write"] = _try_write(root / "planted.txt", "x", "w")
+
     # -- limits ------------------------------------------------------------------------------------------
     def _trickle(self) -> None:
         fd, grow = _reply_fd(), int(self.params.get("grow_mib", 0))
@@ -201,8 +214,10 @@ class Forger(Attacker):
                          xfails_dir=os.environ["GRU4REC_ATTACK_XFAILS_DIR"], toml_name=self.name)  # fmt: skip
 
 
-def attacker_proxy(attack: str, settings: dict[str, Any] | None = None, **params: Any) -> Any:
-    """A :class:`~gru4rec_conformance.conformance._harness.isolation.WorkerProxy` running ``Attacker(attack, **params)``."""
+def attacker_proxy(attack: str, settings: dict[str, Any] | None = None, compile_cache: Path | None = None,
+                   **params: Any) -> Any:  # fmt: skip
+    """A :class:`~gru4rec_conformance.conformance._harness.isolation.WorkerProxy` running ``Attacker(attack, **params)``
+    (``compile_cache``: the proxy's writable compile-cache folder, as for an adapter declaring ``compile_cache``)."""
     from gru4rec_conformance.conformance._harness.isolation import IsolationSettings, WorkerProxy
     from gru4rec_conformance.implementations.base import Capabilities
 
@@ -214,6 +229,7 @@ def attacker_proxy(attack: str, settings: dict[str, Any] | None = None, **params
         capabilities_cls=Capabilities,
         pythonpath=(str(Path(__file__).resolve().parent),),
         label=f"attacker-{attack}",
+        compile_cache=compile_cache,
     )
 
 

@@ -124,6 +124,37 @@ def test_the_checkout_cache_is_read_only_for_the_worker(tmp_path, monkeypatch):
     assert victim.read_text() == "GOOD = True\n"
 
 
+@requires_sandbox
+def test_a_compile_cache_is_shared_by_one_implementations_workers_and_nothing_else(tmp_path, monkeypatch):
+    """An adapter declaring ``compile_cache`` (Theano) gets one writable folder that its next worker finds again;
+    the checkout cache around it stays read-only, and a worker without the declaration has no such folder."""
+    from gru4rec_conformance.implementations.base import compile_cache_dir
+
+    monkeypatch.setenv("GRU4REC_CACHE_DIR", str(tmp_path / "cache"))
+    (tmp_path / "cache").mkdir()
+    folder = compile_cache_dir("theano_official")
+    assert folder == tmp_path / "cache" / "compiled" / "theano_official"
+    found = []
+    for token, cache in (("first", folder), ("second", folder), ("other", None)):
+        proxy = attacker_proxy("compile_cache", compile_cache=cache, token=token)
+        try:
+            proxy.build(seed=1)
+            proxy.fit(tiny_train())
+            found.append(proxy.optimizer_info()["found"])
+        finally:
+            proxy.close()
+    first, second, other = found
+    assert first["compile_cache"] == str(folder) and first["cache_write"].endswith("WRITTEN"), first
+    assert second["cache_before"] == "first\n", second  # what the first worker compiled, the second finds
+    assert (folder / "log").read_text() == "first\nsecond\n"
+    assert other["compile_cache"] is None, other  # not declared: no writable folder at all
+    for f in found:
+        assert f["cache_root_write"].endswith("Read-only file system"), f
+    assert not (tmp_path / "cache" / "planted.txt").exists()
+    with pytest.raises(ValueError, match="not a registry name"):
+        compile_cache_dir("../escape")
+
+
 # -- code execution in the suite ------------------------------------------------------------------------------
 @MODES
 def test_a_dataclass_named_in_a_reply_is_never_imported(tmp_path, sandbox):
