@@ -19,6 +19,7 @@ peak allocated device memory. ``evaluate_*`` time full-catalogue evaluation.
 
 from __future__ import annotations
 
+import abc
 import contextlib
 import importlib
 import io
@@ -172,7 +173,7 @@ def eval_events(test: pd.DataFrame, item_ids) -> int:
 # runners
 
 
-class Runner:
+class Runner(abc.ABC):
     """Common interface. ``name`` (report label), ``kind`` ('reference' | 'official' | 'adapter'), ``device``,
     ``version``, ``in_process``, ``study`` (the study row the implementation corresponds to, if any)."""
 
@@ -189,21 +190,24 @@ class Runner:
     def version(self) -> str:
         return "unknown"
 
-    def prepare(self, train: pd.DataFrame, hp: dict, seed: int) -> Any:  # pragma: no cover - interface
-        raise NotImplementedError
+    @abc.abstractmethod
+    def prepare(self, train: pd.DataFrame, hp: dict, seed: int) -> Any:
+        """Everything one timed epoch on ``train`` needs (a built, untrained model, converted data), untimed."""
 
-    def run(self, state: Any) -> EpochResult:  # pragma: no cover - interface
-        raise NotImplementedError
+    @abc.abstractmethod
+    def run(self, state: Any) -> EpochResult:
+        """Train one epoch from ``prepare``'s state; the timed part."""
 
-    def prepare_eval(self, train: pd.DataFrame, test: pd.DataFrame, hp: dict, seed: int) -> Any:  # pragma: no cover
+    @abc.abstractmethod
+    def prepare_eval(self, train: pd.DataFrame, test: pd.DataFrame, hp: dict, seed: int) -> Any:
         """A model built on ``train`` (initialised, not trained: evaluation costs the same) and the test frame."""
-        raise NotImplementedError
 
-    def run_eval(self, state: Any) -> EvalResult:  # pragma: no cover - interface
-        raise NotImplementedError
+    @abc.abstractmethod
+    def run_eval(self, state: Any) -> EvalResult:
+        """Evaluate (full-catalogue ranking of every test event) from ``prepare_eval``'s state; the timed part."""
 
-    def close(self, state: Any) -> None:
-        """Release what ``prepare`` made."""
+    def close(self, state: Any) -> None:  # noqa: B027 - optional: most runners hold nothing to release
+        """Release what ``prepare`` made (nothing by default)."""
 
     def describe(self) -> dict:
         return {
@@ -470,9 +474,9 @@ def _worker_process(pid: int | None) -> int | None:
     the largest resident set (the Python worker)."""
     if not pid:
         return None
-    from gru4rec_conformance.conformance._harness.isolation import _tree
+    from gru4rec_conformance.conformance._harness.isolation import tree_pids
 
-    pids = _tree(pid)[1]
+    pids = tree_pids(pid)
     return max(pids, key=lambda p: _proc_mb(p, "VmRSS") or 0.0) if pids else pid
 
 
@@ -502,8 +506,8 @@ class AdapterRunner(Runner):
             the adapter's own).
         hard_timeout_s: wall-clock timeout of one worker call (default 4 x the limit + 120 s, or the harness's).
 
-    CPU time: the worker's own measurement of ``fit`` (``conformance._harness.cputime.cpu_call``; the parent's
-    encoding and pipes excluded). Peak memory: the worker's VmHWM (reset before the fit) on Linux.
+    CPU time: the suite's measurement of the ``fit`` call over the worker's process tree from /proc
+    (``conformance._harness.cputime.cpu_call``; the parent's encoding and pipes excluded). Peak memory: the worker's VmHWM (reset before the fit) on Linux.
     ``prepare`` drops a hyperparameter of :data:`DROPPABLE` the adapter answers ``Unsupported`` for and builds
     again (``state["dropped"]``); any other ``Unsupported`` reaches the test, which skips with the reason.
     """
@@ -528,8 +532,7 @@ class AdapterRunner(Runner):
         self._adapter: Any = None
         if python:  # describe (capabilities, version) in the interpreter the benchmarks will use
             with self._worker_python():
-                handle._description = None
-                handle.describe()
+                handle.describe(refresh=True)
 
     @property
     def version(self) -> str:
@@ -579,8 +582,7 @@ class AdapterRunner(Runner):
 
             # the worker builds the registered class through the limit's factory (benchmarks/limit.py); the
             # proxy starts its worker at the first call, so its ref can still be redirected here
-            adapter._init_kwargs = {"target": adapter._ref, "cpu_limit_s": self.cpu_limit_s, **adapter._init_kwargs}
-            adapter._ref = LIMIT_REF
+            adapter.route_through(LIMIT_REF, cpu_limit_s=self.cpu_limit_s)
         return adapter
 
     def _get(self, seed: int):

@@ -126,12 +126,15 @@ class ImplHandle:
             compile_cache=compile_cache_dir(self.name) if getattr(cls, "compile_cache", False) else None,
         )
 
-    def describe(self) -> Description:
-        """Capabilities, version and hooks, asked once (in a worker for isolated adapters).
+    def describe(self, refresh: bool = False) -> Description:
+        """Capabilities, version and hooks, asked once (in a worker for isolated adapters); ``refresh`` asks
+        again (e.g. after the worker's interpreter changed).
 
         A failure is kept as ``error`` (every check of this implementation then errors with it) instead of
         being raised here, so one broken adapter does not stop a run over several implementations.
         """
+        if refresh:
+            self._description = None
         if self._description is not None:
             return self._description
         adapter = None

@@ -57,6 +57,7 @@ from gru4rec_conformance.conformance._harness.worker import _HEADER
 from gru4rec_conformance.implementations.base import BaseCapabilities, ImplementationUnavailable, Unsupported
 
 __all__ = [
+    "tree_pids",
     "IsolationSettings",
     "WorkerProxy",
     "WorkerError",
@@ -471,6 +472,12 @@ class _TreeCpu(float):
         return max(precise, coarse - 2.0 / _CLK_TCK, 0.0)
 
 
+def tree_pids(pid: int) -> list[int]:
+    """``pid`` and its live descendants (Linux /proc; [] elsewhere or when ``pid`` is gone). Under the sandbox a
+    :class:`WorkerProxy`'s ``worker_pid`` is bwrap's, and the Python worker is one of these."""
+    return _tree(pid)[1]
+
+
 def _under(path: str, roots: tuple[str, ...]) -> bool:
     return any(path == r or path.startswith(r.rstrip("/") + "/") for r in roots)
 
@@ -592,6 +599,15 @@ class WorkerProxy:
     @property
     def worker_pid(self) -> int | None:
         return self._proc.pid if self._proc is not None else None
+
+    def route_through(self, factory_ref: str, **init_kwargs: Any) -> None:
+        """Build the adapter in the worker through ``factory_ref`` (``module:callable``), called with
+        ``target=<this proxy's adapter ref>`` plus ``init_kwargs`` and the registry entry's keyword arguments (the
+        benchmarks' per-epoch CPU limit wraps an adapter this way). Raises RuntimeError once the worker started."""
+        if self._proc is not None or self.hello:
+            raise RuntimeError(f"{self._label}: route_through() after the worker started")
+        self._init_kwargs = {"target": self._ref, **init_kwargs, **self._init_kwargs}
+        self._ref = factory_ref
 
     def call(self, method: str, *args: Any, **kwargs: Any) -> Any:
         """Forward ``method(*args, **kwargs)``; see the module docstring for the failures raised."""

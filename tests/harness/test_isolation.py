@@ -348,3 +348,22 @@ def test_a_declared_compile_cache_reaches_the_worker_proxy(tmp_path, monkeypatch
     finally:
         proxy.close()
         plain.close()
+
+
+def test_route_through_only_before_the_worker_starts():
+    """The benchmarks' CPU limit wraps an adapter by routing its construction through a factory: allowed before
+    the worker exists, refused after (the model the worker holds was built without it)."""
+    proxy = _proxy()
+    try:
+        proxy.route_through("gru4rec_conformance.benchmarks.limit:limited", cpu_limit_s=1.0)
+        assert proxy._ref == "gru4rec_conformance.benchmarks.limit:limited"
+        assert proxy._init_kwargs["target"].endswith("TemplateAdapter") and proxy._init_kwargs["cpu_limit_s"] == 1.0
+    finally:
+        proxy.close()
+    started = _proxy()
+    try:
+        started.build(seed=1)
+        with pytest.raises(RuntimeError, match="after the worker started"):
+            started.route_through("x:y")
+    finally:
+        started.close()
