@@ -232,7 +232,9 @@ def render_csv(rows: Sequence[dict[str, str]]) -> str:
 
 
 def _md(text: Any) -> str:
-    return str(text).replace("|", "\\|").replace("\n", " ") or "–"
+    from gru4rec_conformance.reports.render import md_cell
+
+    return md_cell(text) or "–"
 
 
 def _level(level: str) -> str:

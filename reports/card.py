@@ -24,6 +24,7 @@ from gru4rec_conformance import CHECKOUT_ROOT, __version__
 from gru4rec_conformance.conformance._harness.verdict import PREREQUISITES
 from gru4rec_conformance.reports import study
 from gru4rec_conformance.reports.agreement import tally as agreement_tally
+from gru4rec_conformance.reports.render import md_table as _table
 from gru4rec_conformance.reports.results import RunData
 
 __all__ = ["CHECK_PATHS", "NEGATIVE_CONTROLS", "build_card", "render_markdown", "render_html", "suite_currency",
@@ -257,15 +258,6 @@ def build_card(run: RunData, readme: Path | None = None, readme_link: str | None
 
 def _pct(x: float | None, digits: int = 1) -> str:
     return "–" if x is None else f"{x * 100:+.{digits}f}%"
-
-
-def _md(text: Any) -> str:
-    return str(text).replace("|", "\\|").replace("\n", " ")
-
-
-def _table(head: list[str], rows: list[list[Any]]) -> list[str]:
-    out = ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
-    return out + ["| " + " | ".join(_md(c) for c in row) + " |" for row in rows]
 
 
 def render_markdown(c: dict[str, Any]) -> str:

@@ -8,13 +8,15 @@ from typing import Any
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 
 
-def _md_escape(text: Any) -> str:
+def md_cell(text: Any) -> str:
+    """``text`` as one Markdown table cell: ``|`` escaped, line breaks as spaces (the one rule of every report)."""
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
-def _table(headers: list[str], rows: list[list[Any]]) -> list[str]:
+def md_table(headers: list[str], rows: list[list[Any]]) -> list[str]:
+    """A Markdown table (header, rule, one line per row; cells through :func:`md_cell`), as a list of lines."""
     out = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
-    out += ["| " + " | ".join(_md_escape(c) for c in row) + " |" for row in rows]
+    out += ["| " + " | ".join(md_cell(c) for c in row) + " |" for row in rows]
     return out
 
 
@@ -39,23 +41,23 @@ def render_markdown(s: dict[str, Any]) -> str:
     if s["status"] != "complete":
         lines += ["", f"> **This report is {s['status'].upper()}**: the run did not finish; checks without a "
                       "verdict are missing. Complete it with `pytest ... --resume <this folder>`."]  # fmt: skip
-    lines += ["", "## Run", ""] + _table(["", ""], [[k, v] for k, v in s["meta"]])
+    lines += ["", "## Run", ""] + md_table(["", ""], [[k, v] for k, v in s["meta"]])
 
     lines += ["", "## Checks by kind", ""]
-    lines += _table(["kind", "title", "verdict"] + [s["short"][o] for o in s["outcomes"]],
+    lines += md_table(["kind", "title", "verdict"] + [s["short"][o] for o in s["outcomes"]],
                     [[k["kind"], k["title"], k["symbol"]] + [k["counts"].get(o, 0) for o in s["outcomes"]]
                      for k in s["kinds"]])  # fmt: skip
     for k in s["kinds"]:
         if not k["checks"]:
             continue
         lines += ["", f"### {k['kind']} — {k['title']}" if k["title"] else f"### {k['kind']}", ""]
-        lines += _table(["check", "outcome", "what it proves", "test", "reason", "s"],
+        lines += md_table(["check", "outcome", "what it proves", "test", "reason", "s"],
                         [[ch["id"], ch["symbol"], ch["title"], ch["test"], ch["reason"][:200], f"{ch['duration']:.2f}"]
                          for ch in k["checks"]])  # fmt: skip
 
     lines += ["", "## Feature × outcome", ""]
     if s["features"]:
-        lines += _table(["feature", "declared", "verdict"] + [s["short"][o] for o in s["outcomes"]],
+        lines += md_table(["feature", "declared", "verdict"] + [s["short"][o] for o in s["outcomes"]],
                         [[f["feature"], {True: "yes", False: "no", None: "–"}[f["declared"]], f["symbol"]]
                          + [f["counts"][o] for o in s["outcomes"]] for f in s["features"]])  # fmt: skip
     else:
@@ -63,7 +65,7 @@ def render_markdown(s: dict[str, Any]) -> str:
 
     lines += ["", "## Metrics against the reference", ""]
     if s["metrics"]:
-        lines += _table(["check", "metric", "context", "ours", "reference", "Δ", "Δ%", "tolerance", "rule",
+        lines += md_table(["check", "metric", "context", "ours", "reference", "Δ", "Δ%", "tolerance", "rule",
                          "study Δ% (published)", "outcome"],
                         [[m["check"], m["name"], m["context"], m["value"], m["reference"], m["delta"], m["delta_rel"],
                           m["tolerance"], m["rule"], f"{m['study_delta_rel']} {m['study_row']}".strip(), m["outcome"]]
@@ -78,16 +80,16 @@ def render_markdown(s: dict[str, Any]) -> str:
     if s["choices"]:
         lines += [""] + [f"- {k}: {v}" for k, v in s["choices"]]
     if s["hyperparameters"]:
-        lines += [""] + _table(["hyperparameter", "default"], [[k, v] for k, v in s["hyperparameters"]])
+        lines += [""] + md_table(["hyperparameter", "default"], [[k, v] for k, v in s["hyperparameters"]])
 
-    lines += ["", "## Reproducibility card", ""] + _table(
+    lines += ["", "## Reproducibility card", ""] + md_table(
         ["", "", "source"], [[r["field"], r["value"], r["source"]] for r in s["card"]]
     )
 
     lines += ["", "## Expected failures (xfail registry)", ""]
     if s["xfails"]:
         lines.append(f"File: `{s['xfail_file']}`")
-        lines += [""] + _table(["#", "pattern", "kind", "defect", "fix level", "reason", "link", "matched", "outcomes"],
+        lines += [""] + md_table(["#", "pattern", "kind", "defect", "fix level", "reason", "link", "matched", "outcomes"],
                                [[e["index"], e["pattern"], e["kind"], e.get("defect") or "–", e.get("fix_level") or "–",
                                  e["reason"], e["link"], e["matched"], e["outcomes"]] for e in s["xfails"]])  # fmt: skip
     else:
@@ -111,7 +113,7 @@ def render_markdown(s: dict[str, Any]) -> str:
 
 def notices_markdown(notices: list[str]) -> list[str]:
     """The summary's warnings (``reports.notices``) as Markdown quote lines, one paragraph each."""
-    return [line for n in notices for line in ("", f"> **Warning:** {_md_escape(n)}")]
+    return [line for n in notices for line in ("", f"> **Warning:** {md_cell(n)}")]
 
 
 def render_html(s: dict[str, Any], template: str = "summary.html.j2") -> str:
