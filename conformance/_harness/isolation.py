@@ -49,7 +49,7 @@ import tempfile
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any, NamedTuple, NoReturn
 
 from gru4rec_conformance import CHECKOUT_ROOT, child_pythonpath, import_root
 from gru4rec_conformance.conformance._harness.codec import DEFAULT_MAX_BYTES, Codec, ExchangeError, dumps, loads
@@ -429,11 +429,18 @@ def _tree(pid: int) -> tuple[float, list[int]]:
 _CLK_TCK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
 
+class _TreeCpu(NamedTuple):
+    """One :func:`_tree_cpu_seconds` reading, in seconds: the tick clock and the nanosecond clock."""
+
+    ticks_s: float
+    precise_s: float
+
+
 def _tree_cpu_seconds(pid: int) -> _TreeCpu | None:
-    """CPU seconds (user + system) of ``pid`` and its live descendants, read from /proc by this process: the
+    """CPU time (user + system) of ``pid`` and its live descendants, read from /proc by this process: the
     suite's own measurement of a worker, which the worker cannot alter (None where /proc cannot tell).
 
-    Two clocks per process, the larger difference wins in :class:`_TreeCpu`: ``/proc/P/task/T/schedstat``
+    Two clocks per process (:func:`_cpu_between` takes the larger difference): ``/proc/P/task/T/schedstat``
     (nanoseconds, live threads only) and ``/proc/P/stat`` utime + stime + cutime + cstime (clock ticks, also
     threads that ended and children that were waited for). Under the sandbox ``pid`` is bwrap's, so the worker,
     its threads and its children are all below it."""
@@ -454,22 +461,10 @@ def _tree_cpu_seconds(pid: int) -> _TreeCpu | None:
     return _TreeCpu(ticks / _CLK_TCK, nanos / 1e9)
 
 
-class _TreeCpu(float):
-    """A :func:`_tree_cpu_seconds` reading: the tick clock as a float, the nanosecond clock beside it."""
-
-    precise: float
-
-    def __new__(cls, ticks_s: float, precise_s: float) -> _TreeCpu:
-        obj = super().__new__(cls, ticks_s)
-        obj.precise = precise_s
-        return obj
-
-    def since(self, before: _TreeCpu) -> float:
-        """CPU seconds from ``before`` to this reading: the nanosecond clock's difference, unless the tick
-        clock saw more (work in threads or children that ended in between, which the live-thread clock loses)
-        by over two ticks per reading."""
-        precise, coarse = self.precise - before.precise, float(self) - float(before)
-        return max(precise, coarse - 2.0 / _CLK_TCK, 0.0)
+def _cpu_between(before: _TreeCpu, after: _TreeCpu) -> float:
+    """CPU seconds between two readings: the nanosecond clock's difference, unless the tick clock saw more (work
+    in threads or children that ended in between, which the live-thread clock loses) by over two ticks."""
+    return max(after.precise_s - before.precise_s, after.ticks_s - before.ticks_s - 2.0 / _CLK_TCK, 0.0)
 
 
 def tree_pids(pid: int) -> list[int]:
@@ -644,7 +639,7 @@ class WorkerProxy:
             self.last_cpu_s = self.last_cpu_s_reported = None  # a failed call has no CPU time
         elif cpu_before is not None and cpu_after is not None:
             # measured here, from outside: a worker that under- or over-states its CPU time cannot move SC-1
-            self.last_cpu_s = cpu_after.since(cpu_before)
+            self.last_cpu_s = _cpu_between(cpu_before, cpu_after)
         else:  # no /proc: the worker's own word, the only figure there is
             self.last_cpu_s = self.last_cpu_s_reported
         problem: Exception | None = None
