@@ -507,7 +507,8 @@ class AdapterRunner(Runner):
         hard_timeout_s: wall-clock timeout of one worker call (default 4 x the limit + 120 s, or the harness's).
 
     CPU time: the suite's measurement of the ``fit`` call over the worker's process tree from /proc
-    (``conformance._harness.cputime.cpu_call``; the parent's encoding and pipes excluded). Peak memory: the worker's VmHWM (reset before the fit) on Linux.
+    (``conformance._harness.cputime.cpu_call``; the parent's encoding and pipes excluded). Peak memory: the
+    worker's VmHWM (reset before the fit) on Linux.
     ``prepare`` drops a hyperparameter of :data:`DROPPABLE` the adapter answers ``Unsupported`` for and builds
     again (``state["dropped"]``); any other ``Unsupported`` reaches the test, which skips with the reason.
     """

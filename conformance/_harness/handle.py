@@ -123,7 +123,7 @@ class ImplHandle:
             timeout_kind=timeout_kind,
             label=self.name,
             capabilities_cls=self.capabilities_cls,
-            compile_cache=compile_cache_dir(self.name) if getattr(cls, "compile_cache", False) else None,
+            compile_cache=compile_cache_dir(self.name) if cls.compile_cache else None,
         )
 
     def describe(self, refresh: bool = False) -> Description:
