@@ -287,7 +287,10 @@ def write_agreement(roots: Sequence[Path], out: Path) -> tuple[Path, Path, list[
     from gru4rec_conformance.reports.writer import REPORT_FILE_MODE
 
     unreadable: list[str] = []
-    runs = list(newest_per_key(collect_runs([Path(r) for r in roots], unreadable)).values())
+    from gru4rec_conformance.reports.matrix import is_matrix
+
+    # runs on several metric datasets hold the metric checks only: the verdict run is the implementation's row
+    runs = [r for r in newest_per_key(collect_runs([Path(r) for r in roots], unreadable)).values() if not is_matrix(r)]
     rows = agreement_table(runs)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)

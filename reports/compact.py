@@ -35,6 +35,7 @@ __all__ = [
     "compact",
     "standing",
     "is_subset",
+    "dataset_matrix",
 ]
 
 #: The one file a committed verdict folder holds.
@@ -53,19 +54,50 @@ def judged_version(run: RunData) -> str:
     return match.group(1)[:7] if match else version
 
 
+#: ``--dataset`` values that select the default metric dataset (the verdict run's own).
+_DEFAULT_DATASETS = ({"yoochoose_100k"}, {"yoochoose_100k_standin"})
+
+
+def dataset_matrix(run: RunData) -> str | None:
+    """The metric datasets a run selected with ``--dataset``, as a folder-safe tag, when they are not the default
+    one: ``"all"`` for ``--dataset all``, ``"rees46-coveo"`` for ``--dataset rees46,coveo``, ``"rees46"`` for a
+    prepared folder given as ``rees46=DIR`` (a bare folder counts as ``prepared``); None for the default
+    (no ``--dataset``, or the Yoochoose 100k slice or its stand-in). Such a run is a metric-conformance matrix,
+    kept beside the implementation's verdict, never in its place (:func:`verdict_key`)."""
+    option = str(run.header.get("dataset") or "").strip()
+    if not option:
+        return None
+    names: list[str] = []
+    for token in (t.strip() for t in option.split(",")):
+        if not token:
+            continue
+        key, sep, _ = token.partition("=")
+        names.append(key if sep else ("prepared" if ("/" in token or os.sep in token) else token))
+    if not names or set(names) in _DEFAULT_DATASETS:
+        return None
+    return _safe("-".join(dict.fromkeys(names)))
+
+
 def verdict_key(run: RunData) -> Path:
     """The folder of a run's verdict, relative to the verdicts root.
 
     ``<impl>/<level>/<judged>`` for an implementation with a level (``gru4rec_pytorch:oob`` at ``...@eaad3eb`` →
     ``gru4rec_pytorch/oob/eaad3eb``), ``<impl>/<judged>`` without one (``cornac/3.0.1``), ``reference/<family>`` for
     the reference. Every part is made a safe folder name (``transformers 5.24.0`` → ``transformers-5.24.0``).
+    A run on other metric datasets than the default (:func:`dataset_matrix`) gets its own key, the last part
+    suffixed ``+datasets-<tag>`` (``official_pytorch/d1fc311+datasets-all``), so a five-dataset metric run never
+    replaces, nor is replaced by, the verdict run of the same version.
     """
     impl = run.impl
     name = str(impl.get("name") or run.directory.parent.name)
     if impl.get("role") == "reference":
-        return Path(_safe(name), _safe(str(impl.get("family") or "unknown")))
-    parts = [_safe(p) for p in name.split(":") if p]
-    return Path(*parts, _safe(judged_version(run)))
+        parts = [_safe(name), _safe(str(impl.get("family") or "unknown"))]
+    else:
+        parts = [*(_safe(p) for p in name.split(":") if p), _safe(judged_version(run))]
+    tag = dataset_matrix(run)
+    if tag is not None:
+        parts[-1] += f"+datasets-{tag}"
+    return Path(*parts)
 
 
 def _safe(text: str) -> str:

@@ -178,11 +178,12 @@ def write_metrics_figure(run: RunData, path: Path) -> bool:
     return True
 
 
-def study_points(runs: list[RunData]) -> list[dict[str, Any]]:
+def study_points(runs: list[RunData], per_dataset: bool = False) -> list[dict[str, Any]]:
     """Per run with a study row: recall@20 and MRR@20 Δ of ours (the all-features check against the reference's
     best parameters, MC-2) and the study's published Δ (same implementation, fix level and loss against the
     official best parameters on its full dataset). Rows: ``label``, ``metric``, ``loss``, ``dataset``, ``ours``,
-    ``study`` (fractions or None)."""
+    ``study`` (fractions or None). ``per_dataset``: one label per dataset too (``"name [loss] @ rees46"``), for
+    the runs on several datasets (:mod:`reports.matrix`)."""
     from gru4rec_conformance.reports import study
     from gru4rec_conformance.reports.card import headline_metrics
 
@@ -201,17 +202,19 @@ def study_points(runs: list[RunData]) -> list[dict[str, Any]]:
         for r in headline_metrics(run, ("recall@20", "mrr@20")):
             if r["comparison"] != "all features":
                 continue
-            out.append({"label": f"{run.header['impl'].get('name')} [{r['loss']}]", "metric": r["name"],
+            where = f" @ {r['dataset']}" if per_dataset else ""
+            out.append({"label": f"{run.header['impl'].get('name')} [{r['loss']}]{where}", "metric": r["name"],
                         "loss": r["loss"], "dataset": r["dataset"], "ours": r["delta_rel"],
                         "study": r["study_delta_rel"]})  # fmt: skip
     return out
 
 
-def write_study_figure(runs: list[RunData], path: Path) -> bool:
+def write_study_figure(runs: list[RunData], path: Path, per_dataset: bool = False) -> bool:
     """The study figure: recall@20 (left) and MRR@20 (right) Δ against the official implementation, one row per
-    implementation, fix level and loss; ours (blue, our dataset) beside the study's published Δ (orange, the
-    study's full dataset). Δ in percent. False (nothing written) when no run has a study row with metrics."""
-    points = study_points(runs)
+    implementation, fix level and loss (and dataset, with ``per_dataset``); ours (blue, our dataset) beside the
+    study's published Δ (orange, the study's full dataset). Δ in percent. False (nothing written) when no run has
+    a study row with metrics."""
+    points = study_points(runs, per_dataset)
     if not points:
         return False
     plt = _pyplot()

@@ -3,7 +3,8 @@
 For each implementation and judged version found under the roots (the newest run of each verdict key,
 :func:`reports.compact.verdict_key`; complete runs first), writes into ``DIR/<key>/`` its verdict card
 (``card.md``, ``card.html``), its summary (``summary.md``, ``summary.html``) and ``plots/``; then
-``DIR/study.png`` (the study figure) and ``DIR/scoreboard.md`` / ``.html`` linking the cards. Nothing is
+``DIR/study.png`` (the study figure), ``DIR/study_datasets.png`` (the same per dataset, from the runs on
+several metric datasets, :mod:`reports.matrix`) and ``DIR/scoreboard.md`` / ``.html`` linking the cards. Nothing is
 written into the roots. A folder that cannot be read is named (file and line) and makes the command exit 2;
 the other folders are still rendered.
 """
@@ -119,10 +120,15 @@ def render_tree(roots: Sequence[Path], out: Path, plots: bool = True) -> tuple[l
         written.append(folder)
     board = build_scoreboard([Path(r) for r in roots], link_base=out, cards=cards, runs=runs)
     if plots:
+        from gru4rec_conformance.reports.matrix import is_matrix
         from gru4rec_conformance.reports.plots import write_study_figure
 
-        if write_study_figure(list(chosen.values()), out / "study.png"):
+        verdict_runs = [r for r in chosen.values() if not is_matrix(r)]
+        if write_study_figure(verdict_runs, out / "study.png"):
             board["study_figure"] = "study.png"
+        matrix_runs = [r for r in chosen.values() if is_matrix(r)]
+        if write_study_figure(matrix_runs, out / "study_datasets.png", per_dataset=True):
+            board["matrix_figure"] = "study_datasets.png"
     board["unreadable"] = errors
     md_cards = {k: v.replace(".html", ".md") for k, v in cards.items()}
     atomic_write_text(out / "scoreboard.html", board_html(board), mode=MODE)

@@ -178,7 +178,8 @@ def build_scoreboard(
     Returns ``{"rows": [...], "apart": [...], "families": [...], "unreadable": [...], "roots": [...]}``: ``rows``
     the qualifying row per implementation, reference first, negative controls last; ``apart`` the newer runs that
     do not qualify (each row's ``apart`` says why). ``cards`` maps a verdict key to the link of its card;
-    ``runs`` skips reading the roots.
+    ``runs`` skips reading the roots. ``matrix``: the rows of the runs on several metric datasets
+    (:func:`reports.matrix.matrix_rows`), which are never verdict rows.
     """
     root_list = [Path(roots)] if isinstance(roots, (str, Path)) else [Path(r) for r in roots]
     if verdicts_root is not None:
@@ -186,8 +187,12 @@ def build_scoreboard(
     unreadable: list[str] = []
     if runs is None:
         runs = collect_runs(root_list, unreadable)
+    from gru4rec_conformance.reports.matrix import is_matrix, matrix_rows, standing_matrix_runs
+
     by_impl: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for run in runs:
+        if is_matrix(run):  # a metric run on other datasets: its own section, never a verdict row
+            continue
         row = board_row(run, link_base, cards)
         by_impl.setdefault((row["family"], row["name"]), []).append(row)
     rows, apart = [], []
@@ -205,7 +210,8 @@ def build_scoreboard(
     families = sorted(dict.fromkeys(r["family"] for r in rows + apart),
                       key=lambda f: (order.index(f) if f in order else len(order), f))  # fmt: skip
     return {"rows": rows, "apart": apart, "families": families, "unreadable": unreadable,
-            "roots": [str(r) for r in root_list]}  # fmt: skip
+            "roots": [str(r) for r in root_list],
+            "matrix": matrix_rows(standing_matrix_runs(runs))}  # fmt: skip
 
 
 def _pct(x: float | None) -> str:
@@ -277,6 +283,12 @@ def render_markdown(board: dict[str, Any]) -> str:
         lines += [f"- {r['name']} {r['version']}: {r['unavailable']}" for r in unavailable] + [""]
     if board.get("study_figure"):
         lines += [f"![study figure]({board['study_figure']})", ""]
+    if board.get("matrix"):
+        from gru4rec_conformance.reports.matrix import render_markdown as matrix_markdown
+
+        lines += matrix_markdown(board["matrix"])
+        if board.get("matrix_figure"):
+            lines += [f"![Δ per dataset]({board['matrix_figure']})", ""]
     if board.get("unreadable"):
         lines += ["Unreadable run folders (left out):", ""] + [f"- {u}" for u in board["unreadable"]] + [""]
     lines.append("Conformance: CONFORMANT only when every applicable check ran and passed without an xfail; "
@@ -306,6 +318,8 @@ def write_scoreboard(
                              link_base=out_root, **kwargs)  # fmt: skip
     if (out_root / "study.png").is_file():
         board["study_figure"] = "study.png"
+    if (out_root / "study_datasets.png").is_file():
+        board["matrix_figure"] = "study_datasets.png"
     md, html = out_root / "scoreboard.md", out_root / "scoreboard.html"
     from gru4rec_conformance.reports.writer import REPORT_FILE_MODE
 

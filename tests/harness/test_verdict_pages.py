@@ -42,7 +42,8 @@ def _result(nodeid: str, check: str, kind: str, outcome: str, **extra: Any) -> d
 
 def _write_run(folder: Path, name: str = "gp:oob", *, command: tuple[str, ...] = ("pytest", "conformance"),
                started: str = "2026-12-01T10:00:00Z", status: str | None = "complete", description: str = "",
-               suite: dict[str, Any] | None = None, results: list[dict[str, Any]] | None = None) -> Path:  # fmt: skip
+               suite: dict[str, Any] | None = None, results: list[dict[str, Any]] | None = None,
+               dataset: str | None = None) -> Path:  # fmt: skip
     """A run directory with results.jsonl: a GRU4REC-pytorch OOB-like implementation with a declared SR-1 bug, a
     passing EV-1 and the metric checks MC-1/MC-2, unless ``results`` are given."""
     header = {
@@ -52,7 +53,7 @@ def _write_run(folder: Path, name: str = "gp:oob", *, command: tuple[str, ...] =
                  "study": {"implementation": "GRU4REC-pytorch", "variant": "OOB"}},
         "suite": suite or {"version": "2026.11.0", "string": "2026.11.0+gdeadbee", "git_sha": ""},
         "kinds": {"K1": "state reset", "K8": "evaluation", "metric": "metric conformance"},
-        "frameworks": {"python": "3.11"}, "device": "cpu",
+        "frameworks": {"python": "3.11"}, "device": "cpu", "dataset": dataset,
     }  # fmt: skip
     xfail = {"index": 1, "kind": "bug", "defect": "GP-1", "fix_level": "INF", "reason": "no reset", "link": "none"}
     records = results if results is not None else [
@@ -212,3 +213,56 @@ def test_compact_and_the_pages_never_let_a_newer_subset_replace_a_full_run(tmp_p
     (chosen,) = newest_per_key(both).values()
     assert chosen.header["started"] == "2026-12-01T10:00:00Z"
     assert len(compact([later], tmp_path / "fresh")) == 1  # no full run there: the subset is all there is
+
+
+def _matrix_results() -> list[dict[str, Any]]:
+    """MC-1/MC-2 of a `--dataset all` run on two datasets: Rees46 measured, Coveo's MC-2 crashed (no metrics)."""
+    out = []
+    for ds in ("rees46", "coveo"):
+        for check, comparison in (("MC-1", "matching features: no logQ"), ("MC-2", "all features")):
+            metrics = _metrics(comparison, 0.62, 0.30)
+            for m in metrics:
+                m["context"] = {**m["context"], "dataset": ds, "notice": f"{ds}: the real slice of ../shared"}
+            crashed = ds == "coveo" and check == "MC-2"
+            out.append(_result(f"conformance/gru4rec/test_mc.py::test_{check.lower()}[gp:oob-cross-entropy-{ds}]",
+                               check, "metric", "error" if crashed else "failed",
+                               metrics=[] if crashed else metrics))  # fmt: skip
+    return out
+
+
+def test_a_run_on_several_datasets_is_kept_beside_the_verdict_and_shown_per_dataset(tmp_path):
+    """`--dataset all -k MC` is a metric matrix, not a subset verdict: its own compact key, never a scoreboard row
+    nor a row shown apart; the scoreboard's matrix section has one row per dataset and loss with ours and the
+    study's Δ, and places a crashed check (no metrics) by its parameter id."""
+    from gru4rec_conformance.reports.matrix import matrix_rows
+
+    out = tmp_path / "out"
+    _write_run(out / "gp.oob" / "20261201T100000Z", started="2026-12-01T10:00:00Z")
+    _write_run(out / "gp.oob" / "20261201T110000Z", started="2026-12-01T11:00:00Z", dataset="all",
+               command=("pytest", "conformance", "--dataset", "all", "-k", "MC"), results=_matrix_results())  # fmt: skip
+    written = compact([out], tmp_path / "verdicts")
+    keys = sorted(t.relative_to(tmp_path / "verdicts").parent.as_posix() for _, t in written)
+    assert keys == ["gp/oob/abcdef0", "gp/oob/abcdef0+datasets-all"]
+    board = build_scoreboard([tmp_path / "verdicts"])
+    assert [r["key"] for r in board["rows"]] == ["gp/oob/abcdef0"] and board["apart"] == []
+    rows = {(r["dataset"], r["loss"]): r for r in board["matrix"]}
+    assert set(rows) == {("rees46", "cross-entropy"), ("coveo", "cross-entropy")}
+    rees = rows[("rees46", "cross-entropy")]
+    assert rees["checks"] == {"MC-1": "FAIL", "MC-2": "FAIL"} and rees["source"] == "real slice"
+    assert rees["recall@20"]["ours"] == pytest.approx(0.62 / 0.69 - 1)
+    assert rees["recall@20"]["study"] is not None  # GRU4REC-pytorch OOB has a published Rees46 row
+    coveo = rows[("coveo", "cross-entropy")]
+    assert coveo["checks"]["MC-2"] == "ERROR" and coveo["recall@20"]["ours"] is None
+    text = board_markdown(board)
+    assert "## Metric conformance across datasets" in text and "| gp:oob | rees46 | cross-entropy |" in text
+    assert matrix_rows([]) == []
+
+
+def test_the_dataset_tag_of_a_run(tmp_path):
+    from gru4rec_conformance.reports.compact import dataset_matrix
+
+    tags = {}
+    for i, option in enumerate((None, "yoochoose_100k", "all", "rees46,coveo", "rees46=/data/r46", "/data/prep")):
+        tags[option] = dataset_matrix(load_run(_write_run(tmp_path / f"r{i}", dataset=option)))
+    assert tags == {None: None, "yoochoose_100k": None, "all": "all", "rees46,coveo": "rees46-coveo",
+                    "rees46=/data/r46": "rees46", "/data/prep": "prepared"}  # fmt: skip
