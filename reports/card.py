@@ -211,8 +211,16 @@ def build_card(run: RunData, readme: Path | None = None, readme_link: str | None
                     "checks": list(dict.fromkeys(d.check_id or d.check for d in ds)), "n": len(ds)}
                    for cause, ds in conf.root_causes().items()]  # fmt: skip
     brows = study_rows(run, conf)
+    from gru4rec_conformance.reports.compact import dataset_matrix
+
+    tag = dataset_matrix(run)
+    matrix = (None if tag is None else
+              f"Metric checks on the datasets '{run.header.get('dataset')}' (--dataset): a metric matrix, not a "
+              "verdict; the checks it did not select count as not tested here. The implementation's verdict is "
+              "its run on the default dataset.")  # fmt: skip
     return {
-        "title": f"{impl.get('name', '?')} @ {judged_version(run)}",
+        "title": f"{impl.get('name', '?')} @ {judged_version(run)}" + ("" if tag is None else f" · datasets {tag}"),
+        "matrix_note": matrix,
         "name": str(impl.get("name") or "?"),
         "family": impl.get("family", "?"),
         "role": impl.get("role", "?"),
@@ -267,6 +275,8 @@ def render_markdown(c: dict[str, Any]) -> str:
         lines += [c["description"], ""]
     if c["negative_control"]:
         lines += [f"> **Negative control** — {c['negative_control']}.", ""]
+    if c.get("matrix_note"):
+        lines += [f"> **{c['matrix_note']}**", ""]
     gate = f" · gate **{c['gate']}**" if c["gate"] else ""
     lines += [f"**{c['status']}**{gate} · coverage {c['coverage']['figure']}", ""]
     lines += [f"- {r}" for r in c["reasons"]]

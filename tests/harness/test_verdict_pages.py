@@ -256,6 +256,8 @@ def test_a_run_on_several_datasets_is_kept_beside_the_verdict_and_shown_per_data
     text = board_markdown(board)
     assert "## Metric conformance across datasets" in text and "| gp:oob | rees46 | cross-entropy |" in text
     assert matrix_rows([]) == []
+    card = render_markdown(build_card(load_run(tmp_path / "verdicts" / "gp" / "oob" / "abcdef0+datasets-all")))
+    assert "datasets all" in card.splitlines()[0] and "a metric matrix, not a verdict" in card
 
 
 def test_the_dataset_tag_of_a_run(tmp_path):
