@@ -39,6 +39,7 @@ from gru4rec_conformance.conformance._harness.xfails import (
     load_xfail_file,
     pattern_file_part,
     pattern_matches,
+    strip_dataset_param,
     strip_impl_param,
     when_context,
 )
@@ -337,6 +338,14 @@ def pytest_deselected(items: Sequence[pytest.Item]) -> None:
         state.deselected.update(it.nodeid for it in items)
 
 
+def _dataset_id(item: pytest.Item) -> str | None:
+    """The id of the metric dataset an item is parametrized with (``--dataset all``), else None."""
+    callspec = getattr(item, "callspec", None)
+    if callspec is None or "metric_data" not in callspec.params:
+        return None
+    return str(callspec.params["metric_data"]).partition("=")[0]
+
+
 def apply_xfails(state: State, session: pytest.Session, handle: ImplHandle, items: list[pytest.Item],
                  full_files: set[str]) -> list[pytest.Item]:  # fmt: skip
     """Mark the ``items`` of one implementation that its xfail file lists (strict xfail, or skip with
@@ -375,10 +384,13 @@ def apply_xfails(state: State, session: pytest.Session, handle: ImplHandle, item
                                     f"(a reference failure is a bug to fix, not to declare)") for e in xf.entries]  # fmt: skip
     context = when_context(handle.device, handle.version, ("numpy", "pandas", "torch", "tensorflow", "transformers"))
     impl_id = spec.name
+    ids = {}
+    for it in items:
+        full = check_id(it)
+        own = strip_impl_param(full, impl_id)
+        ids[it] = (own, full, strip_dataset_param(own, _dataset_id(it) or ""))
     for entry in xf.entries:
-        matched = [
-            it for it in items if pattern_matches(entry.pattern, strip_impl_param(check_id(it), impl_id), check_id(it))
-        ]
+        matched = [it for it in items if pattern_matches(entry.pattern, *ids[it])]
         if not matched:
             file_part = pattern_file_part(entry.pattern)
             on_disk = [(r, f) for r in roots for f in (files_matching(r, file_part) if file_part else [])]

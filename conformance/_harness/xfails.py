@@ -35,7 +35,7 @@ from gru4rec_conformance import CHECKOUT_ROOT
 from gru4rec_conformance.conformance._harness.records import XfailFileInfo
 
 __all__ = ["XfailEntry", "XfailFile", "XfailRegistryError", "load_xfail_file", "default_xfail_path",
-           "strip_impl_param", "pattern_matches", "KINDS", "FIX_LEVELS", "file_provenance", "provenance_problem",
+           "strip_impl_param", "strip_dataset_param", "pattern_matches", "KINDS", "FIX_LEVELS", "file_provenance", "provenance_problem",
            "git_state"]  # fmt: skip
 
 KINDS = ("bug", "design-difference", "numerical")
@@ -212,6 +212,23 @@ def strip_impl_param(nodeid: str, impl_id: str) -> str:
         return f"{head}[{params[: -len(impl_id) - 1]}]"
     if f"-{impl_id}-" in params:
         return f"{head}[{params.replace(f'-{impl_id}-', '-', 1)}]"
+    return nodeid
+
+
+def strip_dataset_param(nodeid: str, dataset_id: str) -> str:
+    """The node id without the metric dataset's parametrization id (``--dataset all`` adds it to the metric
+    checks: ``test_mc1[cross-entropy-rees46]`` → ``test_mc1[cross-entropy]``), so an xfail entry written for the
+    check holds on every dataset; an entry naming the dataset matches the full id and holds on that one only."""
+    if "[" not in nodeid or not dataset_id:
+        return nodeid
+    head, _, params = nodeid.partition("[")
+    params = params[:-1] if params.endswith("]") else params
+    parts = params.split("-")
+    want = dataset_id.split("-")
+    for i in range(len(parts) - len(want) + 1):  # pytest puts it first (the fixture parametrized by the hook)
+        if parts[i : i + len(want)] == want:
+            rest = parts[:i] + parts[i + len(want) :]
+            return f"{head}[{'-'.join(rest)}]" if rest else head
     return nodeid
 
 

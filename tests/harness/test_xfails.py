@@ -10,6 +10,7 @@ from gru4rec_conformance.conformance._harness.xfails import (
     XfailRegistryError,
     load_xfail_file,
     pattern_matches,
+    strip_dataset_param,
     strip_impl_param,
 )  # fmt: skip
 
@@ -69,6 +70,58 @@ def test_pattern_matching_and_impl_parameter_stripping():
     assert pattern_matches("*test_lf*", stripped)
     assert not pattern_matches("conformance/gru4rec/test_k2.py::test_lf", stripped)  # no partial names
     assert not pattern_matches("conformance/gru4rec/test_k2.py::test_lf1[cross-entropy]", stripped)
+
+
+def test_dataset_parameter_stripping():
+    assert strip_dataset_param("f.py::t[rees46-cross-entropy]", "rees46") == "f.py::t[cross-entropy]"
+    assert strip_dataset_param("f.py::t[bpr-max-1-epoch-coveo]", "coveo") == "f.py::t[bpr-max-1-epoch]"
+    assert strip_dataset_param("f.py::t[coveo]", "coveo") == "f.py::t"
+    assert strip_dataset_param("f.py::t[cross-entropy]", "coveo") == "f.py::t[cross-entropy]"
+    assert strip_dataset_param("f.py::t[rees46x-cross-entropy]", "rees46") == "f.py::t[rees46x-cross-entropy]"
+
+
+MATRIX_CHECKS = '''
+@pytest.fixture(scope="session")
+def metric_data(request):
+    return request.param
+
+@pytest.mark.check("X-9", kind="metric")
+@pytest.mark.parametrize("metric_data", ["rees46", "coveo=/some/folder"], indirect=True, ids=["rees46", "coveo"])
+@pytest.mark.parametrize("loss", ["cross-entropy", "bpr-max"])
+def test_mc(impl, metric_data, loss):
+    """Fails for cross-entropy on every dataset, and for bpr-max on Coveo only."""
+    assert loss == "bpr-max" and metric_data == "rees46"
+'''
+
+
+def test_an_entry_without_a_dataset_holds_on_every_metric_dataset(project):
+    """`--dataset all` adds the dataset to the metric checks' ids: an entry written for the check (no dataset)
+    marks it on every dataset, strictly; an entry naming a dataset marks that one only."""
+    project.checks(MATRIX_CHECKS, name="test_m")
+    project.xfails(
+        "good",
+        """
+        implementation = "good"
+
+        [[xfail]]
+        id = "conformance/gru4rec/test_m.py::test_mc[cross-entropy]"
+        reason = "cross-entropy crashes"
+        kind = "bug"
+        link = "none"
+
+        [[xfail]]
+        id = "conformance/gru4rec/test_m.py::test_mc[bpr-max-coveo]"
+        reason = "bpr-max on Coveo"
+        kind = "numerical"
+        link = "none"
+    """,
+    )
+    project.run("conformance", "--impl", "good", "-rxX")
+    outcomes = {k: v for k, v in project.outcomes("good").items() if k.startswith("test_mc")}
+    assert sorted(v for v in outcomes.values()) == ["passed", "xfail", "xfail", "xfail"], outcomes
+    assert [k for k, v in outcomes.items() if v == "passed"] == [
+        next(k for k in outcomes if "rees46" in k and "bpr-max" in k)
+    ]
 
 
 def test_strict_xfail_xpass_and_unmatched_entries(project):
