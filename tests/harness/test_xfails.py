@@ -124,6 +124,33 @@ def test_an_entry_without_a_dataset_holds_on_every_metric_dataset(project):
     ]
 
 
+def test_an_entry_for_one_dataset_is_out_of_scope_in_a_run_without_it(project):
+    """An entry naming a metric dataset (`[rees46-...]`) matches nothing in a run on the default dataset: it is
+    out of scope there, not a stale entry; an entry naming no dataset that matches nothing stays an error."""
+    project.checks(CHECKS, name="test_x")
+    project.xfails(
+        "good",
+        """
+        implementation = "good"
+
+        [[xfail]]
+        id = "conformance/gru4rec/test_x.py::test_param[rees46-bpr-max*]"
+        reason = "only on the Rees46 stand-in"
+        kind = "bug"
+        link = "none"
+
+        [[xfail]]
+        id = "conformance/gru4rec/test_x.py::test_param[nowhere-bpr-max]"
+        reason = "a typo"
+        kind = "bug"
+        link = "none"
+    """,
+    )
+    project.run("conformance", "--impl", "good")
+    outcomes = project.outcomes("good")
+    assert outcomes["entry-2[good]"] == "error" and "entry-1[good]" not in outcomes, outcomes
+
+
 def test_strict_xfail_xpass_and_unmatched_entries(project):
     project.checks(CHECKS, name="test_x")
     project.xfails(
