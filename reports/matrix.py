@@ -90,7 +90,8 @@ def matrix_rows(runs: Iterable[RunData]) -> list[dict[str, Any]]:
     Each row: ``impl``, ``role``, ``dataset``, ``loss``, ``source`` (real slice, stand-in, prepared),
     ``recall@20`` and ``mrr@20`` (each ``{"ours", "study"}``: relative Δ as fractions, None when not measured or
     the study has no row), ``checks`` (``{check id + variant: outcome word}``, e.g. ``{"MC-1": "pass",
-    "MC-1 (1 epoch)": "pass", "MC-2": "FAIL"}``), ``suite`` (the suite version string) and ``status`` (the run's).
+    "MC-1 (1 epoch)": "pass", "MC-2": "FAIL"}``), ``suite`` (the suite version string), ``status`` (the run's)
+    and ``stale`` (why the run's checks are older than the checkout's, else None).
     """
     from gru4rec_conformance.reports.card import headline_metrics
 
@@ -124,7 +125,10 @@ def matrix_rows(runs: Iterable[RunData]) -> list[dict[str, Any]]:
 
 
 def _blank_row(run: RunData, dataset: str, loss: str) -> dict[str, Any]:
-    return {"impl": str(run.impl.get("name") or "?"), "role": str(run.impl.get("role") or "?"),
+    from gru4rec_conformance.reports.card import suite_currency
+
+    current, note = suite_currency(run)
+    return {"stale": note if current is False else None,"impl": str(run.impl.get("name") or "?"), "role": str(run.impl.get("role") or "?"),
             "dataset": dataset, "loss": loss, "source": "?",
             "recall@20": {"ours": None, "study": None}, "mrr@20": {"ours": None, "study": None},
             "checks": {}, "suite": str((run.header.get("suite") or {}).get("string") or "?"),
@@ -164,6 +168,7 @@ def render_markdown(rows: list[dict[str, Any]]) -> list[str]:
     body = [[r["impl"] + (" (reference)" if r["role"] == "reference" and r["impl"] != "reference" else ""), r["dataset"], r["loss"], r["source"],
              _pct(r["recall@20"]["ours"]), _pct(r["recall@20"]["study"]), _pct(r["mrr@20"]["ours"]),
              _pct(r["mrr@20"]["study"]), ", ".join(f"{k} {v}" for k, v in sorted(r["checks"].items())) or "–",
-             r["suite"] + ("" if r["status"] == "complete" else f" ({r['status']})")]
+             r["suite"] + ("" if r["status"] == "complete" else f" ({r['status']})")
+             + (f" ({r['stale']})" if r.get("stale") else "")]
             for r in rows]  # fmt: skip
     return lines + md_table(head, body) + [""]
