@@ -15,6 +15,7 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
+from gru4rec_conformance.datasets.sessions.registry import KEYS  # the dataset ids of `--dataset all`
 from gru4rec_conformance.reports.results import RunData
 
 __all__ = ["is_matrix", "standing_matrix_runs", "matrix_rows", "render_markdown", "OUTCOME_WORD"]
@@ -60,7 +61,7 @@ def _labels(run: RunData) -> dict[str, str]:
     for r in run.results:
         for m in r.get("metrics") or ():
             label = str((m.get("context") or {}).get("dataset") or "")
-            key = next((k for k in _DATASET_IDS if label.startswith(k)), None)
+            key = next((k for k in KEYS if label.startswith(k)), None)
             if key is not None:
                 out.setdefault(key, label)
     return out
@@ -135,13 +136,9 @@ def _blank_row(run: RunData, dataset: str, loss: str) -> dict[str, Any]:
             "status": run.status}  # fmt: skip
 
 
-#: The dataset ids pytest gives the parametrized metric checks (``--dataset all``).
-_DATASET_IDS = ("yoochoose", "rees46", "coveo", "retailrocket", "diginetica")
-
-
 def _dataset_from_params(params: str) -> str | None:
     """A check without metrics (it crashed before measuring) is placed by its parameter id."""
-    for name in _DATASET_IDS:
+    for name in KEYS:
         if re.search(rf"(^|-){name}($|-)", params):
             return name
     return None

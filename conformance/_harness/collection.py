@@ -395,12 +395,14 @@ def apply_xfails(state: State, session: pytest.Session, handle: ImplHandle, item
                                     f"(a reference failure is a bug to fix, not to declare)") for e in xf.entries]  # fmt: skip
     context = when_context(handle.device, handle.version, ("numpy", "pandas", "torch", "tensorflow", "transformers"))
     impl_id = spec.name
-    selected_datasets = {d for d in (_dataset_id(it) for it in items) if d}
-    ids = {}
+    selected_datasets: set[str] = set()
+    ids = {}  # the ids an entry may match: without the implementation, as collected, without the dataset too
     for it in items:
-        full = check_id(it)
+        full, dataset = check_id(it), _dataset_id(it)
         own = strip_impl_param(full, impl_id)
-        ids[it] = (own, full, strip_dataset_param(own, _dataset_id(it) or ""))
+        ids[it] = (own, full, strip_dataset_param(own, dataset or ""))
+        if dataset:
+            selected_datasets.add(dataset)
     for entry in xf.entries:
         matched = [it for it in items if pattern_matches(entry.pattern, *ids[it])]
         if not matched:
