@@ -4,11 +4,20 @@ An epoch benchmark of an implementation that scores the whole catalogue can take
 a limit, the fit is stopped at the first optimizer step after the process has spent ``cpu_limit_s`` CPU seconds in
 it, and the benchmark reports "> limit" with the steps (minibatches) reached instead of leaving the case out.
 
-How: a global torch optimizer step post-hook (``torch.optim.optimizer.register_optimizer_step_post_hook``; it runs
-after every ``step()`` of every ``torch.optim.Optimizer`` subclass, the official port's own Adagrad included)
-counts the steps of each optimizer and raises :class:`EpochLimitReached` once the CPU budget is spent. The
-implementation's code is not touched. An implementation whose training does not go through a torch optimizer is
-never stopped (its epoch runs to the end, under the worker's wall-clock timeout).
+How: the training step of each framework already imported by the process is counted from outside the
+implementation's code, and :class:`EpochLimitReached` is raised after the first step past the CPU budget:
+
+- PyTorch: a global optimizer step post-hook (``torch.optim.optimizer.register_optimizer_step_post_hook``; it runs
+  after every ``step()`` of every ``torch.optim.Optimizer`` subclass, the official port's own Adagrad included);
+- TensorFlow 1 graphs (``tf.compat.v1.Session``): ``Session.run`` wrapped on the class that defines it; a call with
+  a ``feed_dict`` is one step (GRU4Rec_TensorFlow runs one per minibatch; its variable initialisation has none);
+- Keras (``tf.keras``/``tf_keras`` and Keras 3 when imported): ``Model.train_on_batch`` wrapped on the class that
+  defines it (KerasGRU4Rec calls it once per minibatch).
+
+The wrappers are class attributes set for the duration of the fit and restored after it; only frameworks already in
+``sys.modules`` are touched (a torch worker never imports TensorFlow for this). An implementation whose training goes
+through none of these (a Theano function, a Keras ``fit`` over a whole epoch) is never stopped: its epoch runs to the
+end, under the worker's wall-clock timeout.
 
 - In this process: :func:`limited_fit` around ``adapter.fit``;
 - in an adapter's worker process: the worker builds :class:`TimeLimited` (its ``ref``), which creates the
@@ -29,6 +38,7 @@ import contextlib
 import importlib
 import json
 import re
+import sys
 import time
 import types
 from collections.abc import Iterator
@@ -72,7 +82,13 @@ class StepLimit:
         return max(self.counts.values(), default=0)
 
     def hook(self, optimizer: Any, args: Any, kwargs: Any) -> None:
-        self.counts[id(optimizer)] = self.counts.get(id(optimizer), 0) + 1
+        """The torch optimizer step post-hook: one step of ``optimizer``."""
+        self.tick(id(optimizer))
+
+    def tick(self, key: Any) -> None:
+        """One training step of the counter ``key`` (an optimizer, a session, a model); raises
+        :class:`EpochLimitReached` once, at the first step after the CPU budget is spent."""
+        self.counts[key] = self.counts.get(key, 0) + 1
         cpu = _cpu() - self.cpu0
         if self.cpu_limit_s is not None and cpu > self.cpu_limit_s and self.reached is None:
             self.reached = {
@@ -84,18 +100,75 @@ class StepLimit:
             raise EpochLimitReached(self.reached)
 
 
+def _owner(cls: type, name: str) -> type | None:
+    """The class of ``cls``'s MRO that defines ``name`` (where a wrapper must go so every subclass sees it)."""
+    return next((k for k in cls.__mro__ if name in vars(k)), None)
+
+
+def _wrap_method(stack: contextlib.ExitStack, cls: type, name: str, after: Any) -> None:
+    """Set ``cls.name`` (on its defining class) to a wrapper that calls the original, then ``after(self, args,
+    kwargs)``; the original is restored when ``stack`` closes. Wrapping the same owner twice is a no-op."""
+    owner = _owner(cls, name)
+    if owner is None or getattr(vars(owner)[name], "_gru4rec_limit", False):
+        return
+    original = vars(owner)[name]
+
+    def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
+        out = original(self, *args, **kwargs)
+        after(self, args, kwargs)
+        return out
+
+    wrapper._gru4rec_limit = True  # type: ignore[attr-defined]
+    setattr(owner, name, wrapper)
+    stack.callback(setattr, owner, name, original)
+
+
+def _session_classes() -> list[type]:
+    tf = sys.modules.get("tensorflow")
+    v1 = getattr(getattr(tf, "compat", None), "v1", None)
+    session = getattr(v1, "Session", None) or getattr(tf, "Session", None)
+    return [session] if isinstance(session, type) else []
+
+
+def _keras_model_classes() -> list[type]:
+    found: list[type] = []
+    tf = sys.modules.get("tensorflow")
+    with contextlib.suppress(Exception):  # tf.keras is a lazy loader; it may fail without Keras installed
+        found.append(tf.keras.Model)  # type: ignore[union-attr]
+    for name in ("tf_keras", "keras"):
+        module = sys.modules.get(name)
+        with contextlib.suppress(Exception):
+            found.append(module.Model)  # type: ignore[union-attr]
+    return [k for k in found if isinstance(k, type)]
+
+
 @contextlib.contextmanager
 def step_limit(cpu_limit_s: float | None) -> Iterator[StepLimit]:
-    """Count (and, with a limit, stop) the torch optimizer steps inside the block; see the module docstring.
-    Raises ImportError when torch is not importable. The hook is removed on exit."""
-    from torch.optim.optimizer import register_optimizer_step_post_hook
-
+    """Count (and, with a limit, stop) the training steps inside the block: torch optimizer steps, TF1
+    ``Session.run`` calls with a ``feed_dict``, Keras ``train_on_batch`` calls (module docstring). Raises
+    ImportError when none of torch, TensorFlow or Keras is imported or importable. Everything is restored on exit."""
     state = StepLimit(cpu_limit_s)
-    handle = register_optimizer_step_post_hook(state.hook)
-    try:
+    with contextlib.ExitStack() as stack:
+        hooked = False
+        if "torch" in sys.modules or not any(m in sys.modules for m in ("tensorflow", "keras", "tf_keras")):
+            from torch.optim.optimizer import register_optimizer_step_post_hook
+
+            stack.callback(register_optimizer_step_post_hook(state.hook).remove)
+            hooked = True
+
+        def session_step(session: Any, args: Any, kwargs: Any) -> None:
+            feed = kwargs.get("feed_dict", args[1] if len(args) > 1 else None)
+            if feed:
+                state.tick(id(session))
+
+        for cls in _session_classes():
+            _wrap_method(stack, cls, "run", session_step)
+            hooked = True
+        for cls in _keras_model_classes():
+            _wrap_method(stack, cls, "train_on_batch", lambda model, args, kwargs: state.tick(id(model)))
+            hooked = True
+        assert hooked  # torch's import above raises when nothing is there to count
         yield state
-    finally:
-        handle.remove()
 
 
 def limited_fit(fit: Any, cpu_limit_s: float | None, *args: Any, **kwargs: Any) -> Any:

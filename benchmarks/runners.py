@@ -441,15 +441,21 @@ _UNSUPPORTED_VALUE = {"embedding:shared": "constrained_embedding", "separate_dro
 
 def worker_pythons(raw: str | None = None) -> dict[str, str]:
     """``GRU4REC_BENCH_WORKER_PYTHONS``: ``name=python,name2=python2`` (a name ending in ``*`` matches every
-    adapter name with that prefix, e.g. ``recpack*=/env/bin/python``). Raises ValueError for an entry without
-    ``=``."""
+    adapter name with that prefix, e.g. ``recpack*=/env/bin/python``). A relative path is made absolute here (the
+    sandboxed worker starts in another folder; symlinks are kept, a venv's python is one). Raises ValueError for an
+    entry without ``=`` and for a path that does not exist."""
     raw = os.environ.get("GRU4REC_BENCH_WORKER_PYTHONS", "") if raw is None else raw
     out: dict[str, str] = {}
     for entry in filter(None, (e.strip() for e in raw.split(","))):
         name, sep, python = entry.partition("=")
         if not sep or not name or not python:
             raise ValueError(f"GRU4REC_BENCH_WORKER_PYTHONS: expected name=python, got {entry!r}")
-        out[name.strip()] = python.strip()
+        python = python.strip()
+        if os.sep in python:
+            if not os.path.exists(python):
+                raise ValueError(f"GRU4REC_BENCH_WORKER_PYTHONS: {name.strip()}={python}: no such file")
+            python = os.path.abspath(python)
+        out[name.strip()] = python
     return out
 
 
@@ -668,7 +674,8 @@ class AdapterRunner(Runner):
                 raise
             wall = time.perf_counter() - t0
             peak = _proc_mb(pid, "VmHWM") if rss_ok and pid else None
-            b = int(state.get("hp", {}).get("batch_size") or 1)
+            # no batch_size: hard-coded by the implementation (not declared); no events, so no estimate E
+            b = int(state.get("hp", {}).get("batch_size") or 0)
             info.update(limited=True, events_estimated=True, **{f"limit_{k}": v for k, v in payload.items()})
             # events are not counted by a stopped fit: the full lanes of the steps reached (the tail is later)
             return EpochResult(

@@ -72,6 +72,79 @@ def test_steps_count_the_busiest_optimizer_once_per_minibatch():
     assert state.steps == 8 and state.reached is None
 
 
+def _busy_cpu(seconds: float) -> None:
+    import time
+
+    t0 = time.process_time()
+    while time.process_time() - t0 < seconds:
+        pass
+
+
+class _BaseSession:  # stands in for tensorflow.python.client.session.BaseSession (run defined on the base)
+    def run(self, fetches, feed_dict=None):
+        _busy_cpu(0.002)
+        return fetches
+
+
+class _Session(_BaseSession):
+    pass
+
+
+class _KerasModel:  # stands in for tf.keras.Model (train_on_batch defined on the base)
+    def train_on_batch(self, x, y):
+        _busy_cpu(0.002)
+        return 0.5
+
+
+class _Functional(_KerasModel):
+    pass
+
+
+@pytest.fixture
+def fake_tensorflow(monkeypatch):
+    """A ``tensorflow`` module in sys.modules with ``compat.v1.Session`` and ``keras.Model`` (the main environment
+    has no TensorFlow; the real one is exercised by the TF/Keras benchmark runs)."""
+    import types
+
+    tf = types.ModuleType("tensorflow")
+    tf.compat = types.SimpleNamespace(v1=types.SimpleNamespace(Session=_Session))
+    tf.keras = types.SimpleNamespace(Model=_KerasModel)
+    monkeypatch.setitem(sys.modules, "tensorflow", tf)
+    return tf
+
+
+def test_tf1_session_steps_are_counted_and_stopped(fake_tensorflow):
+    def tf_fit(n):
+        sess = fake_tensorflow.compat.v1.Session()
+        sess.run("init")  # no feed_dict: not a step
+        for i in range(n):
+            sess.run(["cost", "train_op"], {"x": i})
+        return n
+
+    with L.step_limit(None) as state:
+        assert tf_fit(7) == 7
+    assert state.steps == 7
+    with pytest.raises(L.EpochLimitReached) as info:
+        L.limited_fit(tf_fit, 0.02, 10**6)
+    assert 1 <= info.value.payload["steps"] < 10**6
+    assert "run" not in vars(_Session) and not getattr(_BaseSession.run, "_gru4rec_limit", False)  # restored
+
+
+def test_keras_train_on_batch_steps_are_counted_and_stopped(fake_tensorflow):
+    def keras_fit(n):
+        model = _Functional()
+        for _ in range(n):
+            model.train_on_batch(1, 2)
+        return n
+
+    with L.step_limit(None) as state:
+        assert keras_fit(5) == 5
+    assert state.steps == 5
+    with pytest.raises(L.EpochLimitReached):
+        L.limited_fit(keras_fit, 0.02, 10**6)
+    assert not getattr(_KerasModel.train_on_batch, "_gru4rec_limit", False)
+
+
 def test_limit_payload_reads_a_worker_error_and_ignores_others():
     err = WorkerCallError(
         "x.fit() raised EpochLimitReached",
@@ -204,3 +277,15 @@ def test_a_failed_case_is_recorded_before_it_fails(monkeypatch):
                       rounds=1, warmup=0)  # fmt: skip
     assert T.RESULTS[("g", "c")]["broken"] == {"failed": "KeyError: '[1000023] not in index'"}
     assert bm.extra_info["failed"].startswith("KeyError")
+
+
+def test_worker_pythons_makes_relative_paths_absolute_and_names_a_missing_one(tmp_path, monkeypatch):
+    (tmp_path / "env" / "bin").mkdir(parents=True)
+    (tmp_path / "env" / "bin" / "python").write_text("")
+    monkeypatch.chdir(tmp_path)
+    table = R.worker_pythons("recpack*=env/bin/python, cornac=python3")
+    assert table == {"recpack*": str(tmp_path / "env" / "bin" / "python"), "cornac": "python3"}
+    with pytest.raises(ValueError, match=r"keras_gru4rec=\.tox/nope/bin/python: no such file"):
+        R.worker_pythons("keras_gru4rec=.tox/nope/bin/python")
+    with pytest.raises(ValueError, match="expected name=python"):
+        R.worker_pythons("recpack")
