@@ -171,6 +171,13 @@ def _header(data: dict, title: str) -> list[str]:
         f"{settings.get('warmup', '?')} warm-up round(s) per epoch benchmark (best round shown), sweep grid "
         f"`{settings.get('sweeps', '?')}`",
     ]
+    combos = OrderedDict.fromkeys(data_label(b["extra_info"]) for b in data["benchmarks"] if b.get("extra_info"))
+    if len(combos) > 1:
+        lines.append(
+            "- several runs: data and per-epoch CPU limit differ between them ("
+            + "; ".join(f"`{c}`" for c in combos)
+            + "); the matrix below names each row's"
+        )
     impls = info.get("implementations") or []
     if impls:
         lines.append(
@@ -435,6 +442,16 @@ def _study_x(impl: str, variant_name: str, dataset: str | None, loss: str | None
     return None
 
 
+def data_label(r: dict) -> str:
+    """How a recorded epoch's data was made and limited: ``catalogue, 10 s`` (``GRU4REC_BENCH_DATA``, the per-epoch
+    CPU limit); ``?`` for records without settings."""
+    st = r.get("settings") or {}
+    label = str(st.get("data") or "?")
+    if st.get("epoch_cpu_limit_s"):
+        label += f", {_f(st['epoch_cpu_limit_s'], 'g')} s"
+    return label
+
+
 def _impl_rows(data: dict) -> list[dict]:
     rows = [dict(r, variant=r.get("variant") or "best") for r in _rows(data, "epoch/") + _rows(data, "epoch-oob/")]
     return [r for r in rows if r["impl"] != "reference"]
@@ -458,10 +475,12 @@ def _impl_section(data: dict, plots: dict) -> list[str]:
         "reference's whole epoch (a lower bound), E the estimate from its CPU seconds per trained event. "
         "*best*: the study's best parameters (inexpressible ones dropped, see below); *oob*: the implementation's "
         "own defaults with the loss set, against the reference at the best parameters (as the study's "
-        "out-of-the-box ratios).",
+        "out-of-the-box ratios). *data, limit*: the data of the row's cases (`GRU4REC_BENCH_DATA`: `padded` — the "
+        "real catalogue, few trained minibatches, one-event sessions for the other items; `catalogue` — every item "
+        "in a trained session) and the per-epoch CPU limit; each ratio is to the reference on the same data.",
         "",
     ]
-    header = ["implementation", "variant"] + [f"{d} {lo}" for d, lo in cases]
+    header = ["implementation", "variant", "data, limit"] + [f"{d} {lo}" for d, lo in cases]
     header += ["geo. mean", "study OOB geo. mean (oob rows)"]
     body = []
     order: dict = {}
@@ -479,7 +498,8 @@ def _impl_section(data: dict, plots: dict) -> list[str]:
                     theirs.append(sx)
         g, gs = _geomean(ours), _geomean(theirs)
         order[(impl, variant)] = (g, gs)
-        body.append([f"**{impl}**", variant, *cells, _f(g), _f(gs)])
+        labels = OrderedDict.fromkeys(data_label(r) for r in rows if (r["impl"], r["variant"]) == (impl, variant))
+        body.append([f"**{impl}**", variant, " / ".join(labels), *cells, _f(g), _f(gs)])
     lines += _table(header, body) + [""]
     dropped: OrderedDict[str, set] = OrderedDict()
     for r in rows:

@@ -155,3 +155,18 @@ def test_shims_are_counted_in_the_header_and_listed_at_the_end():
     tail = md.split("## Shims", 1)[1]
     assert "**recbole** (1.2.1):" in tail and "- ids mapped to 1..n" in tail and "- sessions padded" in tail
     assert "**reference**" not in tail
+
+
+def test_rows_name_their_data_and_limit_when_runs_are_merged():
+    rows = json.loads(json.dumps(ROWS))
+    for r in rows:
+        r["extra_info"]["settings"] = {"data": "padded", "epoch_cpu_limit_s": 5.0}
+    rows[1]["extra_info"]["settings"] = {"data": "catalogue", "epoch_cpu_limit_s": 10.0}  # torch_gru4rec:oob
+    md = build_markdown({"benchmarks": rows, "gru4rec_bench": {"device": "cpu"}})
+    assert "- several runs: data and per-epoch CPU limit differ between them (`padded, 5 s`; `catalogue, 10 s`)" in md
+    matrix = md.split("## Implementations × reference", 1)[1].split("###", 1)[0]
+    lines = {l.split("|")[1].strip(): l for l in matrix.splitlines() if l.startswith("| **")}
+    assert "| oob | catalogue, 10 s | 1.50× |" in lines["**torch_gru4rec:oob**"]
+    assert "| best | padded, 5 s | 3.25× |" in lines["**recbole**"]
+    # one run: no such line
+    assert "several runs" not in build_markdown({"benchmarks": ROWS, "gru4rec_bench": {"device": "cpu"}})
