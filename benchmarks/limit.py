@@ -26,7 +26,8 @@ end, under the worker's wall-clock timeout.
   :func:`limit_payload` reads it back from either form.
 
 The payload (``dict``): ``steps`` (int, optimizer steps of the busiest optimizer: an implementation with one
-optimizer per parameter group counts once per minibatch), ``cpu_s`` and ``wall_s`` (float seconds of the fit up to
+optimizer per parameter group counts once per minibatch), ``events`` (int, only where each step's input is visible:
+the rows fed to ``Session.run``/``train_on_batch``, i.e. minibatch lanes), ``cpu_s`` and ``wall_s`` (float seconds of the fit up to
 the stop, process CPU time user + system, all threads), ``limit_s`` (the limit in CPU seconds).
 
 This module imports only the standard library at import time (the worker may run an older numpy/torch).
@@ -72,6 +73,7 @@ class StepLimit:
     def __init__(self, cpu_limit_s: float | None) -> None:
         self.cpu_limit_s = cpu_limit_s
         self.counts: dict[int, int] = {}
+        self.events: dict[Any, int] = {}  # rows fed per counter, where a step's input is visible (TF, Keras)
         self.cpu0 = _cpu()
         self.wall0 = time.perf_counter()
         self.reached: dict[str, Any] | None = None
@@ -85,10 +87,13 @@ class StepLimit:
         """The torch optimizer step post-hook: one step of ``optimizer``."""
         self.tick(id(optimizer))
 
-    def tick(self, key: Any) -> None:
-        """One training step of the counter ``key`` (an optimizer, a session, a model); raises
-        :class:`EpochLimitReached` once, at the first step after the CPU budget is spent."""
+    def tick(self, key: Any, rows: int | None = None) -> None:
+        """One training step of the counter ``key`` (an optimizer, a session, a model) that fed ``rows`` examples
+        (None: not visible from outside); raises :class:`EpochLimitReached` once, at the first step after the CPU
+        budget is spent."""
         self.counts[key] = self.counts.get(key, 0) + 1
+        if rows is not None:
+            self.events[key] = self.events.get(key, 0) + int(rows)
         cpu = _cpu() - self.cpu0
         if self.cpu_limit_s is not None and cpu > self.cpu_limit_s and self.reached is None:
             self.reached = {
@@ -97,6 +102,9 @@ class StepLimit:
                 "wall_s": time.perf_counter() - self.wall0,
                 "limit_s": float(self.cpu_limit_s),
             }
+            busiest = max(self.counts, key=self.counts.__getitem__)
+            if self.events.get(busiest):
+                self.reached["events"] = self.events[busiest]
             raise EpochLimitReached(self.reached)
 
 
@@ -121,6 +129,17 @@ def _wrap_method(stack: contextlib.ExitStack, cls: type, name: str, after: Any) 
     wrapper._gru4rec_limit = True  # type: ignore[attr-defined]
     setattr(owner, name, wrapper)
     stack.callback(setattr, owner, name, original)
+
+
+def _rows(batch: Any) -> int | None:
+    """The number of examples in one fed input (its first dimension); None when it has none."""
+    shape = getattr(batch, "shape", None)
+    if shape is not None and len(shape) > 0 and shape[0] is not None:
+        return int(shape[0])
+    try:
+        return len(batch)
+    except TypeError:
+        return None
 
 
 def _session_classes() -> list[type]:
@@ -159,13 +178,15 @@ def step_limit(cpu_limit_s: float | None) -> Iterator[StepLimit]:
         def session_step(session: Any, args: Any, kwargs: Any) -> None:
             feed = kwargs.get("feed_dict", args[1] if len(args) > 1 else None)
             if feed:
-                state.tick(id(session))
+                state.tick(id(session), _rows(next(iter(feed.values()))))
 
         for cls in _session_classes():
             _wrap_method(stack, cls, "run", session_step)
             hooked = True
         for cls in _keras_model_classes():
-            _wrap_method(stack, cls, "train_on_batch", lambda model, args, kwargs: state.tick(id(model)))
+            _wrap_method(
+                stack, cls, "train_on_batch", lambda model, args, kwargs: state.tick(id(model), _rows(args[0]))
+            )
             hooked = True
         assert hooked  # torch's import above raises when nothing is there to count
         yield state

@@ -6,6 +6,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 
@@ -118,7 +119,7 @@ def test_tf1_session_steps_are_counted_and_stopped(fake_tensorflow):
         sess = fake_tensorflow.compat.v1.Session()
         sess.run("init")  # no feed_dict: not a step
         for i in range(n):
-            sess.run(["cost", "train_op"], {"x": i})
+            sess.run(["cost", "train_op"], {"X": [i] * 4, "state": [[0.0] * 3] * 4})  # 4 lanes
         return n
 
     with L.step_limit(None) as state:
@@ -126,7 +127,8 @@ def test_tf1_session_steps_are_counted_and_stopped(fake_tensorflow):
     assert state.steps == 7
     with pytest.raises(L.EpochLimitReached) as info:
         L.limited_fit(tf_fit, 0.02, 10**6)
-    assert 1 <= info.value.payload["steps"] < 10**6
+    p = info.value.payload
+    assert 1 <= p["steps"] < 10**6 and p["events"] == 4 * p["steps"]  # the rows fed, seen from outside
     assert "run" not in vars(_Session) and not getattr(_BaseSession.run, "_gru4rec_limit", False)  # restored
 
 
@@ -134,14 +136,19 @@ def test_keras_train_on_batch_steps_are_counted_and_stopped(fake_tensorflow):
     def keras_fit(n):
         model = _Functional()
         for _ in range(n):
-            model.train_on_batch(1, 2)
+            model.train_on_batch(np.zeros((3, 1, 10)), np.zeros((3, 10)))
         return n
 
     with L.step_limit(None) as state:
         assert keras_fit(5) == 5
     assert state.steps == 5
-    with pytest.raises(L.EpochLimitReached):
+    with pytest.raises(L.EpochLimitReached) as info:
         L.limited_fit(keras_fit, 0.02, 10**6)
+    assert info.value.payload["events"] == 3 * info.value.payload["steps"]
+    # torch steps feed nothing visible: no events in the payload (the runner counts steps x B)
+    with pytest.raises(L.EpochLimitReached) as info:
+        L.limited_fit(_train, 0.05, 10**7)
+    assert "events" not in info.value.payload
     assert not getattr(_KerasModel.train_on_batch, "_gru4rec_limit", False)
 
 
