@@ -26,9 +26,10 @@ end, under the worker's wall-clock timeout.
   :func:`limit_payload` reads it back from either form.
 
 The payload (``dict``): ``steps`` (int, optimizer steps of the busiest optimizer: an implementation with one
-optimizer per parameter group counts once per minibatch), ``events`` (int, only where each step's input is visible:
-the rows fed to ``Session.run``/``train_on_batch``, i.e. minibatch lanes), ``cpu_s`` and ``wall_s`` (float seconds of the fit up to
-the stop, process CPU time user + system, all threads), ``limit_s`` (the limit in CPU seconds).
+optimizer per parameter group counts once per minibatch), ``events`` (int, only where each step's input is
+visible: the rows fed to ``Session.run``/``train_on_batch``, i.e. minibatch lanes), ``cpu_s`` and ``wall_s``
+(float seconds of the fit up to the stop, process CPU time user + system, all threads), ``limit_s`` (the limit in
+CPU seconds).
 
 This module imports only the standard library at import time (the worker may run an older numpy/torch).
 """
