@@ -427,7 +427,7 @@ def ratio_cell(r: dict | None) -> str:
         est = r.get("cpu_seconds_over_reference_est")
         mb = _f(r.get("minibatches"), "d")
         if isinstance(est, (int, float)) and isinstance(low, (int, float)) and est > low:
-            return f"> {_f(low, '.1f')}× (≈ {_f(est, '.0f')}×, {mb} mb)"
+            return f"> {_f(low, '.1f')}× (≈ {_f(est, '.0f' if est >= 10 else '.1f')}×, {mb} mb)"
         return f"> {_f(low, '.1f')}× ({mb} mb)"
     ratio, _ = ratio_of(r)
     return f"{_f(ratio)}×"
