@@ -415,6 +415,13 @@ def ratio_of(r: dict) -> tuple[float | None, bool]:
     return r.get("cpu_seconds_over_reference", r.get("epoch_seconds_over_reference")), False
 
 
+def _two_digits(v: Any) -> str:
+    """A ratio with about two significant digits: ``324``, ``4.0``, ``0.48``, ``0.03``."""
+    if not isinstance(v, (int, float)):
+        return _f(v)
+    return _f(v, ".0f" if v >= 10 else ".1f" if v >= 1 else ".2f")
+
+
 def ratio_cell(r: dict | None) -> str:
     """One cell of the ratio matrix: ``2.31×``; stopped at the limit ``> 4.0× (≈ 12×, 37 mb)`` (the estimate only
     where it exceeds the bound); ``–`` none."""
@@ -427,8 +434,8 @@ def ratio_cell(r: dict | None) -> str:
         est = r.get("cpu_seconds_over_reference_est")
         mb = _f(r.get("minibatches"), "d")
         if isinstance(est, (int, float)) and isinstance(low, (int, float)) and est > low:
-            return f"> {_f(low, '.1f')}× (≈ {_f(est, '.0f' if est >= 10 else '.1f')}×, {mb} mb)"
-        return f"> {_f(low, '.1f')}× ({mb} mb)"
+            return f"> {_two_digits(low)}× (≈ {_two_digits(est)}×, {mb} mb)"
+        return f"> {_two_digits(low)}× ({mb} mb)"
     ratio, _ = ratio_of(r)
     return f"{_f(ratio)}×"
 

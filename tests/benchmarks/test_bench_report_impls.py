@@ -71,9 +71,9 @@ def test_ratio_cells_complete_and_stopped():
     # an estimate below the bound (B sessions per minibatch, not B events) is not shown; the bound ranks it
     low_est = {"limited": True, "minibatches": 21, "cpu_seconds_over_reference_min": 1.9}
     assert ratio_cell({**low_est, "cpu_seconds_over_reference_est": 0.46}) == "> 1.9× (21 mb)"
-    # an estimate under 10x keeps one decimal (a fast implementation stopped early: not "≈ 0×")
-    fast = {"limited": True, "minibatches": 398, "cpu_seconds_over_reference_min": 0.36}
-    assert ratio_cell({**fast, "cpu_seconds_over_reference_est": 0.48}) == "> 0.4× (≈ 0.5×, 398 mb)"
+    # small ratios keep two significant digits (a fast implementation stopped early read "> 0.0× (≈ 0×")
+    fast = {"limited": True, "minibatches": 398, "cpu_seconds_over_reference_min": 0.031}
+    assert ratio_cell({**fast, "cpu_seconds_over_reference_est": 0.48}) == "> 0.03× (≈ 0.48×, 398 mb)"
     assert ratio_of({**low_est, "cpu_seconds_over_reference_est": 0.46}) == (1.9, True)
     assert study_name("gru4rec_pytorch:major_fix") == "GRU4REC-pytorch" and study_name("recbole") is None
 
