@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import shutil
 from collections import OrderedDict
 from pathlib import Path
@@ -633,21 +634,35 @@ def _plots(data: dict, folder: Path) -> dict:
     for r in _rows(data, "sweep/"):
         sweeps.setdefault(r.get("sweep"), {}).setdefault(r["impl"], []).append(r)
     for name, per in sweeps.items():
-        use_cpu = all(r.get("cpu_seconds") for rs in per.values() for r in rs)
-        fig, ax = plt.subplots(figsize=(5.5, 3.6))
+        # CPU time where every measured point has it (a failed point has no time at all)
+        use_cpu = all(r.get("cpu_seconds") for rs in per.values() for r in rs if not r.get("failed"))
+        fig, ax = plt.subplots(figsize=(6.2, 3.6))
+        spans: list[float] = []
         for impl, rs in per.items():
-            rs = sorted((r for r in rs if isinstance(r.get("value"), (int, float))), key=lambda r: r["value"])
-            xs = [max(r["value"], 1e-9) if name != "n_sample" else r["value"] + 1 for r in rs]
-            ys = [_sweep_y(r, use_cpu) or float("nan") for r in rs]
+            by_x: OrderedDict[float, list[tuple[float, bool]]] = OrderedDict()
+            for r in sorted((r for r in rs if isinstance(r.get("value"), (int, float))), key=lambda r: r["value"]):
+                y = _sweep_y(r, use_cpu)
+                if y and not r.get("failed"):
+                    x = max(r["value"], 1e-9) if name != "n_sample" else r["value"] + 1
+                    by_x.setdefault(x, []).append((y, bool(r.get("limited"))))
+            if not by_x:  # every point failed: named in the legend, nothing drawn
+                ax.plot([], [], marker="x", linestyle="none", label=f"{impl} (failed at every point)")
+                continue
+            # points of several runs (results JSONL of several sessions): their geometric mean, one point per x
+            xs = list(by_x)
+            ys = [math.exp(sum(math.log(y) for y, _ in v) / len(v)) for v in by_x.values()]
+            spans += ys
             line = ax.plot(xs, ys, marker="o", label=impl)[0]
-            cut = [(x, y) for x, y, r in zip(xs, ys, rs, strict=True) if r.get("limited")]
+            cut = [(x, y) for x, y, v in zip(xs, ys, by_x.values(), strict=True) if any(lim for _, lim in v)]
             if cut:
                 ax.scatter([c[0] for c in cut], [c[1] for c in cut], marker="^", s=60, color=line.get_color())
         ax.set_xscale("log")
         ax.set_yscale("log")
         fmt = matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}")
         ax.yaxis.set_major_formatter(fmt)
-        ax.yaxis.set_minor_formatter(fmt)
+        # minor labels only where the axis spans less than two decades (else they overprint each other)
+        narrow = bool(spans) and max(spans) / min(spans) < 100
+        ax.yaxis.set_minor_formatter(fmt if narrow else matplotlib.ticker.NullFormatter())
         ax.tick_params(axis="y", which="minor", labelsize=7)
         ax.set_xlabel(name + (" + 1" if name == "n_sample" else ""))
         ax.set_ylabel("CPU seconds per epoch" if use_cpu else "epoch seconds")
@@ -661,7 +676,7 @@ def _plots(data: dict, folder: Path) -> dict:
             fontsize=9,
         )
         ax.grid(True, which="both", alpha=0.3)
-        ax.legend()
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
         out[name] = save(fig, f"sweep_{name}")
 
     epochs = _rows(data, "epoch/")

@@ -8,6 +8,7 @@ import re
 
 import pytest
 
+from gru4rec_conformance.benchmarks import report as report_module
 from gru4rec_conformance.benchmarks.report import build_markdown, load, ratio_cell, ratio_of, study_name, write_report
 
 
@@ -173,3 +174,33 @@ def test_rows_name_their_data_and_limit_when_runs_are_merged():
     assert "| best | padded, 5 s | 3.25× |" in lines["**recbole**"]
     # one run: no such line
     assert "several runs" not in build_markdown({"benchmarks": ROWS, "gru4rec_bench": {"device": "cpu"}})
+
+
+def test_sweep_plot_uses_cpu_time_beside_a_failed_implementation(tmp_path, monkeypatch):
+    """A failed point (no time at all) must not switch the whole plot to wall-clock seconds; an implementation
+    that failed everywhere is named in the legend; points of two runs at one x become one point."""
+    import matplotlib.axes
+
+    def sweep(impl, value, **kw):
+        info = {"impl": impl, "sweep": "n_items", "value": value, "case": f"n_items={value}", **kw}
+        return {"group": "sweep/n_items", "name": f"test_sweep[{impl}]", "extra_info": info}
+
+    rows = [
+        sweep("reference", 10**4, epoch_seconds=9.0, cpu_seconds=1.0),
+        sweep("reference", 10**4, epoch_seconds=9.0, cpu_seconds=4.0),  # a second run
+        sweep("reference", 10**5, epoch_seconds=9.0, cpu_seconds=3.0),
+        sweep("torch_gru4rec", 10**4, failed="WorkerCallError: KeyError"),
+    ]
+    plotted: list = []
+    original = matplotlib.axes.Axes.plot
+
+    def spy(self, *args, **kwargs):
+        plotted.append((list(args[0]), list(args[1]), kwargs.get("label")))
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(matplotlib.axes.Axes, "plot", spy)
+    plots = report_module._plots({"benchmarks": rows, "gru4rec_bench": {"device": "cpu"}}, tmp_path / "plots")
+    assert "n_items" in plots
+    ref = next(p for p in plotted if p[2] == "reference")
+    assert ref[0] == [10**4, 10**5] and ref[1] == pytest.approx([2.0, 3.0])  # CPU seconds; geometric mean of 1, 4
+    assert any(p[2] == "torch_gru4rec (failed at every point)" and p[0] == [] for p in plotted)
