@@ -189,7 +189,8 @@ def step_limit(cpu_limit_s: float | None) -> Iterator[StepLimit]:
                 stack, cls, "train_on_batch", lambda model, args, kwargs: state.tick(id(model), _rows(args[0]))
             )
             hooked = True
-        assert hooked  # torch's import above raises when nothing is there to count
+        if not hooked:  # TensorFlow/Keras imported, yet no Session or Model class found to wrap
+            raise ImportError("step_limit: no torch optimizer, TF1 Session or Keras Model to count steps of")
         yield state
 
 

@@ -674,16 +674,15 @@ class AdapterRunner(Runner):
                 raise
             wall = time.perf_counter() - t0
             peak = _proc_mb(pid, "VmHWM") if rss_ok and pid else None
-            # events: the rows the limit saw fed (TF, Keras), else steps x B; 0 where B is hard-coded by the
-            # implementation and not declared (then no estimate E)
+            # a stopped fit reports no events: the rows the limit saw fed (TF, Keras), else the full lanes of the
+            # steps reached (the tail is later); 0 where B is hard-coded and not declared (then no estimate E)
             b = int(state.get("hp", {}).get("batch_size") or 0)
             info.update(limited=True, events_estimated=True, **{f"limit_{k}": v for k, v in payload.items()})
-            # events are not counted by a stopped fit: the full lanes of the steps reached (the tail is later)
             return EpochResult(
                 float(payload["wall_s"]),
                 wall,
                 int(payload["steps"]),
-                int(payload.get("events") or int(payload["steps"]) * b),
+                int(payload.get("events") or payload["steps"] * b),
                 float(payload["cpu_s"]),
                 peak,
                 base,

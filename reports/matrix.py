@@ -94,12 +94,15 @@ def matrix_rows(runs: Iterable[RunData]) -> list[dict[str, Any]]:
     "MC-1 (1 epoch)": "pass", "MC-2": "FAIL"}``), ``suite`` (the suite version string), ``status`` (the run's)
     and ``stale`` (why the run's checks are older than the checkout's, else None).
     """
-    from gru4rec_conformance.reports.card import headline_metrics
+    from gru4rec_conformance.reports.card import headline_metrics, suite_currency
 
     out: list[dict[str, Any]] = []
     for run in runs:
         rows: dict[tuple[str, str], dict[str, Any]] = {}
         labels = _labels(run)
+        current, note = suite_currency(run)  # once per run, not per row
+        stale = note if current is False else None
+
         for r in run.results:
             check = (r.get("check") or {}).get("id") or ""
             if not check.startswith("MC-"):
@@ -110,7 +113,7 @@ def matrix_rows(runs: Iterable[RunData]) -> list[dict[str, Any]]:
             loss = ctx.get("loss") or ("bpr-max" if "bpr-max" in params else "cross-entropy")
             if dataset is None:
                 continue
-            target = rows.setdefault((str(dataset), str(loss)), _blank_row(run, str(dataset), str(loss)))
+            target = rows.setdefault((str(dataset), str(loss)), _blank_row(run, str(dataset), str(loss), stale))
             if ctx.get("notice") or target["source"] == "?":
                 target["source"] = _source(ctx.get("notice"), str(dataset))
             label = check + (" (1 epoch)" if "1-epoch" in params else "")
@@ -119,21 +122,18 @@ def matrix_rows(runs: Iterable[RunData]) -> list[dict[str, Any]]:
             if h["comparison"] != "all features":
                 continue
             key = (str(h["dataset"]), str(h["loss"]))
-            cell = rows.setdefault(key, _blank_row(run, *key))[h["name"]]
+            cell = rows.setdefault(key, _blank_row(run, *key, stale))[h["name"]]
             cell["ours"], cell["study"] = h["delta_rel"], h["study_delta_rel"]
         out += rows.values()
     return out
 
 
-def _blank_row(run: RunData, dataset: str, loss: str) -> dict[str, Any]:
-    from gru4rec_conformance.reports.card import suite_currency
-
-    current, note = suite_currency(run)
-    return {"stale": note if current is False else None,"impl": str(run.impl.get("name") or "?"), "role": str(run.impl.get("role") or "?"),
+def _blank_row(run: RunData, dataset: str, loss: str, stale: str | None) -> dict[str, Any]:
+    return {"impl": str(run.impl.get("name") or "?"), "role": str(run.impl.get("role") or "?"),
             "dataset": dataset, "loss": loss, "source": "?",
             "recall@20": {"ours": None, "study": None}, "mrr@20": {"ours": None, "study": None},
             "checks": {}, "suite": str((run.header.get("suite") or {}).get("string") or "?"),
-            "status": run.status}  # fmt: skip
+            "status": run.status, "stale": stale}  # fmt: skip
 
 
 def _dataset_from_params(params: str) -> str | None:
