@@ -24,6 +24,7 @@ import abc
 import dataclasses
 import math
 import os
+import re
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
@@ -34,6 +35,7 @@ from gru4rec_conformance.reference.gru4rec.records import ExchangeRecord, FitRep
 __all__ = [
     "Unsupported",
     "ImplementationUnavailable",
+    "RemoteException",
     "require_installed",
     "CapabilityError",
     "BaseCapabilities",
@@ -87,6 +89,37 @@ class ImplementationUnavailable(Exception):
     Raise it from ``capabilities()``, ``version()`` or ``build()``: every check of that implementation is
     then skipped with the message (and ``--gate`` fails, since nothing was checked).
     """
+
+
+class RemoteException(RuntimeError):
+    """An exception the implementation's code raised in another process that the adapter runs itself (not the
+    harness's worker), carried by its type name and message.
+
+    The harness reads ``remote_type`` and ``remote_message`` as it reads a failure of its own worker: a missing
+    module or a module of another version (``ModuleNotFoundError``, ``module 'numpy' has no attribute 'in1d'``) is
+    reported as an environment error, not a check failure; anything else stays the failure it is.
+
+    Args:
+        message: the whole text shown for the failure (the adapter's words and the remote traceback's tail).
+        remote_type: the remote exception's class name (``"ModuleNotFoundError"``).
+        remote_message: its message (``"No module named 'pytreebank'"``).
+        how: optional, how to set the environment up when it is the problem (replaces the generic tox advice).
+    """
+
+    def __init__(self, message: str, remote_type: str, remote_message: str, how: str | None = None) -> None:
+        super().__init__(message)
+        self.remote_type = str(remote_type)
+        self.remote_message = str(remote_message)
+        self.how = how
+
+    @staticmethod
+    def split(text: str) -> tuple[str, str]:
+        """``("ModuleNotFoundError", "No module named 'x'")`` from one line ``"ModuleNotFoundError: No module named
+        'x'"`` (a dotted type keeps its last part); ``("", text)`` when the line does not start with a type name."""
+        m = re.match(
+            r"^\s*(?:[\w.]+\.)?(?P<type>[A-Za-z_]\w*(?:Error|Exception|Exit|Interrupt)): ?(?P<msg>.*)$", text or ""
+        )
+        return (m.group("type"), m.group("msg")) if m else ("", text or "")
 
 
 def require_installed(module: str, dist: str, how: str) -> None:

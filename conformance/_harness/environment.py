@@ -103,12 +103,13 @@ def tox_env_for(impl: str, tox_ini: Path | None = None) -> str | None:
     return table.get(impl) or table.get(impl.split(":", 1)[0])
 
 
-def message(impl: str, problem: str, python: str | None = None) -> str:
+def message(impl: str, problem: str, python: str | None = None, how: str | None = None) -> str:
     """The skip reason of an environment error: :data:`ENVIRONMENT_PREFIX`, the problem, and how to run the
-    implementation in its own environment (``tox -e <env>``, or the tox.ini section to add)."""
+    implementation in its own environment: ``how`` when the adapter said it (an interpreter it runs itself), else
+    ``tox -e <env>``, or the tox.ini section to add."""
     env = tox_env_for(impl)
     where = f" in {python}" if python else ""
-    how = (
+    how = how or (
         f"run it in its own environment: `tox -e {env}` (tox.ini installs its pinned dependencies)"
         if env
         else "run it in an environment with its pinned dependencies (a [testenv:<impl>] section of tox.ini)"

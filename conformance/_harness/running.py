@@ -32,7 +32,7 @@ from gru4rec_conformance.conformance._harness.recording import (
 )
 from gru4rec_conformance.conformance._harness.records import UNAVAILABLE_MARKER, StaticInfo
 from gru4rec_conformance.conformance._harness.state import state_of
-from gru4rec_conformance.implementations.base import Unsupported
+from gru4rec_conformance.implementations.base import RemoteException, Unsupported
 
 
 class NotApplicableHere(Skipped):
@@ -69,21 +69,25 @@ def mark_unsupported(item: pytest.Item, missing: Sequence[str] = ()) -> None:
 
 
 #: Exceptions the call and setup wrappers look at: the adapter's own, and those that may say the environment is wrong.
-_ADAPTER_EXCEPTIONS = (Unsupported, WorkerError, ImportError, AttributeError)
+_ADAPTER_EXCEPTIONS = (Unsupported, WorkerError, RemoteException, ImportError, AttributeError)
 
 
 def _handle_adapter_exception(item: pytest.Item, handle: ImplHandle | None, exc: BaseException) -> None:
     """Unsupported → skip (undeclared) or failure (declared); an environment problem (a missing module, a module
-    of another version: :mod:`.environment`) → a skip with outcome detail ``environment`` naming the tox environment
+    of another version: :mod:`.environment`, also from a process the adapter runs itself,
+    :class:`~implementations.base.RemoteException`) → a skip with outcome detail ``environment`` naming the tox environment
     to use; other worker failures → recorded details. Anything else is left to propagate unchanged."""
-    problem = None
-    if isinstance(exc, WorkerCallError):
+    problem, how = None, None
+    if isinstance(exc, (WorkerCallError, RemoteException)):
         problem = environment.environment_problem(exc.remote_type, exc.remote_message)
+        how = exc.how if isinstance(exc, RemoteException) else None
     elif isinstance(exc, (ImportError, AttributeError)):
         problem = environment.environment_problem_of(exc)
     if problem is not None and handle is not None:
         item.user_properties.append((PROP_SKIP, "environment"))
-        raise pytest.skip.Exception(environment.message(handle.name, problem), _use_item_location=True) from None
+        raise pytest.skip.Exception(
+            environment.message(handle.name, problem, how=how), _use_item_location=True
+        ) from None
     if isinstance(exc, Unsupported) and handle is not None:
         if handle.declares(exc.name):
             item.user_properties.append((PROP_DECLARED, exc.name))
@@ -164,6 +168,22 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     return report
 
 
+def _environment_cause(exc: BaseException) -> BaseException | None:
+    """The adapter exception that says the environment is wrong, when a check caught one and failed with its own
+    message (``pytest.fail`` inside ``except``): found on ``exc``'s ``__cause__``/``__context__`` chain."""
+    seen: set[int] = set()
+    cause = exc.__cause__ or exc.__context__
+    while cause is not None and id(cause) not in seen:
+        seen.add(id(cause))
+        if isinstance(cause, (WorkerCallError, RemoteException)):
+            if environment.environment_problem(cause.remote_type, cause.remote_message) is not None:
+                return cause
+        elif isinstance(cause, (ImportError, AttributeError)) and environment.environment_problem_of(cause):
+            return cause
+        cause = cause.__cause__ or cause.__context__
+    return None
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item: pytest.Item) -> Generator[None, object, object]:
     handle = _item_handle(item)
@@ -171,4 +191,11 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, object, object]:
         return (yield)
     except _ADAPTER_EXCEPTIONS as exc:
         _handle_adapter_exception(item, handle, exc)
+        raise
+    except (AssertionError, pytest.fail.Exception) as exc:
+        # A check that wraps the adapter's exception in a message of its own still must not turn a missing module
+        # into a finding; any other failure is left as it is.
+        cause = _environment_cause(exc)
+        if cause is not None:
+            _handle_adapter_exception(item, handle, cause)
         raise

@@ -37,7 +37,7 @@ import numpy as np
 
 from gru4rec_conformance import child_pythonpath  # noqa: E402
 from gru4rec_conformance.datasets.sst5 import Examples, write_root_trees
-from gru4rec_conformance.implementations.base import ImplementationUnavailable, cache_dir
+from gru4rec_conformance.implementations.base import ImplementationUnavailable, RemoteException, cache_dir
 from gru4rec_conformance.implementations.registry import register
 
 from .base import FinetunerAdapter, Unsupported
@@ -250,12 +250,24 @@ class _ThirdParty(FinetunerAdapter):
         )
         res_path = work / "result.json"
         if not res_path.exists():
-            raise RuntimeError(f"{self.name}: worker died (exit {proc.returncode}):\n{proc.stderr[-3000:]}")
+            last = next((ln for ln in reversed(proc.stderr.splitlines()) if ln.strip()), "")
+            raise self._remote(f"worker died (exit {proc.returncode})", last, proc.stderr[-3000:])
         res = json.loads(res_path.read_text(encoding="utf-8"))
         self._attempts += res.get("network_attempts", [])
         self._env_changes.update({k: v for k, v in res.get("env_changes", {}).items() if k != "HOME"})
         res["state"] = job["state_out"] if Path(job["state_out"]).exists() else None
         return res
+
+    def _remote(self, what: str, error: str, tail: str) -> RemoteException:
+        """The exception for a failure in the worker: ``error`` is its last line (``"Type: message"``), so a module
+        missing from ``FINETUNER_3P_PYTHON`` reads as an environment error (with the set-up advice), not as a
+        finding of the code."""
+        remote_type, remote_message = RemoteException.split(error)
+        how = (
+            f"set FINETUNER_3P_PYTHON to an interpreter with requirements.lock and the code's own pins installed "
+            f"(implementations/finetuner/README.md; now {os.environ.get('FINETUNER_3P_PYTHON', sys.executable)})"
+        )
+        return RemoteException(f"{self.name}: {what}: {error}\n{tail}", remote_type, remote_message, how=how)
 
     def _predict_job(self, examples: Examples) -> dict:
         if self.spec is None:
@@ -265,7 +277,7 @@ class _ThirdParty(FinetunerAdapter):
         if self._state is None:  # the code seeds nothing: keep the first built model for this adapter's life
             self._state = res.get("state")
         if "logits" not in res:
-            raise RuntimeError(f"{self.name}: no prediction: {res.get('error')}\n{res.get('traceback', '')}")
+            raise self._remote("no prediction", res.get("error") or "", res.get("traceback", ""))
         return res
 
     # -------------------------------------------------------------- protocol
@@ -339,7 +351,7 @@ class _ThirdParty(FinetunerAdapter):
                 {"split": split, "purpose": "train" if d["split"] == "train" else "evaluate", "n": d["n"]}
             )
         if res.get("error"):
-            raise RuntimeError(f"{self.name}: the code failed: {res['error']}\n{res.get('traceback', '')[-1500:]}")
+            raise self._remote("the code failed", res["error"], res.get("traceback", "")[-1500:])
         return self._record(res, train, val, epochs)
 
     def _record(self, res: dict, train, val, epochs_asked: int) -> dict:

@@ -32,6 +32,26 @@ class NoRecbole(Good):
 
     def fit(self, train_df, n_epochs=None):
         import recbole_is_not_installed_here  # noqa: F401
+
+
+class OwnWorkerLacksModule(Good):
+    # an adapter that runs the code in an interpreter of its own, as the fine-tuner's third-party adapters do
+    name = "own_worker"
+
+    def fit(self, train_df, n_epochs=None):
+        from gru4rec_conformance.implementations.base import RemoteException
+
+        raise RemoteException("own_worker: the code failed: ModuleNotFoundError: No module named 'pytreebank'",
+                              "ModuleNotFoundError", "No module named 'pytreebank'", how="set OWN_PYTHON to ...")
+
+
+class OwnWorkerFails(Good):
+    name = "own_worker_fails"
+
+    def fit(self, train_df, n_epochs=None):
+        from gru4rec_conformance.implementations.base import RemoteException
+
+        raise RemoteException("own_worker_fails: the code failed: ValueError: bad shape", "ValueError", "bad shape")
 """
 
 FIT = """
@@ -45,6 +65,14 @@ def test_attribute_error_of_the_check_itself(impl):
     '''A bug of a check stays a failure.'''
     import types
     types.ModuleType("numpy").in1d
+
+@pytest.mark.check("E-3", kind="K10")
+def test_fit_wrapped(impl):
+    '''A check that reports any exception of the call in words of its own.'''
+    try:
+        impl.build().fit(TRAIN)
+    except Exception as e:
+        pytest.fail(f"fit broke its contract: {e}")
 """
 
 
@@ -77,7 +105,7 @@ def test_environment_errors_are_not_tested_not_defects_and_fail_the_gate(project
     project.pytester.makepyfile(envdummies=ENV_DUMMIES)
     project.checks(FIT)
     result = project.run("conformance", "--impl", "envdummies:NumpyTooNew", "--impl", "envdummies:NoRecbole", "--gate")
-    result.assert_outcomes(skipped=2, failed=2)
+    result.assert_outcomes(skipped=4, failed=2)
     for impl, tox in (("recpack", "`tox -e recpack`"), ("recbole", "`tox -e recbole`")):
         run = project.results(impl)
         records = {r["test"].split("[")[0]: r for r in run["results"]}
@@ -86,10 +114,41 @@ def test_environment_errors_are_not_tested_not_defects_and_fail_the_gate(project
         assert fit["reason"].startswith(environment.ENVIRONMENT_PREFIX) and tox in fit["reason"], fit["reason"]
         assert ("in1d" if impl == "recpack" else "recbole_is_not_installed_here") in fit["reason"], fit["reason"]
         assert records["test_attribute_error_of_the_check_itself"]["outcome"] == "failed"
+        assert records["test_fit_wrapped"]["outcome_detail"] == "environment", records["test_fit_wrapped"]
         conf = run["conformance"]
         assert conf["status"] == verdict.NOT_CONFORMANT and conf["coverage"]["ran"] == 1, conf
-        assert conf["coverage"]["other_not_run"] == {f"not run: environment error (run {tox})": 1}, conf
+        assert conf["coverage"]["other_not_run"] == {f"not run: environment error (run {tox})": 2}, conf
     result.stdout.fnmatch_lines(["*GATE FAILED*environment error*"])
+
+
+def test_an_environment_error_in_a_process_of_the_adapter_is_one_too(project):
+    """A missing module in an interpreter the adapter runs itself (RemoteException) is an environment error with the
+    adapter's set-up advice; another remote exception stays a failure of the check."""
+    project.pytester.makepyfile(envdummies=ENV_DUMMIES)
+    project.checks(FIT)
+    result = project.run("conformance", "--impl", "envdummies:OwnWorkerLacksModule", "-k", "test_fit")
+    result.assert_outcomes(skipped=2)  # also through the check that wraps the exception in its own pytest.fail
+    for fit in project.results("own_worker")["results"]:
+        assert fit["outcome"] == "skipped" and fit["outcome_detail"] == "environment", fit
+        assert "pytreebank" in fit["reason"] and "set OWN_PYTHON to" in fit["reason"], fit["reason"]
+    result = project.run("conformance", "--impl", "envdummies:OwnWorkerFails", "-k", "test_fit")
+    result.assert_outcomes(failed=2)
+    result.stdout.fnmatch_lines(["*ValueError: bad shape*"])
+
+
+@pytest.mark.parametrize(
+    "line,expected",
+    [
+        ("ModuleNotFoundError: No module named 'x'", ("ModuleNotFoundError", "No module named 'x'")),
+        ("torch.cuda.OutOfMemoryError: CUDA out of memory", ("OutOfMemoryError", "CUDA out of memory")),
+        ("KeyboardInterrupt", ("", "KeyboardInterrupt")),
+        ('  File "a.py", line 1', ("", '  File "a.py", line 1')),
+    ],
+)
+def test_remote_exception_splits_the_last_traceback_line(line, expected):
+    from gru4rec_conformance.implementations.base import RemoteException
+
+    assert RemoteException.split(line) == expected
 
 
 def test_an_environment_error_alone_gives_incomplete():
