@@ -102,6 +102,9 @@ class TheanoOfficialAdapter(Adapter):
         super().__init__(device=device)
         self.gru: Any = None  # the original's gru4rec.GRU4Rec (untyped third-party code)
         self._zero_scores: np.ndarray | None = None
+        # predict_next_batch resets a lane only when its session id changes, and keeps its state between calls:
+        # every lane of every score_prefixes call gets an id never used before.
+        self._next_session = 0
 
     def _mods(self) -> tuple[Any, Any]:
         _theano()
@@ -166,8 +169,8 @@ class TheanoOfficialAdapter(Adapter):
                 "FitReport: per-epoch loss and seconds read from the epoch lines fit() prints (its own per-example "
                 "average of the step costs); steps and lanes counted by wrapping the train function fit() compiles "
                 "(gru4rec.function), epochs delimited by those printed lines",
-                "score_prefixes: prefixes run lane-parallel through predict_next_batch (a fresh session id per "
-                "lane resets its state); an empty prefix is scored from the zero state (final_act(By))",
+                "score_prefixes: prefixes run lane-parallel through predict_next_batch (a session id never used "
+                "before, in this call or an earlier one, resets each lane's state); an empty prefix is scored from the zero state (final_act(By))",
                 "evaluate: evaluation.evaluate_gpu run unchanged (mode='conservative'); n_events counted from the "
                 "test events after the first of each session whose item is known",
                 "final_act translated: None -> softmax for cross-entropy, elu-<elu_param> otherwise "
@@ -279,12 +282,11 @@ class TheanoOfficialAdapter(Adapter):
         todo = [k for k, s in enumerate(seqs) if s]
         filler = int(gru.itemidmap.index.values[0])
         batch = min(512, max(len(todo), 1))
-        next_id = 0
         with redirect_stdout(io.StringIO()):
             for c in range(0, len(todo), batch):
                 chunk = todo[c : c + batch]
-                lanes = np.arange(next_id, next_id + batch)  # new session ids: every lane starts from zeros
-                next_id += batch
+                lanes = np.arange(self._next_session, self._next_session + batch)  # every lane starts from zeros
+                self._next_session += batch
                 for t in range(max(len(seqs[k]) for k in chunk)):
                     items = np.full(batch, filler, dtype=np.int64)
                     for lane, k in enumerate(chunk):
