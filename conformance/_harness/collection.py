@@ -22,7 +22,7 @@ import pytest
 
 from gru4rec_conformance.conformance._harness.handle import HarnessError, ImplHandle
 from gru4rec_conformance.conformance._harness.options import missing_selection_usage
-from gru4rec_conformance.conformance._harness.recording import PROP_INFO, PROP_XFAIL
+from gru4rec_conformance.conformance._harness.recording import PROP_INFO, PROP_XFAIL, XFAIL_ENTRIES_KEY
 from gru4rec_conformance.conformance._harness.records import (
     DETERMINISM_MARKER,
     CheckInfo,
@@ -422,9 +422,11 @@ def apply_xfails(state: State, session: pytest.Session, handle: ImplHandle, item
             continue
         reason = f"[{entry.kind}{', ' + entry.defect if entry.defect else ''}] {entry.reason} ({entry.link})"
         for it in matched:
-            it.user_properties.append((PROP_XFAIL, {**entry.to_dict(), "file": rel}))
+            record = {**entry.to_dict(), "file": rel}
             if state.options.xfail_mark == "skip":
+                it.user_properties.append((PROP_XFAIL, record))
                 it.add_marker(pytest.mark.skip(reason=f"xfail registry: {reason}"))
-            else:
+            else:  # the entry that held the failure goes on the report (running._settle_xfail)
+                it.stash.setdefault(XFAIL_ENTRIES_KEY, []).append(record)
                 it.add_marker(pytest.mark.xfail(reason=reason, strict=True))
     return errors

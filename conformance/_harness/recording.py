@@ -33,6 +33,9 @@ from gru4rec_conformance.conformance._harness.records import (
 PROP_INFO = "conformance"
 PROP_METRIC = "gru4rec_conformance.conformance.metric"
 PROP_XFAIL = "gru4rec_conformance.conformance.xfail"
+#: The xfail-registry entries (``XfailRecord`` dicts) matching a check, in file order, kept on the item: the
+#: makereport hook (``running._settle_xfail``) puts the one that held the failure on the report as PROP_XFAIL.
+XFAIL_ENTRIES_KEY = pytest.StashKey[list[dict[str, Any]]]()
 PROP_SKIP = "gru4rec_conformance.conformance.skip"
 PROP_WORKER = "gru4rec_conformance.conformance.worker"
 PROP_DECLARED = "gru4rec_conformance.conformance.declared_unsupported"

@@ -114,6 +114,7 @@ class XfailRecord(TypedDict):
     defect: str | None
     fix_level: str | None
     since: str | None
+    fails_as: NotRequired[str | None]  # absent in records written before the key existed
     when: dict[str, object]
     file: str
 

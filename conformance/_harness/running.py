@@ -28,6 +28,8 @@ from gru4rec_conformance.conformance._harness.recording import (
     PROP_SKIP,
     PROP_UNAVAILABLE,
     PROP_WORKER,
+    PROP_XFAIL,
+    XFAIL_ENTRIES_KEY,
     encode_properties,
 )
 from gru4rec_conformance.conformance._harness.records import UNAVAILABLE_MARKER, StaticInfo
@@ -155,15 +157,58 @@ def _translate_setup_exceptions(item: pytest.Item) -> Generator[None, object, ob
         raise
 
 
-@pytest.hookimpl(wrapper=True)
+def failure_way(exc: BaseException) -> str:
+    """``"assertion"`` when ``exc`` is a check's own finding (``assert``, ``pytest.fail``), else ``"crash"`` (the
+    implementation raised, its worker died or timed out, a fixture broke): the vocabulary of an xfail entry's
+    ``fails_as``."""
+    return "assertion" if isinstance(exc, (AssertionError, pytest.fail.Exception)) else "crash"
+
+
+def _settle_xfail(item: pytest.Item, report: pytest.TestReport, call: pytest.CallInfo[None]) -> None:
+    """Put on the report the xfail entry that holds its outcome, and hold a failure as expected only by an entry
+    that declared it this way (``fails_as``).
+
+    pytest has marked a failure xfailed (every entry matching the check gave it a marker). Among the matching
+    entries, the first whose ``fails_as`` is unset or equals the way the check failed (:func:`failure_way`) is
+    the one recorded; when none does (a crash where only a metric gap was declared), the report becomes the
+    failure it is, its message naming the entries that did not hold it. A passing call (XPASS) records the
+    first entry."""
+    entries = item.stash.get(XFAIL_ENTRIES_KEY, None)
+    if not entries:
+        return
+    if not hasattr(report, "wasxfail") or call.excinfo is None:
+        if report.when == "call":
+            report.user_properties = [*report.user_properties, (PROP_XFAIL, entries[0])]
+        return
+    way = failure_way(call.excinfo.value)
+    chosen = next((e for e in entries if e.get("fails_as") in (None, way)), None)
+    if chosen is not None:
+        report.user_properties = [*report.user_properties, (PROP_XFAIL, chosen)]
+        defect = f", {chosen['defect']}" if chosen.get("defect") else ""
+        report.wasxfail = f"[{chosen.get('kind')}{defect}] {chosen.get('reason')} ({chosen.get('link')})"
+        return
+    report.outcome = "failed"
+    del report.wasxfail
+    declared = "; ".join(f"entry {e.get('index')} of {e.get('file')}: fails_as = {e.get('fails_as')}" for e in entries)
+    note = f"not the declared failure: the check failed as a {way}, its xfail entries expect another way ({declared})"
+    crash = getattr(report.longrepr, "reprcrash", None)
+    if crash is not None and getattr(crash, "message", None) is not None:
+        crash.message = f"{note}: {crash.message}"
+    else:
+        report.longrepr = f"{note}\n{report.longrepr}"
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, object, object]:
     """The harness's ``user_properties`` of a report as JSON text: xdist carries them from its workers as they are,
     and JUnit XML writes ``str(value)`` of each, which is then JSON rather than a Python repr. The item keeps the
-    values (the harness reads them there); :class:`~.recording.Recorder` decodes the reports'."""
+    values (the harness reads them there); :class:`~.recording.Recorder` decodes the reports'. Outermost
+    (``tryfirst``), so it sees pytest's xfail verdict and can check it against the entries (:func:`_settle_xfail`)."""
     report = yield
     if isinstance(report, pytest.TestReport):
         if call.excinfo is not None and isinstance(call.excinfo.value, NotApplicableHere):
             report.user_properties.append((PROP_SKIP, call.excinfo.value.cause))
+        _settle_xfail(item, report, call)
         report.user_properties = encode_properties(report.user_properties)
     return report
 

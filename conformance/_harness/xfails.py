@@ -35,12 +35,13 @@ from gru4rec_conformance import CHECKOUT_ROOT
 from gru4rec_conformance.conformance._harness.records import XfailFileInfo
 
 __all__ = ["XfailEntry", "XfailFile", "XfailRegistryError", "load_xfail_file", "default_xfail_path",
-           "strip_impl_param", "strip_dataset_param", "pattern_matches", "KINDS", "FIX_LEVELS", "file_provenance", "provenance_problem",
+           "strip_impl_param", "strip_dataset_param", "pattern_matches", "KINDS", "FIX_LEVELS", "FAILS_AS", "file_provenance", "provenance_problem",
            "git_state"]  # fmt: skip
 
 KINDS = ("bug", "design-difference", "numerical")
 FIX_LEVELS = ("OOB", "INF", "MIN", "MAJ", "NEVER", "NOT-IN-STUDY")
-ENTRY_KEYS = {"id", "reason", "kind", "link", "defect", "fix_level", "since", "when"}
+FAILS_AS = ("assertion", "crash")
+ENTRY_KEYS = {"id", "reason", "kind", "link", "defect", "fix_level", "since", "fails_as", "when"}
 WHEN_KEYS_EXACT = {"device", "platform"}
 WHEN_KEYS_VERSION = {"python", "impl_version"}  # plus installed distribution names (numpy, pandas, torch, ...)
 
@@ -62,6 +63,10 @@ class XfailEntry:
         defect: defect id of conformance_checks.md B.2 (e.g. ``"RP-7"``), optional.
         fix_level: study fix level (:data:`FIX_LEVELS`) at which the defect is fixed, optional.
         since: implementation version since which the failure is known, optional.
+        fails_as: how the declared failure shows, optional (:data:`FAILS_AS`): ``"assertion"``, the check's own
+            finding (an ``assert`` or ``pytest.fail``: a figure out of its band); ``"crash"``, any other exception
+            (the implementation raised, its worker died or timed out). A failure of the other way is not held by
+            this entry: a crash where a metric gap was declared is reported as the failure it is. None: either.
         when: conditions (device, platform, python / impl_version / distribution version specifiers).
     """
 
@@ -73,6 +78,7 @@ class XfailEntry:
     defect: str | None = None
     fix_level: str | None = None
     since: str | None = None
+    fails_as: str | None = None
     when: Mapping[str, Any] = dataclasses.field(default_factory=dict)
 
     def describe(self) -> str:
@@ -171,6 +177,8 @@ def load_xfail_file(path: Path, expected_impl: str | None = None) -> XfailFile:
             raise XfailRegistryError(f"{where}: kind {raw['kind']!r} is not one of {list(KINDS)}")
         if raw.get("fix_level") is not None and raw["fix_level"] not in FIX_LEVELS:
             raise XfailRegistryError(f"{where}: fix_level {raw['fix_level']!r} is not one of {list(FIX_LEVELS)}")
+        if raw.get("fails_as") is not None and raw["fails_as"] not in FAILS_AS:
+            raise XfailRegistryError(f"{where}: fails_as {raw['fails_as']!r} is not one of {list(FAILS_AS)}")
         when = raw.get("when", {})
         if not isinstance(when, dict):
             raise XfailRegistryError(f"{where}: 'when' must be a table")
@@ -191,7 +199,7 @@ def load_xfail_file(path: Path, expected_impl: str | None = None) -> XfailFile:
             XfailEntry(
                 index=i, pattern=raw["id"].strip(), reason=raw["reason"].strip(), kind=raw["kind"],
                 link=raw["link"].strip(), defect=raw.get("defect"), fix_level=raw.get("fix_level"),
-                since=raw.get("since"), when=dict(when),
+                since=raw.get("since"), fails_as=raw.get("fails_as"), when=dict(when),
             )
         )  # fmt: skip
     return XfailFile(path=path, implementation=impl, entries=tuple(entries))

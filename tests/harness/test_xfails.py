@@ -280,3 +280,76 @@ def test_outside_xfail_file_and_malformed_file(project, tmp_path):
     result = project.run("conformance", "--impl", "good")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert "good.toml: entry 1: 'reason' is required" in result.stderr.str()
+
+
+WAYS_CHECKS = '''
+@pytest.mark.check("X-7", kind="metric")
+@pytest.mark.parametrize("way", ["gap", "crash"])
+def test_way(impl, way):
+    """Fails as a measured gap (an assertion) or as a crash (the implementation raised)."""
+    if way == "crash":
+        raise RuntimeError("evaluate() raised: predict batch size must match the train batch size")
+    assert False, "recall@20 0.10 outside the band 0.50 +- 0.01"
+'''
+
+
+def test_fails_as_holds_only_the_declared_way_of_failing(project):
+    """An entry with fails_as = "assertion" (a metric gap) does not hold a crash, which is then reported as the
+    failure it is, naming the entry; "crash" holds a crash; with both entries matching, the one of the right way
+    is recorded. A bad fails_as is a file error."""
+    project.checks(WAYS_CHECKS, name="test_w")
+    project.xfails(
+        "good",
+        """
+        implementation = "good"
+
+        [[xfail]]
+        id = "conformance/gru4rec/test_w.py::test_way"
+        reason = "a metric gap"
+        kind = "bug"
+        link = "none"
+        fails_as = "assertion"
+    """,
+    )
+    result = project.run("conformance", "--impl", "good", "-rxX")
+    result.assert_outcomes(xfailed=1, failed=1)
+    records = {r["test"]: r for r in project.results("good")["results"]}
+    gap, crash = records["test_way[good-gap]"], records["test_way[good-crash]"]
+    assert gap["outcome"] == "xfail" and gap["xfail"]["fails_as"] == "assertion", gap
+    assert crash["outcome"] == "failed" and crash["xfail"] is None, crash
+    assert crash["reason"].startswith("not the declared failure: the check failed as a crash"), crash["reason"]
+    assert "fails_as = assertion" in crash["reason"] and "predict batch size" in crash["reason"], crash["reason"]
+
+    project.xfails(
+        "good",
+        """
+        implementation = "good"
+
+        [[xfail]]
+        id = "conformance/gru4rec/test_w.py::test_way"
+        reason = "a metric gap"
+        kind = "bug"
+        link = "none"
+        fails_as = "assertion"
+
+        [[xfail]]
+        id = "conformance/gru4rec/test_w.py::test_way[crash]"
+        reason = "its evaluator refuses small test sets"
+        kind = "bug"
+        link = "none"
+        fails_as = "crash"
+    """,
+    )
+    result = project.run("conformance", "--impl", "good", "-rxX")
+    result.assert_outcomes(xfailed=2)
+    records = {r["test"]: r for r in project.results("good")["results"]}
+    assert records["test_way[good-crash]"]["xfail"]["reason"] == "its evaluator refuses small test sets"
+    assert records["test_way[good-gap]"]["xfail"]["reason"] == "a metric gap"
+
+
+def test_fails_as_vocabulary(tmp_path):
+    entry = 'implementation = "good"\n[[xfail]]\nid = "a"\nreason = "r"\nkind = "bug"\nlink = "none"\n'
+    assert load_xfail_file(_write(tmp_path, entry + 'fails_as = "crash"\n'), "good").entries[0].fails_as == "crash"
+    assert load_xfail_file(_write(tmp_path, entry), "good").entries[0].fails_as is None
+    with pytest.raises(XfailRegistryError, match=r"entry 1: fails_as 'metric' is not one of \['assertion', 'crash'\]"):
+        load_xfail_file(_write(tmp_path, entry + 'fails_as = "metric"\n'), "good")
