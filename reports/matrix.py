@@ -117,7 +117,10 @@ def matrix_rows(runs: Iterable[RunData]) -> list[dict[str, Any]]:
             if ctx.get("notice") or target["source"] == "?":
                 target["source"] = _source(ctx.get("notice"), str(dataset))
             label = check + (" (1 epoch)" if "1-epoch" in params else "")
-            target["checks"][label] = OUTCOME_WORD.get(str(r.get("outcome")), str(r.get("outcome")))
+            word = OUTCOME_WORD.get(str(r.get("outcome")), str(r.get("outcome")))
+            if r.get("outcome") == "xfail" and (r.get("xfail") or {}).get("fails_as") == "crash":
+                word += " (crash)"  # declared as a crash: no metric was measured on this dataset
+            target["checks"][label] = word
         for h in headline_metrics(run, ("recall@20", "mrr@20")):
             if h["comparison"] != "all features":
                 continue

@@ -259,6 +259,16 @@ def test_a_run_on_several_datasets_is_kept_beside_the_verdict_and_shown_per_data
     text = board_markdown(board)
     assert "## Metric conformance across datasets" in text and "| gp:oob | rees46 | cross-entropy |" in text
     assert matrix_rows([]) == []
+    # a crash declared as one (xfail entry fails_as = "crash") says so in its cell: no metric was measured there
+    crash = _result("conformance/gru4rec/test_mc.py::test_mc1[gp:oob-cross-entropy-coveo]", "MC-1", "metric", "xfail",
+                    xfail={"fails_as": "crash"})  # fmt: skip
+    gap = _result("conformance/gru4rec/test_mc.py::test_mc2[gp:oob-cross-entropy-coveo]", "MC-2", "metric", "xfail",
+                  xfail={"fails_as": "assertion"})  # fmt: skip
+    _write_run(out / "gp.oob" / "20261201T120000Z", started="2026-12-01T12:00:00Z", dataset="all",
+               command=("pytest", "conformance", "--dataset", "all", "-k", "MC"), results=[crash, gap])  # fmt: skip
+    compact([out], tmp_path / "verdicts")
+    rows = {(r["dataset"], r["loss"]): r for r in build_scoreboard([tmp_path / "verdicts"])["matrix"]}
+    assert rows[("coveo", "cross-entropy")]["checks"] == {"MC-1": "xfail (crash)", "MC-2": "xfail"}, rows
     card = render_markdown(build_card(load_run(tmp_path / "verdicts" / "gp" / "oob" / "abcdef0+datasets-all")))
     assert "datasets all" in card.splitlines()[0] and "a metric matrix, not a verdict" in card
 
