@@ -43,6 +43,7 @@ from gru4rec_conformance.conformance._harness.xfails import (
     strip_dataset_param,
     strip_impl_param,
     when_context,
+    xfail_label,
 )
 from gru4rec_conformance.implementations.base import KNOWN_FAMILY_NAMES, get_family
 from gru4rec_conformance.implementations.registry import AdapterSpec, default_registry
@@ -420,7 +421,7 @@ def apply_xfails(state: State, session: pytest.Session, handle: ImplHandle, item
             continue
         if not entry.active(context):
             continue
-        reason = f"[{entry.kind}{', ' + entry.defect if entry.defect else ''}] {entry.reason} ({entry.link})"
+        reason = xfail_label(entry.to_dict())
         for it in matched:
             record = {**entry.to_dict(), "file": rel}
             if state.options.xfail_mark == "skip":

@@ -34,6 +34,7 @@ from gru4rec_conformance.conformance._harness.recording import (
 )
 from gru4rec_conformance.conformance._harness.records import UNAVAILABLE_MARKER, StaticInfo
 from gru4rec_conformance.conformance._harness.state import state_of
+from gru4rec_conformance.conformance._harness.xfails import xfail_label
 from gru4rec_conformance.implementations.base import RemoteException, Unsupported
 
 
@@ -74,18 +75,25 @@ def mark_unsupported(item: pytest.Item, missing: Sequence[str] = ()) -> None:
 _ADAPTER_EXCEPTIONS = (Unsupported, WorkerError, RemoteException, ImportError, AttributeError)
 
 
+def _environment_problem(exc: BaseException) -> str | None:
+    """What :mod:`.environment` says is wrong with the environment when ``exc`` is an adapter exception that says
+    so (a failure of the harness's worker or of a process the adapter runs, an import or module-attribute error
+    raised here); None otherwise."""
+    if isinstance(exc, (WorkerCallError, RemoteException)):
+        return environment.environment_problem(exc.remote_type, exc.remote_message)
+    if isinstance(exc, (ImportError, AttributeError)):
+        return environment.environment_problem_of(exc)
+    return None
+
+
 def _handle_adapter_exception(item: pytest.Item, handle: ImplHandle | None, exc: BaseException) -> None:
     """Unsupported → skip (undeclared) or failure (declared); an environment problem (a missing module, a module
     of another version: :mod:`.environment`, also from a process the adapter runs itself,
     :class:`~implementations.base.RemoteException`) → a skip with outcome detail ``environment`` naming the tox environment
     to use; other worker failures → recorded details. Anything else is left to propagate unchanged."""
-    problem, how = None, None
-    if isinstance(exc, (WorkerCallError, RemoteException)):
-        problem = environment.environment_problem(exc.remote_type, exc.remote_message)
-        how = exc.how if isinstance(exc, RemoteException) else None
-    elif isinstance(exc, (ImportError, AttributeError)):
-        problem = environment.environment_problem_of(exc)
+    problem = _environment_problem(exc)
     if problem is not None and handle is not None:
+        how = exc.how if isinstance(exc, RemoteException) else None
         item.user_properties.append((PROP_SKIP, "environment"))
         raise pytest.skip.Exception(
             environment.message(handle.name, problem, how=how), _use_item_location=True
@@ -184,8 +192,7 @@ def _settle_xfail(item: pytest.Item, report: pytest.TestReport, call: pytest.Cal
     chosen = next((e for e in entries if e.get("fails_as") in (None, way)), None)
     if chosen is not None:
         report.user_properties = [*report.user_properties, (PROP_XFAIL, chosen)]
-        defect = f", {chosen['defect']}" if chosen.get("defect") else ""
-        report.wasxfail = f"[{chosen.get('kind')}{defect}] {chosen.get('reason')} ({chosen.get('link')})"
+        report.wasxfail = xfail_label(chosen)
         return
     report.outcome = "failed"
     del report.wasxfail
@@ -220,10 +227,7 @@ def _environment_cause(exc: BaseException) -> BaseException | None:
     cause = exc.__cause__ or exc.__context__
     while cause is not None and id(cause) not in seen:
         seen.add(id(cause))
-        if isinstance(cause, (WorkerCallError, RemoteException)):
-            if environment.environment_problem(cause.remote_type, cause.remote_message) is not None:
-                return cause
-        elif isinstance(cause, (ImportError, AttributeError)) and environment.environment_problem_of(cause):
+        if _environment_problem(cause) is not None:
             return cause
         cause = cause.__cause__ or cause.__context__
     return None

@@ -35,7 +35,7 @@ from gru4rec_conformance import CHECKOUT_ROOT
 from gru4rec_conformance.conformance._harness.records import XfailFileInfo
 
 __all__ = ["XfailEntry", "XfailFile", "XfailRegistryError", "load_xfail_file", "default_xfail_path",
-           "strip_impl_param", "strip_dataset_param", "pattern_matches", "KINDS", "FIX_LEVELS", "FAILS_AS", "file_provenance", "provenance_problem",
+           "strip_impl_param", "strip_dataset_param", "pattern_matches", "xfail_label", "KINDS", "FIX_LEVELS", "FAILS_AS", "file_provenance", "provenance_problem",
            "git_state"]  # fmt: skip
 
 KINDS = ("bug", "design-difference", "numerical")
@@ -117,6 +117,12 @@ class XfailFile:
     path: Path
     implementation: str
     entries: tuple[XfailEntry, ...]
+
+
+def xfail_label(entry: Mapping[str, Any]) -> str:
+    """How an entry (:meth:`XfailEntry.to_dict`) reads as an xfail reason: ``[bug, GP-1] reason (link)``."""
+    defect = f", {entry['defect']}" if entry.get("defect") else ""
+    return f"[{entry.get('kind')}{defect}] {entry.get('reason')} ({entry.get('link')})"
 
 
 def default_xfail_path(root: Path, impl_name: str) -> Path:
