@@ -30,7 +30,7 @@ Environment (all optional):
 | ``GRU4REC_BENCH_WORKER_PYTHONS`` | ``name=python,...`` (``name*`` a prefix): an adapter's worker interpreter (tox environments) | unset |
 | ``GRU4REC_BENCH_ORDER`` | ``impl``: every case of one implementation before the next (one adapter worker alive at a time; the interleaved reference epochs keep the ratios local) | cases first |
 | ``GRU4REC_BENCH_SWEEP_NAMES`` | comma-separated sweeps of ``test_scalability.py`` | all |
-| ``GRU4REC_BENCH_RESULTS_JSONL`` | append every finished case to this JSON-lines file as it is recorded | unset |
+| ``GRU4REC_BENCH_RESULTS_JSONL`` | append every finished case to this JSON-lines file as it is recorded, and every skipped one with its reason (``timing.skip_record``) | unset |
 | ``OFFICIAL_GRU4REC_PATH`` | checkout of hidasib/GRU4Rec_PyTorch_Official | unset (official not measured) |
 | ``GRU4REC_BENCH_REPORT_DIR`` | where the Markdown/PNG report of a ``--benchmark-json`` run goes | reports/out/benchmarks |
 
@@ -52,7 +52,16 @@ ROOT = Path(__file__).resolve().parents[1]
 
 from gru4rec_conformance.benchmarks import runners as R  # noqa: E402
 from gru4rec_conformance.benchmarks.timing import RESULTS as _RESULTS  # noqa: E402
-from gru4rec_conformance.benchmarks.timing import BenchConfig, bench_device, env_list, is_unsupported  # noqa: E402
+from gru4rec_conformance.benchmarks.timing import SKIPPED as _SKIPPED  # noqa: E402
+from gru4rec_conformance.benchmarks.timing import (  # noqa: E402
+    BenchConfig,
+    append_jsonl,
+    bench_device,
+    env_list,
+    is_unsupported,
+    results_jsonl_path,
+    skip_record,
+)
 from gru4rec_conformance.benchmarks.workload import DATASETS, LOSSES  # noqa: E402
 from gru4rec_conformance.conformance._harness.runinfo import gru4rec_env  # noqa: E402
 
@@ -119,6 +128,54 @@ def pytest_collection_modifyitems(session, config, items):
     else:
         keyed.sort(key=lambda t: (t[0], t[1]))
     items[:] = [t[2] for t in keyed]
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item, call):
+    """Record a skipped benchmark test (one that uses the ``benchmark`` fixture; skipped in its setup or its body,
+    not an xfail): its skip record (``timing.skip_record``: group, case, reason, ``skipped`` True) goes into
+    ``timing.SKIPPED`` and, with ``GRU4REC_BENCH_RESULTS_JSONL`` set, is appended to that file at once like a
+    finished case (``timing.append_jsonl``: one write, fsynced), so the report shows the reason instead of a bare
+    "not run". A file that cannot be written is reported on stderr, never as a failure of the test."""
+    report = yield
+    if (
+        report.skipped
+        and report.when in ("setup", "call")
+        and not hasattr(report, "wasxfail")
+        and "benchmark" in getattr(item, "fixturenames", ())
+    ):
+        _record_skip(item, report)
+    return report
+
+
+def _skip_reason(longrepr) -> str:
+    """The reason of a skip report's ``longrepr`` (``(path, line, "Skipped: reason")`` or a string)."""
+    text = longrepr[2] if isinstance(longrepr, tuple) and len(longrepr) == 3 else str(longrepr or "")
+    text = str(text)
+    return text[len("Skipped: ") :] if text.startswith("Skipped: ") else text
+
+
+def _record_skip(item, report) -> None:
+    cs = getattr(item, "callspec", None)
+    params = dict(cs.params) if cs is not None else {}
+    impl = params.get("bench_impl")
+    runner = next((r for r in item.config.stash.get(_RUNNERS_KEY, []) if r.name == impl), None)
+    row = skip_record(
+        getattr(item, "originalname", item.name),
+        params,
+        _skip_reason(report.longrepr),
+        nodeid=item.nodeid,
+        when=report.when,
+        kind=runner.kind if runner is not None else None,
+        case_id=cs.id if cs is not None else "",
+    )
+    _SKIPPED.append(row)
+    path = results_jsonl_path()
+    if path:
+        try:
+            append_jsonl(path, row)
+        except OSError as exc:
+            print(f"GRU4REC_BENCH_RESULTS_JSONL={path}: skip of {item.nodeid} not recorded: {exc}", file=sys.stderr)
 
 
 def _impl_of(item) -> str | None:
@@ -219,6 +276,8 @@ def pytest_benchmark_update_json(config, benchmarks, output_json):
         "implementations": [r.describe() for r in _runners(config)],
         "env": gru4rec_env(),  # secrets (a PostgreSQL URL's password) redacted: the JSON is a shared report
     }
+    if _SKIPPED:  # the skipped tests with their reasons (report.py fills the matrix's cells with them)
+        output_json["gru4rec_bench"]["skipped"] = list(_SKIPPED)
 
 
 def _fmt(v, width: int, prec: int) -> str:

@@ -14,6 +14,8 @@ Sections: one epoch per dataset shape and loss (with the study's official best-p
 minibatches/s, gru4rec_reference.md §9.5, and the study's "× best" ratio of the implementation's study row when it
 declares one), the study's published ratios of the third-party implementations, the scalability sweeps (a table
 each and a PNG of epoch time against the swept quantity, one line per implementation) and the evaluation throughput.
+A skipped case (a results-JSONL skip line or ``gru4rec_bench.skipped``; benchmarks/README.md, "The results JSONL")
+reads ``skipped: <reason>`` in the implementations matrix, a case with no record ``–``.
 Raises ValueError naming the file when the JSON is not a pytest-benchmark report.
 """
 
@@ -58,8 +60,11 @@ def load(path: Path) -> dict:
 def _from_jsonl(path: Path, text: str) -> dict:
     """A pytest-benchmark-like report from ``GRU4REC_BENCH_RESULTS_JSONL`` lines (``group``, ``name``,
     ``extra_info``; a torn last line of a killed run is skipped), so a run stopped before its end still renders.
-    Raises ValueError naming the file when no line is a result."""
+    Skip records (``"skipped": true``, no ``extra_info``; benchmarks/timing.py ``skip_record``) go to
+    ``gru4rec_bench.skipped``, present only when there is one. Raises ValueError naming the file when no line is a
+    result."""
     benchmarks = []
+    skipped = []
     for line in text.splitlines():
         try:
             row = json.loads(line)
@@ -67,18 +72,43 @@ def _from_jsonl(path: Path, text: str) -> dict:
             continue
         if isinstance(row, dict) and "group" in row and isinstance(row.get("extra_info"), dict):
             benchmarks.append({"group": row["group"], "name": row.get("name"), "extra_info": row["extra_info"]})
+        elif is_skip_record(row):
+            skipped.append(row)
     if not benchmarks:
         raise ValueError(f"{path}: no benchmark result lines (group, extra_info)")
     impls = list(OrderedDict((b["extra_info"].get("impl"), b["extra_info"]) for b in benchmarks).values())
     keys = ("impl", "kind", "impl_version", "device", "in_process", "step_impl", "shims")
-    return {
-        "benchmarks": benchmarks,
-        "datetime": "(results JSONL)",
-        "gru4rec_bench": {
-            "device": benchmarks[0]["extra_info"].get("device"),
-            "implementations": [{k: d[k] for k in keys if k in d} for d in impls],
-        },
+    info: dict = {
+        "device": benchmarks[0]["extra_info"].get("device"),
+        "implementations": [{k: d[k] for k in keys if k in d} for d in impls],
     }
+    if skipped:
+        info["skipped"] = skipped
+    return {"benchmarks": benchmarks, "datetime": "(results JSONL)", "gru4rec_bench": info}
+
+
+def is_skip_record(row: Any) -> bool:
+    """Whether ``row`` (one parsed results-JSONL line, any JSON value) is the record of a skipped benchmark test:
+    a dict with a string ``group``, ``"skipped": true`` and no ``extra_info`` (benchmarks/timing.py
+    ``skip_record``). Raises nothing."""
+    return (
+        isinstance(row, dict)
+        and isinstance(row.get("group"), str)
+        and row.get("skipped") is True
+        and "extra_info" not in row
+    )
+
+
+def _skips(data: dict) -> list[dict]:
+    """The skip records of a loaded report (``gru4rec_bench.skipped``), each flattened to its ``skip_info`` plus
+    ``group``, ``case`` and ``reason``; malformed entries are passed over."""
+    out = []
+    for row in (data.get("gru4rec_bench") or {}).get("skipped") or []:
+        if not is_skip_record(row):
+            continue
+        info = row.get("skip_info") if isinstance(row.get("skip_info"), dict) else {}
+        out.append({**info, "group": row["group"], "case": row.get("name"), "reason": str(row.get("reason") or "")})
+    return out
 
 
 def _rows(data: dict, prefix: str) -> list[dict]:
@@ -441,6 +471,39 @@ def ratio_cell(r: dict | None) -> str:
     return f"{_f(ratio)}×"
 
 
+def _escape_pipes(text: str) -> str:
+    """``text`` with ``|`` escaped, so that it stays in one Markdown table cell."""
+    return text.replace("|", "\\|")
+
+
+#: the longest skip reason a matrix cell shows in full (a longer one is cut; the list below the matrix has it whole)
+SKIP_CELL_CHARS = 40
+
+
+def short_skip_reason(reason: str, impl: str | None = None) -> str:
+    """``reason`` (a benchmark test's skip reason) shortened for a table cell: whitespace collapsed, the prefix
+    naming the implementation dropped (``unsupported by <impl>: `` or ``<impl>: ``, the row names it already), cut
+    to :data:`SKIP_CELL_CHARS` characters with ``…`` (at a space, where one is in its second half) and ``|``
+    escaped for Markdown; ``?`` for an empty reason. Raises nothing."""
+    text = " ".join(str(reason).split())
+    if impl:
+        for prefix in (f"unsupported by {impl}: ", f"{impl}: "):
+            if text.startswith(prefix):
+                text = text[len(prefix) :]
+                break
+    if len(text) > SKIP_CELL_CHARS:
+        cut = text[: SKIP_CELL_CHARS - 1]
+        space = cut.rfind(" ")
+        text = (cut[:space] if space > SKIP_CELL_CHARS // 2 else cut).rstrip() + "…"
+    return _escape_pipes(text) or "?"
+
+
+def skipped_cell(reason: str, impl: str | None = None) -> str:
+    """The matrix cell of a case whose benchmark test was skipped: ``skipped: <short reason>``
+    (:func:`short_skip_reason`). A case with no record at all reads ``–`` (:func:`ratio_cell` of None)."""
+    return f"skipped: {short_skip_reason(reason, impl)}"
+
+
 def _study_x(impl: str, variant_name: str, dataset: str | None, loss: str | None) -> float | None:
     st = _study(dataset, loss)
     name = study_name(impl)
@@ -474,6 +537,10 @@ def _impl_section(data: dict, plots: dict) -> list[str]:
     cases = list(OrderedDict.fromkeys((r.get("dataset"), r.get("loss")) for r in rows))
     keys = list(OrderedDict.fromkeys((r["impl"], r["variant"]) for r in rows))
     at = {(r["impl"], r["variant"], r.get("dataset"), r.get("loss")): r for r in rows}
+    skips = _impl_skips(data, at)
+    # a case or an implementation skipped in every run still gets its column or row (after the measured ones)
+    cases += [c for c in OrderedDict.fromkeys((d, lo) for _, _, d, lo in skips) if c not in cases]
+    keys += [k for k in OrderedDict.fromkeys((i, v) for i, v, _, _ in skips) if k not in keys]
     lines = [
         "## Implementations × reference (CPU time of one epoch over the reference's, same data, interleaved)",
         "",
@@ -498,7 +565,8 @@ def _impl_section(data: dict, plots: dict) -> list[str]:
         theirs: list[float | None] = []
         for d, lo in cases:
             r = at.get((impl, variant, d, lo))
-            cells.append(ratio_cell(r))
+            skip = skips.get((impl, variant, d, lo))
+            cells.append(skipped_cell(skip["reason"], impl) if r is None and skip is not None else ratio_cell(r))
             if r is not None:
                 ours.append(ratio_of(r)[0])
                 sx = _study_x(impl, "OOB", d, lo) if variant == "oob" else None
@@ -507,8 +575,9 @@ def _impl_section(data: dict, plots: dict) -> list[str]:
         g, gs = _geomean(ours), _geomean(theirs)
         order[(impl, variant)] = (g, gs)
         labels = OrderedDict.fromkeys(data_label(r) for r in rows if (r["impl"], r["variant"]) == (impl, variant))
-        body.append([f"**{impl}**", variant, " / ".join(labels), *cells, _f(g), _f(gs)])
+        body.append([f"**{impl}**", variant, " / ".join(labels) or "–", *cells, _f(g), _f(gs)])
     lines += _table(header, body) + [""]
+    lines += _skip_notes(skips)
     dropped: OrderedDict[str, set] = OrderedDict()
     for r in rows:
         if r.get("dropped_hparams"):
@@ -524,6 +593,41 @@ def _impl_section(data: dict, plots: dict) -> list[str]:
     lines += _study_compare(at, cases, keys)
     lines += _ordering(order)
     return lines
+
+
+def _impl_skips(data: dict, at: dict) -> OrderedDict:
+    """The skip records of the matrix's groups (``epoch/``, ``epoch-oob/``; not the reference's), keyed like
+    ``at`` by (impl, variant, dataset, loss), the last record of a key winning; a key measured in some run (in
+    ``at``) is left out: the measurement is shown. The dataset, loss and variant come from the record's
+    ``skip_info``, else from its group."""
+    out: OrderedDict = OrderedDict()
+    for s in _skips(data):
+        if not s["group"].startswith(("epoch/", "epoch-oob/")) or not s.get("impl") or s["impl"] == "reference":
+            continue
+        parts = s["group"].split("/")
+        dataset = s.get("dataset") or (parts[1] if len(parts) == 3 else None)
+        loss = s.get("loss") or (parts[2] if len(parts) == 3 else None)
+        variant = s.get("variant") or ("oob" if s["group"].startswith("epoch-oob/") else "best")
+        key = (s["impl"], variant, dataset, loss)
+        if key not in at:
+            out.pop(key, None)  # the last record wins, in the place of its run
+            out[key] = s
+    return out
+
+
+def _skip_notes(skips: OrderedDict) -> list[str]:
+    """The skipped cases below the matrix: per implementation, variant and reason, the reason in full and the
+    cases. Empty without skips, so a report of records without skips reads as before."""
+    if not skips:
+        return []
+    by: OrderedDict = OrderedDict()
+    for (impl, variant, d, lo), s in skips.items():
+        by.setdefault((impl, variant, " ".join(s["reason"].split()) or "?"), []).append(f"{d} {lo}")
+    lines = ["Skipped cases (*skipped: reason* in the matrix; the test's reason in full here; *–*: not run):", ""]
+    lines += [
+        f"- **{impl}** ({variant}): {reason} — {', '.join(where)}" for (impl, variant, reason), where in by.items()
+    ]
+    return lines + [""]
 
 
 def _study_compare(at: dict, cases: list, keys: list) -> list[str]:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import pytest
 
-from gru4rec_conformance.benchmarks.timing import time_epochs, time_eval
+from gru4rec_conformance.benchmarks.timing import epoch_case, eval_case, time_epochs, time_eval
 from gru4rec_conformance.benchmarks.workload import best_params
 
 
@@ -45,20 +45,20 @@ def test_epoch(
             f"{bench_dataset} at scale {data.scale:g} has {data.shape()['train_sessions']} sessions, fewer "
             f"than batch_size={hp['batch_size']}: raise GRU4REC_BENCH_SCALE"
         )
-    group = f"epoch/{bench_dataset}/{bench_loss}"
+    group, case = epoch_case(bench_dataset, bench_loss, bench_variant)
     s = time_epochs(
         benchmark,
         bench_impl,
         bench_config,
-        group=group if bench_variant == "best" else f"epoch-{bench_variant}/{bench_dataset}/{bench_loss}",
-        case=f"{bench_dataset}/{bench_loss}",
+        group=group,
+        case=case,
         train=data.train,
         hp=hp,
         extra={"dataset": bench_dataset, "loss": bench_loss, "shape": data.shape(), "variant": bench_variant},
         rounds=bench_config.rounds,
         warmup=bench_config.warmup,
         reference=bench_reference,
-        ref_case=(group, f"{bench_dataset}/{bench_loss}"),
+        ref_case=epoch_case(bench_dataset, bench_loss, "best"),
         ref_hp=best,
     )
     if bench_impl.kind == "reference":
@@ -70,12 +70,13 @@ def test_epoch(
 def test_evaluation(benchmark, bench_impl, bench_config, epoch_datasets, bench_dataset):
     hp = best_params(bench_dataset, "cross-entropy")
     data = epoch_datasets(bench_dataset, hp["batch_size"])
+    group, case = eval_case(bench_dataset)
     s = time_eval(
         benchmark,
         bench_impl,
         bench_config,
-        group=f"eval/{bench_dataset}",
-        case=bench_dataset,
+        group=group,
+        case=case,
         train=data.train,
         test=data.test,
         hp=hp,

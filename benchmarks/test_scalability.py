@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import pytest
 
-from gru4rec_conformance.benchmarks.timing import BenchConfig, env_list, time_epochs
+from gru4rec_conformance.benchmarks.timing import BenchConfig, env_list, sweep_case, time_epochs
 from gru4rec_conformance.benchmarks.workload import best_params, sweep_frame, trained_events
 
 GRIDS = {
@@ -106,12 +106,13 @@ def test_sweep(benchmark, bench_impl, bench_reference, bench_config, frames, swe
         "n_items": int(df["ItemId"].nunique()),
         "trained_events": trained_events(df),
     }
+    group, case = sweep_case(name, value)
     s = time_epochs(
         benchmark,
         bench_impl,
         bench_config,
-        group=f"sweep/{name}",
-        case=f"{name}={value}",
+        group=group,
+        case=case,
         train=df,
         hp=hp,
         extra={"sweep": name, "value": value, "shape": shape},

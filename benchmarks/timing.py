@@ -20,6 +20,9 @@ RESULTS: dict = {}  # (group, case) -> {impl: summary dict}; insertion order = r
 #: (group, case) of a reference case -> every reference epoch measured for it, in run order (the reference's own
 #: benchmark, then the interleaved runs after each other implementation); read by :func:`reference_around`
 REFERENCE_RUNS: dict = {}
+#: every benchmark test skipped in this session, as its results-JSONL skip record (:func:`skip_record`), in run order;
+#: filled by benchmarks/conftest.py, written into a ``--benchmark-json`` report under ``gru4rec_bench.skipped``
+SKIPPED: list = []
 
 
 def env_list(name: str, allowed, default) -> list:
@@ -50,6 +53,11 @@ def bench_device(config) -> str:
 #: hyperparameter sets of an epoch benchmark: the study's best (gru4rec_reference.md §9.1) and, for an adapter that
 #: declares its defaults, the implementation's own ("out of the box", only the loss set)
 VARIANTS = ("best", "oob")
+
+
+def results_jsonl_path() -> str | None:
+    """The results JSON-lines file of this session (``GRU4REC_BENCH_RESULTS_JSONL``), or None when unset or empty."""
+    return os.environ.get("GRU4REC_BENCH_RESULTS_JSONL") or None
 
 
 class BenchConfig:
@@ -84,7 +92,7 @@ class BenchConfig:
         if self.data not in ("synthetic", "catalogue", "padded"):
             raise pytest.UsageError(f"GRU4REC_BENCH_DATA={self.data!r}: one of synthetic, catalogue, padded")
         self.minibatches = int(os.environ.get("GRU4REC_BENCH_MINIBATCHES", "1000"))
-        self.results_jsonl = os.environ.get("GRU4REC_BENCH_RESULTS_JSONL") or None
+        self.results_jsonl = results_jsonl_path()
         # per-epoch CPU-time limit of the adapters (benchmarks/limit.py), interleaved reference runs, variants
         limit = os.environ.get("GRU4REC_BENCH_EPOCH_LIMIT") or ""
         try:
@@ -339,3 +347,77 @@ def append_jsonl(path: str | os.PathLike, row: dict) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# the group and case of a benchmark test (shared by the tests and the skip records of benchmarks/conftest.py)
+
+
+def epoch_case(dataset: str, loss: str, variant: str = "best") -> tuple[str, str]:
+    """``(group, case)`` of the one-epoch benchmark of ``dataset`` and ``loss`` with the hyperparameter set ``variant``
+    (:data:`VARIANTS`): ``("epoch/<dataset>/<loss>", "<dataset>/<loss>")``, the group ``epoch-<variant>/...``
+    for a variant other than ``best``. Raises nothing."""
+    prefix = "epoch" if variant == "best" else f"epoch-{variant}"
+    return f"{prefix}/{dataset}/{loss}", f"{dataset}/{loss}"
+
+
+def eval_case(dataset: str) -> tuple[str, str]:
+    """``(group, case)`` of the evaluation benchmark of ``dataset``: ``("eval/<dataset>", "<dataset>")``."""
+    return f"eval/{dataset}", dataset
+
+
+def sweep_case(name: str, value) -> tuple[str, str]:
+    """``(group, case)`` of the point ``value`` of the sweep ``name``: ``("sweep/<name>", "<name>=<value>")``."""
+    return f"sweep/{name}", f"{name}={value}"
+
+
+def skip_record(
+    test: str,
+    params: dict,
+    reason: str,
+    *,
+    nodeid: str = "",
+    when: str = "call",
+    kind: str | None = None,
+    case_id: str = "",
+) -> dict:
+    """The results-JSONL line (``GRU4REC_BENCH_RESULTS_JSONL``) of a skipped benchmark test.
+
+    ``test``: the test function's name (``test_epoch``, ``test_evaluation``, ``test_sweep`` or another);
+    ``params``: its parametrization (``bench_impl`` the implementation's name, ``bench_dataset``, ``bench_loss``,
+    ``bench_variant``, ``sweep_point``); ``reason``: the skip reason; ``nodeid``, ``when`` (the phase that skipped:
+    ``setup`` or ``call``), ``kind`` (the implementation's runner kind, when known) and ``case_id`` (the
+    parametrization's id, the case of a test not listed above) are copied into the record.
+
+    Returns ``{"group", "name", "skipped": True, "reason", "skip_info", "nodeid", "when"}``: ``group`` and
+    ``name`` as the same case's result line would have them (:func:`epoch_case`, :func:`eval_case`,
+    :func:`sweep_case`; for another test, the test's name and ``case_id``), ``skip_info`` the implementation
+    (``impl``, ``kind``) and the case's fields (``case``, ``dataset``, ``loss``, ``variant``, ``sweep``, ``value``).
+    The line has no ``extra_info``, so readers of result lines only (older report.py, benchmarks/gpu/gpu_report.py)
+    pass over it. Raises nothing (a parameter missing from ``params`` falls back to the test's name and
+    ``case_id``)."""
+    info: dict = {"impl": params.get("bench_impl"), "kind": kind}
+    dataset, loss = params.get("bench_dataset"), params.get("bench_loss")
+    point = params.get("sweep_point")
+    if test == "test_epoch" and dataset and loss:
+        variant = params.get("bench_variant") or "best"
+        group, case = epoch_case(dataset, loss, variant)
+        info.update(dataset=dataset, loss=loss, variant=variant)
+    elif test == "test_evaluation" and dataset:
+        group, case = eval_case(dataset)
+        info.update(dataset=dataset)
+    elif test == "test_sweep" and isinstance(point, (tuple, list)) and len(point) == 2:
+        group, case = sweep_case(*point)
+        info.update(sweep=point[0], value=point[1])
+    else:
+        group, case = test, case_id
+    info["case"] = case
+    return {
+        "group": group,
+        "name": case,
+        "skipped": True,
+        "reason": reason,
+        "skip_info": {k: v for k, v in info.items() if v is not None},
+        "nodeid": nodeid,
+        "when": when,
+    }

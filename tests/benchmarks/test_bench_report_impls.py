@@ -5,11 +5,26 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 
 import pytest
 
 from gru4rec_conformance.benchmarks import report as report_module
-from gru4rec_conformance.benchmarks.report import build_markdown, load, ratio_cell, ratio_of, study_name, write_report
+from gru4rec_conformance.benchmarks.report import (
+    SKIP_CELL_CHARS,
+    build_markdown,
+    is_skip_record,
+    load,
+    ratio_cell,
+    ratio_of,
+    short_skip_reason,
+    skipped_cell,
+    study_name,
+    write_report,
+)
+from gru4rec_conformance.benchmarks.timing import epoch_case, eval_case, skip_record, sweep_case
+
+REPO = Path(__file__).resolve().parents[2]
 
 
 def _row(impl, variant, dataset, loss, **kw):
@@ -204,3 +219,113 @@ def test_sweep_plot_uses_cpu_time_beside_a_failed_implementation(tmp_path, monke
     ref = next(p for p in plotted if p[2] == "reference")
     assert ref[0] == [10**4, 10**5] and ref[1] == pytest.approx([2.0, 3.0])  # CPU seconds; geometric mean of 1, 4
     assert any(p[2] == "torch_gru4rec (failed at every point)" and p[0] == [] for p in plotted)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# skipped cases: recorded in the results JSONL (benchmarks/conftest.py, timing.skip_record), shown in the matrix
+
+
+def _skip(impl, dataset, loss, variant, reason):
+    params = {"bench_impl": impl, "bench_dataset": dataset, "bench_loss": loss, "bench_variant": variant}
+    return skip_record("test_epoch", params, reason, nodeid=f"benchmarks/test_epoch.py::test_epoch[{impl}]")
+
+
+def _matrix_lines(md: str) -> dict:
+    matrix = md.split("## Implementations × reference", 1)[1].split("###", 1)[0]
+    return {l.split("|")[1].strip(): l for l in matrix.splitlines() if l.startswith("| **")}
+
+
+def test_skip_record_names_the_case_as_its_result_line_would():
+    row = _skip("recbole", "coveo", "bpr-max", "oob", "unsupported by recbole: loss bpr-max")
+    assert (
+        (row["group"], row["name"])
+        == epoch_case("coveo", "bpr-max", "oob")
+        == ("epoch-oob/coveo/bpr-max", "coveo/bpr-max")
+    )
+    assert row["skipped"] is True and row["reason"] == "unsupported by recbole: loss bpr-max"
+    assert row["skip_info"] == {
+        "impl": "recbole",
+        "case": "coveo/bpr-max",
+        "dataset": "coveo",
+        "loss": "bpr-max",
+        "variant": "oob",
+    }
+    assert "extra_info" not in row and is_skip_record(json.loads(json.dumps(row)))
+    ev = skip_record("test_evaluation", {"bench_impl": "x", "bench_dataset": "rees46"}, "r", kind="adapter")
+    assert (ev["group"], ev["name"], ev["skip_info"]["kind"]) == (*eval_case("rees46"), "adapter")
+    sw = skip_record(
+        "test_sweep", {"bench_impl": "x", "sweep_point": ("n_sessions", 100)}, "100 sessions < batch_size 512"
+    )
+    assert (sw["group"], sw["name"]) == sweep_case("n_sessions", 100) == ("sweep/n_sessions", "n_sessions=100")
+    other = skip_record("test_official_epoch", {"loss": "bpr-max"}, "official GRU4Rec not found", case_id="bpr-max")
+    assert (other["group"], other["name"], other["skip_info"]) == (
+        "test_official_epoch",
+        "bpr-max",
+        {"case": "bpr-max"},
+    )
+    assert not is_skip_record({"group": "g", "skipped": True, "extra_info": {}}) and not is_skip_record([1])
+
+
+def test_skipped_case_renders_with_its_reason_not_a_dash(tmp_path):
+    """A skip record fills the matrix cell with "skipped: <short reason>" (the full reason listed below the matrix);
+    a case not run at all still reads "–"; a case skipped by every implementation still gets its column."""
+    from gru4rec_conformance.benchmarks.gpu.gpu_report import read_jsonl
+
+    skips = [
+        _skip("recbole", "coveo", "bpr-max", "best", "unsupported by recbole: loss bpr-max"),
+        _skip("torch_gru4rec:oob", "coveo", "bpr-max", "oob", "unsupported by torch_gru4rec:oob: loss | bpr-max"),
+        _skip("recbole", "coveo", "cross-entropy", "best", "measured in another run: the measurement wins"),
+    ]
+    path = tmp_path / "results.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in ROWS + skips), encoding="utf-8")
+    data = load(path)
+    assert len(data["benchmarks"]) == len(ROWS) and len(data["gru4rec_bench"]["skipped"]) == len(skips)
+    md = build_markdown(data)
+    lines = _matrix_lines(md)
+    header = next(l for l in md.splitlines() if l.startswith("| implementation |"))
+    assert "| coveo cross-entropy | coveo bpr-max |" in header
+    assert "| 3.25× | skipped: loss bpr-max |" in lines["**recbole**"]
+    assert "| 1.50× | skipped: loss \\| bpr-max |" in lines["**torch_gru4rec:oob**"]  # one cell still
+    assert "| > 4.0× (≈ 22×, 12 mb) | – |" in lines["**gru4rec_pytorch:oob**"]  # not run: no record
+    notes = md.split("Skipped cases", 1)[1].split("\n\n", 2)[1]
+    assert "- **recbole** (best): unsupported by recbole: loss bpr-max — coveo bpr-max" in notes
+    assert "measured in another run" not in md
+    # readers of result lines only pass over skip records
+    assert len(read_jsonl(path)) == len(ROWS)
+    # a pytest-benchmark JSON carries them under gru4rec_bench.skipped (benchmarks/conftest.py)
+    doc = {"benchmarks": json.loads(json.dumps(ROWS)), "gru4rec_bench": {"device": "cpu", "skipped": skips[:1]}}
+    assert "| 3.25× | skipped: loss bpr-max |" in _matrix_lines(build_markdown(doc))["**recbole**"]
+
+
+def test_a_row_or_reason_known_only_from_skips():
+    skips = [
+        _skip(
+            "official",
+            "coveo",
+            "cross-entropy",
+            "oob",
+            "official: out of the box is a third-party adapter's own defaults",
+        )
+    ]
+    data = {"benchmarks": json.loads(json.dumps(ROWS)), "gru4rec_bench": {"device": "cpu", "skipped": skips}}
+    line = _matrix_lines(build_markdown(data))["**official**"]
+    assert line.startswith("| **official** | oob | – | skipped: out of the box is a third-party… | – | – |")
+    assert short_skip_reason("a  b\n c") == "a b c" and short_skip_reason("") == "?"
+    assert len(short_skip_reason("x" * 100)) == SKIP_CELL_CHARS
+    assert skipped_cell("unsupported by recbole: loss top1", "recbole") == "skipped: loss top1"
+
+
+def test_old_results_without_skip_records_render_exactly_as_committed():
+    """The committed CPU report (a results JSONL from before skip records) renders byte for byte as committed."""
+    folder = REPO / "reports" / "benchmarks" / "cpu-impl-2026-12-02"
+    committed = (folder / "report.md").read_text(encoding="utf-8")
+    plots = {
+        "impl_vs_study": "plots/impl_vs_study.png",
+        "epoch": "plots/epoch_minibatches_per_s.png",
+        "n_items": "plots/sweep_n_items.png",
+    }
+    data = load(folder / "results.jsonl")
+    assert "skipped" not in data["gru4rec_bench"]
+    title = committed.splitlines()[0].removeprefix("# ")
+    assert build_markdown(data, plots, title, (folder / "notes.md").read_text(encoding="utf-8")) == committed
+    assert "skipped" not in build_markdown(_data())  # and the fixtures' rows: no skip notes, "–" as before
