@@ -41,6 +41,7 @@ With ``--benchmark-json=PATH`` the terminal summary also writes the Markdown + P
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import os
 import sys
 from pathlib import Path
@@ -71,6 +72,10 @@ _RUNNERS_KEY = pytest.StashKey[list]()
 def pytest_configure(config):
     config.addinivalue_line("markers", "benchmark: a pytest-benchmark timing (benchmarks/)")
     config.addinivalue_line("markers", "gpu: needs a GPU")
+    if importlib.util.find_spec("pytest_benchmark") is None:
+        raise pytest.UsageError(
+            "the benchmarks need pytest-benchmark, which is not installed here: pip install 'gru4rec-conformance[bench]'"
+        )
 
 
 def _runners(config) -> list:
@@ -269,6 +274,7 @@ def _bench_threads(bench_config):
     torch.set_num_threads(before)
 
 
+@pytest.hookimpl(optionalhook=True)  # pytest-benchmark's hook; without the plugin the usage error above says why
 def pytest_benchmark_update_json(config, benchmarks, output_json):
     output_json["gru4rec_bench"] = {
         "device": bench_device(config),

@@ -15,6 +15,7 @@ imports all of them to list the available names.
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import importlib
 import pkgutil
 import re
@@ -172,6 +173,32 @@ class Registry:
             lines.extend(f"  {p}" for p in self.problems)
         return "\n".join(lines)
 
+    def describe_short(self) -> str:
+        """Listing for a mistyped ``--impl``: the reference and implementations per family, the mutants only
+        counted (their names are in docs/checks.md and in :meth:`describe`, shown without ``--impl``)."""
+        lines = ["Registered implementations:"]
+        n_mutants = 0
+        for fam in self.families():
+            specs = self.specs(fam)
+            main = [s.name for s in specs if s.role != "mutant"]
+            n_mutants += len(specs) - len(main)
+            if main:
+                lines.append(f"  {fam:<10} {', '.join(main)}")
+        if n_mutants:
+            lines.append(f"  and {n_mutants} mutants (--impl mutant:NAME; all names: the same command without --impl)")
+        lines.append("  An outside adapter is loaded by import path: --impl some.module:AdapterClass")
+        if self.problems:
+            lines.append("Adapter modules that failed to import:")
+            lines.extend(f"  {p}" for p in self.problems)
+        return "\n".join(lines)
+
+    def unknown_name(self, token: str) -> str:
+        """The error text of ``--impl token`` naming nothing registered: one line with the closest names
+        (``difflib``), then :meth:`describe_short`."""
+        close = difflib.get_close_matches(token, sorted({s.name for s in self.specs()} | {"all"}), n=3, cutoff=0.6)
+        hint = f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
+        return f"--impl {token!r} is not a registered implementation{hint}\n{self.describe_short()}"
+
     # -- selection -------------------------------------------------------------------------------------
     def resolve(self, selection: Iterable[str]) -> list[AdapterSpec]:
         """Specs selected by ``--impl`` values: names, ``all``, or ``module:Class`` import paths.
@@ -194,7 +221,7 @@ class Registry:
             elif ":" in token:
                 found = [load_import_path(token)]
             else:
-                raise RegistryError(f"--impl {token!r} is not a registered implementation.\n{self.describe()}")
+                raise RegistryError(self.unknown_name(token))
             for spec in found:
                 if all((s.family, s.name) != (spec.family, spec.name) for s in out):
                     out.append(spec)

@@ -25,6 +25,8 @@ def render_markdown(s: dict[str, Any]) -> str:
     c = s["counts"]
     cf = s["conformance"]
     lines = [f"# {s['title']}", ""]
+    if s.get("standin"):
+        lines += [f"**Data: {s['standin']}**", ""]
     lines.append(f"**Conformance: {cf['status']}** — {cf['headline'].split(' — ', 1)[-1]}")
     if cf["reasons"]:
         lines += [""] + [f"- {r}" for r in cf["reasons"]]

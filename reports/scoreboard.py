@@ -65,7 +65,9 @@ def apart_reasons(run: RunData, conformance: Any | None = None) -> list[str]:
     elif run.status != "complete":
         reasons.append("killed (no end record)")
     cov = conf.coverage
-    if cov.not_selected or (cov.unknown_not_run and "subset" in cov.unknown_not_run):
+    # an unavailable implementation ran no check: which ones the command selected says nothing about it
+    subset = cov.not_selected or (cov.unknown_not_run and "subset" in cov.unknown_not_run)
+    if subset and conf.status != "UNAVAILABLE":
         what = cov.unknown_not_run if cov.unknown_not_run and "subset" in cov.unknown_not_run else None
         reasons.append(
             what.split(":")[0] if what else f"a subset run ({cov.not_selected} applicable checks not selected)"

@@ -114,6 +114,20 @@ def _datasets_used(results: list[dict[str, Any]]) -> str:
     return f"(checks' defaults: {', '.join(used)})" if used else "(checks' defaults)"
 
 
+def standin_line(run: RunData) -> str:
+    """The header's warning when checks ran on seeded synthetic stand-ins instead of real data: ``"synthetic
+    stand-ins: yoochoose_100k_standin, sst5_standin (...)"``, from the datasets the checks recorded in their metric
+    contexts and ``--dataset``; "" when every dataset was real."""
+    names = [str(run.header.get("dataset") or "")] + [
+        str((m.get("context") or {}).get("dataset") or "") for r in run.results for m in r.get("metrics", [])
+    ]
+    standins = [n for n in dict.fromkeys(names) if "standin" in n]
+    if not standins:
+        return ""
+    return (f"synthetic stand-ins: {', '.join(standins)} (seeded synthetic data in place of the real data, which "
+            "were not found; its metrics are not comparable with the study's)")  # fmt: skip
+
+
 def conformance_block(run: RunData, conformance: Conformance | None = None) -> dict[str, Any]:
     """The status and coverage header of a summary, as plain data.
 
@@ -347,4 +361,5 @@ def build_summary(
         "plot_error": plot_error,
         "fmt": _fmt,
         "notices": notices(run),
+        "standin": standin_line(run),
     }

@@ -155,7 +155,7 @@ def _static_info(item: pytest.Item, family: str, name: str) -> StaticInfo:
         if fam is not None and check["kind"] not in fam.kinds:
             problems.append(f"@check kind {check['kind']!r} is not a kind of family {family}: {list(fam.kinds)}")
     doc = getattr(getattr(item, "function", None), "__doc__", None) or ""
-    check["title"] = doc.strip().splitlines()[0].strip() if doc.strip() else ""
+    check["title"] = first_sentence(doc)
     features: list[str] = []
     prefixes = dict(fam.marker_prefixes) if fam is not None else {}
     for m in item.iter_markers():
@@ -171,6 +171,23 @@ def _static_info(item: pytest.Item, family: str, name: str) -> StaticInfo:
     markers = sorted({m.name for m in item.iter_markers()} & {"slow", "gpu", "metric", DETERMINISM_MARKER})
     return {"impl": name, "family": family, "check": check, "features": features, "markers": markers,
             "problems": problems}  # fmt: skip
+
+
+#: a full stop that ends no sentence: after an abbreviation (e.g., i.e., vs., cf., etc. before a lower-case word)
+_ABBREVIATION = re.compile(r"(?:\b(?:e\.g|i\.e|vs|cf|etc|approx|incl|resp|no|Fig|Eq|Sec)|\.\.)$")
+
+
+def first_sentence(doc: str) -> str:
+    """What a check proves, for the reports: the first sentence of the first paragraph of ``doc``, its lines joined
+    (a docstring's first line often stops mid-sentence); the whole paragraph when it holds no sentence end; ""
+    for an empty docstring. A sentence ends at ``.``, ``!`` or ``?`` followed by white space or the end, not after
+    an abbreviation such as ``e.g.``."""
+    para = " ".join(doc.strip().split("\n\n")[0].split())
+    for m in re.finditer(r"[.!?](?=\s|$)", para):
+        if m.group() == "." and _ABBREVIATION.search(para[: m.start()]):
+            continue
+        return para[: m.end()]
+    return para
 
 
 class XfailRegistryItem(pytest.Item):

@@ -9,6 +9,7 @@ them, so ``--strict-markers`` accepts them in checks and in the suite's own test
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import os
 from pathlib import Path
 
@@ -191,12 +192,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default="deny",
         help="cut workers off the network where the platform allows (default deny)",
     )
-    env_threads = os.environ.get("GRU4REC_WORKER_THREADS", "")
+    env_threads = os.environ.get("GRU4REC_WORKER_THREADS", "").strip()
     g.addoption(
         "--worker-threads",
         dest="conformance_worker_threads",
         type=int,
-        default=int(env_threads) if env_threads.isdigit() else None,
+        # as text: argparse converts it like a command-line value, so a non-integer is a usage error
+        default=env_threads or None,
         metavar="N",
         help="OMP/MKL/OpenBLAS and torch threads of each worker (default: OMP_NUM_THREADS etc. as set "
         "here, else 1; env GRU4REC_WORKER_THREADS)",
@@ -325,6 +327,43 @@ def _check_worker_limits(settings: IsolationSettings) -> None:
     if settings.memory_limit_mb is not None and not settings.memory_limit_mb >= 0:
         raise pytest.UsageError(f"--worker-memory-mb {settings.memory_limit_mb:g}: the memory limit must be >= 0 MiB "
                                 "(0 = no limit)")  # fmt: skip
+
+
+def check_run_inputs(options: Options) -> None:
+    """Raise ``pytest.UsageError`` (one line) for a ``--dataset`` or ``--report-dir`` a conformance run cannot use,
+    before any run folder is made: an unknown dataset name (with the closest one), a prepared folder that is
+    missing or lacks its Parquet files, a report folder that is a file or cannot be written."""
+    if options.dataset is not None:
+        from gru4rec_conformance.datasets.sessions.registry import check_selection
+
+        try:
+            check_selection(options.dataset)
+        except (ValueError, OSError) as exc:
+            raise pytest.UsageError(str(exc)) from None
+    if options.report_enabled and not options.is_xdist_worker:
+        _check_report_dir(options.report_dir)
+
+
+def _check_report_dir(root: Path) -> None:
+    """``root`` or its nearest existing ancestor must be a writable folder (run folders are made under it)."""
+    existing = root
+    while not existing.exists() and existing.parent != existing:
+        existing = existing.parent
+    if not existing.is_dir():
+        raise pytest.UsageError(f"--report-dir / GRU4REC_REPORT_DIR {root}: {existing} is not a folder")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise pytest.UsageError(f"--report-dir / GRU4REC_REPORT_DIR {root}: {existing} is not writable")
+
+
+def check_xfail_target(raw: str, implementation: str, selected: list[str]) -> None:
+    """Raise ``pytest.UsageError`` when the ``implementation`` key of the ``--xfails`` file ``raw`` names none of
+    the ``selected`` implementations (its entries would silently apply to nothing)."""
+    if implementation in selected:
+        return
+    close = difflib.get_close_matches(implementation, selected, n=1)
+    hint = f" (did you mean {close[0]!r}?)" if close else ""
+    raise pytest.UsageError(f"--xfails {raw}: its implementation {implementation!r} is not selected by --impl "
+                            f"(selected: {', '.join(selected)}){hint}")  # fmt: skip
 
 
 def check_sandbox(options: Options, uses_workers: bool) -> None:

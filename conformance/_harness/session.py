@@ -20,7 +20,9 @@ from gru4rec_conformance.conformance._harness.handle import ImplHandle
 from gru4rec_conformance.conformance._harness.options import (
     check_cuda,
     check_options,
+    check_run_inputs,
     check_sandbox,
+    check_xfail_target,
     looks_like_conformance_run,
     missing_selection_usage,
     read_options,
@@ -52,6 +54,7 @@ def pytest_configure(config: pytest.Config) -> None:
         state.specs = registry.resolve(options.selection)
     except RegistryError as exc:
         raise pytest.UsageError(str(exc)) from None
+    check_run_inputs(options)
     if options.device == "cuda":
         check_cuda()
     if not state.specs:
@@ -73,6 +76,7 @@ def pytest_configure(config: pytest.Config) -> None:
             raise pytest.UsageError(str(exc)) from None
         except OSError as exc:
             raise pytest.UsageError(f"--xfails {raw}: {exc}") from None
+        check_xfail_target(raw, xf.implementation, [s.name for s in state.specs])
         state.extra_xfail_files[xf.implementation] = path
     if not options.is_xdist_worker:  # hashed before any adapter code runs; the gate compares them at the end
         for spec in state.specs:

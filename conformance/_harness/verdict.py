@@ -62,6 +62,7 @@ DEFECT_KINDS = ("bug", "design-difference", "numerical", "undeclared")
 #: not reached because the run was interrupted.
 NOT_SELECTED = "not selected"
 NOT_REACHED = "not reached"
+_INTERRUPTED = "the run was interrupted"
 #: The check id of the items standing for xfail-registry problems (``collection.XfailRegistryItem``).
 REGISTRY_CHECK_ID = "XFAIL-REGISTRY"
 #: Catalogue defect ids (conformance_checks.md §B.2: GP, TG, TF, KG, RP, MS rows) quoted in an xfail's reason or link.
@@ -272,7 +273,10 @@ class Conformance:
             if self.coverage.not_tested or self.coverage.unknown_not_run is not None:
                 text += f"; incomplete: {self._not_tested_text()}"
             return text
-        return head + f"{self._not_tested_text()}; {cov}"
+        text = self._not_tested_text()
+        if _INTERRUPTED in self.reasons:
+            text = f"{_INTERRUPTED}; {text}"
+        return head + f"{text}; {cov}"
 
     def _not_tested_text(self) -> str:
         causes = self.coverage.why_not_tested()
@@ -280,7 +284,9 @@ class Conformance:
         parts = [f"{n} not tested" + (f" ({', '.join(causes)})" if causes else "")] if n else []
         if self.coverage.unknown_not_run is not None:
             parts.append(self.coverage.unknown_not_run)
-        return "; ".join(parts) or "nothing applicable was tested"
+        if not parts and not self.coverage.ran:
+            parts.append("nothing applicable was tested")
+        return "; ".join(parts) or "all applicable checks ran"
 
     def to_json(self) -> dict[str, Any]:
         """Plain JSON data (``results.json``'s ``conformance``); :meth:`from_json` reads it back."""
@@ -529,8 +535,13 @@ def assess(header: Mapping[str, Any], records: Sequence[Mapping[str, Any]],
 
     command = [str(a) for a in header.get("command") or ()]
     subset = _subset_args(command) if not_run is None else []
+    # an interrupted run whose end record lists no check as not reached did not know its plan (pytest-xdist
+    # workers report what they collected only when they finish): what it did not reach is unknown
+    lists_not_reached = any(isinstance(e, Mapping) and e.get("reason") == NOT_REACHED for e in (not_run or {}).values())
     unknown = (
         "the run was killed: checks it did not reach are not counted" if end is None
+        else f"{_INTERRUPTED}: checks it did not reach are not counted"
+        if end.get("status") == "interrupted" and not lists_not_reached
         else f"a subset run ({' '.join(subset)}): checks not selected are not counted" if subset
         else None
     )  # fmt: skip
@@ -564,7 +575,7 @@ def assess(header: Mapping[str, Any], records: Sequence[Mapping[str, Any]],
     if unknown is not None:
         reasons.append(unknown)
     elif end is not None and end.get("status") == "interrupted":
-        reasons.append("the run was interrupted")
+        reasons.append(_INTERRUPTED)
     if coverage.not_tested:
         reasons.append(f"incomplete: {coverage.not_tested} not tested ({', '.join(coverage.why_not_tested())})")
     if not records and not not_run:

@@ -26,6 +26,7 @@ implementation's matrix (5 datasets x 2 losses, 4-7 fits each) takes about 10-20
 
 from __future__ import annotations
 
+import difflib
 import functools
 import json
 import tempfile
@@ -47,6 +48,7 @@ __all__ = [
     "MetricFrames",
     "metric_frames",
     "parse_selection",
+    "check_selection",
     "mc_config",
     "study_delta",
 ]
@@ -113,13 +115,30 @@ def parse_selection(option: str | None) -> list[tuple[str, str | None]]:
             folders[key] = token
             names.append(key)
         else:
+            close = difflib.get_close_matches(token, ["all", *KEYS, "yoochoose_100k", "yoochoose_100k_standin"], n=1)
             raise ValueError(
                 f"--dataset {token!r}: unknown dataset; use all, a comma list of {', '.join(KEYS)}, "
                 "yoochoose_100k, yoochoose_100k_standin, <name>=<folder> or a folder written by "
-                "python -m gru4rec_conformance.datasets prepare"
+                "python -m gru4rec_conformance.datasets prepare" + (f" (did you mean {close[0]!r}?)" if close else "")
             )
     seen: dict[str, None] = dict.fromkeys(names)
     return [(n, folders.get(n)) for n in seen]
+
+
+def check_selection(option: str | None) -> None:
+    """Validate ``--dataset`` without reading any data: :func:`parse_selection`, and every folder it names
+    exists and holds ``train_full.parquet`` and ``test.parquet``. Raises ValueError naming ``--dataset``."""
+    for name, folder in parse_selection(option):
+        if folder is None:
+            continue
+        if not Path(folder).is_dir():
+            raise ValueError(f"--dataset {name}={folder}: {folder} is not a folder")
+        missing = [p for p in ("train_full.parquet", "test.parquet") if not (Path(folder) / p).is_file()]
+        if missing:
+            raise ValueError(
+                f"--dataset {name}: folder {folder} lacks {', '.join(missing)} (prepare it with python -m "
+                "gru4rec_conformance.datasets prepare)"
+            )
 
 
 def _prepared_key(folder: Path) -> str:

@@ -328,3 +328,20 @@ def test_summary_dataset_row_names_the_datasets_checks_recorded():
     results = [{"metrics": [note]}, {"metrics": []}, {"metrics": [{"name": "x", "context": {"dataset": "d2"}}, note]}]
     assert _datasets_used(results) == "(checks' defaults: sst5_standin, d2)"
     assert _datasets_used([{"metrics": [{"name": "x", "context": {}}]}]) == "(checks' defaults)"
+
+
+def test_what_a_check_proves_is_cut_at_a_sentence_end_or_not_at_all():
+    """A report's "what it proves" is the docstring's first sentence, its lines joined, never a first line cut
+    mid-sentence."""
+    from gru4rec_conformance.conformance._harness.collection import first_sentence
+
+    doc = """Rows of the score matrix are independent examples (the loss does not
+    couple lanes), e.g. a perturbed row. More detail.
+
+    Second paragraph."""
+    assert first_sentence(doc) == (
+        "Rows of the score matrix are independent examples (the loss does not couple lanes), e.g. a perturbed row."
+    )
+    assert first_sentence("No full stop here but\n    a wrapped line") == "No full stop here but a wrapped line"
+    assert first_sentence("Resets the hidden state at session starts.") == "Resets the hidden state at session starts."
+    assert first_sentence("") == ""

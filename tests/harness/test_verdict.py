@@ -165,11 +165,28 @@ def test_killed_interrupted_errored_and_empty_runs_are_incomplete():
     assert c.status == INCOMPLETE and c.coverage.figure() == "1/1+ (100%)"
     assert c.reasons == ("the run was killed: checks it did not reach are not counted",)
     c = assess(HEADER, [rec("a", "passed")], {**END, "status": "interrupted"})
-    assert c.status == INCOMPLETE and "the run was interrupted" in c.reasons
+    assert c.status == INCOMPLETE and "the run was interrupted: checks it did not reach are not counted" in c.reasons
     c = assess(HEADER, [rec("a", "passed"), rec("b", "error", reason="RuntimeError: fixture broke")], END)
     assert c.status == INCOMPLETE and dict(c.coverage.other_not_run) == {"error: RuntimeError: fixture broke": 1}
     c = assess(HEADER, [], END)
     assert c.status == INCOMPLETE and "no check ran" in c.reasons
+
+
+def test_interrupted_run_line_says_so_and_never_reads_as_complete_coverage():
+    """An interrupted run whose end record lists nothing as not reached (pytest-xdist workers killed before they
+    reported their plan) must not read "nothing applicable was tested; coverage 2/2 (100%)"."""
+    records = [rec("a", "passed"), rec("b", "passed")]
+    c = assess(HEADER, records, {**END, "status": "interrupted"})
+    line = c.line("x")
+    assert c.status == INCOMPLETE and c.coverage.figure() == "2/2+ (100%)"
+    assert "nothing applicable was tested" not in line
+    want = "x: INCOMPLETE — the run was interrupted: checks it did not reach are not counted; coverage 2/2+ (100%)"
+    assert line == want
+    planned = {"conformance/gru4rec/test_k.py::c[x]": {"reason": "not reached", "check": {"id": "C", "kind": "K1"},
+                                                       "missing": [], "markers": []}}  # fmt: skip
+    c = assess(HEADER, records, {**END, "status": "interrupted", "not_run": planned})
+    assert c.line("x") == ("x: INCOMPLETE — the run was interrupted; 1 not tested (1 not selected or not reached); "
+                           "coverage 2/3 (67%)")  # fmt: skip
 
 
 def test_unavailable_implementation():

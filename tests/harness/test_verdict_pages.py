@@ -281,3 +281,38 @@ def test_the_dataset_tag_of_a_run(tmp_path):
         tags[option] = dataset_matrix(load_run(_write_run(tmp_path / f"r{i}", dataset=option)))
     assert tags == {None: None, "yoochoose_100k": None, "all": "all", "rees46,coveo": "rees46-coveo",
                     "rees46=/data/r46": "rees46", "/data/prep": "prepared"}  # fmt: skip
+
+
+def test_an_unavailable_implementation_is_not_shown_apart_as_a_subset_run(tmp_path):
+    """A run of an unavailable implementation ran nothing: its ``-m 'not slow'`` says nothing about it."""
+    unavailable = [
+        _result(f"conformance/gru4rec/test_k1.py::test_sr{i}[gp:oob]", f"SR-{i}", "K1", "skipped",
+                outcome_detail="unavailable", unavailable="needs Python 3.9")
+        for i in range(3)
+    ]  # fmt: skip
+    folder = _write_run(tmp_path / "gp.oob" / "20261201T100000Z", command=("pytest", "conformance", "-m", "not slow"),
+                        results=unavailable)  # fmt: skip
+    run = load_run(folder)
+    assert run.conformance().status == "UNAVAILABLE"
+    from gru4rec_conformance.reports.scoreboard import apart_reasons
+
+    assert not any("subset" in r for r in apart_reasons(run))
+
+
+def test_the_report_header_says_when_the_data_were_synthetic_stand_ins(tmp_path):
+    from gru4rec_conformance.reports.render import render_html, render_markdown
+    from gru4rec_conformance.reports.summary import build_summary
+
+    real = load_run(_write_run(tmp_path / "real" / "20261201T100000Z"))
+    assert build_summary(real)["standin"] == ""
+    mc = _metrics("all features", 0.27, 0.21)
+    for m in mc:
+        m["context"] = {**m["context"], "dataset": "yoochoose_100k_standin"}
+    records = [_result("conformance/gru4rec/test_mc.py::test_mc2[gp:oob]", "MC-2", "metric", "passed", metrics=mc)]
+    fake = load_run(_write_run(tmp_path / "fake" / "20261201T100000Z", results=records))
+    s = build_summary(fake)
+    assert s["standin"].startswith("synthetic stand-ins: yoochoose_100k_standin")
+    assert "**Data: synthetic stand-ins: yoochoose_100k_standin" in render_markdown(s).split("**Conformance")[0]
+    header = render_html(s).split("<header>", 1)[1].split("</header>", 1)[0]
+    assert "Data: synthetic stand-ins: yoochoose_100k_standin" in header
+    assert "Data:" not in render_html(build_summary(real)).split("</header>", 1)[0]

@@ -207,3 +207,21 @@ def test_installed_xfail_files_are_vouched_for_by_the_wheel_record(venv):
     package, trusted, changed = json.loads(r.stdout)
     assert package == "pristine" and trusted is None, r.stdout
     assert "differs from the installed suite's RECORD" in changed
+
+
+def test_readme_gating_command_works_verbatim_and_leaves_no_benchmark_storage(venv, maintainer_repo):
+    """The README's gating command, copied as written (only the adapter's name filled in and one fast check
+    selected), from the maintainer's repository with nothing on PYTHONPATH: it finds their package, and the
+    installed suite turns on no pytest-benchmark storage there (no ``.benchmarks/``)."""
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## Gating your reimplementation, without a clone", 1)[1].split("\n## ", 1)[0]
+    (command,) = [ln.strip() for ln in section.splitlines() if "pytest --pyargs" in ln]
+    command = command.replace("your_pkg.conformance:YourAdapter", "mypkg.conformance:TemplateAdapter")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "PYTEST", "GRU4REC_", "VIRTUAL_ENV"))}
+    env.update(PATH=f"{venv / 'bin'}{os.pathsep}{env.get('PATH', '')}", HF_HUB_OFFLINE="1", OMP_NUM_THREADS="1")
+    r = _run(["bash", "-c", f"{command} -p no:cacheprovider --no-report-plots -k test_sr2_first_event_after_switch"], cwd=maintainer_repo,
+             env=env, timeout=900)  # fmt: skip
+    out = r.stdout + r.stderr
+    assert "ModuleNotFoundError" not in out and r.returncode == 0, out[-3000:]
+    assert "GATE PASSED" in out, out[-3000:]
+    assert not (maintainer_repo / ".benchmarks").exists(), "the installed suite made .benchmarks/ in their repository"
