@@ -1,6 +1,6 @@
 """The verdict card of one implementation and judged version, generated from its run (card.md, card.html).
 
-A card says, from the records alone: the conformance status (``conformance._harness.verdict``) and the gate; the
+A card says, from the records alone: the conformance status (``conformance._records.verdict``) and the gate; the
 defects found (catalogue id, kind, fix level, the measured figure); the features the implementation lacks and
 refuses loudly (declared absent, or an ``Unsupported`` at build time); the metric Δ against the reference band
 (dataset and loss named) beside the study's published Δ; the study's expected outcome per check (§B.3) beside ours,
@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from gru4rec_conformance import CHECKOUT_ROOT, __version__
-from gru4rec_conformance.conformance._harness.verdict import PREREQUISITES
+from gru4rec_conformance.conformance._records.verdict import PREREQUISITES
 from gru4rec_conformance.reports import study
 from gru4rec_conformance.reports.agreement import tally as agreement_tally
 from gru4rec_conformance.reports.render import md_table as _table

@@ -119,7 +119,7 @@ def payload(run: RunData) -> dict[str, Any]:
             return data
     if path is not None and path.name == VERDICT_FILE:
         return json.loads(gzip.decompress(path.read_bytes()))
-    from gru4rec_conformance.conformance._harness.records import RESULTS_SCHEMA_VERSION
+    from gru4rec_conformance.conformance._records.records import RESULTS_SCHEMA_VERSION
 
     return {
         "schema": SCHEMA,

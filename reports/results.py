@@ -7,7 +7,7 @@ JSON lines are:
 
 - ``{"type": "run", ...}``: run metadata (implementation, capabilities, suite version, frameworks, ...);
 - ``{"type": "result", ...}``: one per finished check (see :data:`OUTCOMES`; typed as
-  ``conformance._harness.records.ResultRecord``);
+  ``conformance._records.records.ResultRecord``);
 - ``{"type": "resume", ...}``: a later ``--resume`` session continuing this run (``truncated``: the torn last
   line it cut off, if any);
 - ``{"type": "end", "status": "complete" | "interrupted", "reused": n, ...}``: the session ended (``reused``:
@@ -26,9 +26,9 @@ from pathlib import Path
 from typing import Any
 
 # The record format and the outcomes are the harness's (conformance/_harness/records.py); re-exported for readers.
-from gru4rec_conformance.conformance._harness.records import BAD_OUTCOMES as BAD_OUTCOMES
-from gru4rec_conformance.conformance._harness.records import OUTCOMES as OUTCOMES
-from gru4rec_conformance.conformance._harness.records import SCHEMA as SCHEMA
+from gru4rec_conformance.conformance._records.records import BAD_OUTCOMES as BAD_OUTCOMES
+from gru4rec_conformance.conformance._records.records import OUTCOMES as OUTCOMES
+from gru4rec_conformance.conformance._records.records import SCHEMA as SCHEMA
 
 
 class RunDirError(ValueError):
@@ -60,10 +60,10 @@ class RunData:
     torn: dict[str, int] | None = None
 
     def conformance(self) -> Any:
-        """The conformance status of the run (``conformance._harness.verdict.Conformance``): the stored one when
+        """The conformance status of the run (``conformance._records.verdict.Conformance``): the stored one when
         it is readable, else computed from the records with ``verdict.assess`` (runs written before the harness
         stored it)."""
-        from gru4rec_conformance.conformance._harness import verdict
+        from gru4rec_conformance.conformance._records import verdict
 
         if self.stored_conformance:
             try:

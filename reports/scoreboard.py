@@ -6,7 +6,7 @@ writes ``<out>/scoreboard.md`` and ``scoreboard.html`` (atomically).
 
 One row per implementation (level included): the newest *complete* run whose checks are this checkout's and that
 ran every selected check (no ``-k`` / ``-m`` / ``--deselect`` subset). Its columns: conformance status
-(``conformance._harness.verdict``), defects by kind, coverage, recall@20 and MRR@20 Δ against the reference (dataset
+(``conformance._records.verdict``), defects by kind, coverage, recall@20 and MRR@20 Δ against the reference (dataset
 and loss named) beside the study's published Δ, the tally of the study's expected outcomes per check (§B.3) against
 ours (:mod:`reports.agreement`), gate, judged version, suite version. Runs that do not qualify — a
 subset, an interrupted or killed run, a run older than the current checks (stale) — are listed apart, greyed, with

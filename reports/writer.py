@@ -22,8 +22,8 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from gru4rec_conformance.conformance._harness.records import RESULTS_SCHEMA_VERSION, Truncation, utc_now
-from gru4rec_conformance.conformance._harness.verdict import assess
+from gru4rec_conformance.conformance._records.records import RESULTS_SCHEMA_VERSION, Truncation, utc_now
+from gru4rec_conformance.conformance._records.verdict import assess
 from gru4rec_conformance.fileio import atomic_write_json, atomic_write_text, new_run_dir
 from gru4rec_conformance.reports.results import SCHEMA, RunData, load_run
 

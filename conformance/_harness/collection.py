@@ -23,16 +23,16 @@ import pytest
 from gru4rec_conformance.conformance._harness.handle import HarnessError, ImplHandle
 from gru4rec_conformance.conformance._harness.options import missing_selection_usage
 from gru4rec_conformance.conformance._harness.recording import PROP_INFO, PROP_XFAIL, XFAIL_ENTRIES_KEY
-from gru4rec_conformance.conformance._harness.records import (
+from gru4rec_conformance.conformance._harness.state import ImplParam, State, find_state, state_of
+from gru4rec_conformance.conformance._records.records import (
     DETERMINISM_MARKER,
     CheckInfo,
     NotRunEntry,
     StaticInfo,
     XfailFileInfo,
 )
-from gru4rec_conformance.conformance._harness.runinfo import suite_version
-from gru4rec_conformance.conformance._harness.state import ImplParam, State, find_state, state_of
-from gru4rec_conformance.conformance._harness.xfails import (
+from gru4rec_conformance.conformance._records.runinfo import suite_version
+from gru4rec_conformance.conformance._records.xfails import (
     XfailRegistryError,
     default_xfail_path,
     file_provenance,

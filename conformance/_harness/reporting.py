@@ -26,7 +26,8 @@ from gru4rec_conformance.conformance._harness.collection import xfail_file_for
 from gru4rec_conformance.conformance._harness.handle import ImplHandle, adapter_class
 from gru4rec_conformance.conformance._harness.isolation import network_isolation, sandbox_for
 from gru4rec_conformance.conformance._harness.recording import Recorder, RunSink, impl_from_nodeid
-from gru4rec_conformance.conformance._harness.records import (
+from gru4rec_conformance.conformance._harness.state import ResumeInfo, State, find_state
+from gru4rec_conformance.conformance._records.records import (
     EndExtra,
     ImplHeader,
     Nondeterminism,
@@ -39,15 +40,14 @@ from gru4rec_conformance.conformance._harness.records import (
     record_unavailable,
     utc_now,
 )
-from gru4rec_conformance.conformance._harness.runinfo import (
+from gru4rec_conformance.conformance._records.runinfo import (
     framework_versions,
     gru4rec_env,
     platform_info,
     suite_version,
 )
-from gru4rec_conformance.conformance._harness.state import ResumeInfo, State, find_state
-from gru4rec_conformance.conformance._harness.verdict import NOT_REACHED, NOT_SELECTED, UNAVAILABLE, assess
-from gru4rec_conformance.conformance._harness.xfails import XfailRegistryError, load_xfail_file
+from gru4rec_conformance.conformance._records.verdict import NOT_REACHED, NOT_SELECTED, UNAVAILABLE, assess
+from gru4rec_conformance.conformance._records.xfails import XfailRegistryError, load_xfail_file
 from gru4rec_conformance.implementations.base import get_family
 
 

@@ -20,7 +20,7 @@ from gru4rec_conformance.conformance._harness import (
     running,
     session,
 )
-from gru4rec_conformance.conformance._harness.records import (
+from gru4rec_conformance.conformance._records.records import (
     OUTCOMES,
     RESULTS_SCHEMA_PATH,
     RESULTS_SCHEMA_VERSION,
