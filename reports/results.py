@@ -2,7 +2,7 @@
 
 A run directory ``reports/out/<impl>/<UTC timestamp>/`` holds ``results.jsonl``, appended line by line
 while the run goes (crash-safe), and, once the run ends, ``results.json``, ``summary.md``,
-``summary.html`` and ``plots/*.png`` (results.json follows ``conformance/_harness/results.schema.json``). The
+``summary.html`` and ``plots/*.png`` (results.json follows ``conformance/_records/results.schema.json``). The
 JSON lines are:
 
 - ``{"type": "run", ...}``: run metadata (implementation, capabilities, suite version, frameworks, ...);
@@ -25,7 +25,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-# The record format and the outcomes are the harness's (conformance/_harness/records.py); re-exported for readers.
+# The record format and the outcomes are the records layer's (conformance/_records/records.py); re-exported for readers.
 from gru4rec_conformance.conformance._records.records import BAD_OUTCOMES as BAD_OUTCOMES
 from gru4rec_conformance.conformance._records.records import OUTCOMES as OUTCOMES
 from gru4rec_conformance.conformance._records.records import SCHEMA as SCHEMA

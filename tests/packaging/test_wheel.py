@@ -77,7 +77,7 @@ def test_wheel_carries_the_packages_and_run_time_data(wheel):
     for required in (
         "gru4rec_conformance/__init__.py",
         "gru4rec_conformance/conformance/_harness/plugin.py",
-        "gru4rec_conformance/conformance/_harness/results.schema.json",
+        "gru4rec_conformance/conformance/_records/results.schema.json",
         "gru4rec_conformance/conformance/gru4rec/test_k1_state_reset.py",
         "gru4rec_conformance/conformance/xfails/torch_gru4rec.toml",
         "gru4rec_conformance/reports/templates/summary.html.j2",
