@@ -56,7 +56,7 @@ def _check_dataset(name: str) -> None:
 
 
 def _study_rows() -> tuple:
-    from gru4rec_conformance.reports.study import rows
+    from gru4rec_conformance.datasets.study import rows
 
     return rows()
 

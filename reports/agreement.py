@@ -45,7 +45,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from gru4rec_conformance.reports import study
+from gru4rec_conformance.datasets import study
 from gru4rec_conformance.reports.results import RunData
 
 __all__ = ["FAIL", "XFAIL", "PASS", "NA", "NOT_RUN", "Ours", "classify", "our_outcome", "agreement", "cells", "tally",

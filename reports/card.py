@@ -22,7 +22,7 @@ from typing import Any
 
 from gru4rec_conformance import CHECKOUT_ROOT, __version__
 from gru4rec_conformance.conformance._records.verdict import PREREQUISITES
-from gru4rec_conformance.reports import study
+from gru4rec_conformance.datasets import study
 from gru4rec_conformance.reports.agreement import tally as agreement_tally
 from gru4rec_conformance.reports.render import md_table as _table
 from gru4rec_conformance.reports.results import RunData

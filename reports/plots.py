@@ -184,7 +184,7 @@ def study_points(runs: list[RunData], per_dataset: bool = False) -> list[dict[st
     official best parameters on its full dataset). Rows: ``label``, ``metric``, ``loss``, ``dataset``, ``ours``,
     ``study`` (fractions or None). ``per_dataset``: one label per dataset too (``"name [loss] @ rees46"``), for
     the runs on several datasets (:mod:`reports.matrix`)."""
-    from gru4rec_conformance.reports import study
+    from gru4rec_conformance.datasets import study
     from gru4rec_conformance.reports.card import headline_metrics
 
     levels = ("OOB", "INF", "MIN", "MAJ")

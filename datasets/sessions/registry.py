@@ -250,7 +250,7 @@ def mc_config(key: str, loss: str, scale: str | None = None) -> dict:
     Raises ValueError for an unknown key, loss or scale, or when the study table lacks the row."""
     import os
 
-    from gru4rec_conformance.reports import study
+    from gru4rec_conformance.datasets import study
 
     scale = scale or os.environ.get(SCALE_ENV, "").strip() or "cpu"
     if scale not in ("cpu", "study"):
@@ -288,6 +288,6 @@ def study_delta(key: str, loss: str, study_row, metric: str = "recall@20") -> di
     """The study's published relative change of ``metric`` for the implementation's declared study row
     (``{"implementation", "variant"}``) against the official best run of ``key`` and ``loss``
     (``reports.study.published``: ``{"value", "official_best", "delta_rel", "row", ...}``), or None."""
-    from gru4rec_conformance.reports import study
+    from gru4rec_conformance.datasets import study
 
     return study.published(metric, key, loss, dict(study_row) if study_row else None)

@@ -96,7 +96,7 @@ def test_card_names_status_defects_metrics_and_the_study_side_by_side(tmp_path):
     assert b3["SR-1"] == ("FAIL", "xfail", "agree")
     assert b3["EV-1"] == ("pass", "pass", "agree")
     assert b3["SO-1"] == ("FAIL", "not run", "not tested")
-    from gru4rec_conformance.reports import study
+    from gru4rec_conformance.datasets import study
 
     assert study.check_ids("EB-1/2", "EB-4") == ["EB-1", "EB-2", "EB-4"]  # the note names the check to watch
     assert study.check_ids("EB-1/2", "see KG-4") == ["EB-1", "EB-2"]  # a defect id is not a check

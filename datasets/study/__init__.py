@@ -17,7 +17,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-DATA_FILE = Path(__file__).resolve().parent / "data" / "study_results.csv"
+DATA_FILE = Path(__file__).resolve().parent / "study_results.csv"
 EXPECTED_FILE = DATA_FILE.with_name("study_expected.csv")
 METRICS = tuple(f"{m}@{n}" for n in (1, 5, 10, 20) for m in ("recall", "mrr"))
 DATASET_ALIASES = {"rsc15": "yoochoose", "yoochoose": "yoochoose", "rees46": "rees46", "coveo": "coveo",
