@@ -5,7 +5,7 @@ study dataset; it is kept beside the implementation's verdict under its own key
 (``<impl>/[<level>/]<version>+datasets-all``, :func:`reports.compact.verdict_key`) and never stands for the verdict.
 :func:`matrix_rows` turns the runs into one row per implementation, dataset and loss: recall@20 and MRR@20 Δ of
 the all-features check (MC-2, ours against the full-featured reference on that dataset) beside the study's published
-Δ of the implementation's declared study row on the same dataset and loss (``reports/data/study_results.csv``), and
+Δ of the implementation's declared study row on the same dataset and loss (``datasets/study/study_results.csv``), and
 the outcome of every metric check on that dataset and loss. The scoreboard prints them as a section of its own.
 """
 

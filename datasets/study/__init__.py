@@ -1,5 +1,5 @@
-"""The study's published numbers (reports/data/study_results.csv) and its expected outcome per check
-(reports/data/study_expected.csv, conformance_checks.md §B.3); sources in reports/data/README.md.
+"""The study's published numbers (datasets/study/study_results.csv) and its expected outcome per check
+(datasets/study/study_expected.csv, conformance_checks.md §B.3); sources in datasets/study/README.md.
 
 Reports print them beside our measurements: for an implementation that declares
 ``study = {"implementation": "Recpack", "variant": "OOB"}`` and a metric recorded with ``dataset`` and

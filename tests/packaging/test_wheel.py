@@ -81,7 +81,7 @@ def test_wheel_carries_the_packages_and_run_time_data(wheel):
         "gru4rec_conformance/conformance/gru4rec/test_k1_state_reset.py",
         "gru4rec_conformance/conformance/xfails/torch_gru4rec.toml",
         "gru4rec_conformance/reports/templates/summary.html.j2",
-        "gru4rec_conformance/reports/data/study_results.csv",
+        "gru4rec_conformance/datasets/study/study_results.csv",
         "gru4rec_conformance/datasets/sessions/study_stats.json",
         "gru4rec_conformance/datasets/paths.py",
         "gru4rec_conformance/implementations/template.py",
