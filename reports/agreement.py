@@ -46,7 +46,12 @@ from pathlib import Path
 from typing import Any
 
 from gru4rec_conformance.datasets import study
+from gru4rec_conformance.fileio import atomic_write_text
+from gru4rec_conformance.reports.compact import judged_version
+from gru4rec_conformance.reports.files import REPORT_FILE_MODE
+from gru4rec_conformance.reports.render import md_cell
 from gru4rec_conformance.reports.results import RunData
+from gru4rec_conformance.reports.selection import collect_runs, is_matrix, newest_per_key
 
 __all__ = ["FAIL", "XFAIL", "PASS", "NA", "NOT_RUN", "Ours", "classify", "our_outcome", "agreement", "cells", "tally",
            "agreement_table", "render_csv", "render_markdown", "write_agreement", "CSV_FIELDS"]  # fmt: skip
@@ -190,14 +195,12 @@ def agreement_table(runs: Sequence[RunData]) -> list[dict[str, str]]:
     """Every §B.3 cell of every run that has a §B.3 row, then the cells of the §B.3 rows no run covers.
 
     Args:
-        runs: one run per verdict key (see :func:`gru4rec_conformance.reports.publish.newest_per_key`).
+        runs: one run per verdict key (see :func:`gru4rec_conformance.reports.selection.newest_per_key`).
 
     Returns:
         Rows with the keys :data:`CSV_FIELDS` (strings), grouped by §B.3 row in the table's order and, within one,
         by implementation name.
     """
-    from gru4rec_conformance.reports.compact import judged_version
-
     by_key: dict[tuple[str, str], list[dict[str, str]]] = {}
     for run in sorted(runs, key=lambda r: str(r.impl.get("name") or "")):
         key = study.table_key(str(run.impl.get("name") or ""), run.impl.get("study"))
@@ -232,8 +235,6 @@ def render_csv(rows: Sequence[dict[str, str]]) -> str:
 
 
 def _md(text: Any) -> str:
-    from gru4rec_conformance.reports.render import md_cell
-
     return md_cell(text) or "–"
 
 
@@ -281,14 +282,7 @@ def write_agreement(roots: Sequence[Path], out: Path) -> tuple[Path, Path, list[
     Returns:
         ``(csv path, md path, unreadable)``: ``unreadable`` lists ``"<folder>: <error>"`` per run folder left out.
     """
-    from gru4rec_conformance.fileio import atomic_write_text
-    from gru4rec_conformance.reports.publish import newest_per_key
-    from gru4rec_conformance.reports.scoreboard import collect_runs
-    from gru4rec_conformance.reports.writer import REPORT_FILE_MODE
-
     unreadable: list[str] = []
-    from gru4rec_conformance.reports.matrix import is_matrix
-
     # runs on several metric datasets hold the metric checks only: the verdict run is the implementation's row
     runs = [r for r in newest_per_key(collect_runs([Path(r) for r in roots], unreadable)).values() if not is_matrix(r)]
     rows = agreement_table(runs)

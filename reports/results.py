@@ -25,6 +25,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from gru4rec_conformance.conformance._records import verdict
+
 # The record format and the outcomes are the records layer's (conformance/_records/records.py); re-exported for readers.
 from gru4rec_conformance.conformance._records.records import BAD_OUTCOMES as BAD_OUTCOMES
 from gru4rec_conformance.conformance._records.records import OUTCOMES as OUTCOMES
@@ -63,8 +65,6 @@ class RunData:
         """The conformance status of the run (``conformance._records.verdict.Conformance``): the stored one when
         it is readable, else computed from the records with ``verdict.assess`` (runs written before the harness
         stored it)."""
-        from gru4rec_conformance.conformance._records import verdict
-
         if self.stored_conformance:
             try:
                 return verdict.Conformance.from_json(self.stored_conformance)
