@@ -196,7 +196,7 @@ def test_installed_xfail_files_are_vouched_for_by_the_wheel_record(venv):
     """Outside a checkout, the wheel's RECORD (sha256 of every installed file) stands in for git: a committed
     xfail file is pristine and trusted by --gate; the same file changed is not (conformance/xfails/README.md)."""
     code = (
-        "import json; from gru4rec_conformance.conformance._harness.collection import SUITE_CHECKS_ROOT as R; "
+        "import json; from gru4rec_conformance.conformance._harness.options import SUITE_CHECKS_ROOT as R; "
         "from gru4rec_conformance.conformance._records.xfails import file_provenance as fp, provenance_problem as pp; "
         "p = R / 'conformance' / 'xfails' / 'cornac.toml'; a = fp(p, False); "
         "b = dict(a, package='modified'); print(json.dumps([a['package'], pp(a), pp(b)]))"
