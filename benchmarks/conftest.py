@@ -64,7 +64,7 @@ from gru4rec_conformance.benchmarks.timing import (  # noqa: E402
     skip_record,
 )
 from gru4rec_conformance.benchmarks.workload import DATASETS, LOSSES  # noqa: E402
-from gru4rec_conformance.conformance._harness.runinfo import gru4rec_env  # noqa: E402
+from gru4rec_conformance.conformance._records.runinfo import gru4rec_env  # noqa: E402
 
 _RUNNERS_KEY = pytest.StashKey[list]()
 

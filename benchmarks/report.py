@@ -317,7 +317,7 @@ def _study_section(data: dict) -> list[str]:
         "## The study's published epoch times (gru4rec_reference.md §9.5)",
         "",
         "Out-of-the-box third-party implementations against the official implementation with the best "
-        "parameters, same dataset and loss (source: reports/data/study_results.csv).",
+        "parameters, same dataset and loss (source: datasets/study/study_results.csv).",
         "",
     ]
     body = []
@@ -409,7 +409,7 @@ def _eval_section(data: dict, plots: dict) -> list[str]:
     return lines + ["", "(Untrained models: ranking costs the same; the metrics are not meaningful here.)", ""]
 
 
-#: adapter name prefix -> the study's implementation name (reports/data/study_results.csv)
+#: adapter name prefix -> the study's implementation name (datasets/study/study_results.csv)
 STUDY_NAMES = {
     "official_pytorch": "GRU4Rec Official",
     "gru4rec_pytorch": "GRU4REC-pytorch",

@@ -287,7 +287,7 @@ class ReferenceRunner(Runner):
 
 def _suite_version() -> str:
     try:
-        from gru4rec_conformance.conformance._harness.runinfo import suite_version
+        from gru4rec_conformance.conformance._records.runinfo import suite_version
 
         return suite_version()["string"]
     except Exception:  # the harness is optional for the benchmarks

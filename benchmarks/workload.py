@@ -3,8 +3,8 @@
 - :data:`DATASETS` and :func:`published_shape`: the five datasets of the study and their published train/test
   shapes (datasets.md §1.6a, ``datasets/sessions/study_stats.json``);
 - :func:`best_params`: the study's best hyperparameters per dataset and loss (gru4rec_reference.md §9.1), read from
-  the "GRU4Rec Official / Best params" rows of ``reports/data/study_results.csv`` (source in
-  ``reports/data/README.md``), translated to the official PyTorch port's names;
+  the "GRU4Rec Official / Best params" rows of ``datasets/study/study_results.csv`` (source in
+  ``datasets/study/README.md``), translated to the official PyTorch port's names;
 - :func:`study_epoch_rows`: the study's published epoch times, events/s and minibatches/s (§9.5) from the same file;
 - :func:`epoch_data`: synthetic train/test frames with a dataset's shape, generated in the dataset's raw format and
   run through the study's preprocessing (``datasets.sessions.synthetic`` + ``pipeline.prepare``), cached under
@@ -31,7 +31,7 @@ import pandas as pd
 REPO = Path(__file__).resolve().parents[1]
 CACHE = Path(os.environ.get("GRU4REC_BENCH_CACHE", str(REPO / ".cache" / "benchmarks")))
 
-#: our dataset names → the study's spelling in reports/data/study_results.csv
+#: our dataset names → the study's spelling in datasets/study/study_results.csv
 DATASETS = {
     "yoochoose": "Yoochoose",
     "rees46": "Rees46",
@@ -56,7 +56,7 @@ def _check_dataset(name: str) -> None:
 
 
 def _study_rows() -> tuple:
-    from gru4rec_conformance.reports.study import rows
+    from gru4rec_conformance.datasets.study import rows
 
     return rows()
 
@@ -64,7 +64,7 @@ def _study_rows() -> tuple:
 def best_params(name: str, loss: str) -> dict:
     """The study's best hyperparameters for (dataset, loss) with the official PyTorch port's names.
 
-    Source: the "GRU4Rec Official / Best params" row of reports/data/study_results.csv (= gru4rec_reference.md
+    Source: the "GRU4Rec Official / Best params" row of datasets/study/study_results.csv (= gru4rec_reference.md
     §9.1): constrained_embedding, embedding, layers, batch_size, dropouts, learning_rate, momentum, n_sample,
     sample_alpha, bpreg, logq; ``final_act`` elu-X → ``elu_param`` X, linear → 0 (the port's rule).
     Raises ValueError for an unknown dataset or loss.
@@ -98,7 +98,7 @@ def best_params(name: str, loss: str) -> dict:
                 "elu_param": elu,
             }
     raise ValueError(
-        f"reports/data/study_results.csv: no 'GRU4Rec Official / Best params' row for {DATASETS[name]} / {loss}"
+        f"datasets/study/study_results.csv: no 'GRU4Rec Official / Best params' row for {DATASETS[name]} / {loss}"
     )
 
 

@@ -78,7 +78,7 @@ class ReferenceAdapter(Adapter):
 
     # -- declarations ------------------------------------------------------------------------------------
     def version(self) -> str:
-        from gru4rec_conformance.conformance._harness.runinfo import suite_version
+        from gru4rec_conformance.conformance._records.runinfo import suite_version
 
         return f"suite {suite_version()['string']}"
 

@@ -8,10 +8,13 @@
 - :mod:`reports.card`: the verdict card of one implementation and judged version;
 - :mod:`reports.publish`: ``python -m gru4rec_conformance.reports render ROOT ... --out DIR`` (cards, summaries,
   plots, the study figure, the scoreboard);
+- shared by the pages, in modules of their own so that no page imports another to reach them:
+  :mod:`reports.files` (file modes), :mod:`reports.facts` (headline metrics, suite currency, negative controls),
+  :mod:`reports.selection` (collecting runs, the run that stands for each verdict key);
 - :mod:`reports.compact`: ``python -m gru4rec_conformance.reports compact ROOT ...`` (committed verdicts, one
   results.json.gz per implementation and judged version);
-- :mod:`reports.study`: the study's published numbers (reports/data/study_results.csv) and its expected outcome
-  per check (reports/data/study_expected.csv).
+- the study's published numbers and its expected outcome per check are read by ``gru4rec_conformance.datasets.study``
+  (datasets/study/study_results.csv, study_expected.csv), below the reports.
 
 Generated output lives in ``reports/out/`` (git-ignored); deliberate verdicts go to ``reports/verdicts/``.
 """

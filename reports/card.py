@@ -1,6 +1,6 @@
 """The verdict card of one implementation and judged version, generated from its run (card.md, card.html).
 
-A card says, from the records alone: the conformance status (``conformance._harness.verdict``) and the gate; the
+A card says, from the records alone: the conformance status (``conformance._records.verdict``) and the gate; the
 defects found (catalogue id, kind, fix level, the measured figure); the features the implementation lacks and
 refuses loudly (declared absent, or an ``Unsupported`` at build time); the metric Δ against the reference band
 (dataset and loss named) beside the study's published Δ; the study's expected outcome per check (§B.3) beside ours,
@@ -14,137 +14,31 @@ folder, which the card links.
 from __future__ import annotations
 
 import collections
-import functools
 import re
-import subprocess
 from pathlib import Path
 from typing import Any
 
-from gru4rec_conformance import CHECKOUT_ROOT, __version__
-from gru4rec_conformance.conformance._harness.verdict import PREREQUISITES
-from gru4rec_conformance.reports import study
+from gru4rec_conformance.conformance._records.verdict import PREREQUISITES
+from gru4rec_conformance.datasets import study
+from gru4rec_conformance.reports.agreement import cells
 from gru4rec_conformance.reports.agreement import tally as agreement_tally
+from gru4rec_conformance.reports.compact import dataset_matrix, judged_version
+from gru4rec_conformance.reports.facts import headline_metrics, negative_control, suite_currency
 from gru4rec_conformance.reports.render import md_table as _table
+from gru4rec_conformance.reports.render import render_html as _render
 from gru4rec_conformance.reports.results import RunData
 
-__all__ = ["CHECK_PATHS", "NEGATIVE_CONTROLS", "build_card", "render_markdown", "render_html", "suite_currency",
-           "negative_control", "headline_metrics", "study_rows"]  # fmt: skip
+__all__ = ["build_card", "render_markdown", "render_html", "study_rows"]
 
-#: Folders whose content decides what a check measures: a run made at a commit where any of them differed from
-#: this checkout's is stale (its checks are older than the current ones).
-CHECK_PATHS = ("conformance/gru4rec", "conformance/finetuner", "reference", "datasets")
-#: Implementations that are not GRU4Rec (they are run to show the checks tell them apart), beyond those whose
-#: description says "negative control".
-NEGATIVE_CONTROLS = {
-    "torch_rechub": "not a GRU4Rec: a two-tower retriever with a GRU user tower",
-    "ms_recommenders": "a different algorithm (the study leaves it out)",
-}
 _HEADLINE = ("recall@20", "mrr@20")
 #: Declared properties whose absence is no missing feature (the reference declares them false too).
 _NOT_A_LACK = ("needs_categories", "fixed_batch_shape")
-_SEMVER = re.compile(r"^(\d+(?:\.\d+)*)")
-
-
-def negative_control(impl: dict[str, Any]) -> str | None:
-    """Why an implementation is a negative control (not a GRU4Rec), or None."""
-    base = str(impl.get("name") or "").split(":")[0]
-    if base in NEGATIVE_CONTROLS:
-        return NEGATIVE_CONTROLS[base]
-    if impl.get("negative_control"):
-        return str(impl["negative_control"]) if isinstance(impl["negative_control"], str) else "negative control"
-    return "negative control" if "negative control" in str(impl.get("description") or "").lower() else None
-
-
-@functools.lru_cache(maxsize=64)
-def _changed_since(sha: str, root: str) -> int | None:
-    """Files under :data:`CHECK_PATHS` that differ between commit ``sha`` and the checkout's ``HEAD`` at ``root``
-    (committed checks: a run from a work tree with uncommitted changes is judged by its commit), or None when git
-    cannot tell (no git, not a repository, an unknown commit)."""
-    try:
-        done = subprocess.run(
-            ["git", "-C", root, "diff", "--name-only", sha, "HEAD", "--", *CHECK_PATHS],
-            capture_output=True, text=True, timeout=30, check=False,
-        )  # fmt: skip
-    except (OSError, subprocess.SubprocessError):
-        return None
-    if done.returncode != 0:
-        return None
-    return len([line for line in done.stdout.splitlines() if line.strip()])
-
-
-def _release(text: str) -> tuple[int, ...]:
-    m = _SEMVER.match(text or "")
-    return tuple(int(x) for x in m.group(1).split(".")) if m else ()
-
-
-def suite_currency(run: RunData, root: Path | None = CHECKOUT_ROOT) -> tuple[bool | None, str]:
-    """Whether the run's checks are this checkout's: ``(True, note)`` current, ``(False, why)`` stale, ``(None,
-    note)`` when it cannot be told.
-
-    Stale when the run's suite commit differs from this checkout's HEAD in :data:`CHECK_PATHS` (git), or, without git or
-    without that commit here, when its release is older than this suite's (``__version__``).
-    """
-    suite = run.header.get("suite") or {}
-    string = str(suite.get("string") or "?")
-    sha = str(suite.get("git_sha") or "")
-    if sha and root is not None and (Path(root) / ".git").exists():
-        changed = _changed_since(sha, str(root))
-        if changed == 0:
-            return True, f"suite {string}: same checks as this checkout"
-        if changed:
-            return False, f"stale: {changed} files of the checks changed since suite {string}"
-    release = str(suite.get("version") or string.split("+")[0])
-    if _release(release) and _release(release) < _release(__version__):
-        return False, f"stale: suite {string} is older than this suite {__version__}"
-    return None, f"suite {string}: not comparable with this checkout (no git history of that commit)"
 
 
 def study_rows(run: RunData, conformance: Any) -> list[dict[str, str]]:
     """The §B.3 expectations for this implementation beside our outcome of the same checks, with agreement
     (:func:`gru4rec_conformance.reports.agreement.cells`; ``ours_note`` repeats its ``our_note``)."""
-    from gru4rec_conformance.reports.agreement import cells
-
     return [{**cell, "ours_note": cell["our_note"]} for cell in cells(run, conformance)]
-
-
-def _metric_kind(comparison: str) -> str:
-    return "matching" if comparison.startswith(("matching", "own evaluator")) else "best"
-
-
-def headline_metrics(run: RunData, names: tuple[str, ...] | None = None) -> list[dict[str, Any]]:
-    """Ranking metrics (recall@N, MRR@N) recorded with a reference: one row per check, metric and context.
-
-    Each row: ``check``, ``name``, ``cutoff`` (N), ``dataset``, ``loss``, ``comparison``, ``value``, ``reference``,
-    ``tolerance`` (half-width of the band), ``delta_rel`` (fraction), ``within``, ``outcome``, and the study's
-    ``study_delta_rel`` (fraction or None) with ``study_against`` (the official row compared against).
-    """
-    rows = []
-    for r in run.results:
-        for m in r.get("metrics") or ():
-            name = str(m.get("name") or "")
-            value, ref = m.get("value"), m.get("reference")
-            if names is not None and name not in names:
-                continue
-            if not re.fullmatch(r"(recall|mrr)@\d+", name) or not isinstance(value, (int, float)):
-                continue
-            if not isinstance(ref, (int, float)):
-                continue
-            ctx = m.get("context") or {}
-            comparison = str(ctx.get("comparison") or "")
-            dataset = ctx.get("dataset") or run.header.get("dataset")
-            pub = study.published(name, dataset, ctx.get("loss"), run.impl.get("study"), _metric_kind(comparison))
-            rows.append({
-                "check": (r.get("check") or {}).get("id") or "–", "name": name, "cutoff": int(name.split("@")[1]),
-                "dataset": dataset or "?", "loss": ctx.get("loss") or "?",
-                "comparison": comparison.split(":")[0] or "–", "comparison_detail": comparison,
-                "value": float(value), "reference": float(ref),
-                "tolerance": float(m["tolerance"]) if isinstance(m.get("tolerance"), (int, float)) else None,
-                "delta_rel": (value - ref) / abs(ref) if ref else None, "within": m.get("within"),
-                "outcome": r.get("outcome"),
-                "study_delta_rel": pub["delta_rel"] if pub else None,
-                "study_against": f"{pub['dataset']}: {pub['row']} vs {study.OFFICIAL} / {pub['against']}" if pub else "",
-            })  # fmt: skip
-    return rows
 
 
 def _missing_features(run: RunData) -> list[dict[str, Any]]:
@@ -194,8 +88,6 @@ def build_card(run: RunData, readme: Path | None = None, readme_link: str | None
         readme: the hand-written README of the implementation's verdict folder, if any (linked, not copied).
         readme_link: how the card links it (a relative path); defaults to ``str(readme)``.
     """
-    from gru4rec_conformance.reports.compact import judged_version
-
     impl = run.impl
     conf = run.conformance()
     gate = (run.end or {}).get("gate")
@@ -211,8 +103,6 @@ def build_card(run: RunData, readme: Path | None = None, readme_link: str | None
                     "checks": list(dict.fromkeys(d.check_id or d.check for d in ds)), "n": len(ds)}
                    for cause, ds in conf.root_causes().items()]  # fmt: skip
     brows = study_rows(run, conf)
-    from gru4rec_conformance.reports.compact import dataset_matrix
-
     tag = dataset_matrix(run)
     matrix = (None if tag is None else
               f"Metric checks on the datasets '{run.header.get('dataset')}' (--dataset): a metric matrix, not a "
@@ -349,6 +239,4 @@ def render_markdown(c: dict[str, Any]) -> str:
 
 def render_html(c: dict[str, Any]) -> str:
     """card.html from reports/templates/card.html.j2 (self-contained)."""
-    from gru4rec_conformance.reports.render import render_html as _render
-
     return _render({**c, "pct": _pct}, template="card.html.j2")

@@ -22,9 +22,10 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from gru4rec_conformance.conformance._records.records import RESULTS_SCHEMA_VERSION
 from gru4rec_conformance.fileio import atomic_write_bytes
+from gru4rec_conformance.reports.files import REPORT_DIR_MODE, REPORT_FILE_MODE
 from gru4rec_conformance.reports.results import SCHEMA, RunData, RunDirError, iter_run_dirs, load_run, results_file
-from gru4rec_conformance.reports.writer import REPORT_DIR_MODE, REPORT_FILE_MODE
 
 __all__ = [
     "VERDICT_FILE",
@@ -119,8 +120,6 @@ def payload(run: RunData) -> dict[str, Any]:
             return data
     if path is not None and path.name == VERDICT_FILE:
         return json.loads(gzip.decompress(path.read_bytes()))
-    from gru4rec_conformance.conformance._harness.records import RESULTS_SCHEMA_VERSION
-
     return {
         "schema": SCHEMA,
         "schema_version": RESULTS_SCHEMA_VERSION,
@@ -148,7 +147,7 @@ def standing(run: RunData) -> tuple[bool, bool, str, str]:
     """The order in which runs of one verdict key stand for it, the greatest first: complete before interrupted
     or killed, every selected check before a subset, then the newest (header ``started``, then the folder name).
     One rule for ``compact`` (which keeps complete runs only) and the rendered pages
-    (:func:`gru4rec_conformance.reports.publish.newest_per_key`)."""
+    (:func:`gru4rec_conformance.reports.selection.newest_per_key`)."""
     return run.status == "complete", not is_subset(run), _started(run), str(run.directory)
 
 

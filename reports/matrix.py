@@ -5,7 +5,7 @@ study dataset; it is kept beside the implementation's verdict under its own key
 (``<impl>/[<level>/]<version>+datasets-all``, :func:`reports.compact.verdict_key`) and never stands for the verdict.
 :func:`matrix_rows` turns the runs into one row per implementation, dataset and loss: recall@20 and MRR@20 Δ of
 the all-features check (MC-2, ours against the full-featured reference on that dataset) beside the study's published
-Δ of the implementation's declared study row on the same dataset and loss (``reports/data/study_results.csv``), and
+Δ of the implementation's declared study row on the same dataset and loss (``datasets/study/study_results.csv``), and
 the outcome of every metric check on that dataset and loss. The scoreboard prints them as a section of its own.
 """
 
@@ -16,9 +16,12 @@ from collections.abc import Iterable
 from typing import Any
 
 from gru4rec_conformance.datasets.sessions.registry import KEYS  # the dataset ids of `--dataset all`
+from gru4rec_conformance.reports.facts import headline_metrics, suite_currency
+from gru4rec_conformance.reports.render import md_table
 from gru4rec_conformance.reports.results import RunData
+from gru4rec_conformance.reports.selection import is_matrix, newest_per_key
 
-__all__ = ["is_matrix", "standing_matrix_runs", "matrix_rows", "render_markdown", "OUTCOME_WORD"]
+__all__ = ["standing_matrix_runs", "matrix_rows", "render_markdown", "OUTCOME_WORD"]
 
 #: How a check's outcome reads in a matrix cell.
 OUTCOME_WORD = {
@@ -33,18 +36,9 @@ OUTCOME_WORD = {
 }
 
 
-def is_matrix(run: RunData) -> bool:
-    """Whether the run selected metric datasets other than the default one (``--dataset all``, a list, a folder)."""
-    from gru4rec_conformance.reports.compact import dataset_matrix
-
-    return dataset_matrix(run) is not None
-
-
 def standing_matrix_runs(runs: Iterable[RunData]) -> list[RunData]:
     """The run that stands for each matrix key (the rule of :func:`reports.compact.standing`: complete first, then
     the newest), ordered reference first, then by implementation name."""
-    from gru4rec_conformance.reports.publish import newest_per_key
-
     chosen = newest_per_key([r for r in runs if is_matrix(r)])
     return sorted(chosen.values(), key=lambda r: (r.impl.get("role") != "reference", str(r.impl.get("name"))))
 
@@ -94,8 +88,6 @@ def matrix_rows(runs: Iterable[RunData]) -> list[dict[str, Any]]:
     "MC-1 (1 epoch)": "pass", "MC-2": "FAIL"}``), ``suite`` (the suite version string), ``status`` (the run's)
     and ``stale`` (why the run's checks are older than the checkout's, else None).
     """
-    from gru4rec_conformance.reports.card import headline_metrics, suite_currency
-
     out: list[dict[str, Any]] = []
     for run in runs:
         rows: dict[tuple[str, str], dict[str, Any]] = {}
@@ -155,8 +147,6 @@ def render_markdown(rows: list[dict[str, Any]]) -> list[str]:
     """The scoreboard section (Markdown lines; empty when there are no rows)."""
     if not rows:
         return []
-    from gru4rec_conformance.reports.render import md_table
-
     lines = ["## Metric conformance across datasets", "",
              "Runs with `--dataset all` (`pytest conformance/gru4rec --impl NAME --dataset all -k MC`). Δ: "
              "MC-2, ours against the full-featured reference on the same data and settings (for the reference: "

@@ -8,8 +8,8 @@ cannot be trusted, and which verdicts may flap: ``records.nondeterminism``), a t
 
 from __future__ import annotations
 
-from gru4rec_conformance.conformance._harness.records import XfailFileInfo, nondeterminism
-from gru4rec_conformance.conformance._harness.xfails import provenance_problem
+from gru4rec_conformance.conformance._records.records import XfailFileInfo, nondeterminism
+from gru4rec_conformance.conformance._records.xfails import provenance_problem
 from gru4rec_conformance.reports.results import RunData
 
 __all__ = ["notices"]

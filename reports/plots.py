@@ -16,7 +16,10 @@ import io
 from pathlib import Path
 from typing import Any
 
+from gru4rec_conformance.datasets import study
 from gru4rec_conformance.fileio import atomic_write_bytes
+from gru4rec_conformance.reports.facts import headline_metrics
+from gru4rec_conformance.reports.files import REPORT_FILE_MODE
 from gru4rec_conformance.reports.results import OUTCOMES, RunData
 
 COLORS = {
@@ -33,8 +36,6 @@ COLORS = {
 def _save(fig: Any, path: Path) -> None:
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=90, bbox_inches="tight")
-    from gru4rec_conformance.reports.writer import REPORT_FILE_MODE
-
     atomic_write_bytes(path, buf.getvalue(), mode=REPORT_FILE_MODE)
 
 
@@ -132,8 +133,6 @@ def write_metrics_figure(run: RunData, path: Path) -> bool:
     tolerance) shaded grey, the reference a tick, ours a dot (green inside the band, red outside). Units are those
     of the metric (a fraction in [0, 1]); every panel of a row shares its x axis.
     """
-    from gru4rec_conformance.reports.card import headline_metrics
-
     rows = headline_metrics(run)
     if not rows:
         return False
@@ -184,9 +183,6 @@ def study_points(runs: list[RunData], per_dataset: bool = False) -> list[dict[st
     official best parameters on its full dataset). Rows: ``label``, ``metric``, ``loss``, ``dataset``, ``ours``,
     ``study`` (fractions or None). ``per_dataset``: one label per dataset too (``"name [loss] @ rees46"``), for
     the runs on several datasets (:mod:`reports.matrix`)."""
-    from gru4rec_conformance.reports import study
-    from gru4rec_conformance.reports.card import headline_metrics
-
     levels = ("OOB", "INF", "MIN", "MAJ")
 
     def order(run: RunData) -> tuple[str, int]:

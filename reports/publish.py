@@ -16,15 +16,25 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from gru4rec_conformance.fileio import atomic_write_text
+from gru4rec_conformance.reports.card import build_card
+from gru4rec_conformance.reports.card import render_html as card_html
+from gru4rec_conformance.reports.card import render_markdown as card_md
+from gru4rec_conformance.reports.files import REPORT_DIR_MODE
+from gru4rec_conformance.reports.files import REPORT_FILE_MODE as MODE
+from gru4rec_conformance.reports.plots import write_plots, write_study_figure
+from gru4rec_conformance.reports.render import render_html, render_markdown
 from gru4rec_conformance.reports.results import RunData, RunDirError, iter_run_dirs, load_run
+from gru4rec_conformance.reports.scoreboard import build_scoreboard
+from gru4rec_conformance.reports.scoreboard import render_html as board_html
+from gru4rec_conformance.reports.scoreboard import render_markdown as board_md
+from gru4rec_conformance.reports.selection import is_matrix, newest_per_key
+from gru4rec_conformance.reports.summary import build_summary
 
-__all__ = ["render_tree", "readme_for", "newest_per_key"]
+__all__ = ["render_tree", "readme_for"]
 
 
 def _folder(path: Path, top: Path) -> Path:
     """Make ``path`` (below ``top``) and give it and its parents up to ``top`` the report mode 0755."""
-    from gru4rec_conformance.reports.writer import REPORT_DIR_MODE
-
     path.mkdir(parents=True, exist_ok=True)
     for p in [path, *path.parents]:
         os.chmod(p, REPORT_DIR_MODE)
@@ -43,21 +53,6 @@ def readme_for(run: RunData, roots: Sequence[Path]) -> Path | None:
     return None
 
 
-def newest_per_key(runs: Sequence[RunData]) -> dict[Path, RunData]:
-    """The run that stands for each verdict key (:func:`reports.compact.verdict_key`), by the rule ``compact`` uses
-    (:func:`reports.compact.standing`): complete before not, a run of every selected check before a subset, then
-    the newest."""
-    from gru4rec_conformance.reports.compact import standing, verdict_key
-
-    chosen: dict[Path, RunData] = {}
-    for run in runs:
-        key = verdict_key(run)
-        old = chosen.get(key)
-        if old is None or standing(run) > standing(old):
-            chosen[key] = run
-    return chosen
-
-
 def render_tree(roots: Sequence[Path], out: Path, plots: bool = True) -> tuple[list[Path], list[str]]:
     """Render every verdict key under ``roots`` into ``out``.
 
@@ -65,16 +60,6 @@ def render_tree(roots: Sequence[Path], out: Path, plots: bool = True) -> tuple[l
         ``(folders written, errors)``: one ``DIR/<key>/`` per key, then ``"<folder>: <error>"`` per folder that
         could not be read (the error names the file and line) or rendered.
     """
-    from gru4rec_conformance.reports.card import build_card
-    from gru4rec_conformance.reports.card import render_html as card_html
-    from gru4rec_conformance.reports.card import render_markdown as card_md
-    from gru4rec_conformance.reports.render import render_html, render_markdown
-    from gru4rec_conformance.reports.scoreboard import build_scoreboard
-    from gru4rec_conformance.reports.scoreboard import render_html as board_html
-    from gru4rec_conformance.reports.scoreboard import render_markdown as board_md
-    from gru4rec_conformance.reports.summary import build_summary
-    from gru4rec_conformance.reports.writer import REPORT_FILE_MODE as MODE
-
     out = Path(out)
     _folder(out, out)
     errors: list[str] = []
@@ -99,8 +84,6 @@ def render_tree(roots: Sequence[Path], out: Path, plots: bool = True) -> tuple[l
             drawn: dict[str, str] = {}
             plot_error = None if plots else "disabled"
             if plots:
-                from gru4rec_conformance.reports.plots import write_plots
-
                 try:
                     drawn = write_plots(run, _folder(folder / "plots", out))
                 except Exception as exc:  # the tables must still be written
@@ -120,9 +103,6 @@ def render_tree(roots: Sequence[Path], out: Path, plots: bool = True) -> tuple[l
         written.append(folder)
     board = build_scoreboard([Path(r) for r in roots], link_base=out, cards=cards, runs=runs)
     if plots:
-        from gru4rec_conformance.reports.matrix import is_matrix
-        from gru4rec_conformance.reports.plots import write_study_figure
-
         verdict_runs = [r for r in chosen.values() if not is_matrix(r)]
         if write_study_figure(verdict_runs, out / "study.png"):
             board["study_figure"] = "study.png"

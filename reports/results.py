@@ -2,12 +2,12 @@
 
 A run directory ``reports/out/<impl>/<UTC timestamp>/`` holds ``results.jsonl``, appended line by line
 while the run goes (crash-safe), and, once the run ends, ``results.json``, ``summary.md``,
-``summary.html`` and ``plots/*.png`` (results.json follows ``conformance/_harness/results.schema.json``). The
+``summary.html`` and ``plots/*.png`` (results.json follows ``conformance/_records/results.schema.json``). The
 JSON lines are:
 
 - ``{"type": "run", ...}``: run metadata (implementation, capabilities, suite version, frameworks, ...);
 - ``{"type": "result", ...}``: one per finished check (see :data:`OUTCOMES`; typed as
-  ``conformance._harness.records.ResultRecord``);
+  ``conformance._records.records.ResultRecord``);
 - ``{"type": "resume", ...}``: a later ``--resume`` session continuing this run (``truncated``: the torn last
   line it cut off, if any);
 - ``{"type": "end", "status": "complete" | "interrupted", "reused": n, ...}``: the session ended (``reused``:
@@ -25,10 +25,12 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-# The record format and the outcomes are the harness's (conformance/_harness/records.py); re-exported for readers.
-from gru4rec_conformance.conformance._harness.records import BAD_OUTCOMES as BAD_OUTCOMES
-from gru4rec_conformance.conformance._harness.records import OUTCOMES as OUTCOMES
-from gru4rec_conformance.conformance._harness.records import SCHEMA as SCHEMA
+from gru4rec_conformance.conformance._records import verdict
+
+# The record format and the outcomes are the records layer's (conformance/_records/records.py); re-exported for readers.
+from gru4rec_conformance.conformance._records.records import BAD_OUTCOMES as BAD_OUTCOMES
+from gru4rec_conformance.conformance._records.records import OUTCOMES as OUTCOMES
+from gru4rec_conformance.conformance._records.records import SCHEMA as SCHEMA
 
 
 class RunDirError(ValueError):
@@ -60,11 +62,9 @@ class RunData:
     torn: dict[str, int] | None = None
 
     def conformance(self) -> Any:
-        """The conformance status of the run (``conformance._harness.verdict.Conformance``): the stored one when
+        """The conformance status of the run (``conformance._records.verdict.Conformance``): the stored one when
         it is readable, else computed from the records with ``verdict.assess`` (runs written before the harness
         stored it)."""
-        from gru4rec_conformance.conformance._harness import verdict
-
         if self.stored_conformance:
             try:
                 return verdict.Conformance.from_json(self.stored_conformance)

@@ -6,7 +6,7 @@ writes ``<out>/scoreboard.md`` and ``scoreboard.html`` (atomically).
 
 One row per implementation (level included): the newest *complete* run whose checks are this checkout's and that
 ran every selected check (no ``-k`` / ``-m`` / ``--deselect`` subset). Its columns: conformance status
-(``conformance._harness.verdict``), defects by kind, coverage, recall@20 and MRR@20 Δ against the reference (dataset
+(``conformance._records.verdict``), defects by kind, coverage, recall@20 and MRR@20 Δ against the reference (dataset
 and loss named) beside the study's published Δ, the tally of the study's expected outcomes per check (§B.3) against
 ours (:mod:`reports.agreement`), gate, judged version, suite version. Runs that do not qualify — a
 subset, an interrupted or killed run, a run older than the current checks (stale) — are listed apart, greyed, with
@@ -16,48 +16,28 @@ the reason, when no qualifying run of that implementation is newer. Negative con
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from gru4rec_conformance.fileio import atomic_write_text
-from gru4rec_conformance.reports.results import RunData, RunDirError, iter_run_dirs, load_run
+from gru4rec_conformance.reports.agreement import cells, tally
+from gru4rec_conformance.reports.compact import judged_version, verdict_key
+from gru4rec_conformance.reports.facts import headline_metrics, negative_control, suite_currency
+from gru4rec_conformance.reports.files import REPORT_FILE_MODE
+from gru4rec_conformance.reports.matrix import matrix_rows, standing_matrix_runs
+from gru4rec_conformance.reports.matrix import render_markdown as matrix_markdown
+from gru4rec_conformance.reports.render import render_html as _render
+from gru4rec_conformance.reports.results import RunData
+from gru4rec_conformance.reports.selection import collect_runs, is_matrix
 
 REPORTS_DIR = Path(__file__).resolve().parent
-__all__ = ["REPORTS_DIR", "collect_runs", "apart_reasons", "board_row", "build_scoreboard", "render_markdown",
+__all__ = ["REPORTS_DIR", "apart_reasons", "board_row", "build_scoreboard", "render_markdown",
            "render_html", "write_scoreboard"]  # fmt: skip
-
-
-def collect_runs(roots: Iterable[Path], unreadable: list[str] | None = None) -> list[RunData]:
-    """Every conformance run under ``roots`` (the same run found under two roots, by ``run_id``, counts once).
-
-    A folder that cannot be read is left out and, when ``unreadable`` is given, appended to it as
-    ``"<path>: <error>"`` (the error names the file and line); records of another kind (no implementation in the
-    header, e.g. a fine-tuning protocol run) are skipped silently."""
-    seen: set[tuple[str, str]] = set()
-    runs = []
-    for root in roots:
-        for directory in iter_run_dirs(Path(root)):
-            try:
-                run = load_run(directory)
-            except (RunDirError, OSError) as exc:
-                if unreadable is not None:
-                    unreadable.append(f"{directory}: {exc}")
-                continue
-            if not run.header or not run.impl:
-                continue
-            ident = (str(run.header.get("run_id") or directory), str(run.header.get("started") or ""))
-            if ident in seen:
-                continue
-            seen.add(ident)
-            runs.append(run)
-    return runs
 
 
 def apart_reasons(run: RunData, conformance: Any | None = None) -> list[str]:
     """Why a run cannot stand as its implementation's row: not complete, a subset, stale; empty when it can."""
-    from gru4rec_conformance.reports.card import suite_currency
-
     conf = conformance if conformance is not None else run.conformance()
     reasons = []
     if run.status == "interrupted":
@@ -80,8 +60,6 @@ def apart_reasons(run: RunData, conformance: Any | None = None) -> list[str]:
 
 def _headline(run: RunData) -> dict[str, Any]:
     """recall@20 and MRR@20 Δ of the all-features metric check (MC-2), else of the first one recorded."""
-    from gru4rec_conformance.reports.card import headline_metrics
-
     rows = headline_metrics(run, ("recall@20", "mrr@20"))
     preferred = [r for r in rows if r["comparison"] == "all features"] or rows
     out: dict[str, Any] = {}
@@ -92,9 +70,6 @@ def _headline(run: RunData) -> dict[str, Any]:
 
 def board_row(run: RunData, link_base: Path | None = None, cards: dict[str, str] | None = None) -> dict[str, Any]:
     """One scoreboard row of a run (plain data; see the module docstring for the columns)."""
-    from gru4rec_conformance.reports.card import negative_control
-    from gru4rec_conformance.reports.compact import judged_version, verdict_key
-
     conf = run.conformance()
     counts = dict(conf.counts_by_kind)
     gate = (run.end or {}).get("gate")
@@ -153,8 +128,6 @@ def board_row(run: RunData, link_base: Path | None = None, cards: dict[str, str]
 def _b3_cell(run: RunData, conformance: Any) -> str | None:
     """``"7 agree / 1 disagree / 5 not tested"`` against the study's §B.3 row (:mod:`reports.agreement`), or None
     when §B.3 has no row for the implementation."""
-    from gru4rec_conformance.reports.agreement import cells, tally
-
     rows = cells(run, conformance)
     if not rows:
         return None
@@ -189,8 +162,6 @@ def build_scoreboard(
     unreadable: list[str] = []
     if runs is None:
         runs = collect_runs(root_list, unreadable)
-    from gru4rec_conformance.reports.matrix import is_matrix, matrix_rows, standing_matrix_runs
-
     by_impl: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for run in runs:
         if is_matrix(run):  # a metric run on other datasets: its own section, never a verdict row
@@ -286,8 +257,6 @@ def render_markdown(board: dict[str, Any]) -> str:
     if board.get("study_figure"):
         lines += [f"![study figure]({board['study_figure']})", ""]
     if board.get("matrix"):
-        from gru4rec_conformance.reports.matrix import render_markdown as matrix_markdown
-
         lines += matrix_markdown(board["matrix"])
         if board.get("matrix_figure"):
             lines += [f"![Δ per dataset]({board['matrix_figure']})", ""]
@@ -303,8 +272,6 @@ def render_markdown(board: dict[str, Any]) -> str:
 
 
 def render_html(board: dict[str, Any]) -> str:
-    from gru4rec_conformance.reports.render import render_html as _render
-
     return _render({**board, "metric_cell": metric_cell, "defect_cell": _defect_cell, "pct": _pct},
                    template="scoreboard.html.j2")  # fmt: skip
 
@@ -323,8 +290,6 @@ def write_scoreboard(
     if (out_root / "study_datasets.png").is_file():
         board["matrix_figure"] = "study_datasets.png"
     md, html = out_root / "scoreboard.md", out_root / "scoreboard.html"
-    from gru4rec_conformance.reports.writer import REPORT_FILE_MODE
-
     atomic_write_text(md, render_markdown(board), mode=REPORT_FILE_MODE)
     atomic_write_text(html, render_html(board), mode=REPORT_FILE_MODE)
     return md, html

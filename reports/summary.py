@@ -12,10 +12,10 @@ from __future__ import annotations
 import collections
 from typing import Any
 
-from gru4rec_conformance.conformance._harness.records import record_unavailable
-from gru4rec_conformance.conformance._harness.runinfo import redact_env
-from gru4rec_conformance.conformance._harness.verdict import Conformance, assess
-from gru4rec_conformance.reports import study
+from gru4rec_conformance.conformance._records.records import record_unavailable
+from gru4rec_conformance.conformance._records.runinfo import redact_env
+from gru4rec_conformance.conformance._records.verdict import Conformance, assess
+from gru4rec_conformance.datasets import study
 from gru4rec_conformance.reports.notices import notices
 from gru4rec_conformance.reports.results import BAD_OUTCOMES, OUTCOMES, RunData
 

@@ -22,20 +22,19 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from gru4rec_conformance.conformance._harness.records import RESULTS_SCHEMA_VERSION, Truncation, utc_now
-from gru4rec_conformance.conformance._harness.verdict import assess
+from gru4rec_conformance.conformance._records.records import RESULTS_SCHEMA_VERSION, Truncation, utc_now
+from gru4rec_conformance.conformance._records.verdict import assess
 from gru4rec_conformance.fileio import atomic_write_json, atomic_write_text, new_run_dir
+from gru4rec_conformance.reports.files import REPORT_DIR_MODE, REPORT_FILE_MODE
+from gru4rec_conformance.reports.plots import write_plots
+from gru4rec_conformance.reports.render import render_html, render_markdown
 from gru4rec_conformance.reports.results import SCHEMA, RunData, load_run
+from gru4rec_conformance.reports.summary import build_summary
 
-__all__ = ["RunWriter", "finalize", "utc_now", "safe_name", "repair_torn_tail", "SummaryWriteError", "DERIVED",
-           "REPORT_FILE_MODE", "REPORT_DIR_MODE"]  # fmt: skip
+__all__ = ["RunWriter", "finalize", "utc_now", "safe_name", "repair_torn_tail", "SummaryWriteError", "DERIVED"]
 
 #: The files :func:`finalize` derives from results.jsonl (plots/ aside).
 DERIVED = ("results.json", "summary.md", "summary.html")
-#: Permissions of every file and folder of a run directory, whatever the umask: reports are meant to be read
-#: (by CI artifact uploaders, web servers, colleagues), and hold nothing secret (``GRU4REC_*`` values are redacted).
-REPORT_FILE_MODE = 0o644
-REPORT_DIR_MODE = 0o755
 
 
 class SummaryWriteError(OSError):
@@ -151,17 +150,12 @@ def finalize(directory: Path | str, plots: bool = True) -> RunData:
         RunDirError: results.jsonl cannot be read (the message names the file and the line).
         SummaryWriteError: a summary could not be rendered or written (the message names each such file).
     """
-    from gru4rec_conformance.reports.render import render_html, render_markdown
-    from gru4rec_conformance.reports.summary import build_summary
-
     run = load_run(directory)
     directory = Path(directory)
     written: dict[str, str] = {}
     plot_error = None if plots else "disabled (--no-report-plots)"
     if plots:
         try:
-            from gru4rec_conformance.reports.plots import write_plots
-
             written = write_plots(run, directory / "plots")
         except Exception as exc:  # plots are a convenience; the tables must still be written
             plot_error = f"{type(exc).__name__}: {exc}"

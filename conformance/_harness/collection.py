@@ -21,18 +21,18 @@ from typing import Any
 import pytest
 
 from gru4rec_conformance.conformance._harness.handle import HarnessError, ImplHandle
-from gru4rec_conformance.conformance._harness.options import missing_selection_usage
+from gru4rec_conformance.conformance._harness.options import check_roots, missing_selection_usage
 from gru4rec_conformance.conformance._harness.recording import PROP_INFO, PROP_XFAIL, XFAIL_ENTRIES_KEY
-from gru4rec_conformance.conformance._harness.records import (
+from gru4rec_conformance.conformance._harness.state import ImplParam, State, find_state, state_of
+from gru4rec_conformance.conformance._records.records import (
     DETERMINISM_MARKER,
     CheckInfo,
     NotRunEntry,
     StaticInfo,
     XfailFileInfo,
 )
-from gru4rec_conformance.conformance._harness.runinfo import suite_version
-from gru4rec_conformance.conformance._harness.state import ImplParam, State, find_state, state_of
-from gru4rec_conformance.conformance._harness.xfails import (
+from gru4rec_conformance.conformance._records.runinfo import suite_version
+from gru4rec_conformance.conformance._records.xfails import (
     XfailRegistryError,
     default_xfail_path,
     file_provenance,
@@ -47,10 +47,6 @@ from gru4rec_conformance.conformance._harness.xfails import (
 )
 from gru4rec_conformance.implementations.base import KNOWN_FAMILY_NAMES, get_family
 from gru4rec_conformance.implementations.registry import AdapterSpec, default_registry
-
-#: The folder that holds the suite's ``conformance/`` package: the checkout root, or ``site-packages/
-#: gru4rec_conformance`` for an installed wheel. Check ids and committed xfail files are relative to it.
-SUITE_CHECKS_ROOT = Path(__file__).resolve().parents[2]
 
 
 def _known_families(state: State) -> set[str]:
@@ -226,12 +222,6 @@ def _fully_collected_files(config: pytest.Config, collected_files: set[str]) -> 
             except ValueError:
                 narrowed.add(path.as_posix())
     return {f for f in collected_files if f not in narrowed}
-
-
-def check_roots(config: pytest.Config) -> list[Path]:
-    """Where ``conformance/<family>/`` check files and ``conformance/xfails/`` live: the rootdir (a checkout,
-    or a project with checks of its own), then the suite's own package folder (an installed wheel)."""
-    return list(dict.fromkeys([Path(config.rootpath).resolve(), SUITE_CHECKS_ROOT]))
 
 
 def check_id(item: pytest.Item) -> str:

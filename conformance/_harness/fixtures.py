@@ -15,9 +15,9 @@ import pytest
 from gru4rec_conformance.conformance._harness.collection import family_of
 from gru4rec_conformance.conformance._harness.handle import HarnessError, Impl, ImplHandle
 from gru4rec_conformance.conformance._harness.recording import PROP_METRIC
-from gru4rec_conformance.conformance._harness.records import MetricEntry
 from gru4rec_conformance.conformance._harness.running import mark_unsupported, static_info
 from gru4rec_conformance.conformance._harness.state import ImplParam, state_of
+from gru4rec_conformance.conformance._records.records import MetricEntry
 from gru4rec_conformance.implementations.registry import default_registry
 
 #: A metric context value as recorded: JSON scalars kept, anything else as its ``str``.

@@ -17,9 +17,9 @@ from collections.abc import Sequence
 import pytest
 
 from gru4rec_conformance.conformance._harness.collection import xfail_file_for
-from gru4rec_conformance.conformance._harness.records import GateResult, ResultRecord
 from gru4rec_conformance.conformance._harness.state import State
-from gru4rec_conformance.conformance._harness.xfails import provenance_problem
+from gru4rec_conformance.conformance._records.records import GateResult, ResultRecord
+from gru4rec_conformance.conformance._records.xfails import provenance_problem
 
 
 def evaluate(state: State, records: Sequence[ResultRecord], exitstatus: int, interrupted: bool) -> GateResult:

@@ -15,8 +15,17 @@ from pathlib import Path
 
 import pytest
 
-from gru4rec_conformance.conformance._harness.isolation import DEFAULT_TIMEOUTS_S, SANDBOX_MODES, IsolationSettings
+from gru4rec_conformance.conformance._harness.isolation import (
+    DEFAULT_TIMEOUTS_S,
+    SANDBOX_MODES,
+    IsolationSettings,
+    sandbox_for,
+)
 from gru4rec_conformance.implementations.registry import Registry
+
+#: The folder that holds the suite's ``conformance/`` package: the checkout root, or ``site-packages/
+#: gru4rec_conformance`` for an installed wheel. Check ids and committed xfail files are relative to it.
+SUITE_CHECKS_ROOT = Path(__file__).resolve().parents[2]
 
 ENV_IMPL = "GRU4REC_CONFORMANCE_IMPL"
 DEFAULT_SEEDS = (42,)
@@ -229,12 +238,16 @@ def register_markers(config: pytest.Config) -> None:
         config.addinivalue_line("markers", f"{name}: {doc}")
 
 
+def check_roots(config: pytest.Config) -> list[Path]:
+    """Where ``conformance/<family>/`` check files and ``conformance/xfails/`` live: the rootdir (a checkout,
+    or a project with checks of its own), then the suite's own package folder (an installed wheel)."""
+    return list(dict.fromkeys([Path(config.rootpath).resolve(), SUITE_CHECKS_ROOT]))
+
+
 def read_options(config: pytest.Config) -> Options:
     """The options of ``config``. Raises ``pytest.UsageError`` for unparsable ``--seeds``."""
     report_dir = config.getoption("conformance_report_dir")
     report_root = Path(report_dir) if report_dir else Path(config.rootpath) / "reports" / "out"
-    from gru4rec_conformance.conformance._harness.collection import check_roots
-
     # the worker gets no path to the run folders nor to the registries (isolation: hidden_paths)
     hidden = (str(report_root.resolve()), *(str(r / "conformance" / "xfails") for r in check_roots(config)))
     settings = IsolationSettings(
@@ -369,8 +382,6 @@ def check_xfail_target(raw: str, implementation: str, selected: list[str]) -> No
 def check_sandbox(options: Options, uses_workers: bool) -> None:
     """Raise ``pytest.UsageError`` when workers need the sandbox and cannot have it: ``--sandbox bwrap`` where
     bubblewrap does not run, or ``--gate`` over isolated adapters without it (unless ``--allow-unsandboxed``)."""
-    from gru4rec_conformance.conformance._harness.isolation import sandbox_for
-
     if not uses_workers:
         return
     sandbox = sandbox_for(options.settings.sandbox)

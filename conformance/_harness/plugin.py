@@ -40,7 +40,6 @@ import pytest
 
 from gru4rec_conformance.conformance._harness import hookspecs
 from gru4rec_conformance.conformance._harness.collection import (
-    SUITE_CHECKS_ROOT,
     XfailRegistryItem,
     check_id,
     pytest_collection_modifyitems,
@@ -57,7 +56,7 @@ from gru4rec_conformance.conformance._harness.fixtures import (
     record_metric,
     reference_impl,
 )
-from gru4rec_conformance.conformance._harness.options import ENV_IMPL, MARKERS, pytest_addoption
+from gru4rec_conformance.conformance._harness.options import ENV_IMPL, MARKERS, SUITE_CHECKS_ROOT, pytest_addoption
 from gru4rec_conformance.conformance._harness.reporting import (
     pytest_report_header,
     pytest_sessionfinish,

@@ -17,7 +17,7 @@ from typing import Any, Protocol, cast
 
 import pytest
 
-from gru4rec_conformance.conformance._harness.records import (
+from gru4rec_conformance.conformance._records.records import (
     EndExtra,
     MetricEntry,
     Outcome,

@@ -8,8 +8,9 @@ the recorder appends one :class:`~.records.ResultRecord` per check to the implem
 (:mod:`.gate`) and writes results.json and the summaries; :func:`pytest_terminal_summary` prints the
 "conformance" section.
 
-``gru4rec_conformance.reports`` is imported inside the functions that write or read run directories, never at
-module level: the reports depend on the harness's records, not the reverse.
+The harness sits above the reports (it writes and reads run directories through ``reports.writer`` and
+``reports.results``); the reports import only the records layer below both, ``conformance._records``
+(docs/architecture.md, "Import layers").
 """
 
 from __future__ import annotations
@@ -26,7 +27,8 @@ from gru4rec_conformance.conformance._harness.collection import xfail_file_for
 from gru4rec_conformance.conformance._harness.handle import ImplHandle, adapter_class
 from gru4rec_conformance.conformance._harness.isolation import network_isolation, sandbox_for
 from gru4rec_conformance.conformance._harness.recording import Recorder, RunSink, impl_from_nodeid
-from gru4rec_conformance.conformance._harness.records import (
+from gru4rec_conformance.conformance._harness.state import ResumeInfo, State, find_state
+from gru4rec_conformance.conformance._records.records import (
     EndExtra,
     ImplHeader,
     Nondeterminism,
@@ -39,16 +41,17 @@ from gru4rec_conformance.conformance._harness.records import (
     record_unavailable,
     utc_now,
 )
-from gru4rec_conformance.conformance._harness.runinfo import (
+from gru4rec_conformance.conformance._records.runinfo import (
     framework_versions,
     gru4rec_env,
     platform_info,
     suite_version,
 )
-from gru4rec_conformance.conformance._harness.state import ResumeInfo, State, find_state
-from gru4rec_conformance.conformance._harness.verdict import NOT_REACHED, NOT_SELECTED, UNAVAILABLE, assess
-from gru4rec_conformance.conformance._harness.xfails import XfailRegistryError, load_xfail_file
+from gru4rec_conformance.conformance._records.verdict import NOT_REACHED, NOT_SELECTED, UNAVAILABLE, assess
+from gru4rec_conformance.conformance._records.xfails import XfailRegistryError, load_xfail_file
 from gru4rec_conformance.implementations.base import get_family
+from gru4rec_conformance.reports.results import RunDirError, load_run
+from gru4rec_conformance.reports.writer import RunWriter
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -114,8 +117,6 @@ def xfail_files_of(state: State, handle: ImplHandle) -> list[XfailFileInfo]:
 def prepare_resume(state: State) -> None:
     """Read every ``--resume`` run directory into ``state.resume``. Raises ``pytest.UsageError`` for one that
     cannot be read or is of an implementation ``--impl`` does not select."""
-    from gru4rec_conformance.reports.results import RunDirError, load_run
-
     for raw in state.options.resume:
         path = Path(raw).resolve()
         try:
@@ -205,8 +206,6 @@ def run_header(state: State, handle: ImplHandle) -> RunHeader:
 def writer_for(state: State, name: str, family: str | None = None) -> RunSink | None:
     """The run writer of one selected implementation, keyed by (family, name): ``--impl reference`` selects
     the reference of every family, and each gets its own run directory."""
-    from gru4rec_conformance.reports.writer import RunWriter
-
     handle = handle_of(state, name, family)
     if handle is None:
         state.writers[(family, name)] = None
@@ -359,8 +358,6 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int | pytest.ExitC
 def _nondeterminism(directory: Path) -> Nondeterminism | None:
     """:func:`~.records.nondeterminism` over every verdict of a run directory (earlier sessions of a resumed run
     included); None when it cannot be read (finish then says why)."""
-    from gru4rec_conformance.reports.results import RunDirError, load_run
-
     try:
         return nondeterminism(load_run(directory).results)
     except (RunDirError, OSError):

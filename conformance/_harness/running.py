@@ -32,9 +32,9 @@ from gru4rec_conformance.conformance._harness.recording import (
     XFAIL_ENTRIES_KEY,
     encode_properties,
 )
-from gru4rec_conformance.conformance._harness.records import UNAVAILABLE_MARKER, StaticInfo
 from gru4rec_conformance.conformance._harness.state import state_of
-from gru4rec_conformance.conformance._harness.xfails import xfail_label
+from gru4rec_conformance.conformance._records.records import UNAVAILABLE_MARKER, StaticInfo
+from gru4rec_conformance.conformance._records.xfails import xfail_label
 from gru4rec_conformance.implementations.base import RemoteException, Unsupported
 
 

@@ -31,7 +31,7 @@ from gru4rec_conformance.conformance._harness.options import (
 )
 from gru4rec_conformance.conformance._harness.reporting import prepare_resume, start_recording, stop_recording
 from gru4rec_conformance.conformance._harness.state import STATE_KEY, State, find_state
-from gru4rec_conformance.conformance._harness.xfails import XfailRegistryError, load_xfail_file
+from gru4rec_conformance.conformance._records.xfails import XfailRegistryError, load_xfail_file
 from gru4rec_conformance.implementations.base import get_family
 from gru4rec_conformance.implementations.registry import RegistryError, default_registry
 

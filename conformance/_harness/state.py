@@ -13,8 +13,8 @@ import pytest
 from gru4rec_conformance.conformance._harness.handle import ImplHandle
 from gru4rec_conformance.conformance._harness.options import Options
 from gru4rec_conformance.conformance._harness.recording import Recorder, RunSink
-from gru4rec_conformance.conformance._harness.records import GateResult, NotRunEntry, XfailFileInfo
-from gru4rec_conformance.conformance._harness.verdict import Conformance
+from gru4rec_conformance.conformance._records.records import GateResult, NotRunEntry, XfailFileInfo
+from gru4rec_conformance.conformance._records.verdict import Conformance
 from gru4rec_conformance.implementations.registry import AdapterSpec, Registry
 
 #: What ``signal.signal`` returns (a previous handler): a callable, ``SIG_DFL``/``SIG_IGN`` or None.

@@ -16,7 +16,7 @@ Source of each dataset, in order (:func:`metric_frames`):
 A notice says which source was used and why (empty only for the Yoochoose 100k slice, the historical default).
 
 Hyperparameters (:func:`mc_config`): the study's best configuration per dataset and loss (gru4rec_reference.md
-§9.1, read from the study table in ``reports/data/study_results.csv``, rows "GRU4Rec Official / Best params"),
+§9.1, read from the study table in ``datasets/study/study_results.csv``, rows "GRU4Rec Official / Best params"),
 scaled as the Yoochoose check always was: one GRU layer of :data:`MC_LAYERS` units instead of 192-512 and
 :data:`MC_EPOCHS` epochs instead of 10; batch size, dropouts, learning rate, momentum, n_sample 2048,
 sample_alpha, bpreg / logq and the final activation as published. With the stand-in sizes above one
@@ -269,7 +269,7 @@ def mc_config(key: str, loss: str, scale: str | None = None) -> dict:
     Raises ValueError for an unknown key, loss or scale, or when the study table lacks the row."""
     import os
 
-    from gru4rec_conformance.reports import study
+    from gru4rec_conformance.datasets import study
 
     scale = scale or os.environ.get(SCALE_ENV, "").strip() or "cpu"
     if scale not in ("cpu", "study"):
@@ -306,7 +306,7 @@ def mc_config(key: str, loss: str, scale: str | None = None) -> dict:
 def study_delta(key: str, loss: str, study_row, metric: str = "recall@20") -> dict | None:
     """The study's published relative change of ``metric`` for the implementation's declared study row
     (``{"implementation", "variant"}``) against the official best run of ``key`` and ``loss``
-    (``reports.study.published``: ``{"value", "official_best", "delta_rel", "row", ...}``), or None."""
-    from gru4rec_conformance.reports import study
+    (``datasets.study.published``: ``{"value", "official_best", "delta_rel", "row", ...}``), or None."""
+    from gru4rec_conformance.datasets import study
 
     return study.published(metric, key, loss, dict(study_row) if study_row else None)

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from gru4rec_conformance.reports.compact import VERDICT_FILE, verdict_key
-from gru4rec_conformance.reports.scoreboard import collect_runs
+from gru4rec_conformance.reports.selection import collect_runs
 
 VERDICTS = Path(__file__).resolve().parents[2] / "reports" / "verdicts"
 CONFLICT = re.compile(r"^(<{7,8}|>{7,8}) \S", re.MULTILINE)

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from gru4rec_conformance.conformance._harness import environment, verdict
+from gru4rec_conformance.conformance._harness import environment
 from gru4rec_conformance.conformance._harness.isolation import stack_dump
+from gru4rec_conformance.conformance._records import verdict
 
 ENV_DUMMIES = """
 import types

@@ -1,9 +1,8 @@
-"""The harness's layout and its records: hooks gathered in the plugin module, no module-level dependency on the
-reports, results.json valid against the versioned JSON Schema, unavailable/unsupported as record fields."""
+"""The harness's layout and its records: hooks gathered in the plugin module (the import layers between the
+folders are tests/test_import_layers.py's), results.json valid against the versioned JSON Schema, unavailable/unsupported as record fields."""
 
 from __future__ import annotations
 
-import ast
 import inspect
 import json
 from pathlib import Path
@@ -20,7 +19,7 @@ from gru4rec_conformance.conformance._harness import (
     running,
     session,
 )
-from gru4rec_conformance.conformance._harness.records import (
+from gru4rec_conformance.conformance._records.records import (
     OUTCOMES,
     RESULTS_SCHEMA_PATH,
     RESULTS_SCHEMA_VERSION,
@@ -30,60 +29,6 @@ from gru4rec_conformance.conformance._harness.records import (
 
 HARNESS = Path(plugin.__file__).resolve().parent
 HOOK_MODULES = (collection, fixtures, gate, options, reporting, running, session)
-
-
-PACKAGE = "gru4rec_conformance.conformance._harness"
-
-
-def _module_level_imports(tree: ast.Module, package: str = PACKAGE) -> list[tuple[int, str]]:
-    """``(line, module)`` of the imports that run when the module is imported: module body, including class
-    bodies and ``if``/``try``/``with`` blocks, not function bodies. ``from x import y`` gives ``x`` and ``x.y``;
-    relative imports are resolved against ``package``."""
-    found: list[tuple[int, str]] = []
-
-    def visit(node: ast.AST) -> None:
-        for child in ast.iter_child_nodes(node):
-            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
-                continue
-            if isinstance(child, ast.Import):
-                found.extend((child.lineno, a.name) for a in child.names)
-            elif isinstance(child, ast.ImportFrom):
-                base = package.split(".")[: len(package.split(".")) - child.level + 1] if child.level else []
-                module = ".".join([*base, *([child.module] if child.module else [])])
-                found.append((child.lineno, module))
-                found.extend((child.lineno, f"{module}.{a.name}") for a in child.names)
-            visit(child)
-
-    visit(tree)
-    return found
-
-
-def test_no_harness_module_imports_the_reports_at_module_level():
-    """The reports depend on the harness's records, never the reverse (the harness may call the report writer
-    from inside its functions)."""
-    offenders = []
-    for path in sorted(HARNESS.glob("*.py")):
-        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
-        for line, module in _module_level_imports(tree):
-            if module == "gru4rec_conformance.reports" or module.startswith("gru4rec_conformance.reports."):
-                offenders.append(f"{path.name}:{line}: {module}")
-    assert not offenders, offenders
-
-
-def test_the_import_check_sees_nested_and_relative_module_level_imports():
-    tree = ast.parse(
-        "import a\ntry:\n    from b import c\nexcept ImportError:\n    import d\n"
-        "class K:\n    import e\ndef f():\n    import g\nfrom ...reports import summary\n"
-    )
-    assert {m for _, m in _module_level_imports(tree)} == {
-        "a",
-        "b",
-        "b.c",
-        "d",
-        "e",
-        "gru4rec_conformance.reports",
-        "gru4rec_conformance.reports.summary",
-    }
 
 
 def test_every_hook_and_fixture_of_the_harness_modules_is_in_the_plugin_namespace():

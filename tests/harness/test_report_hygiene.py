@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from gru4rec_conformance.conformance._harness.runinfo import REDACTED, env_value_shown, gru4rec_env, redact_env
+from gru4rec_conformance.conformance._records.runinfo import REDACTED, env_value_shown, gru4rec_env, redact_env
 from gru4rec_conformance.fileio import atomic_write_text
 from gru4rec_conformance.reports.results import RunData
 from gru4rec_conformance.reports.summary import build_summary

@@ -309,7 +309,7 @@ def test_gate_exit_status(project, tmp_path):
 
 
 def test_study_numbers_are_looked_up_by_dataset_loss_and_declared_row():
-    from gru4rec_conformance.reports import study
+    from gru4rec_conformance.datasets import study
 
     pub = study.published("recall@20", "yoochoose_100k", "bpr-max", {"implementation": "Recpack", "variant": "OOB"})
     assert pub["value"] == 0.643 and pub["official_best"] == 0.6799

@@ -3,7 +3,7 @@ from it; the verdict marks them and the reports group them under it."""
 
 from __future__ import annotations
 
-from gru4rec_conformance.conformance._harness import verdict
+from gru4rec_conformance.conformance._records import verdict
 
 HEADER = {"impl": {"name": "x"}, "command": []}
 END = {"status": "complete", "not_run": {}}

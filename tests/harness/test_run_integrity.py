@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from gru4rec_conformance.conformance._harness import xfails
-from gru4rec_conformance.conformance._harness.records import nondeterminism
-from gru4rec_conformance.conformance._harness.xfails import file_provenance, git_state, provenance_problem
+from gru4rec_conformance.conformance._records import xfails
+from gru4rec_conformance.conformance._records.records import nondeterminism
+from gru4rec_conformance.conformance._records.xfails import file_provenance, git_state, provenance_problem
 from gru4rec_conformance.reports.writer import repair_torn_tail
 
 CHECKS = '''

@@ -109,8 +109,7 @@ def test_cells_and_table_cover_every_b3_row(tmp_path):
     assert got["IN-1"] == ("FAIL", "not run", "not tested") and cells["IN-1"]["our_note"] == "not in this run"
     assert ag.tally(cells.values()) == {"agree": 2, "disagree": 2, "not tested": 9}
 
-    from gru4rec_conformance.reports.publish import newest_per_key
-    from gru4rec_conformance.reports.scoreboard import collect_runs
+    from gru4rec_conformance.reports.selection import collect_runs, newest_per_key
 
     table = ag.agreement_table(list(newest_per_key(collect_runs([tmp_path])).values()))
     impls = {r["implementation"] for r in table}

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from gru4rec_conformance.conformance._harness.verdict import (
+from gru4rec_conformance.conformance._records.verdict import (
     CONFORMANT,
     INCOMPLETE,
     NOT_CONFORMANT,

@@ -96,7 +96,7 @@ def test_card_names_status_defects_metrics_and_the_study_side_by_side(tmp_path):
     assert b3["SR-1"] == ("FAIL", "xfail", "agree")
     assert b3["EV-1"] == ("pass", "pass", "agree")
     assert b3["SO-1"] == ("FAIL", "not run", "not tested")
-    from gru4rec_conformance.reports import study
+    from gru4rec_conformance.datasets import study
 
     assert study.check_ids("EB-1/2", "EB-4") == ["EB-1", "EB-2", "EB-4"]  # the note names the check to watch
     assert study.check_ids("EB-1/2", "see KG-4") == ["EB-1", "EB-2"]  # a defect id is not a check
@@ -199,7 +199,7 @@ def test_compact_keeps_the_newest_complete_run_per_judged_version(tmp_path):
 def test_compact_and_the_pages_never_let_a_newer_subset_replace_a_full_run(tmp_path):
     """A later `-k` run (complete, but of a few checks) neither replaces the committed full verdict nor stands for
     the key on the rendered pages; it is kept only where no full run exists."""
-    from gru4rec_conformance.reports.publish import newest_per_key
+    from gru4rec_conformance.reports.selection import newest_per_key
 
     first, later = tmp_path / "first", tmp_path / "later"
     _write_run(first / "gp.oob" / "20261201T100000Z", started="2026-12-01T10:00:00Z")

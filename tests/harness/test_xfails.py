@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from gru4rec_conformance.conformance._harness.xfails import (
+from gru4rec_conformance.conformance._records.xfails import (
     XfailRegistryError,
     load_xfail_file,
     pattern_matches,

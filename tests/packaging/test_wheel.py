@@ -77,11 +77,11 @@ def test_wheel_carries_the_packages_and_run_time_data(wheel):
     for required in (
         "gru4rec_conformance/__init__.py",
         "gru4rec_conformance/conformance/_harness/plugin.py",
-        "gru4rec_conformance/conformance/_harness/results.schema.json",
+        "gru4rec_conformance/conformance/_records/results.schema.json",
         "gru4rec_conformance/conformance/gru4rec/test_k1_state_reset.py",
         "gru4rec_conformance/conformance/xfails/torch_gru4rec.toml",
         "gru4rec_conformance/reports/templates/summary.html.j2",
-        "gru4rec_conformance/reports/data/study_results.csv",
+        "gru4rec_conformance/datasets/study/study_results.csv",
         "gru4rec_conformance/datasets/sessions/study_stats.json",
         "gru4rec_conformance/datasets/paths.py",
         "gru4rec_conformance/implementations/template.py",
@@ -196,8 +196,8 @@ def test_installed_xfail_files_are_vouched_for_by_the_wheel_record(venv):
     """Outside a checkout, the wheel's RECORD (sha256 of every installed file) stands in for git: a committed
     xfail file is pristine and trusted by --gate; the same file changed is not (conformance/xfails/README.md)."""
     code = (
-        "import json; from gru4rec_conformance.conformance._harness.collection import SUITE_CHECKS_ROOT as R; "
-        "from gru4rec_conformance.conformance._harness.xfails import file_provenance as fp, provenance_problem as pp; "
+        "import json; from gru4rec_conformance.conformance._harness.options import SUITE_CHECKS_ROOT as R; "
+        "from gru4rec_conformance.conformance._records.xfails import file_provenance as fp, provenance_problem as pp; "
         "p = R / 'conformance' / 'xfails' / 'cornac.toml'; a = fp(p, False); "
         "b = dict(a, package='modified'); print(json.dumps([a['package'], pp(a), pp(b)]))"
     )

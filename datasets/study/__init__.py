@@ -1,5 +1,5 @@
-"""The study's published numbers (reports/data/study_results.csv) and its expected outcome per check
-(reports/data/study_expected.csv, conformance_checks.md §B.3); sources in reports/data/README.md.
+"""The study's published numbers (datasets/study/study_results.csv) and its expected outcome per check
+(datasets/study/study_expected.csv, conformance_checks.md §B.3); sources in datasets/study/README.md.
 
 Reports print them beside our measurements: for an implementation that declares
 ``study = {"implementation": "Recpack", "variant": "OOB"}`` and a metric recorded with ``dataset`` and
@@ -17,7 +17,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-DATA_FILE = Path(__file__).resolve().parent / "data" / "study_results.csv"
+DATA_FILE = Path(__file__).resolve().parent / "study_results.csv"
 EXPECTED_FILE = DATA_FILE.with_name("study_expected.csv")
 METRICS = tuple(f"{m}@{n}" for n in (1, 5, 10, 20) for m in ("recall", "mrr"))
 DATASET_ALIASES = {"rsc15": "yoochoose", "yoochoose": "yoochoose", "rees46": "rees46", "coveo": "coveo",

@@ -45,7 +45,7 @@ from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 from typing import Any
 
-from gru4rec_conformance.conformance._harness.xfails import strip_impl_param
+from gru4rec_conformance.conformance._records.xfails import strip_impl_param
 
 __all__ = ["CONFORMANT", "NOT_CONFORMANT", "INCOMPLETE", "UNAVAILABLE", "STATUSES", "DEFECT_KINDS", "Coverage",
            "Defect", "Conformance", "assess", "NOT_SELECTED", "NOT_REACHED", "REGISTRY_CHECK_ID",

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from gru4rec_conformance import CHECKOUT_ROOT
-from gru4rec_conformance.conformance._harness.records import XfailFileInfo
+from gru4rec_conformance.conformance._records.records import XfailFileInfo
 
 __all__ = ["XfailEntry", "XfailFile", "XfailRegistryError", "load_xfail_file", "default_xfail_path",
            "strip_impl_param", "strip_dataset_param", "pattern_matches", "xfail_label", "KINDS", "FIX_LEVELS", "FAILS_AS", "file_provenance", "provenance_problem",

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from gru4rec_conformance import CHECKOUT_ROOT
 from gru4rec_conformance import __version__ as _SUITE_VERSION
-from gru4rec_conformance.conformance._harness.records import SuiteVersion
+from gru4rec_conformance.conformance._records.records import SuiteVersion
 
 #: The suite's checkout, or None for an installed wheel (then the version is the distribution's, the SHA unknown).
 SUITE_ROOT: Path | None = CHECKOUT_ROOT
