@@ -177,8 +177,8 @@ class Threshold:
     """What a check's figure must satisfy: one-sided bounds (``gt``/``ge``/``lt``/``le``, all must hold) or,
     without bounds, the band ``|value - reference| <= tolerance``.
 
-    Built by :func:`threshold_of`; :meth:`holds` judges a value, :meth:`record_fields` gives the
-    ``reference``/``tolerance``/``rule`` the metric record carries.
+    Built by :func:`threshold_of`; :meth:`holds` judges a value, :meth:`record_fields` and :meth:`rule` give the
+    ``reference``/``tolerance`` and the ``rule`` the metric record carries.
     """
 
     bounds: tuple[tuple[str, float], ...]
@@ -210,7 +210,9 @@ class Threshold:
     def record_fields(self) -> tuple[float | None, float | None]:
         """``(reference, tolerance)`` of the record: as given; with bounds and a reference but no tolerance, the
         tolerance is the largest distance from the reference to a bound (12 significant digits, so that
-        ``reference=1.0, ge=0.9`` records 0.1)."""
+        ``reference=1.0, ge=0.9`` records 0.1). The record's ``within`` then agrees with the bound where the
+        figure cannot pass the reference (a recall against 1, a count against 0); where it can, give no
+        reference, or give the tolerance."""
         if self.tolerance is not None or self.reference is None or not self.bounds:
             return self.reference, self.tolerance
         far = max(abs(b - self.reference) for _, b in self.bounds)
