@@ -214,7 +214,7 @@ def _conformance_runs(
 def _compare(
     runs: list[dict], refs: list[dict], which: str, expect, context: dict, rel_floor: float = REL_FLOOR
 ) -> list[str]:
-    bad = []
+    bad: list[str] = []
     rule = RULE if rel_floor == REL_FLOOR else RULE.replace(f"{REL_FLOOR:.0%}·mean_ref", f"{rel_floor:.0%}·mean_ref")
     for m in METRICS:
         value = float(np.mean([r[which][m] for r in runs]))
