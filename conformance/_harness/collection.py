@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import collections
+import posixpath
 import re
 from collections.abc import Sequence
 from pathlib import Path
@@ -34,9 +35,11 @@ from gru4rec_conformance.conformance._records.records import (
 from gru4rec_conformance.conformance._records.runinfo import suite_version
 from gru4rec_conformance.conformance._records.xfails import (
     XfailRegistryError,
+    check_key_forms,
     default_xfail_path,
     file_provenance,
     files_matching,
+    is_check_id_pattern,
     load_xfail_file,
     pattern_file_part,
     pattern_matches,
@@ -130,6 +133,16 @@ def impl_param(item: pytest.Item) -> ImplParam | None:
     return value if isinstance(value, ImplParam) else None
 
 
+def marked_check_id(item: pytest.Item) -> str | None:
+    """The check id of ``@pytest.mark.check("<ID>", ...)`` on the item (None without one): the one mapping from
+    tests to check ids, used by the records and by xfail entries that name a check id."""
+    marker = item.get_closest_marker("check")
+    if marker is None:
+        return None
+    cid = marker.args[0] if marker.args else marker.kwargs.get("id")
+    return str(cid) if cid else None
+
+
 def _static_info(item: pytest.Item, family: str, name: str) -> StaticInfo:
     """Check id/kind/title and required features of an item (recorded with every report)."""
     problems = []
@@ -139,7 +152,7 @@ def _static_info(item: pytest.Item, family: str, name: str) -> StaticInfo:
     if marker is None:
         problems.append("a conformance check needs @pytest.mark.check('<ID>', kind='<kind>')")
     else:
-        check["id"] = marker.args[0] if marker.args else marker.kwargs.get("id")
+        check["id"] = marked_check_id(item)
         check["kind"] = marker.kwargs.get("kind")
         check["card"] = marker.kwargs.get("card")
         check["timeout"] = marker.kwargs.get("timeout")
@@ -384,9 +397,32 @@ def _names_unselected_dataset(pattern: str, selected: set[str]) -> bool:
     that this run did not parametrize the metric checks with (``--dataset``)."""
     from gru4rec_conformance.datasets.sessions.registry import KEYS
 
-    params = pattern.partition("::")[2].partition("[")[2]
+    params = (pattern.partition("::")[2] if "::" in pattern else pattern).partition("[")[2]
     tokens = set(re.split(r"[-\[\]*?]", params))
     return any(key in tokens and key not in selected for key in KEYS)
+
+
+def _unmatched_check_entry(pattern: str, items: list[pytest.Item], check_forms: dict[pytest.Item, tuple[str, ...]],
+                           roots: list[Path], full_files: set[str]) -> str | None:  # fmt: skip
+    """Why a check-id entry that matched nothing is an error, or None when it is out of this run's scope.
+
+    It is an error when the check was collected (the parameter names none of its tests) or when every check file
+    of the implementation's family folders was collected in full (no check of the suite has that id); otherwise
+    the check may live in a file this run did not collect."""
+    head = pattern.partition("[")[0]
+    if any(pattern_matches(head, *forms) for forms in check_forms.values()):
+        return "matches no collected test of its check (a parameter no test has)"
+    folders: dict[str, set[Path]] = collections.defaultdict(set)  # folder -> the roots its collected files are in
+    for it in items:
+        path = Path(str(it.path)).resolve()
+        root = next((r for r in roots if path.is_relative_to(r)), None)
+        if root is not None:
+            folders[posixpath.dirname(path.relative_to(root).as_posix())].add(root)
+    for folder, where in folders.items():
+        on_disk = {p.relative_to(r).as_posix() for r in where for p in (r / folder).glob("test_*.py")}
+        if not on_disk <= full_files:
+            return None
+    return f"names no check of the collected folders {sorted(folders)} (a check id no test is marked with)"
 
 
 def apply_xfails(state: State, session: pytest.Session, handle: ImplHandle, items: list[pytest.Item],
@@ -444,11 +480,19 @@ def apply_xfails(state: State, session: pytest.Session, handle: ImplHandle, item
         for it in items:
             if "metric_data" in getattr(it, "fixturenames", ()):
                 ids[it] = (*ids[it], with_dataset_param(ids[it][0], single))
+    # what a check-id entry (`SR-3`, `SR-3[bpr-max]`) may match: the same ids, the test's name replaced by its check id
+    check_forms = {it: check_key_forms(marked_check_id(it), ids[it]) for it in items}
     for entry in xf.entries:
-        matched = [it for it in items if pattern_matches(entry.pattern, *ids[it])]
+        by_check = is_check_id_pattern(entry.pattern)
+        matched = [it for it in items if pattern_matches(entry.pattern, *(check_forms[it] if by_check else ids[it]))]
         if not matched:
             if _names_unselected_dataset(entry.pattern, selected_datasets):
                 continue  # an entry for one metric dataset, in a run that did not select it (out of scope)
+            if by_check:
+                problem = _unmatched_check_entry(entry.pattern, items, check_forms, roots, full_files)
+                if problem:
+                    errors.append(error_item(entry.index, f"{rel}: {entry.describe()} {problem}; fix or remove it"))
+                continue
             file_part = pattern_file_part(entry.pattern)
             on_disk = [(r, f) for r in roots for f in (files_matching(r, file_part) if file_part else [])]
             in_scope = [f for r, f in on_disk if f.relative_to(r).as_posix() in full_files]

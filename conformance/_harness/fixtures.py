@@ -1,5 +1,5 @@
-"""The fixtures checks use: ``impl``, ``reference_impl``, ``record_metric``, ``conformance_options`` and
-``progress``."""
+"""The fixtures checks use: ``impl``, ``reference_impl``, ``record_metric``, ``expect``, ``conformance_options``
+and ``progress``."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import contextlib
 import dataclasses
 import math
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Protocol, cast
 
 import pytest
@@ -157,6 +157,152 @@ def record_metric(request: pytest.FixtureRequest) -> RecordMetric:
         return entry
 
     return record
+
+
+#: The comparisons ``expect`` takes as keywords, with their symbols for the default rule text.
+BOUNDS: dict[str, tuple[str, Callable[[float, float], bool]]] = {
+    "gt": (">", lambda v, b: v > b),
+    "ge": (">=", lambda v, b: v >= b),
+    "lt": ("<", lambda v, b: v < b),
+    "le": ("<=", lambda v, b: v <= b),
+}
+
+
+def _fmt(x: float) -> str:
+    return f"{x:.6g}"
+
+
+@dataclasses.dataclass(frozen=True)
+class Threshold:
+    """What a check's figure must satisfy: one-sided bounds (``gt``/``ge``/``lt``/``le``, all must hold) or,
+    without bounds, the band ``|value - reference| <= tolerance``.
+
+    Built by :func:`threshold_of`; :meth:`holds` judges a value, :meth:`record_fields` and :meth:`rule` give the
+    ``reference``/``tolerance`` and the ``rule`` the metric record carries.
+    """
+
+    bounds: tuple[tuple[str, float], ...]
+    reference: float | None
+    tolerance: float | None
+
+    def holds(self, value: float | None) -> bool:
+        """Whether ``value`` meets the threshold; ``None``, NaN and infinities never do."""
+        if value is None or not math.isfinite(value):
+            return False
+        if self.bounds:
+            return all(BOUNDS[op][1](value, b) for op, b in self.bounds)
+        assert self.reference is not None and self.tolerance is not None  # threshold_of guarantees it
+        return abs(value - self.reference) <= self.tolerance
+
+    def rule(self) -> str | None:
+        """The default rule text of the bounds (``"pass if in [0.99, 1.0001]"``, ``"pass if < 0.0001"``); None
+        for a band, whose reference and tolerance say it."""
+        if not self.bounds:
+            return None
+        ops = dict(self.bounds)
+        lo = next(((op, ops[op]) for op in ("ge", "gt") if op in ops), None)
+        hi = next(((op, ops[op]) for op in ("le", "lt") if op in ops), None)
+        if lo and hi and len(ops) == 2:
+            left, right = "[" if lo[0] == "ge" else "(", "]" if hi[0] == "le" else ")"
+            return f"pass if in {left}{_fmt(lo[1])}, {_fmt(hi[1])}{right}"
+        return "pass if " + " and ".join(f"{BOUNDS[op][0]} {_fmt(b)}" for op, b in self.bounds)
+
+    def record_fields(self) -> tuple[float | None, float | None]:
+        """``(reference, tolerance)`` of the record: as given; with bounds and a reference but no tolerance, the
+        tolerance is the largest distance from the reference to a bound (12 significant digits, so that
+        ``reference=1.0, ge=0.9`` records 0.1). The record's ``within`` then agrees with the bound where the
+        figure cannot pass the reference (a recall against 1, a count against 0); where it can, give no
+        reference, or give the tolerance."""
+        if self.tolerance is not None or self.reference is None or not self.bounds:
+            return self.reference, self.tolerance
+        far = max(abs(b - self.reference) for _, b in self.bounds)
+        return self.reference, float(f"{far:.12g}")
+
+
+def threshold_of(reference: float | None, tolerance: float | None, bounds: dict[str, float | None]) -> Threshold:
+    """The :class:`Threshold` of an ``expect`` call.
+
+    Raises:
+        TypeError: no threshold at all (neither a bound nor both ``reference`` and ``tolerance``; an ``expect``
+            that cannot fail is a mistake — use ``record_metric`` to record a figure that is not judged), an
+            unknown bound keyword, or a bound that is not a finite number.
+    """
+    given: list[tuple[str, float]] = []
+    for op, b in bounds.items():
+        if op not in BOUNDS:
+            raise TypeError(f"expect(): unknown bound {op!r} (use {', '.join(BOUNDS)})")
+        if b is None:
+            continue
+        try:
+            f = float(b)
+        except (TypeError, ValueError):
+            raise TypeError(f"expect(): bound {op}={b!r} is not a number") from None
+        if not math.isfinite(f):
+            raise TypeError(f"expect(): bound {op}={b!r} is not finite")
+        given.append((op, f))
+    if not given and (reference is None or tolerance is None):
+        raise TypeError("expect() needs a threshold: gt/ge/lt/le, or both reference and tolerance")
+    return Threshold(tuple(given), reference, tolerance)
+
+
+class Expect:
+    """The ``expect`` fixture's value: a check states a measured figure, its threshold and its failure message
+    once; the metric record (as :func:`record_metric` writes it) and the verdict both come from that statement.
+
+    ``expect(name, value, *, reference=None, tolerance=None, gt=None, ge=None, lt=None, le=None, rule=None,
+    message, problems=None, **context) -> bool``:
+
+    - the threshold: the bounds given (all must hold), or, without bounds, ``|value - reference| <= tolerance``.
+      A value that is None, NaN or infinite never meets it.
+    - the record: ``name``, ``value``, ``reference`` and ``tolerance`` as given (with bounds and a reference
+      but no tolerance: the largest distance from the reference to a bound), ``rule`` as given or else derived
+      from the bounds (``"pass if >= 0.9"``), ``context`` as for ``record_metric``. Written once per call.
+    - the verdict: when the threshold is not met, raises ``AssertionError(message)`` (a failure of the check,
+      ``fails_as = "assertion"``), or, with ``problems`` (a list), appends the message to it and returns False,
+      so that a check can gather several findings before it fails. ``message`` is a string or a callable
+      returning one, called only on failure (for text that is only defined then). Returns True when met.
+
+    ``expect.holds(...)`` takes the same arguments but ``message``/``problems``: it records and returns whether
+    the threshold is met, for a check whose finding combines the figure with something else.
+
+    Raises:
+        TypeError: no threshold (see :func:`threshold_of`), or a value that is not a number (as record_metric).
+    """
+
+    def __init__(self, record: RecordMetric) -> None:
+        self._record = record
+
+    def holds(self, name: str, value: float | None, *, reference: float | None = None,
+              tolerance: float | None = None, gt: float | None = None, ge: float | None = None,
+              lt: float | None = None, le: float | None = None, rule: str | None = None,
+              **context: object) -> bool:  # fmt: skip
+        """Record the figure with its threshold; whether the threshold is met (see :class:`Expect`)."""
+        th = threshold_of(reference, tolerance, {"gt": gt, "ge": ge, "lt": lt, "le": le})
+        ref, tol = th.record_fields()
+        entry = self._record(name, value, reference=ref, tolerance=tol, rule=rule if rule is not None else th.rule(),
+                             **context)  # fmt: skip
+        return th.holds(entry["value"])
+
+    def __call__(self, name: str, value: float | None, *, message: str | Callable[[], str],
+                 problems: list[str] | None = None, reference: float | None = None, tolerance: float | None = None,
+                 gt: float | None = None, ge: float | None = None, lt: float | None = None, le: float | None = None,
+                 rule: str | None = None, **context: object) -> bool:  # fmt: skip
+        __tracebackhide__ = True  # the failure points at the check's line
+        if self.holds(name, value, reference=reference, tolerance=tolerance, gt=gt, ge=ge, lt=lt, le=le, rule=rule,
+                      **context):  # fmt: skip
+            return True
+        text = message() if callable(message) else message
+        if problems is None:
+            raise AssertionError(text)
+        problems.append(text)
+        return False
+
+
+@pytest.fixture
+def expect(record_metric: RecordMetric) -> Expect:
+    """State a check's figure, threshold and message once: records the metric and fails the check when the
+    threshold is not met (see :class:`Expect`)."""
+    return Expect(record_metric)
 
 
 class Progress:

@@ -24,7 +24,7 @@ What it does, in hook order (the module that implements each step in brackets):
    applies ``--gate`` [:mod:`.gate`].
 
 Fixtures [:mod:`.fixtures`]: ``impl`` (:class:`~conformance._harness.handle.Impl`), ``reference_impl``,
-``record_metric``, ``conformance_options``, ``progress``.
+``record_metric``, ``expect``, ``conformance_options``, ``progress``.
 
 How the hooks get registered: pytest registers this module as the plugin and collects hook implementations and
 fixtures by name from its namespace, so the modules' functions are imported here, one implementation per hook
@@ -49,8 +49,10 @@ from gru4rec_conformance.conformance._harness.collection import (
 )
 from gru4rec_conformance.conformance._harness.fixtures import (
     ConformanceOptions,
+    Expect,
     Progress,
     conformance_options,
+    expect,
     impl,
     progress,
     record_metric,
@@ -82,8 +84,8 @@ __all__ = [
     "pytest_runtest_call", "pytest_runtest_makereport",
     "pytest_report_header", "pytest_sessionfinish", "pytest_terminal_summary",
     # fixtures
-    "conformance_options", "impl", "progress", "record_metric", "reference_impl",
+    "conformance_options", "expect", "impl", "progress", "record_metric", "reference_impl",
     # for conftests and tools (benchmarks/conftest.py reads the state)
-    "ENV_IMPL", "MARKERS", "STATE_KEY", "SUITE_CHECKS_ROOT", "ConformanceOptions", "ImplParam", "Progress", "State",
-    "XfailRegistryItem", "check_id",
+    "ENV_IMPL", "MARKERS", "STATE_KEY", "SUITE_CHECKS_ROOT", "ConformanceOptions", "Expect", "ImplParam", "Progress",
+    "State", "XfailRegistryItem", "check_id",
 ]  # fmt: skip

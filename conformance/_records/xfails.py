@@ -4,7 +4,12 @@ Each entry names checks by node-id pattern and says why they are expected to fai
 active entries as ``xfail(strict=True)`` (an XPASS fails the run) or, with ``--xfail-mark=skip``, as skips;
 an entry that matches no collected check is an error, and the reference must have no entries at all.
 
-Patterns are matched against the node id without the implementation's parameter (``test_sr1[recpack]`` is
+An entry names checks by node-id pattern or by check id: ``SR-3`` (every test of check SR-3, all parameters),
+``SR-3[bpr-max]`` (one parameter), ``MC-*[cross-entropy]`` (wildcards as below). A check id is resolved to the
+tests that carry it in their ``@pytest.mark.check`` marker (:func:`check_key_forms`); the parameters after it
+are those of the node id, matched as below.
+
+Node-id patterns are matched against the node id without the implementation's parameter (``test_sr1[recpack]`` is
 matched as ``test_sr1``; ``test_lf1[recpack-bpr-max]`` as ``test_lf1[bpr-max]``) and against the full node
 id. ``*`` matches any text and ``?`` one character; everything else is literal (brackets included). A
 pattern without wildcards also matches as a prefix ending at ``::``, ``[`` or ``/`` (a file, a class, a
@@ -35,7 +40,7 @@ from gru4rec_conformance import CHECKOUT_ROOT
 from gru4rec_conformance.conformance._records.records import XfailFileInfo
 
 __all__ = ["XfailEntry", "XfailFile", "XfailRegistryError", "load_xfail_file", "default_xfail_path",
-           "strip_impl_param", "strip_dataset_param", "pattern_matches", "xfail_label", "KINDS", "FIX_LEVELS", "FAILS_AS", "file_provenance", "provenance_problem",
+           "is_check_id_pattern", "check_key_forms", "strip_impl_param", "strip_dataset_param", "pattern_matches", "xfail_label", "KINDS", "FIX_LEVELS", "FAILS_AS", "file_provenance", "provenance_problem",
            "git_state"]  # fmt: skip
 
 KINDS = ("bug", "design-difference", "numerical")
@@ -244,6 +249,31 @@ def strip_dataset_param(nodeid: str, dataset_id: str) -> str:
             rest = parts[:i] + parts[i + len(want) :]
             return f"{head}[{'-'.join(rest)}]" if rest else head
     return nodeid
+
+
+#: An entry id that names a check by its id, with optional parameters: ``SR-3``, ``SR-3[bpr-max]``, ``MC-*``.
+#: Node-id patterns always name a file (``/``, ``.py``) or start in lower case (``test_mc*``), so never match.
+_CHECK_ID_PATTERN = re.compile(r"[A-Z][A-Z0-9]*-[A-Za-z0-9*?]+(\[[^/]*\])?\Z")
+
+
+def is_check_id_pattern(pattern: str) -> bool:
+    """Whether an entry id names a check id (``SR-3``, ``SR-3[bpr-max]``, ``MC-*[cross-entropy]``) rather than a
+    node-id pattern (``conformance/gru4rec/test_k1_state_reset.py::test_sr3_long_range_dependency``)."""
+    return "::" not in pattern and ".py" not in pattern and bool(_CHECK_ID_PATTERN.match(pattern))
+
+
+def check_key_forms(check: str | None, nodeids: Iterable[str]) -> tuple[str, ...]:
+    """The ids a check-id entry is matched against: each node id's function part replaced by the check's id
+    (``conformance/gru4rec/test_k2.py::test_lf1[bpr-max]`` of check LF-1 → ``LF-1[bpr-max]``; without
+    parameters ``LF-1``), so that the node id's parameters — without the implementation, without the dataset,
+    as for node-id patterns — follow the check id. Empty for an item without a check id."""
+    if not check:
+        return ()
+    forms = []
+    for n in nodeids:
+        test = n.partition("::")[2] or n
+        forms.append(check + (test[test.index("[") :] if "[" in test else ""))
+    return tuple(dict.fromkeys(forms))
 
 
 def _glob_regex(pattern: str) -> re.Pattern[str]:

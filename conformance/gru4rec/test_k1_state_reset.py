@@ -57,7 +57,7 @@ def _stream_vs_fresh(adapter, test_df: pd.DataFrame, batch_size: int) -> dict:
 
 @pytest.mark.check("SR-1", kind="K1")
 @pytest.mark.hook("score_stream")
-def test_sr1_stream_equals_fresh(impl, d_lag1, record_metric):
+def test_sr1_stream_equals_fresh(impl, d_lag1, expect):
     """The own inference loop scores every test event exactly like fresh-state scoring of its prefix.
 
     The implementation's own inference loop scores every test event exactly as fresh-state scoring of its
@@ -66,15 +66,15 @@ def test_sr1_stream_equals_fresh(impl, d_lag1, record_metric):
     problems = []
     for b in (1, 3, 7):
         r = _stream_vs_fresh(model, d_lag1.test, b)
-        record_metric(
+        close = expect.holds(
             f"max relative score difference (batch {b})",
             r["max_rel_diff"],
+            lt=1e-4,
             reference=0.0,
-            tolerance=1e-4,
             rule="stream vs fresh-state scores: < 1e-4 relative, ranks identical",
             events=r["n"],
         )
-        if r["max_rel_diff"] >= 1e-4 or r["rank_mismatches"]:
+        if not close or r["rank_mismatches"]:
             problems.append(
                 f"batch {b}: max relative difference {r['max_rel_diff']:.3g}, "
                 f"{r['rank_mismatches']}/{r['n']} target ranks differ"
@@ -136,7 +136,7 @@ def _dlong_diagnosis(model, d_long) -> dict:
 
 
 @pytest.mark.check("SR-3", kind="K1")
-def test_sr3_long_range_dependency(impl, d_long, d_lag1, record_metric):
+def test_sr3_long_range_dependency(impl, d_long, d_lag1, expect):
     """A dependency three steps back is learnt from equal-length sessions (no false resets in training).
 
     A dependency three steps back is learnt from equal-length sessions (D-LONG, B=8, no extra samples,
@@ -159,11 +159,11 @@ def test_sr3_long_range_dependency(impl, d_long, d_lag1, record_metric):
     model.fit(d_long.train)
     diag = _dlong_diagnosis(model, d_long)
     recall = diag["recall"]
-    record_metric(
+    learnt = expect.holds(
         "D-LONG recall@1",
         recall,
+        ge=0.9,
         reference=1.0,
-        tolerance=0.1,
         rule="pass if >= 0.9 (chance 0.125)",
         distinct_top1_predictions=diag["distinct_top1"],
         keys=diag["n"],
@@ -172,8 +172,7 @@ def test_sr3_long_range_dependency(impl, d_long, d_lag1, record_metric):
     control.fit(d_lag1.train)
     p, t = lag1_test_pairs(d_lag1.test)
     control_recall = recall_at(control, p, t, 1)
-    record_metric("D-LAG1 control recall@1", control_recall, reference=1.0, tolerance=0.1, rule="control >= 0.9")
-    if control_recall < 0.9:
+    if not expect.holds("D-LAG1 control recall@1", control_recall, ge=0.9, reference=1.0, rule="control >= 0.9"):
         why = (
             "the implementation does not learn a first-order sequence at these settings (the optimizer and "
             "learning rate used are listed in this check's report; see also OP-*, LF-5)"
@@ -190,7 +189,7 @@ def test_sr3_long_range_dependency(impl, d_long, d_lag1, record_metric):
             f"inconclusive: the control (same settings, 5 epochs on D-LAG1) reaches Recall@1 "
             f"{control_recall:.3f} < 0.9, so nothing can be concluded about state resets: {why}"
         )
-    if recall >= 0.9:
+    if learnt:
         return
     measured = (
         f"D-LONG Recall@1 {recall:.3f} (expected >= 0.9; chance and a last-item model 0.125), with the D-LAG1 "
@@ -231,7 +230,7 @@ def test_sr3_long_range_dependency(impl, d_long, d_lag1, record_metric):
 
 @pytest.mark.check("SR-4", kind="K1")
 @pytest.mark.hook("trace")
-def test_sr4_hidden_state_trace(impl, d_long, record_metric):
+def test_sr4_hidden_state_trace(impl, d_long, expect):
     """In training the hidden state is zero exactly for lanes at the first event of their session.
 
     Trace of ‖h_in‖ per lane and step over one epoch (D-LONG, B=8, so runs span whole sessions)."""
@@ -252,16 +251,18 @@ def test_sr4_hidden_state_trace(impl, d_long, record_metric):
         lanes += int(active.sum())
         leaks += int(((pos == 0) & (norm != 0) & active).sum())
         false_resets += int(((pos > 0) & (norm == 0) & active).sum())
-    record_metric("lane-steps with state at a session start", leaks, reference=0, tolerance=0, lane_steps=lanes)
-    record_metric("lane-steps with zero state inside a session", false_resets, reference=0, tolerance=0)
-    assert leaks == 0 and false_resets == 0, (
+    no_leak = expect.holds(
+        "lane-steps with state at a session start", leaks, reference=0, tolerance=0, lane_steps=lanes
+    )
+    no_false_reset = expect.holds("lane-steps with zero state inside a session", false_resets, reference=0, tolerance=0)
+    assert no_leak and no_false_reset, (
         f"of {lanes} lane-steps, {leaks} start a session with a non-zero state (leak) and {false_resets} continue "
         f"a session from a zero state (false reset)"
     )
 
 
 @pytest.mark.check("SR-5", kind="K1")
-def test_sr5_state_is_used(impl, d_long, record_metric):
+def test_sr5_state_is_used(impl, d_long, expect):
     """Predictions depend on items before the last one (the state is carried, also in inference).
 
     Fresh-state scores after [a_k, n1, n2, n3] differ between the eight keys a_k: the state carries the
@@ -271,7 +272,6 @@ def test_sr5_state_is_used(impl, d_long, record_metric):
     s = fresh_scores(model, d_long.meta["prefixes"])
     scale = np.linalg.norm(s, axis=1).max()
     gaps = [np.linalg.norm(s[i] - s[j]) / scale for i in range(len(s)) for j in range(i + 1, len(s))]
-    record_metric("min pairwise relative score gap", min(gaps), rule="pass if > 1e-4")
     cause = (
         "the first item does not reach the prediction (state reset or unused)"
         if session_parallel(impl)
@@ -281,6 +281,10 @@ def test_sr5_state_is_used(impl, d_long, record_metric):
             "padding/masking hides it (there is no state reset between lanes to blame)",
         )
     )
-    assert min(gaps) > 1e-4, (
-        f"scores after [a_k, n1, n2, n3] are identical for some keys (min relative gap {min(gaps):.3g}): {cause}"
+    expect(
+        "min pairwise relative score gap",
+        min(gaps),
+        gt=1e-4,
+        message=f"scores after [a_k, n1, n2, n3] are identical for some keys (min relative gap {min(gaps):.3g}): "
+        f"{cause}",
     )

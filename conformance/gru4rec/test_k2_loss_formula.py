@@ -70,7 +70,7 @@ def _gradient_scale(grad: np.ndarray, ref_grad: np.ndarray) -> float:
 @pytest.mark.check("LF-1", kind="K2")
 @pytest.mark.hook("loss_on_scores")
 @pytest.mark.parametrize("loss,kw", LF1_CASES)
-def test_lf1_fixed_score_matrix(impl, loss, kw, record_metric):
+def test_lf1_fixed_score_matrix(impl, loss, kw, record_metric, expect):
     """Loss value and gradient on a fixed score matrix equal the reference formula (up to a scale).
 
     On a fixed random B×(B+S) score matrix (B=5, S=3, N(0, 2²)) ∂L/∂R equals the reference gradient up to one
@@ -95,14 +95,14 @@ def test_lf1_fixed_score_matrix(impl, loss, kw, record_metric):
         rule="reported; any c > 0 is a pure rescaling",
         value_ratio=value / ref_value if ref_value else None,
     )
-    record_metric(
+    grad_ok = expect.holds(
         "gradient error after scaling",
         g_err,
         reference=0.0,
         tolerance=REL_TOL,
         rule="|∂L/∂R − c·∂L_ref/∂R| ≤ 1e-5 · max|c·∂L_ref/∂R|",
     )
-    record_metric(
+    value_ok = expect.holds(
         "loss value error after scaling",
         v_err,
         reference=0.0,
@@ -113,12 +113,12 @@ def test_lf1_fixed_score_matrix(impl, loss, kw, record_metric):
         f"{what}: the gradient points against the reference's (fitted scale c = {c:.6g}; loss {value:.6g} "
         f"vs reference {ref_value:.6g}): the loss is maximised, or a sign is wrong"
     )
-    assert g_err <= REL_TOL, (
+    assert grad_ok, (
         f"{what}: ∂L/∂R differs from the reference formula by {g_err:.3g} (relative, after the "
         f"best scaling c = {c:.6g} fitted on the gradients): the equation differs, not only its "
         "normalisation"
     )
-    assert v_err <= REL_TOL, (
+    assert value_ok, (
         f"{what}: the gradient matches the reference up to c = {c:.6g}, but the loss value "
         f"{value:.6g} differs from c·L_ref = {c * ref_value:.6g} by {v_err:.3g} (relative): the "
         "value has a term without gradient (detached / stop-gradient) or lacks one, or is "
@@ -224,7 +224,7 @@ def test_lf4_finite_under_extreme_scores(impl, loss):
 
 @pytest.mark.check("LF-5", kind="K2")
 @pytest.mark.loss("cross-entropy")
-def test_lf5_xe_loss_floor(impl, d_lag1, record_metric):
+def test_lf5_xe_loss_floor(impl, d_lag1, expect):
     """Cross-entropy training goes below the loss floor of a doubly normalised softmax.
 
     Cross-entropy training on D-LAG1 (B=32, no extra samples, 20 epochs) ends below log(1 + (B−1)/e) − 0.5
@@ -247,16 +247,13 @@ def test_lf5_xe_loss_floor(impl, d_lag1, record_metric):
     rep = model.fit(d_lag1.train)
     bound = math.log(1 + (B_ - 1) / math.e) - 0.5
     final = float(rep.epoch_losses[-1])
-    record_metric(
+    expect(
         "final epoch loss (per example)",
         final,
-        reference=None,
-        rule=f"pass if < {bound:.3f}",
+        lt=bound,
         double_softmax_floor=round(bound + 0.5, 3),
-    )
-    assert math.isfinite(final) and final < bound, (
-        f"final cross-entropy loss {final:.3f} is not below {bound:.3f}: the loss plateaus at the floor "
-        f"{bound + 0.5:.3f} of a double softmax (or the scores are normalised over the catalogue before sampling)"
+        message=f"final cross-entropy loss {final:.3f} is not below {bound:.3f}: the loss plateaus at the floor "
+        f"{bound + 0.5:.3f} of a double softmax (or the scores are normalised over the catalogue before sampling)",
     )
 
 
@@ -276,7 +273,7 @@ def _softmax_neg(O: np.ndarray) -> np.ndarray:
 @pytest.mark.parametrize(
     "elu_param", [pytest.param(0.0, id="linear"), pytest.param(1.0, id="elu1", marks=pytest.mark.final_act("elu"))]
 )
-def test_lf6_bpreg_term(impl, elu_param, record_metric):
+def test_lf6_bpreg_term(impl, elu_param, expect):
     """The BPR-max score regulariser is present and weighted by bpreg.
 
     The BPR-max score regulariser is there and weighted by bpreg: loss(bpreg=1) − loss(bpreg=0) equals the
@@ -290,14 +287,12 @@ def test_lf6_bpreg_term(impl, elu_param, record_metric):
     O = np.where(R >= 0, R, elu_param * (np.exp(R) - 1)) if elu_param > 0 else R
     want = float(np.mean(np.sum(_softmax_neg(O) * O**2, axis=1)))
     got = (float(v1) - float(v0)) / c
-    record_metric(
+    expect(
         "regulariser term (bpreg=1)",
         got,
         reference=want,
         tolerance=REL_TOL * abs(want),
         rule="mean_i Σ_j s_ij·Ô_ij², 1e-5 relative",
-    )
-    assert abs(got - want) <= REL_TOL * abs(want), (
-        f"loss(bpreg=1) − loss(bpreg=0) = {got:.6g} (after scale c = {c:.4g}), expected {want:.6g}: the bpreg term "
-        "is missing, hard-coded or weighted differently"
+        message=f"loss(bpreg=1) − loss(bpreg=0) = {got:.6g} (after scale c = {c:.4g}), expected {want:.6g}: the "
+        "bpreg term is missing, hard-coded or weighted differently",
     )

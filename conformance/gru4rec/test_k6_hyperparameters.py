@@ -75,7 +75,7 @@ HP1_CASES = [
 
 @pytest.mark.check("HP-1", kind="K6")
 @pytest.mark.parametrize("name,a,b,base", HP1_CASES)
-def test_hp1_sensitivity(impl, d_lag1, name, a, b, base, record_metric):
+def test_hp1_sensitivity(impl, d_lag1, name, a, b, base, expect):
     """Every declared hyperparameter changes the trained model.
 
     Every declared hyperparameter has an effect: two fits on D-LAG1 with the same seed and two values of it
@@ -93,8 +93,7 @@ def test_hp1_sensitivity(impl, d_lag1, name, a, b, base, record_metric):
         epochs.append((len(rep.epoch_losses), want, int(sum(rep.n_steps))))
         scores.append(fresh_scores(model, prefixes))
     change = rel_frobenius(scores[0], scores[1])
-    record_metric(f"relative score change {name}: {a} → {b}", change, rule="pass if > 1e-3")
-    if change > 1e-3:
+    if expect.holds(f"relative score change {name}: {a} → {b}", change, gt=1e-3):
         return
     # Before blaming the hyperparameter: was anything trained at all? (a prerequisite failing, e.g. the epoch
     # count of EB-3, makes every HP-1 case look "ignored")
@@ -176,7 +175,7 @@ def test_hp2_structural_echo(impl, d_lag1, cfg, record_metric):
 
 
 @pytest.mark.check("HP-3", kind="K6")
-def test_hp3_batch_size_echo(impl, d_lag1, record_metric):
+def test_hp3_batch_size_echo(impl, d_lag1, expect):
     """The batch size sets the number of parallel lanes (steps per epoch ≈ transitions / B).
 
     With batch_size=7 one epoch takes between (E − Ns)/7 and (E − Ns)/7 + L_max optimizer steps (D-LAG1,
@@ -191,14 +190,6 @@ def test_hp3_batch_size_echo(impl, d_lag1, record_metric):
     T, L = int(sizes.sum() - len(sizes)), int(sizes.max())
     steps = int(rep.n_steps[0])
     lo, hi = (T - L) / B_, T / B_ + L
-    record_metric(
-        "optimizer steps per epoch (batch_size=7)",
-        steps,
-        reference=T / B_,
-        tolerance=L,
-        rule=f"pass if in [{lo:.1f}, {hi:.1f}]",
-        transitions=T,
-    )
     cause = (
         "the batch size is ignored or the minibatches are not session-parallel"
         if session_parallel(impl)
@@ -209,8 +200,14 @@ def test_hp3_batch_size_echo(impl, d_lag1, record_metric):
             "(RP-6): a deviation of the batching, not necessarily an ignored batch size",
         )
     )
-    assert lo <= steps <= hi, (
-        f"{steps} steps for {T} transitions with batch_size=7, expected {lo:.1f}..{hi:.1f}: {cause}"
+    expect(
+        "optimizer steps per epoch (batch_size=7)",
+        steps,
+        ge=lo,
+        le=hi,
+        reference=T / B_,
+        transitions=T,
+        message=f"{steps} steps for {T} transitions with batch_size=7, expected {lo:.1f}..{hi:.1f}: {cause}",
     )
 
 

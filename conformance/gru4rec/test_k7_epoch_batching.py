@@ -28,7 +28,7 @@ def _transitions(df) -> tuple[int, int]:
 
 
 @pytest.mark.check("EB-1", kind="K7")
-def test_eb1_transitions_per_epoch(impl, d_lag1, d_var, record_metric):
+def test_eb1_transitions_per_epoch(impl, d_lag1, d_var, expect):
     """Every training transition is used exactly once per epoch.
 
     Each epoch trains every input→target transition exactly once: n_events_trained = E − Ns per epoch
@@ -41,12 +41,16 @@ def test_eb1_transitions_per_epoch(impl, d_lag1, d_var, record_metric):
         sampled = model_has_samples(impl)
         lo = T if sampled else T - (L - 1)
         for e, n in enumerate(rep.n_events_trained):
-            record_metric(f"{name} transitions trained in epoch {e + 1}", n, reference=T, tolerance=T - lo)
-            if not lo <= n <= T:
-                problems.append(
-                    f"{name} epoch {e + 1}: {n} transitions trained, expected {T}"
-                    + ("" if sampled else f" (≥ {lo} without extra samples)")
-                )
+            expect(
+                f"{name} transitions trained in epoch {e + 1}",
+                n,
+                ge=lo,
+                le=T,
+                reference=T,
+                problems=problems,
+                message=f"{name} epoch {e + 1}: {n} transitions trained, expected {T}"
+                + ("" if sampled else f" (≥ {lo} without extra samples)"),
+            )
     cause = (
         "the epoch ends early or transitions are repeated"
         if session_parallel(impl)
@@ -64,7 +68,7 @@ def model_has_samples(impl) -> bool:
 
 
 @pytest.mark.check("EB-2", kind="K7")
-def test_eb2_tail_learnability(impl, d_tail, record_metric):
+def test_eb2_tail_learnability(impl, d_tail, record_metric, expect):
     """The tail of the epoch is trained: the last, longest session is learnt.
 
     The final, longest session of the training data is learnt (D-TAIL, 10 epochs): fresh-state Recall@5 on
@@ -82,12 +86,11 @@ def test_eb2_tail_learnability(impl, d_tail, record_metric):
     cycle = recall_at(model, cycle_prefixes, cycle_targets, 5)
     T, _ = _transitions(d_tail.train)
     trained = [int(n) for n in rep.n_events_trained]
-    record_metric(
+    learnt = expect.holds(
         "z-chain recall@5",
         r5,
+        ge=0.8,
         reference=1.0,
-        tolerance=0.2,
-        rule="pass if >= 0.8",
         first_half=round(first, 3),
         second_half=round(second, 3),
     )
@@ -98,7 +101,7 @@ def test_eb2_tail_learnability(impl, d_tail, record_metric):
         reference=T,
         rule="diagnosis only (EB-1 judges it)",
     )
-    if r5 >= 0.8:
+    if learnt:
         return
     measured = (
         f"Recall@5 on the final 40-item session's 39 transitions is {r5:.3f} (expected >= 0.8; first half "
@@ -163,7 +166,7 @@ def test_eb3_epoch_count(impl, d_lag1):
 
 @pytest.mark.check("EB-4", kind="K7")
 @pytest.mark.hook("trace")
-def test_eb4_lane_refilling(impl, d_var, record_metric):
+def test_eb4_lane_refilling(impl, d_var, expect):
     """Finished lanes are refilled at once: the minibatch stays full while sessions wait.
 
     Finished lanes are refilled (D-VAR, sessions of length 2 and 40, B=8): all 8 lanes stay active while
@@ -184,22 +187,25 @@ def test_eb4_lane_refilling(impl, d_var, record_metric):
         if len(seen) < n_sessions and int(t.n_active) < B_:
             short.append(k)
     steps = int(rep.n_steps[0])
-    record_metric(
+    steps_ok = expect.holds(
         "steps per epoch (D-VAR, B=8)",
         steps,
+        ge=T / B_,
+        le=T / B_ + L,
         reference=T / B_,
-        tolerance=L,
-        rule=f"pass if in [{T / B_:.0f}, {T / B_ + L:.0f}]",
         padded_estimate=d_var.meta["padded_steps_estimate"],
     )
-    record_metric("steps with idle lanes while sessions wait", len(short), reference=0, tolerance=0)
-    assert not short, (
-        f"{len(short)} steps run with fewer than {B_} lanes while sessions are still waiting (first at "
-        f"step {short[0]}): finished lanes are not refilled"
+    expect(
+        "steps with idle lanes while sessions wait",
+        len(short),
+        reference=0,
+        tolerance=0,
+        message=lambda: (
+            f"{len(short)} steps run with fewer than {B_} lanes while sessions are still waiting "
+            f"(first at step {short[0]}): finished lanes are not refilled"
+        ),
     )
-    assert T / B_ <= steps <= T / B_ + L, (
-        f"{steps} steps per epoch, expected {T / B_:.0f}..{T / B_ + L:.0f} for {T} transitions and B={B_}"
-    )
+    assert steps_ok, f"{steps} steps per epoch, expected {T / B_:.0f}..{T / B_ + L:.0f} for {T} transitions and B={B_}"
 
 
 def _max_rel_diff(a, b) -> float:
@@ -216,7 +222,7 @@ ORDER_REL_TOL = 1e-6
 
 
 @pytest.mark.check("EB-5", kind="K7")
-def test_eb5_row_order_invariance(impl, d_lag1, record_metric):
+def test_eb5_row_order_invariance(impl, d_lag1, record_metric, expect):
     """Training and evaluation do not depend on the order of the input rows (or unsorted input is refused).
 
     D-LAG1 with session ids unrelated to start times (seeded permutation), rows sorted by (SessionId, Time),
@@ -250,11 +256,15 @@ def test_eb5_row_order_invariance(impl, d_lag1, record_metric):
     noise = max(_max_rel_diff(score_a, score_b), _max_rel_diff(loss_a, loss_b))
     tol = max(ORDER_REL_TOL, 10 * noise)
     d_score, d_loss = _max_rel_diff(score_a, score_c), _max_rel_diff(loss_a, loss_c)
-    record_metric("max relative score difference, shuffled vs sorted rows", d_score, reference=0.0, tolerance=tol)
-    record_metric("max relative epoch-loss difference, shuffled vs sorted rows", d_loss, reference=0.0, tolerance=tol)
+    same_scores = expect.holds(
+        "max relative score difference, shuffled vs sorted rows", d_score, reference=0.0, tolerance=tol
+    )
+    same_losses = expect.holds(
+        "max relative epoch-loss difference, shuffled vs sorted rows", d_loss, reference=0.0, tolerance=tol
+    )
     record_metric("same-input run-to-run difference (control)", noise, rule="diagnosis only")
     problems = []
-    if d_score > tol or d_loss > tol:
+    if not (same_scores and same_losses):
         problems.append(
             f"training on the same rows shuffled (Time kept) changes the model: scores differ by {d_score:.3g} "
             f"relative, epoch losses {loss_c.round(6).tolist()} vs {loss_a.round(6).tolist()} on sorted rows "
@@ -285,7 +295,7 @@ def test_eb5_row_order_invariance(impl, d_lag1, record_metric):
 
 @pytest.mark.check("EB-6", kind="K7")
 @pytest.mark.hook("trace")
-def test_eb6_lane_order_by_start_time(impl, d_var, record_metric):
+def test_eb6_lane_order_by_start_time(impl, d_var, expect):
     """Sessions enter the minibatch lanes in the order of their first event's time, not of their ids or rows.
 
     D-VAR (B=8, one epoch) with session ids unrelated to start times (seeded permutation; rows sorted by id):
@@ -308,7 +318,9 @@ def test_eb6_lane_order_by_start_time(impl, d_var, record_metric):
     got = np.asarray(list(seen), dtype=np.int64)
     n = min(len(got), len(want))
     mism = np.flatnonzero(got[:n] != want[:n])
-    record_metric("sessions entering lanes out of start-time order", len(mism), reference=0, tolerance=0, of=n)
+    in_order = expect.holds(
+        "sessions entering lanes out of start-time order", len(mism), reference=0, tolerance=0, of=n
+    )
     assert n, "the trace names no session (session_ids all -1)"
     first = set(got[:B_].tolist())
     assert first == set(want[:B_].tolist()), (
@@ -316,7 +328,7 @@ def test_eb6_lane_order_by_start_time(impl, d_var, record_metric):
         f"{sorted(want[:B_].tolist())}: sessions are not ordered by their first event's time"
         + (" (they follow the session ids)" if first == set(np.sort(want)[:B_].tolist()) else "")
     )
-    assert not len(mism), (
+    assert in_order, (
         f"{len(mism)} of {n} sessions enter the lanes out of start-time order (first at position {mism[0]}: "
         f"session {got[mism[0]]}, expected {want[mism[0]]}): sessions must be processed by their first "
         "timestamp (argsort of each session's minimum time), not by id or row order"

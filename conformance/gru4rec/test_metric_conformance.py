@@ -212,17 +212,25 @@ def _conformance_runs(
 
 
 def _compare(
-    runs: list[dict], refs: list[dict], which: str, record_metric, context: dict, rel_floor: float = REL_FLOOR
+    runs: list[dict], refs: list[dict], which: str, expect, context: dict, rel_floor: float = REL_FLOOR
 ) -> list[str]:
-    bad = []
+    bad: list[str] = []
     rule = RULE if rel_floor == REL_FLOOR else RULE.replace(f"{REL_FLOOR:.0%}·mean_ref", f"{rel_floor:.0%}·mean_ref")
     for m in METRICS:
         value = float(np.mean([r[which][m] for r in runs]))
         n_events = int(min(r["suite"].get("n_events", 0) for r in refs)) or None
         mean, tol = band([r["suite"][m] for r in refs], rel_floor, n_events)
-        record_metric(m, value, reference=mean, tolerance=tol, rule=rule, n_events=n_events, **context)
-        if abs(value - mean) > tol:
-            bad.append(f"{m} {value:.4f} vs reference {mean:.4f} ± {tol:.4f}")
+        expect(
+            m,
+            value,
+            reference=mean,
+            tolerance=tol,
+            rule=rule,
+            n_events=n_events,
+            **context,
+            problems=bad,
+            message=f"{m} {value:.4f} vs reference {mean:.4f} ± {tol:.4f}",
+        )
     return bad
 
 
@@ -266,14 +274,14 @@ def _context(metric_data: dict, loss: str, runs: dict, comparison: str) -> dict:
 @pytest.mark.check("MC-1", kind="metric")
 @pytest.mark.metric
 @pytest.mark.parametrize("loss", LOSSES)
-def test_mc1_same_features(impl, reference_impl, metric_data, metric_cache, loss, record_metric, progress):
+def test_mc1_same_features(impl, reference_impl, metric_data, metric_cache, loss, expect, progress):
     """Real-data Recall@N and MRR@N match the reference with the same features (a miss is a bug).
 
     Recall@N / MRR@N (N = 1, 5, 10, 20) equal the reference restricted to the implementation's declared
     features (the study's "matching features" run) within the reference's seed band: a failure is a bug."""
     runs = _conformance_runs(impl, reference_impl, metric_data, metric_cache, loss, progress)
     ctx = _context(metric_data, loss, runs, "matching features: " + ("; ".join(runs["notes"]) or "all features"))
-    bad = _compare(runs["impl"], runs["match"], "suite", record_metric, ctx)
+    bad = _compare(runs["impl"], runs["match"], "suite", expect, ctx)
     assert not bad, (
         f"on {metric_data['name']} ({loss}) the implementation misses the band of the reference with the "
         "same features: " + "; ".join(bad)
@@ -283,7 +291,7 @@ def test_mc1_same_features(impl, reference_impl, metric_data, metric_cache, loss
 @pytest.mark.check("MC-2", kind="metric")
 @pytest.mark.metric
 @pytest.mark.parametrize("loss", LOSSES)
-def test_mc2_all_features(impl, reference_impl, metric_data, metric_cache, loss, record_metric, progress):
+def test_mc2_all_features(impl, reference_impl, metric_data, metric_cache, loss, expect, progress):
     """Real-data Recall@N and MRR@N match the full-featured reference (a miss: missing features or bugs).
 
     Recall@N / MRR@N (N = 1, 5, 10, 20) equal the full-featured reference (the study's best configuration,
@@ -291,7 +299,7 @@ def test_mc2_all_features(impl, reference_impl, metric_data, metric_cache, loss,
     runs = _conformance_runs(impl, reference_impl, metric_data, metric_cache, loss, progress)
     missing = "; ".join(runs["notes"] + [f"{k} not settable" for k in runs["unsettable"]])
     ctx = _context(metric_data, loss, runs, "all features")
-    bad = _compare(runs["impl"], runs["full"], "suite", record_metric, ctx)
+    bad = _compare(runs["impl"], runs["full"], "suite", expect, ctx)
     _study_deltas(impl, metric_data, loss, runs)
     assert not bad, (
         f"on {metric_data['name']} ({loss}) the implementation misses the full reference's band"
@@ -305,14 +313,14 @@ def test_mc2_all_features(impl, reference_impl, metric_data, metric_cache, loss,
 @pytest.mark.metric
 @pytest.mark.hook("evaluate")
 @pytest.mark.parametrize("loss", LOSSES)
-def test_mc3_own_evaluator(impl, reference_impl, metric_data, metric_cache, loss, record_metric, progress):
+def test_mc3_own_evaluator(impl, reference_impl, metric_data, metric_cache, loss, expect, progress):
     """The own evaluator reports real-data Recall@N and MRR@N within the reference band.
 
     The implementation's own evaluator, on the same fitted models, reports Recall@N / MRR@N within the band
     of the reference with the same features (its inference loop and metric code on real data)."""
     runs = _conformance_runs(impl, reference_impl, metric_data, metric_cache, loss, progress)
     ctx = _context(metric_data, loss, runs, "own evaluator vs matching features")
-    bad = _compare(runs["impl"], runs["match"], "own", record_metric, ctx)
+    bad = _compare(runs["impl"], runs["match"], "own", expect, ctx)
     assert not bad, (
         f"on {metric_data['name']} ({loss}) the implementation's own evaluator misses the band of the "
         "reference with the same features: " + "; ".join(bad)
@@ -334,7 +342,7 @@ QUICK_LOSSES = [pytest.param("bpr-max", marks=pytest.mark.loss("bpr-max"), id="b
 @pytest.mark.check("MC-1", kind="metric")
 @pytest.mark.metric
 @pytest.mark.parametrize("loss", QUICK_LOSSES)
-def test_mc1_same_features_one_epoch(impl, reference_impl, metric_data, metric_cache, loss, record_metric, progress):
+def test_mc1_same_features_one_epoch(impl, reference_impl, metric_data, metric_cache, loss, expect, progress):
     """Real-data Recall@N and MRR@N after one epoch match the reference with the same features (fast set).
 
     As MC-1 with the configuration trained for one epoch instead of three, for the losses whose three-epoch
@@ -343,7 +351,7 @@ def test_mc1_same_features_one_epoch(impl, reference_impl, metric_data, metric_c
     runs = _conformance_runs(impl, reference_impl, metric_data, metric_cache, loss, progress, n_epochs=QUICK_EPOCHS)
     notes = "; ".join(runs["notes"]) or "all features"
     ctx = {**_context(metric_data, loss, runs, f"matching features: {notes}"), "n_epochs": QUICK_EPOCHS}
-    bad = _compare(runs["impl"], runs["match"], "suite", record_metric, ctx, rel_floor=QUICK_REL_FLOOR)
+    bad = _compare(runs["impl"], runs["match"], "suite", expect, ctx, rel_floor=QUICK_REL_FLOOR)
     assert not bad, (
         f"on {metric_data['name']} ({loss}, {QUICK_EPOCHS} epoch) the implementation misses the band of the "
         "reference with the same features after the same epoch: " + "; ".join(bad)

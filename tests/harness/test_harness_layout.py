@@ -54,6 +54,7 @@ def test_every_hook_and_fixture_of_the_harness_modules_is_in_the_plugin_namespac
         "impl",
         "reference_impl",
         "record_metric",
+        "expect",
         "conformance_options",
     } <= set(seen)
     assert set(plugin.__all__) >= set(seen) | {"pytest_addhooks"}

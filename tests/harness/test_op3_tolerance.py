@@ -10,6 +10,7 @@ import types
 import numpy as np
 import pytest
 
+from gru4rec_conformance.conformance._harness.fixtures import Expect
 from gru4rec_conformance.conformance.gru4rec.test_k5_optimizer import LR_REL_TOL, _constant_lr, lr_deviation
 from gru4rec_conformance.implementations.base import FitReport
 
@@ -58,7 +59,12 @@ D_LAG1 = types.SimpleNamespace(train=None)
 
 def _run(impl):
     records = []
-    _constant_lr(impl, D_LAG1, 1, lambda *a, **k: records.append((a, k)))
+
+    def record(name, value, **k):
+        records.append(((name, value), k))
+        return {"value": float(value)}
+
+    _constant_lr(impl, D_LAG1, 1, Expect(record))
     return records
 
 

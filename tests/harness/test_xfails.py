@@ -8,6 +8,8 @@ import pytest
 
 from gru4rec_conformance.conformance._records.xfails import (
     XfailRegistryError,
+    check_key_forms,
+    is_check_id_pattern,
     load_xfail_file,
     pattern_matches,
     strip_dataset_param,
@@ -250,6 +252,111 @@ def test_strict_xfail_xpass_and_unmatched_entries(project):
     assert "deviation found" in results["test_fails[good]"]["reason"]
     assert "deviation found" in results["test_fails[good]"]["details"]
     assert results["test_fails[good]"]["xfail"]["reason"] == "known deviation"
+
+
+def test_check_id_keys_are_told_from_node_id_patterns():
+    for key in ("SR-3", "SR-3[bpr-max]", "MC-*[cross-entropy]", "FT-20", "X-3[*]"):
+        assert is_check_id_pattern(key), key
+    for key in ("conformance/gru4rec/test_x.py::test_fails", "test_mc*[cross-entropy]", "*test_lf*",
+                "conformance/gru4rec/test_x.py", "SR-3::x", "sr-3"):  # fmt: skip
+        assert not is_check_id_pattern(key), key
+    node = "conformance/gru4rec/test_x.py::test_param[bpr-max]"
+    assert check_key_forms("X-3", [node, "conformance/gru4rec/test_x.py::test_param"]) == ("X-3[bpr-max]", "X-3")
+    assert check_key_forms(None, [node]) == ()
+    assert pattern_matches("X-3", "X-3[bpr-max]") and not pattern_matches("X-3", "X-30[bpr-max]")
+
+
+CHECK_ID_TWIN = '''
+@pytest.mark.check("X-3", kind="K2")
+def test_param_twin(impl):
+    """A second test of check X-3 (a check id covers every test that carries it)."""
+    assert False, "twin fails"
+'''
+CHECK_ID_CHECKS = CHECKS + CHECK_ID_TWIN
+
+
+def test_entries_may_name_a_check_id_with_an_optional_parameter(project):
+    """`X-3[bpr-max]` resolves to the X-3 test with that parameter, `X-1` to every test of X-1, `X-3` alone would
+    cover both X-3 tests; node-id keys keep working beside them. A check id no test carries, or a parameter no
+    test of the check has, is an unmatched entry (a failing item) when the whole folder was collected."""
+    project.checks(CHECK_ID_CHECKS, name="test_x")
+    project.xfails(
+        "good",
+        """
+        implementation = "good"
+
+        [[xfail]]
+        id = "X-1"
+        reason = "known deviation"
+        kind = "bug"
+        link = "none"
+
+        [[xfail]]
+        id = "X-3[bpr-max]"
+        reason = "bpr-max differs"
+        kind = "design-difference"
+        link = "none"
+
+        [[xfail]]
+        id = "conformance/gru4rec/test_x.py::test_param_twin"
+        reason = "a node-id key beside check-id keys"
+        kind = "bug"
+        link = "none"
+
+        [[xfail]]
+        id = "X-77"
+        reason = "no such check"
+        kind = "bug"
+        link = "none"
+
+        [[xfail]]
+        id = "X-1[bpr-max]"
+        reason = "no such parameter"
+        kind = "bug"
+        link = "none"
+    """,
+    )
+    result = project.run("conformance", "--impl", "good", "-rxX")
+    result.assert_outcomes(passed=2, xfailed=3, failed=2)
+    result.stdout.fnmatch_lines_random(
+        [
+            "*entry 4 (id = 'X-77') names no check of the collected folders*",
+            "*entry 5 (id = 'X-1[[]bpr-max[]]') matches no collected test of its check*",
+        ]
+    )
+    outcomes = project.outcomes("good")
+    assert outcomes["test_fails[good]"] == outcomes["test_param_twin[good]"] == "xfail"
+    assert outcomes["test_param[good-bpr-max]"] == "xfail"
+    assert outcomes["test_param[good-cross-entropy]"] == outcomes["test_passes[good]"] == "passed"
+    results = {r["test"]: r for r in project.results("good")["results"]}
+    assert results["test_fails[good]"]["xfail"]["pattern"] == "X-1"
+    assert results["test_param[good-bpr-max]"]["xfail"]["pattern"] == "X-3[bpr-max]"
+
+
+def test_a_check_id_key_covers_every_test_of_the_check_and_is_out_of_scope_when_not_collected(project):
+    project.checks(CHECK_ID_CHECKS, name="test_x")
+    body = """
+        implementation = "good"
+
+        [[xfail]]
+        id = "X-3"
+        reason = "both X-3 tests, all parameters"
+        kind = "bug"
+        link = "none"
+
+        [[xfail]]
+        id = "X-1"
+        reason = "not in the selection"
+        kind = "bug"
+        link = "none"
+    """
+    project.xfails("good", body)
+    result = project.run("conformance", "--impl", "good", "-rxX")
+    # X-3's cross-entropy case passes although X-3 is declared as a whole: strict, it XPASSes
+    result.assert_outcomes(passed=1, xfailed=3, failed=1)
+    assert project.outcomes("good")["test_param[good-cross-entropy]"] == "xpass"
+    result = project.run("conformance/gru4rec/test_x.py::test_passes", "--impl", "good")
+    result.assert_outcomes(passed=1)  # X-1 and X-3 not collected: out of scope, not unmatched
 
 
 def test_selecting_one_check_does_not_flag_entries_outside_the_selection(project):
