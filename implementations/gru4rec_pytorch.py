@@ -38,15 +38,25 @@ from gru4rec_conformance.implementations._thirdparty import (
     TempDir,
     check_session_frame,
     layers_list,
-    load_module_weights,
-    module_weights,
     patched,
     rows_touched,
     seed_everything,
     spy_generator,
     write_sessions,
 )
-from gru4rec_conformance.implementations.base import Adapter, FitReport, StepTrace, Unsupported
+from gru4rec_conformance.implementations._torchbase import (
+    ONE_LAYER_ONLY,
+    OwnEvaluatorByCutoff,
+    TorchModuleAdapter,
+    add_score_rows,
+    constant_lr_info,
+    hidden_tensor,
+    item_indices,
+    lane_labels,
+    lane_parallel_scores,
+    prefix_array,
+)
+from gru4rec_conformance.implementations.base import FitReport, StepTrace, Unsupported
 from gru4rec_conformance.implementations.registry import register
 
 # Flags of czappi44/GRU4REC-pytorch main.py per fix level (example_gru4rec_pytorch.ipynb).
@@ -90,10 +100,11 @@ def _family(act: str) -> str:
     return act
 
 
-class GRU4RecPytorchAdapter(Adapter):
+class GRU4RecPytorchAdapter(OwnEvaluatorByCutoff, TorchModuleAdapter):
     """GRU4REC-pytorch (hungpthanh) and its fix-level fork (czappi44): see the module docstring."""
 
     name = "gru4rec_pytorch"
+    label = "gru4rec_pytorch"
     role = "implementation"
     isolated = True
     checkouts = ("gru4rec_pytorch", "gru4rec_pytorch_fork")
@@ -118,7 +129,6 @@ class GRU4RecPytorchAdapter(Adapter):
         self.fork = level != "upstream"
         self._checkout_key = "gru4rec_pytorch_fork" if self.fork else "gru4rec_pytorch"
         self._tmp: TempDir | None = None
-        self._trace_on = False
         self.model: Any = None  # the checkout's lib.GRU4REC (untyped third-party code)
 
     # -- declarations -------------------------------------------------------------------------------------
@@ -370,29 +380,12 @@ class GRU4RecPytorchAdapter(Adapter):
         model.eval()
         index = self._index_of()
         seqs = [[index[int(i)] for i in p if int(i) in index] for p in prefixes]
-        n_items = len(index)
-        out = np.zeros((len(seqs), n_items), dtype=np.float32)
-        B = model.batch_size
         with torch.no_grad():
             zero_scores = model.final_activation(model.h2o(torch.zeros(1, model.hidden_size))).numpy()[0]
-            todo = [k for k, s in enumerate(seqs) if s]
-            for k, s in enumerate(seqs):
-                if not s:
-                    out[k] = zero_scores
-            for c in range(0, len(todo), B):
-                chunk = todo[c : c + B]
-                longest = max(len(seqs[k]) for k in chunk)
-                hidden = model.init_hidden()
-                for t in range(longest):
-                    inp = np.zeros(B, dtype=np.int64)
-                    for lane, k in enumerate(chunk):
-                        if t < len(seqs[k]):
-                            inp[lane] = seqs[k][t]
-                    logit, hidden = model(torch.as_tensor(inp), hidden)
-                    for lane, k in enumerate(chunk):
-                        if t == len(seqs[k]) - 1:
-                            out[k] = logit[lane].numpy()
-        return out
+            return lane_parallel_scores(seqs, len(index), model.batch_size, zero_scores,
+                                        lambda n: model.init_hidden(),
+                                        lambda inp, hidden: model(torch.as_tensor(inp), hidden),
+                                        fixed_width=True)  # fmt: skip
 
     # -- black-box+ ----------------------------------------------------------------------------------------
     def _run_eval(self, test_df, batch_size: int, k: int, keep_rows: bool):
@@ -416,9 +409,10 @@ class GRU4RecPytorchAdapter(Adapter):
         class SpyLoader(loader_cls):  # type: ignore[valid-type, misc]  # the checkout's DataLoader, run-time base
             def __iter__(self):
                 def seen(loc, item):
-                    tgt = np.asarray(loc["start"]) + int(loc["i"]) + 1
-                    first = test.click_offsets[test.session_idx_arr[np.asarray(loc["iters"])]]
-                    labels.append((sess_col[tgt], tgt - first, items_col[tgt]))
+                    def first(iters):
+                        return test.click_offsets[test.session_idx_arr[iters]]
+
+                    labels.append(lane_labels(loc, first, sess_col, items_col))
 
                 return spy_generator(super().__iter__(), seen)
 
@@ -426,10 +420,7 @@ class GRU4RecPytorchAdapter(Adapter):
 
         def recording_evaluate(logit, target, k=20):
             if keep_rows:
-                sess, pos, tgt = labels[-1]
-                sc = logit.detach().cpu().numpy()
-                for j in range(len(sess)):
-                    rows.append((int(sess[j]), int(pos[j]), int(item_ids[tgt[j]]), sc[j].astype(np.float32)))
+                add_score_rows(rows, labels[-1], item_ids, logit)
             return inner_evaluate(logit, target, k=k)
 
         old_b, old_buf = model.batch_size, model.onehot_buffer
@@ -442,21 +433,6 @@ class GRU4RecPytorchAdapter(Adapter):
             model.batch_size, model.onehot_buffer = old_b, old_buf
         n_events = int(sum(len(s) for s, _, _ in labels))
         return float(recall), float(mrr), n_events, rows
-
-    def score_stream(self, test_df: Any, batch_size: int):
-        if self.model is None:
-            raise RuntimeError("gru4rec_pytorch: call fit() first")
-        _, _, _, rows = self._run_eval(test_df, batch_size, k=min(20, len(self.item_ids())), keep_rows=True)
-        return iter(rows)
-
-    def evaluate(self, test_df: Any, cutoffs: Sequence[int] = (1, 5, 10, 20), batch_size: int = 512) -> dict:
-        if self.model is None:
-            raise RuntimeError("gru4rec_pytorch: call fit() first")
-        out: dict[str, Any] = {}
-        for c in cutoffs:  # one Evaluation per cutoff, as the fork's main.py does
-            recall, mrr, n, _ = self._run_eval(test_df, batch_size, k=int(c), keep_rows=False)
-            out[f"recall@{c}"], out[f"mrr@{c}"], out["n_events"] = recall, mrr, n
-        return out
 
     # -- white-box -----------------------------------------------------------------------------------------
     def loss_on_scores(self, scores: Any, loss: str, **hparams: Any) -> tuple[float, Any]:
@@ -489,48 +465,22 @@ class GRU4RecPytorchAdapter(Adapter):
         assert t.grad is not None  # backward() of a loss computed from the leaf t fills t.grad
         return float(value.detach()), t.grad.numpy().copy()
 
-    def trace(self, enable: bool = True) -> None:
-        self._trace_on = bool(enable)
-
     def optimizer_info(self) -> dict:
-        if self.model is None:
-            raise RuntimeError("gru4rec_pytorch: call fit() first")
-        opt = self.optim.optimizer
-        g = opt.param_groups[0]
-        info = {"type": type(opt).__name__.lower(), "learning_rate": float(g["lr"]), "lr_schedule": "constant",
-                "momentum": float(g.get("momentum", 0.0)), "eps": float(g.get("eps", float("nan"))),
-                "grad_clip": None}  # fmt: skip
-        if "initial_accumulator_value" in g:
-            info["initial_accumulator"] = float(g["initial_accumulator_value"])
-        return info
+        """The torch optimizer's first parameter group (``lib.Optimizer.optimizer``), lower-case vocabulary."""
+        self._require_evaluable()
+        return constant_lr_info(self.optim.optimizer)
 
-    def _require_model(self):
-        if self.model is None:
-            raise RuntimeError("gru4rec_pytorch: call fit() first (n_epochs=0 initialises without training)")
+    def _fitted_model(self) -> Any:
+        """The checkout's ``lib.GRU4REC``, whose parameters ``get_weights`` shows as float32 arrays under their torch
+        names: ``look_up.weight`` (n_items, embedding_dim; separate embedding only), ``gru.weight_ih_l<k>`` (3·d,
+        n_in; n_in = n_items in the one-hot mode), ``gru.weight_hh_l<k>`` (3·d, d), ``gru.bias_ih_l<k>``/
+        ``bias_hh_l<k>`` (3·d,), row blocks [r; z; n] of ``nn.GRU`` (= gate_layout), ``h2o.weight`` (n_items, d) and
+        ``h2o.bias`` (n_items,). Item axes in :meth:`item_ids` order."""
         return self.model
-
-    def get_weights(self) -> dict:
-        """Every parameter of the checkout's ``lib.GRU4REC`` as float32 arrays under its torch names:
-        ``look_up.weight`` (n_items, embedding_dim; separate embedding only), ``gru.weight_ih_l<k>`` (3·d, n_in;
-        n_in = n_items in the one-hot mode), ``gru.weight_hh_l<k>`` (3·d, d), ``gru.bias_ih_l<k>``/``bias_hh_l<k>``
-        (3·d,), row blocks [r; z; n] of ``nn.GRU`` (= gate_layout), ``h2o.weight`` (n_items, d) and ``h2o.bias``
-        (n_items,). Item axes in :meth:`item_ids` order."""
-        return module_weights(self._require_model())
-
-    def set_weights(self, weights: Mapping[str, Any]) -> None:
-        """Load arrays (all or a subset) in the layout of :meth:`get_weights` into the module's parameters, in
-        place (the optimizer's state is kept). Raises ValueError for an unknown name or a wrong shape."""
-        load_module_weights(self._require_model(), weights)
 
     def _indices(self, ids: Any, what: str) -> np.ndarray:
         """Item ids → the module's item_idx; ValueError for an id unknown to training."""
-        index = self._index_of()
-        ids = np.asarray(ids).ravel()
-        out = [index.get(int(i)) for i in ids]
-        if None in out:
-            bad = [int(i) for i in ids if int(i) not in index][:5]
-            raise ValueError(f"{what}: item id(s) unknown to the trained model: {bad}")
-        return np.asarray(out, dtype=np.int64)
+        return item_indices(self._index_of(), ids, what)
 
     @contextmanager
     def _lanes(self, b: int) -> Iterator[Any]:
@@ -565,8 +515,7 @@ class GRU4RecPytorchAdapter(Adapter):
             if hidden is None:
                 h = model.init_hidden()
             else:
-                h = torch.as_tensor(np.stack([np.asarray(a) for a in hidden]) if isinstance(hidden, (list, tuple))
-                                    else np.asarray(hidden), dtype=torch.float32)  # fmt: skip
+                h = hidden_tensor(hidden)
             self.optim.zero_grad()
             logit, _ = model(torch.LongTensor(x), h.detach())
             loss = self.loss_func(logit[:, torch.LongTensor(t).view(-1)])
@@ -589,15 +538,8 @@ class GRU4RecPytorchAdapter(Adapter):
 
         model = self._require_model()
         if int(model.num_layers) != 1:
-            raise Unsupported(
-                "train_forward:layers",
-                "nn.GRU applies the hidden dropout between its stacked layers internally: the outputs of layers "
-                "below the last are not observable",
-            )
-        seqs = [self._indices(s, "prefix_batch") for s in prefix_batch]
-        if not seqs or len({len(s) for s in seqs}) != 1 or len(seqs[0]) < 2:
-            raise ValueError("prefix_batch: expected b >= 1 item sequences of one common length >= 2")
-        arr = np.stack(seqs)
+            raise Unsupported("train_forward:layers", ONE_LAYER_ONLY)
+        arr = prefix_array(self._index_of(), prefix_batch)
         b = len(arr)
         captured: dict[str, Any] = {}
         with torch.random.fork_rng(devices=[]), self._lanes(b) as model:

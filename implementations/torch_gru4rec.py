@@ -34,15 +34,25 @@ from gru4rec_conformance.implementations._thirdparty import (
     TempDir,
     check_session_frame,
     layers_list,
-    load_module_weights,
-    module_weights,
     patched,
     rows_touched,
     seed_everything,
     spy_generator,
     write_sessions,
 )
-from gru4rec_conformance.implementations.base import Adapter, FitReport, StepTrace, Unsupported
+from gru4rec_conformance.implementations._torchbase import (
+    ONE_LAYER_ONLY,
+    OwnEvaluatorByCutoff,
+    TorchModuleAdapter,
+    add_score_rows,
+    constant_lr_info,
+    hidden_tensor,
+    item_indices,
+    lane_labels,
+    lane_parallel_scores,
+    prefix_array,
+)
+from gru4rec_conformance.implementations.base import FitReport, StepTrace, Unsupported
 from gru4rec_conformance.implementations.registry import register
 
 LOSS_NAMES = {"cross-entropy": "nll", "bpr-max": "bpr-max", "top1": "top1", "top1-max": "top1-max", "bpr": "bpr"}
@@ -72,10 +82,11 @@ def _family(act: str) -> str:
     return act
 
 
-class TorchGRU4RecAdapter(Adapter):
+class TorchGRU4RecAdapter(OwnEvaluatorByCutoff, TorchModuleAdapter):
     """Torch-GRU4Rec upstream (yeganegi-reza) @744f6b3."""
 
     name = "torch_gru4rec"
+    label = "torch_gru4rec"
     role = "implementation"
     isolated = True
     checkouts = ("torch_gru4rec", "torch_gru4rec_fork")
@@ -96,7 +107,6 @@ class TorchGRU4RecAdapter(Adapter):
     def __init__(self, device: str = "cpu") -> None:
         super().__init__(device=device)
         self._tmp: TempDir | None = None
-        self._trace_on = False
         self.model: Any = None  # the checkout's Modules.Model.GRU4Rec (untyped third-party code)
         self._train: Any = None  # the checkout's Modules.Dataset.Dataset (untyped third-party code)
         self._gen: Any = None  # the checkout's training Modules.Dataset.DataGenerator (untyped third-party code)
@@ -336,25 +346,10 @@ class TorchGRU4RecAdapter(Adapter):
         model.eval()
         index = self._index_of()
         seqs = [[index[int(i)] for i in p if int(i) in index] for p in prefixes]
-        out = np.zeros((len(seqs), len(index)), dtype=np.float32)
-        B = int(model.batchSize)
         with torch.no_grad():
             zero = model.finalAct(model.linear(torch.zeros(1, model.hiddenSize))).numpy()[0]
-            todo = [k for k, s in enumerate(seqs) if s]
-            for k, s in enumerate(seqs):
-                if not s:
-                    out[k] = zero
-            for c in range(0, len(todo), B):
-                chunk = todo[c : c + B]
-                longest = max(len(seqs[k]) for k in chunk)
-                hidden = model.initHidden(len(chunk))
-                for t in range(longest):
-                    inp = np.array([seqs[k][t] if t < len(seqs[k]) else 0 for k in chunk], dtype=np.int64)
-                    logit, hidden = model(torch.as_tensor(inp), hidden)
-                    for lane, k in enumerate(chunk):
-                        if t == len(seqs[k]) - 1:
-                            out[k] = logit[lane].numpy()
-        return out
+            return lane_parallel_scores(seqs, len(index), int(model.batchSize), zero, model.initHidden,
+                                        lambda inp, hidden: model(torch.as_tensor(inp), hidden))  # fmt: skip
 
     # -- black-box+ ----------------------------------------------------------------------------------------
     def _run_eval(self, test_df, batch_size: int, k: int, keep_rows: bool):
@@ -371,9 +366,10 @@ class TorchGRU4RecAdapter(Adapter):
         class SpyGenerator(M.Dataset.DataGenerator):  # type: ignore[name-defined]
             def __iter__(self):
                 def seen(loc, item):
-                    tgt = np.asarray(loc["start"]) + int(loc["i"]) + 1
-                    first = test.offsetSessions[np.asarray(loc["sessionIdxArr"])[np.asarray(loc["iters"])]]
-                    labels.append((sess_col[tgt], tgt - first, items_col[tgt]))
+                    def first(iters):
+                        return test.offsetSessions[np.asarray(loc["sessionIdxArr"])[iters]]
+
+                    labels.append(lane_labels(loc, first, sess_col, items_col))
 
                 return spy_generator(super().__iter__(), seen)
 
@@ -383,31 +379,13 @@ class TorchGRU4RecAdapter(Adapter):
 
         def recording_calc(logits, targets, k=20):
             if keep_rows:
-                sess, pos, tgt = labels[-1]
-                sc = logits.detach().cpu().numpy()
-                for j in range(len(sess)):
-                    rows.append((int(sess[j]), int(pos[j]), int(item_ids[tgt[j]]), sc[j].astype(np.float32)))
+                add_score_rows(rows, labels[-1], item_ids, logits)
             return inner(logits, targets, k=k)
 
         evaluation = M.Evaluation.Evaluation(self.model, k=k)
         with patched(M.Metrics, "calc", recording_calc):
             _, recall, mrr = evaluation.evalute(gen)
         return float(recall), float(mrr), int(sum(len(s) for s, _, _ in labels)), rows
-
-    def score_stream(self, test_df: Any, batch_size: int):
-        if self.model is None:
-            raise RuntimeError("torch_gru4rec: call fit() first")
-        _, _, _, rows = self._run_eval(test_df, batch_size, k=min(20, len(self.item_ids())), keep_rows=True)
-        return iter(rows)
-
-    def evaluate(self, test_df: Any, cutoffs: Sequence[int] = (1, 5, 10, 20), batch_size: int = 512) -> dict:
-        if self.model is None:
-            raise RuntimeError("torch_gru4rec: call fit() first")
-        out: dict[str, Any] = {}
-        for c in cutoffs:  # one Evaluation per cutoff, as the fork's main.py does
-            recall, mrr, n, _ = self._run_eval(test_df, batch_size, k=int(c), keep_rows=False)
-            out[f"recall@{c}"], out[f"mrr@{c}"], out["n_events"] = recall, mrr, n
-        return out
 
     # -- white-box -----------------------------------------------------------------------------------------
     def loss_on_scores(self, scores: Any, loss: str, **hparams: Any) -> tuple[float, Any]:
@@ -431,49 +409,22 @@ class TorchGRU4RecAdapter(Adapter):
         assert t.grad is not None  # backward() of a loss computed from the leaf t fills t.grad
         return float(value.detach()), t.grad.numpy().copy()
 
-    def trace(self, enable: bool = True) -> None:
-        self._trace_on = bool(enable)
-
     def optimizer_info(self) -> dict:
-        if self.model is None:
-            raise RuntimeError("torch_gru4rec: call fit() first")
-        opt = self.optim.optimizer
-        g = opt.param_groups[0]
-        info = {"type": type(opt).__name__.lower(), "learning_rate": float(g["lr"]), "lr_schedule": "constant",
-                "momentum": float(g.get("momentum", 0.0)), "eps": float(g.get("eps", float("nan"))),
-                "grad_clip": None}  # fmt: skip
-        if "initial_accumulator_value" in g:
-            info["initial_accumulator"] = float(g["initial_accumulator_value"])
-        return info
+        """The torch optimizer's first parameter group (``Optimizer.optimizer``), lower-case vocabulary."""
+        self._require_evaluable()
+        return constant_lr_info(self.optim.optimizer)
 
-    def _require_model(self):
-        if self.model is None:
-            raise RuntimeError("torch_gru4rec: call fit() first (n_epochs=0 initialises without training)")
-        return self.model
-
-    def get_weights(self) -> dict:
-        """Every parameter of the checkout's ``Model.GRU4Rec`` as float32 arrays under its torch names:
-        ``embedding.weight`` (n_items, embeddingDim; separate embedding only), ``gru.weight_ih_l<k>`` (3·d, n_in;
-        n_in = n_items in the one-hot mode) and ``gru.weight_hh_l<k>`` (3·d, d), row blocks [r; z; n] of
+    def _fitted_model(self) -> Any:
+        """The checkout's ``Model.GRU4Rec``, whose parameters ``get_weights`` shows as float32 arrays under their
+        torch names: ``embedding.weight`` (n_items, embeddingDim; separate embedding only), ``gru.weight_ih_l<k>``
+        (3·d, n_in; n_in = n_items in the one-hot mode) and ``gru.weight_hh_l<k>`` (3·d, d), row blocks [r; z; n] of
         ``nn.GRU`` (= gate_layout; the GRU has no biases, TG-5), ``linear.weight`` (n_items, d) and
         ``linear.bias`` (n_items,). Item axes in :meth:`item_ids` order."""
-        return module_weights(self._require_model())
-
-    def set_weights(self, weights: Mapping[str, Any]) -> None:
-        """Load arrays (all or a subset) in the layout of :meth:`get_weights` into the module's parameters, in
-        place (the optimizer's state is kept). Raises ValueError for an unknown name or a wrong shape."""
-        load_module_weights(self._require_model(), weights)
+        return self.model
 
     def _indices(self, ids: Any, what: str) -> np.ndarray:
         """Item ids → the module's ItemIdx; ValueError for an id unknown to training."""
-        index = self._index_of()
-        ids = np.asarray(ids).ravel()
-        out = [index.get(int(i)) for i in ids]
-        if None in out:
-            raise ValueError(
-                f"{what}: item id(s) unknown to the trained model: {[int(i) for i in ids if int(i) not in index][:5]}"
-            )
-        return np.asarray(out, dtype=np.int64)
+        return item_indices(self._index_of(), ids, what)
 
     def _next_sample(self) -> np.ndarray:
         """The next extra-negative row as the training DataGenerator's ``__iter__`` draws it (its sample store and
@@ -508,8 +459,7 @@ class TorchGRU4RecAdapter(Adapter):
         if hidden is None:
             h = model.initHidden(len(x))
         else:
-            h = torch.as_tensor(np.stack([np.asarray(a) for a in hidden]) if isinstance(hidden, (list, tuple))
-                                else np.asarray(hidden), dtype=torch.float32)  # fmt: skip
+            h = hidden_tensor(hidden)
         y = np.hstack([t, self._next_sample()])
         model.train()
         logit, _ = model(torch.LongTensor(x), h, torch.LongTensor(y))
@@ -535,15 +485,8 @@ class TorchGRU4RecAdapter(Adapter):
 
         model = self._require_model()
         if int(model.nLayers) != 1:
-            raise Unsupported(
-                "train_forward:layers",
-                "nn.GRU applies the hidden dropout between its stacked layers internally: the outputs of layers "
-                "below the last are not observable",
-            )
-        seqs = [self._indices(s, "prefix_batch") for s in prefix_batch]
-        if not seqs or len({len(s) for s in seqs}) != 1 or len(seqs[0]) < 2:
-            raise ValueError("prefix_batch: expected b >= 1 item sequences of one common length >= 2")
-        arr = np.stack(seqs)
+            raise Unsupported("train_forward:layers", ONE_LAYER_ONLY)
+        arr = prefix_array(self._index_of(), prefix_batch)
         b = len(arr)
         captured: dict[str, Any] = {}
 

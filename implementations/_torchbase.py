@@ -1,0 +1,331 @@
+"""The common part of the GRU4Rec adapters whose implementation trains one torch ``nn.Module``.
+
+:class:`TorchModuleAdapter` gives such an adapter its model access (``_require_model``), the weight hooks
+(``get_weights``/``set_weights`` over the module's ``named_parameters()``), the ``trace`` switch and
+``optimizer_info`` read from the torch optimizer's first parameter group. :class:`FitObserver` is the per-epoch
+bookkeeping of a fit spy (the loss, step, event and second counts of ``FitReport``) with the removal of its
+instance wrappers. :class:`OwnEvaluatorByCutoff` runs an implementation's own evaluator once per cutoff.
+
+Everything here *observes and translates*, as the adapters do (implementations/README.md): nothing changes what the
+implementation computes. An adapter keeps what is its own: which module and optimizer it reads, which rows of
+which parameter it shows, and how its optimizer settings are named.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any, ClassVar
+
+import numpy as np
+
+from gru4rec_conformance.implementations._thirdparty import load_module_weights, module_weights
+from gru4rec_conformance.implementations.base import Adapter, FitReport, StepTrace
+
+__all__ = [
+    "TorchModuleAdapter",
+    "constant_lr_info",
+    "FitObserver",
+    "OwnEvaluatorByCutoff",
+    "hidden_tensor",
+    "item_indices",
+]
+
+NOT_FITTED = "call fit() first (n_epochs=0 initialises without training)"
+
+
+class TorchModuleAdapter(Adapter):
+    """Base of an adapter whose implementation is one torch ``nn.Module`` trained by a torch optimizer.
+
+    A subclass sets :attr:`label` (the name its error messages start with) and overrides :meth:`_fitted_model`
+    (the module, ``None`` before ``fit``) and :meth:`_fitted_optimizer` (the torch optimizer, ``None`` before
+    ``fit``); where the implementation pads its item tables, :meth:`_weight_rows` names the rows shown. It may
+    override :meth:`optimizer_info` where its optimizer is described otherwise.
+
+    Hooks given here: ``get_weights``, ``set_weights``, ``trace`` (sets ``self._trace_on``, read by the
+    subclass's ``fit``) and ``optimizer_info``.
+    """
+
+    label: ClassVar[str] = ""
+    """The name error messages start with, e.g. ``"torch_gru4rec"`` (default: the class name)."""
+
+    def __init__(self, device: str = "cpu", **options: Any) -> None:
+        super().__init__(device=device, **options)
+        self._trace_on = False
+
+    def _label(self) -> str:
+        return self.label or type(self).__name__
+
+    # -- what a subclass says ------------------------------------------------------------------------------
+    def _fitted_model(self) -> Any:
+        """The implementation's trained ``nn.Module``, or None before ``fit``."""
+        raise NotImplementedError
+
+    def _fitted_optimizer(self) -> Any:
+        """The torch optimizer ``fit`` built, or None before ``fit``."""
+        raise NotImplementedError
+
+    def _weight_rows(self) -> Mapping[str, Any] | None:
+        """Parameter name → the rows (axis 0) ``get_weights`` shows (a slice or an int array); the others whole."""
+        return None
+
+    def _lr_schedule(self) -> Any:
+        """``optimizer_info``'s ``lr_schedule``: None (no schedule) unless the implementation has one."""
+        return None
+
+    def _grad_clip(self) -> Any:
+        """``optimizer_info``'s ``grad_clip``: None (no clipping) unless the implementation clips."""
+        return None
+
+    # -- hooks -----------------------------------------------------------------------------------------------
+    def _require_model(self) -> Any:
+        """The fitted module; RuntimeError ``"<label>: call fit() first (...)"`` before ``fit``."""
+        model = self._fitted_model()
+        if model is None:
+            raise RuntimeError(f"{self._label()}: {NOT_FITTED}")
+        return model
+
+    def get_weights(self) -> dict[str, Any]:
+        """Copies of the module's parameters as numpy arrays under their torch names (rows as
+        :meth:`_weight_rows`)."""
+        return module_weights(self._require_model(), self._weight_rows())
+
+    def set_weights(self, weights: Mapping[str, Any]) -> None:
+        """Load arrays (all or a subset) in the layout of :meth:`get_weights` into the module's parameters, in place
+        (the optimizer's state is kept; rows not shown are untouched).
+
+        Raises:
+            ValueError: an unknown name or a shape that differs from :meth:`get_weights`'s.
+        """
+        load_module_weights(self._require_model(), weights, self._weight_rows())
+
+    def trace(self, enable: bool = True) -> None:
+        self._trace_on = bool(enable)
+
+    def optimizer_info(self) -> dict[str, Any]:
+        """The optimizer's class name, ``lr_schedule`` (:meth:`_lr_schedule`), the first parameter group's
+        ``initial_accumulator_value``, ``eps`` and ``momentum`` (None where the class has none), ``grad_clip``
+        (:meth:`_grad_clip`), ``weight_decay`` and learning rate. RuntimeError before ``fit``."""
+        opt = self._fitted_optimizer()
+        if opt is None:
+            raise RuntimeError(f"{self._label()}.optimizer_info: call fit() first")
+        g = opt.param_groups[0]
+        return {
+            "type": type(opt).__name__,
+            "lr_schedule": self._lr_schedule(),
+            "initial_accumulator": g.get("initial_accumulator_value"),
+            "eps": g.get("eps"),
+            "momentum": g.get("momentum"),
+            "grad_clip": self._grad_clip(),
+            "weight_decay": float(g.get("weight_decay", 0.0)),
+            "learning_rate": float(g["lr"]),
+        }
+
+
+def constant_lr_info(opt: Any) -> dict[str, Any]:
+    """``optimizer_info`` of a torch optimizer run at a constant learning rate without clipping, in the lower-case
+    vocabulary (``type`` ``"adagrad"``; ``momentum`` 0.0 and ``eps`` NaN where the class has none;
+    ``initial_accumulator`` only for a class that has one)."""
+    g = opt.param_groups[0]
+    info = {"type": type(opt).__name__.lower(), "learning_rate": float(g["lr"]), "lr_schedule": "constant",
+            "momentum": float(g.get("momentum", 0.0)), "eps": float(g.get("eps", float("nan"))),
+            "grad_clip": None}  # fmt: skip
+    if "initial_accumulator_value" in g:
+        info["initial_accumulator"] = float(g["initial_accumulator_value"])
+    return info
+
+
+class FitObserver:
+    """Per-epoch bookkeeping of a fit spy: ``losses`` (mean loss per event), ``steps``, ``events``, ``seconds``, and
+    the instance attributes it replaced, removed by :meth:`detach` (the class methods apply again).
+
+    A subclass wraps the implementation's methods with :meth:`wrap`, times an epoch with :meth:`run_epoch`
+    and counts a step with :meth:`count`; ``trace`` is the list of :class:`StepTrace` (None when not tracing).
+    """
+
+    def __init__(self) -> None:
+        self.losses: list[float] = []
+        self.steps: list[int] = []
+        self.events: list[int] = []
+        self.seconds: list[float] = []
+        self.trace: list[StepTrace] | None = None
+        self._wrapped: list[tuple[Any, str]] = []
+        self._hooks: list[Any] = []
+        self._sum, self._n, self._k = 0.0, 0, 0
+
+    def wrap(self, obj: Any, name: str, fn: Callable[..., Any]) -> None:
+        """Set ``obj.name = fn`` on the instance (the original stays on the class); undone by :meth:`detach`."""
+        setattr(obj, name, fn)
+        self._wrapped.append((obj, name))
+
+    def hook(self, handle: Any) -> None:
+        """Keep a torch hook handle, removed by :meth:`detach`."""
+        self._hooks.append(handle)
+
+    def count(self, loss: Any, n: int) -> None:
+        """One optimizer step of ``n`` events whose mean loss is the torch scalar ``loss``."""
+        self._sum += float(loss.detach()) * n
+        self._n += n
+        self._k += 1
+
+    def run_epoch(self, train_epoch: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """Run one epoch of the implementation and record its seconds, its mean loss per event (NaN without
+        events), its steps and events, as counted by :meth:`count`. Returns what ``train_epoch`` returns."""
+        self._sum, self._n, self._k = 0.0, 0, 0
+        t0 = time.perf_counter()
+        out = train_epoch(*args, **kwargs)
+        self.seconds.append(time.perf_counter() - t0)
+        self.losses.append(self._sum / self._n if self._n else float("nan"))
+        self.steps.append(self._k)
+        self.events.append(self._n)
+        return out
+
+    def detach(self) -> None:
+        """Remove the instance wrappers (the class methods apply again) and the hooks."""
+        for obj, name in self._wrapped:
+            obj.__dict__.pop(name, None)
+        self._wrapped = []
+        for handle in self._hooks:
+            handle.remove()
+        self._hooks = []
+
+    def report(self) -> FitReport:
+        return FitReport(
+            epoch_losses=list(self.losses),
+            n_steps=list(self.steps),
+            n_events_trained=list(self.events),
+            epoch_seconds=list(self.seconds),
+            trace=self.trace,
+        )
+
+
+class OwnEvaluatorByCutoff(Adapter):
+    """``score_stream`` and ``evaluate`` of an adapter that runs the implementation's own evaluator once per
+    cutoff (as the study's scripts do). A subclass gives :meth:`_run_eval` and ``label`` (the name its error
+    messages start with)."""
+
+    label: ClassVar[str] = ""
+
+    def _run_eval(self, test_df: Any, batch_size: int, k: int, keep_rows: bool) -> tuple[float, float, int, list]:
+        """One run of the own evaluator at cutoff ``k``: (recall, mrr, n_events, rows), rows (session_id, position,
+        target_item, scores_row) when ``keep_rows``."""
+        raise NotImplementedError
+
+    def _evaluable(self) -> Any:
+        """What the evaluator runs (None before ``fit``): ``self.model`` unless the subclass says otherwise."""
+        return getattr(self, "model", None)
+
+    def _stream_cutoff(self) -> int:
+        """The cutoff of the evaluator run that ``score_stream`` reads the scores from."""
+        return min(20, len(self.item_ids()))
+
+    def _require_evaluable(self) -> None:
+        if self._evaluable() is None:
+            raise RuntimeError(f"{self.label}: call fit() first")
+
+    def score_stream(self, test_df: Any, batch_size: int) -> Iterator[tuple[Any, ...]]:
+        self._require_evaluable()
+        _, _, _, rows = self._run_eval(test_df, batch_size, k=self._stream_cutoff(), keep_rows=True)
+        return iter(rows)
+
+    def evaluate(self, test_df: Any, cutoffs: Sequence[int] = (1, 5, 10, 20), batch_size: int = 512) -> dict:
+        self._require_evaluable()
+        out: dict[str, Any] = {}
+        for c in cutoffs:  # one evaluator run per cutoff, as the study's scripts do
+            recall, mrr, n, _ = self._run_eval(test_df, batch_size, k=int(c), keep_rows=False)
+            out[f"recall@{c}"], out[f"mrr@{c}"], out["n_events"] = recall, mrr, n
+        return out
+
+
+def item_indices(index: Mapping[int, int], ids: Any, what: str) -> np.ndarray:
+    """Item ids → the implementation's item indices (``index``: id → index) as int64 (n,).
+
+    Raises:
+        ValueError: ``"<what>: item id(s) unknown to the trained model: [...]"`` (the first five unknown ids).
+    """
+    ids = np.asarray(ids).ravel()
+    out = [index.get(int(i)) for i in ids]
+    if None in out:
+        bad = [int(i) for i in ids if int(i) not in index][:5]
+        raise ValueError(f"{what}: item id(s) unknown to the trained model: {bad}")
+    return np.asarray(out, dtype=np.int64)
+
+
+def hidden_tensor(hidden: Any) -> Any:
+    """A float32 torch tensor (layers, b, d) from a ``train_step`` ``hidden``: one array, or a list of per-layer
+    (b, d) arrays."""
+    import torch
+
+    if isinstance(hidden, (list, tuple)):
+        return torch.as_tensor(np.stack([np.asarray(a) for a in hidden]), dtype=torch.float32)
+    return torch.as_tensor(np.asarray(hidden), dtype=torch.float32)
+
+
+def prefix_array(index: Mapping[int, int], prefix_batch: Any) -> np.ndarray:
+    """``train_forward``'s ``prefix_batch`` (b equally long item-id sequences, length >= 2) as an int64 (b, L) array
+    of the implementation's item indices (``index``: id → index).
+
+    Raises:
+        ValueError: an unknown item id, or sequences that are missing, of unequal lengths or shorter than 2.
+    """
+    seqs = [item_indices(index, s, "prefix_batch") for s in prefix_batch]
+    if not seqs or len({len(s) for s in seqs}) != 1 or len(seqs[0]) < 2:
+        raise ValueError("prefix_batch: expected b >= 1 item sequences of one common length >= 2")
+    return np.stack(seqs)
+
+
+def lane_parallel_scores(
+    seqs: Sequence[Sequence[int]],
+    n_items: int,
+    lanes: int,
+    zero_scores: Any,
+    init_hidden: Callable[[int], Any],
+    step: Callable[[np.ndarray, Any], tuple[Any, Any]],
+    fixed_width: bool = False,
+) -> np.ndarray:
+    """Scores (len(seqs), n_items) float32 of the last position of every item-index sequence, run ``lanes`` at a
+    time through ``step(inputs (w,) int64, hidden) -> (scores (w, n_items) tensor, hidden)`` from
+    ``init_hidden(n_sequences_in_the_chunk)``; ``w`` is the chunk's size, or ``lanes`` with ``fixed_width`` (padding
+    lanes get item 0 and are discarded). An empty sequence gets ``zero_scores`` (the zero state's scores)."""
+    out = np.zeros((len(seqs), n_items), dtype=np.float32)
+    todo = [k for k, s in enumerate(seqs) if s]
+    for k, s in enumerate(seqs):
+        if not s:
+            out[k] = zero_scores
+    for c in range(0, len(todo), lanes):
+        chunk = todo[c : c + lanes]
+        longest = max(len(seqs[k]) for k in chunk)
+        hidden = init_hidden(len(chunk))
+        for t in range(longest):
+            inp = np.zeros(lanes if fixed_width else len(chunk), dtype=np.int64)
+            for lane, k in enumerate(chunk):
+                if t < len(seqs[k]):
+                    inp[lane] = seqs[k][t]
+            logit, hidden = step(inp, hidden)
+            for lane, k in enumerate(chunk):
+                if t == len(seqs[k]) - 1:
+                    out[k] = logit[lane].numpy()
+    return out
+
+
+def add_score_rows(rows: list, labels: tuple[Any, Any, Any], item_ids: np.ndarray, scores: Any) -> None:
+    """Append one (session_id, position, target_item, scores_row float32) row per lane of an evaluation step:
+    ``labels`` = (session ids, positions, target item indices) of its lanes, ``scores`` its (lanes, n) tensor."""
+    sess, pos, tgt = labels
+    sc = scores.detach().cpu().numpy()
+    for j in range(len(sess)):
+        rows.append((int(sess[j]), int(pos[j]), int(item_ids[tgt[j]]), sc[j].astype(np.float32)))
+
+
+def lane_labels(loc: Mapping[str, Any], first: Callable[[np.ndarray], Any], sessions: Any, items: Any) -> tuple:
+    """(session ids, positions, target item indices) of the lanes of a session-parallel iterator's step, from its
+    locals at ``yield`` (``start``, ``i``, ``iters``): the target row is ``start + i + 1``; ``first(iters)`` gives
+    the lanes' sessions' first rows; ``sessions``/``items`` are the data's session-id and item-index columns."""
+    tgt = np.asarray(loc["start"]) + int(loc["i"]) + 1
+    return sessions[tgt], tgt - first(np.asarray(loc["iters"])), items[tgt]
+
+
+ONE_LAYER_ONLY = (
+    "nn.GRU applies the hidden dropout between its stacked layers internally: the outputs of layers below the "
+    "last are not observable"
+)
