@@ -53,9 +53,8 @@ from typing import Any
 
 import numpy as np
 
-from gru4rec_conformance.implementations._thirdparty import load_module_weights, module_weights
+from gru4rec_conformance.implementations._torchbase import FitObserver, TorchModuleAdapter
 from gru4rec_conformance.implementations.base import (
-    Adapter,
     FitReport,
     StepTrace,
     Unsupported,
@@ -70,10 +69,11 @@ _OPTIMIZERS = ("adam", "adagrad", "sgd")
 
 
 @register
-class TorchRechubGRU4RecAdapter(Adapter):
+class TorchRechubGRU4RecAdapter(TorchModuleAdapter):
     """torch-rechub 0.9.0 matching ``GRU4Rec`` with ``MatchTrainer`` (list-wise mode 2)."""
 
     name = "torch_rechub"
+    label = "TorchRechubGRU4RecAdapter"
     role = "implementation"
     isolated = True
     description = "torch-rechub 0.9.0 GRU4Rec (two-tower retriever; negative control)"
@@ -104,7 +104,6 @@ class TorchRechubGRU4RecAdapter(Adapter):
         self._index: dict[int, int] = {}
         self._tmp: str | None = None
         self._item_counts: dict[int, int] = {}
-        self._tracing = False
 
     def version(self) -> str:
         return installed_version("torch-rechub")
@@ -233,7 +232,7 @@ class TorchRechubGRU4RecAdapter(Adapter):
         x_train = gen_model_input(df_train, user_profile, "session_id", item_profile, "item_id", seq_max_len=_MAX_LEN)
         x_train["session_id"] = np.ones(len(df_train), dtype=np.int64)
         lanes = None
-        if self._tracing:
+        if self._trace_on:
             x_train["_sample"] = np.arange(len(df_train), dtype=np.int64)
             lanes = (df_train["session_id"].to_numpy(dtype=np.int64), df_train["histlen_item_id"].to_numpy() - 1)
         d = hp["layers"][-1]
@@ -308,25 +307,16 @@ class TorchRechubGRU4RecAdapter(Adapter):
     # -- white-box hooks ---------------------------------------------------------------------------------
     _ITEM_TABLE = "embedding.embed_dict.item_id.weight"
 
-    def _require_fitted(self) -> Any:
-        if self.model is None or self.trainer is None or self._item_ids is None:
-            raise RuntimeError("TorchRechubGRU4RecAdapter: call fit() first (n_epochs=0 initialises without training)")
-        return self.model
-
-    def get_weights(self) -> dict[str, Any]:
-        """The GRU4Rec module's parameters under their torch names: the shared item table
+    def _fitted_model(self) -> Any:
+        """The GRU4Rec module once ``fit`` has built it, its MatchTrainer and the item ids, else None.
+        ``get_weights`` shows its parameters under their torch names: the shared item table
         ``embedding.embed_dict.item_id.weight`` (I, 64) in :meth:`item_ids` order without padding row 0, the
         pseudo-user table, ``gru.weight_ih_l<k>``/``weight_hh_l<k>`` (torch's gate blocks reset, update,
-        candidate; no biases) and the user-tower MLP."""
-        return module_weights(self._require_fitted(), {self._ITEM_TABLE: slice(1, None)})
+        candidate; no biases) and the user-tower MLP; ``set_weights`` leaves padding row 0 untouched."""
+        return None if self.trainer is None or self._item_ids is None else self.model
 
-    def set_weights(self, weights: Any) -> None:
-        """Load arrays (all or a subset) in the layout of :meth:`get_weights` (padding row 0 untouched).
-
-        Raises:
-            ValueError: an unknown name or a shape that differs from :meth:`get_weights`'s.
-        """
-        load_module_weights(self._require_fitted(), weights, {self._ITEM_TABLE: slice(1, None)})
+    def _weight_rows(self) -> dict[str, slice]:
+        return {self._ITEM_TABLE: slice(1, None)}
 
     def loss_on_scores(self, scores: Any, loss: str, **hparams: Any) -> tuple[float, Any]:
         """MatchTrainer's list-wise criterion (mode 2: ``nn.CrossEntropyLoss``, the mean over rows) on a (b, K)
@@ -366,7 +356,7 @@ class TorchRechubGRU4RecAdapter(Adapter):
 
         if hidden is not None:
             raise Unsupported("train_step:hidden", "torch-rechub runs every history from the zero state")
-        model = self._require_fitted()
+        model = self._require_model()
         x = [self._index.get(int(i)) for i in np.asarray(batch_inputs).ravel()]
         y = [self._index.get(int(i)) for i in np.asarray(batch_targets).ravel()]
         if None in x or None in y or len(x) != len(y) or not x:
@@ -403,7 +393,7 @@ class TorchRechubGRU4RecAdapter(Adapter):
         import torch
         from torch_rechub.utils.match import negative_sample
 
-        model = self._require_fitted()
+        model = self._require_model()
         seqs = [[self._index.get(int(i)) for i in s] for s in prefix_batch]
         if not seqs or len({len(s) for s in seqs}) != 1 or len(seqs[0]) < 2 or any(None in s for s in seqs):
             raise ValueError("prefix_batch: expected b >= 1 sequences of known items with one common length >= 2")
@@ -449,25 +439,17 @@ class TorchRechubGRU4RecAdapter(Adapter):
         history length − 1), the norm of the last GRU layer's state before that event (zero at a session start:
         the padded positions embed to zero and the GRU has no bias), ``n_active`` the batch's rows,
         ``negative_ids`` None (negatives are fixed per sample, not shared), the optimizer's learning rate."""
-        self._tracing = bool(enable)
+        super().trace(enable)
 
-    def optimizer_info(self) -> dict[str, Any]:
-        """MatchTrainer's torch optimizer (``optimizer_fn(params, lr, weight_decay=1e-5)``): class, learning rate,
-        eps, initial accumulator (Adagrad), momentum (SGD; None otherwise), weight decay, its scheduler (None: the
-        adapter passes no ``scheduler_fn``), no clipping (train_one_epoch clips nothing)."""
-        self._require_fitted()
-        opt = self.trainer.optimizer
-        g = opt.param_groups[0]
-        return {
-            "type": type(opt).__name__,
-            "lr_schedule": None if self.trainer.scheduler is None else type(self.trainer.scheduler).__name__,
-            "initial_accumulator": g.get("initial_accumulator_value"),
-            "eps": g.get("eps"),
-            "momentum": g.get("momentum"),
-            "grad_clip": None,
-            "weight_decay": float(g.get("weight_decay", 0.0)),
-            "learning_rate": float(g["lr"]),
-        }
+    def _fitted_optimizer(self) -> Any:
+        """MatchTrainer's torch optimizer (``optimizer_fn(params, lr, weight_decay=1e-5)``; train_one_epoch clips
+        nothing). RuntimeError before ``fit``."""
+        self._require_model()
+        return self.trainer.optimizer
+
+    def _lr_schedule(self) -> Any:
+        """MatchTrainer's scheduler class name (None: the adapter passes no ``scheduler_fn``)."""
+        return None if self.trainer.scheduler is None else type(self.trainer.scheduler).__name__
 
     def close(self) -> None:
         if self._tmp is not None:
@@ -475,24 +457,18 @@ class TorchRechubGRU4RecAdapter(Adapter):
             self._tmp = None
 
 
-class _Observer:
+class _Observer(FitObserver):
     """Wraps ``train_one_epoch`` of one trainer and ``forward`` of one model (originals unchanged): per epoch the
     mean loss per sample, optimizer steps, samples and seconds."""
 
     def __init__(self, model: Any, trainer: Any, lanes: Any = None) -> None:
-        self.losses: list[float] = []
-        self.steps: list[int] = []
-        self.events: list[int] = []
-        self.seconds: list[float] = []
+        super().__init__()
         forward, train_one_epoch = model.forward, trainer.train_one_epoch
         self._batches: list[int] = []
-        self.trace: list[StepTrace] | None = [] if lanes is not None else None
+        self.trace = [] if lanes is not None else None
         captured: dict[str, Any] = {}
-        self._hook = (
-            model.gru.register_forward_hook(lambda m, a, o: captured.__setitem__("out", o[0].detach()))
-            if lanes is not None
-            else None
-        )
+        if lanes is not None:
+            self.hook(model.gru.register_forward_hook(lambda m, a, o: captured.__setitem__("out", o[0].detach())))
 
         def _forward(x: Any) -> Any:
             if model.training:
@@ -525,23 +501,5 @@ class _Observer:
             self.events.append(n)
             return mean_batch_loss
 
-        model.forward = _forward
-        trainer.train_one_epoch = _train_one_epoch
-        self._targets = ((model, "forward"), (trainer, "train_one_epoch"))
-
-    def detach(self) -> None:
-        """Remove the instance wrappers (the class methods apply again)."""
-        for obj, name in self._targets:
-            obj.__dict__.pop(name, None)
-        if self._hook is not None:
-            self._hook.remove()
-            self._hook = None
-
-    def report(self) -> FitReport:
-        return FitReport(
-            epoch_losses=list(self.losses),
-            n_steps=list(self.steps),
-            n_events_trained=list(self.events),
-            epoch_seconds=list(self.seconds),
-            trace=self.trace,
-        )
+        self.wrap(model, "forward", _forward)
+        self.wrap(trainer, "train_one_epoch", _train_one_epoch)
