@@ -19,7 +19,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from gru4rec_conformance.implementations._thirdparty import load_module_weights, module_weights
+from gru4rec_conformance.implementations._thirdparty import load_parameter_arrays, parameter_arrays
 from gru4rec_conformance.implementations.base import Adapter, FitReport, StepTrace
 
 __all__ = [
@@ -69,6 +69,18 @@ class TorchModuleAdapter(Adapter):
         """Parameter name → the rows (axis 0) ``get_weights`` shows (a slice or an int array); the others whole."""
         return None
 
+    def _parameters(self) -> dict[str, Any]:
+        """Name shown by ``get_weights`` → torch parameter; default the module's ``named_parameters()``."""
+        return dict(self._require_model().named_parameters())
+
+    def _to_shown(self, name: str, a: np.ndarray) -> np.ndarray:
+        """A parameter's copy (rows as :meth:`_weight_rows`) in the layout ``get_weights`` shows; default as is."""
+        return a
+
+    def _from_shown(self, name: str, a: np.ndarray) -> np.ndarray:
+        """The inverse of :meth:`_to_shown`, for ``set_weights``; default as is."""
+        return a
+
     def _lr_schedule(self) -> Any:
         """``optimizer_info``'s ``lr_schedule``: None (no schedule) unless the implementation has one."""
         return None
@@ -86,9 +98,9 @@ class TorchModuleAdapter(Adapter):
         return model
 
     def get_weights(self) -> dict[str, Any]:
-        """Copies of the module's parameters as numpy arrays under their torch names (rows as
-        :meth:`_weight_rows`)."""
-        return module_weights(self._require_model(), self._weight_rows())
+        """Copies of the module's parameters as numpy arrays under their torch names (:meth:`_parameters`; rows as
+        :meth:`_weight_rows`, layout as :meth:`_to_shown`)."""
+        return parameter_arrays(self._parameters(), self._weight_rows(), self._to_shown)
 
     def set_weights(self, weights: Mapping[str, Any]) -> None:
         """Load arrays (all or a subset) in the layout of :meth:`get_weights` into the module's parameters, in place
@@ -97,7 +109,7 @@ class TorchModuleAdapter(Adapter):
         Raises:
             ValueError: an unknown name or a shape that differs from :meth:`get_weights`'s.
         """
-        load_module_weights(self._require_model(), weights, self._weight_rows())
+        load_parameter_arrays(self._parameters(), weights, self._weight_rows(), self._from_shown)
 
     def trace(self, enable: bool = True) -> None:
         self._trace_on = bool(enable)

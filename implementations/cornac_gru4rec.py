@@ -30,8 +30,8 @@ from typing import Any
 
 import numpy as np
 
+from gru4rec_conformance.implementations._torchbase import TorchModuleAdapter
 from gru4rec_conformance.implementations.base import (
-    Adapter,
     FitReport,
     StepTrace,
     Unsupported,
@@ -65,10 +65,11 @@ _DEFAULTS: dict[str, Any] = {
 
 
 @register
-class CornacGRU4RecAdapter(Adapter):
+class CornacGRU4RecAdapter(TorchModuleAdapter):
     """cornac 3.0.1 ``cornac.models.GRU4Rec`` (PyTorch), driven through its public ``fit``/``score`` API."""
 
     name = "cornac"
+    label = "CornacGRU4RecAdapter"
     role = "implementation"
     isolated = True
     description = "cornac 3.0.1 cornac.models.GRU4Rec (a port of the official PyTorch GRU4Rec)"
@@ -95,7 +96,6 @@ class CornacGRU4RecAdapter(Adapter):
         self._train_set: Any = None
         self._sampler: Any = None
         self._opt: Any = None
-        self._tracing = False
 
     # -- declarations ------------------------------------------------------------------------------------
     def version(self) -> str:
@@ -190,7 +190,7 @@ class CornacGRU4RecAdapter(Adapter):
         train_set = SequentialDataset.build(tuples, fmt="SIT", seed=self.seed)
         model = self._make(epochs)
         torch.manual_seed(self.seed)
-        observer = _FitObserver(self.hparams, train_set, model, trace=self._tracing)
+        observer = _FitObserver(self.hparams, train_set, model, trace=self._trace_on)
         with observer:
             model.fit(train_set)
         self.model = model
@@ -208,7 +208,7 @@ class CornacGRU4RecAdapter(Adapter):
         forward pre-hook on ``G[0]``, or on ``GE`` in no-embedding mode), ``n_active`` (io_iter shrinks the batch
         in its drain phase), the shared negatives (item ids of ``out_iids`` after the B targets) and the
         optimizer's learning rate. Observation only: cornac's loop runs unchanged."""
-        self._tracing = bool(enable)
+        super().trace(enable)
 
     def item_ids(self) -> np.ndarray:
         if self._item_ids is None:
@@ -343,10 +343,9 @@ class CornacGRU4RecAdapter(Adapter):
     _GE_TO_LAYOUT = (1, 2, 0)
     _GE_FROM_LAYOUT = (2, 0, 1)
 
-    def _require_model(self):
-        if self.model is None or getattr(self.model, "model", None) is None:
-            raise RuntimeError("CornacGRU4RecAdapter: call fit() first (n_epochs=0 initialises without training)")
-        return self.model.model
+    def _fitted_model(self) -> Any:
+        """cornac's torch module (``GRU4Rec.model``), None before ``fit``."""
+        return None if self.model is None else getattr(self.model, "model", None)
 
     @staticmethod
     def _permute_blocks(a: np.ndarray, order: Sequence[int], axis: int) -> np.ndarray:
@@ -355,49 +354,30 @@ class CornacGRU4RecAdapter(Adapter):
 
     def get_weights(self) -> dict:
         """cornac's parameters under their torch names; item-indexed rows in :meth:`item_ids` order without
-        cornac's padding row; GRU gate blocks ordered as ``gate_layout`` (reset, update, candidate); biases 1-D."""
-        m = self._require_model()
-        n = len(self.item_ids())
-        out = {}
-        for name, p in m.named_parameters():
-            a = p.detach().cpu().numpy().copy()
-            if name in ("Wy.weight", "By.weight", "E.weight"):
-                a = a[:n]
-            if name == "By.weight":
-                a = a[:, 0]
-            if name == "GE.Wx0.weight":
-                a = self._permute_blocks(a, self._GE_TO_LAYOUT, axis=1)
-            if name == "GE.Bh0":
-                a = self._permute_blocks(a, self._GE_TO_LAYOUT, axis=0)
-            out[name] = a
-        return out
+        cornac's padding row; GRU gate blocks ordered as ``gate_layout`` (reset, update, candidate); biases 1-D.
+        ``set_weights`` loads arrays in this layout (padding rows untouched)."""
+        return super().get_weights()
 
-    def set_weights(self, weights: Mapping[str, Any]) -> None:
-        """Load arrays in the layout of :meth:`get_weights` (padding rows untouched)."""
-        import torch
+    def _weight_rows(self) -> dict[str, slice]:
+        return dict.fromkeys(("Wy.weight", "By.weight", "E.weight"), slice(None, len(self.item_ids())))
 
-        m = self._require_model()
-        n = len(self.item_ids())
-        named = dict(m.named_parameters())
-        unknown = sorted(set(weights) - set(named))
-        if unknown:
-            raise ValueError(f"set_weights: unknown parameter name(s) {unknown}; known: {sorted(named)}")
-        with torch.no_grad():
-            for name, value in weights.items():
-                a = np.asarray(value)
-                if name == "GE.Wx0.weight":
-                    a = self._permute_blocks(a, self._GE_FROM_LAYOUT, axis=1)
-                if name == "GE.Bh0":
-                    a = self._permute_blocks(a, self._GE_FROM_LAYOUT, axis=0)
-                if name == "By.weight":
-                    a = a[:, None]
-                target = named[name]
-                if name in ("Wy.weight", "By.weight", "E.weight"):
-                    target = target[:n]
-                t = torch.as_tensor(a, dtype=target.dtype)
-                if tuple(t.shape) != tuple(target.shape):
-                    raise ValueError(f"set_weights: {name} has shape {tuple(t.shape)}, expected {tuple(target.shape)}")
-                target.copy_(t)
+    def _to_shown(self, name: str, a: np.ndarray) -> np.ndarray:
+        if name == "By.weight":
+            a = a[:, 0]
+        if name == "GE.Wx0.weight":
+            a = self._permute_blocks(a, self._GE_TO_LAYOUT, axis=1)
+        if name == "GE.Bh0":
+            a = self._permute_blocks(a, self._GE_TO_LAYOUT, axis=0)
+        return a
+
+    def _from_shown(self, name: str, a: np.ndarray) -> np.ndarray:
+        if name == "GE.Wx0.weight":
+            a = self._permute_blocks(a, self._GE_FROM_LAYOUT, axis=1)
+        if name == "GE.Bh0":
+            a = self._permute_blocks(a, self._GE_FROM_LAYOUT, axis=0)
+        if name == "By.weight":
+            a = a[:, None]
+        return a
 
     def _columns(self, targets: np.ndarray) -> np.ndarray:
         """Targets followed by n_sample shared samples drawn as cornac's io_iter draws them."""
