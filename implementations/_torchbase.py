@@ -56,6 +56,15 @@ class TorchModuleAdapter(Adapter):
     def _label(self) -> str:
         return self.label or type(self).__name__
 
+    _item_ids: Any = None
+    """The trained items' ids in score-column order, set by ``fit`` (returned by the default :meth:`item_ids`)."""
+
+    def item_ids(self) -> Any:
+        """``self._item_ids`` (int64 (n_items,)); RuntimeError ``"<label>.item_ids: call fit() first"`` before."""
+        if self._item_ids is None:
+            raise RuntimeError(f"{self._label()}.item_ids: call fit() first")
+        return self._item_ids
+
     # -- what a subclass says ------------------------------------------------------------------------------
     def _fitted_model(self) -> Any:
         """The implementation's trained ``nn.Module``, or None before ``fit``."""

@@ -210,11 +210,6 @@ class CornacGRU4RecAdapter(TorchModuleAdapter):
         optimizer's learning rate. Observation only: cornac's loop runs unchanged."""
         super().trace(enable)
 
-    def item_ids(self) -> np.ndarray:
-        if self._item_ids is None:
-            raise RuntimeError("CornacGRU4RecAdapter.item_ids: call fit() first")
-        return self._item_ids
-
     def score_prefixes(self, prefixes: Sequence[Sequence[int]]) -> np.ndarray:
         if self.model is None or self._item_ids is None:
             raise RuntimeError("CornacGRU4RecAdapter.score_prefixes: call fit() first")

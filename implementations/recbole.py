@@ -262,11 +262,6 @@ class RecboleGRU4RecAdapter(TorchModuleAdapter):
         observer.trace = self._traces
         return observer.report()
 
-    def item_ids(self) -> np.ndarray:
-        if self._item_ids is None:
-            raise RuntimeError("RecboleGRU4RecAdapter.item_ids: call fit() first")
-        return self._item_ids
-
     def score_prefixes(self, prefixes: Sequence[Sequence[int]]) -> np.ndarray:
         import torch
         from recbole.data.interaction import Interaction

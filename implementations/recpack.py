@@ -251,11 +251,6 @@ class RecpackAdapter(TorchModuleAdapter):
         """
         super().trace(enable)
 
-    def item_ids(self) -> np.ndarray:
-        if self._item_ids is None:
-            raise RuntimeError("RecpackAdapter.item_ids: call fit() first")
-        return self._item_ids
-
     def score_prefixes(self, prefixes: Sequence[Sequence[int]]) -> np.ndarray:
         if self.algo is None or self._item_ids is None:
             raise RuntimeError("RecpackAdapter.score_prefixes: call fit() first")

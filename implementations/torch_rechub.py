@@ -280,11 +280,6 @@ class TorchRechubGRU4RecAdapter(TorchModuleAdapter):
         self._item_counts = {int(k): 1 for k in range(1, n_items + 1)}  # negative_sample's item set (method 0)
         return observer.report()
 
-    def item_ids(self) -> np.ndarray:
-        if self._item_ids is None:
-            raise RuntimeError("TorchRechubGRU4RecAdapter.item_ids: call fit() first")
-        return self._item_ids
-
     def score_prefixes(self, prefixes: Sequence[Sequence[int]]) -> np.ndarray:
         from torch.utils.data import DataLoader
         from torch_rechub.utils.data import PredictDataset
