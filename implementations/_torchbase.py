@@ -19,8 +19,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from gru4rec_conformance.implementations._thirdparty import load_parameter_arrays, parameter_arrays
-from gru4rec_conformance.implementations.base import Adapter, FitReport, StepTrace
+from gru4rec_conformance.implementations._thirdparty import layers_list, load_parameter_arrays, parameter_arrays
+from gru4rec_conformance.implementations.base import Adapter, FitReport, StepTrace, Unsupported
 
 __all__ = [
     "TorchModuleAdapter",
@@ -350,3 +350,95 @@ ONE_LAYER_ONLY = (
     "nn.GRU applies the hidden dropout between its stacked layers internally: the outputs of layers below the "
     "last are not observable"
 )
+
+
+def act_family(act: str) -> str:
+    """The family of an implementation's final-activation name: ``"elu-0.5"`` → ``"elu"``, ``"leaky-0.01"`` →
+    ``"leaky"``, any other name as it is."""
+    for prefix in ("elu", "leaky"):
+        if act.startswith(prefix + "-"):
+            return prefix
+    return act
+
+
+def one_width_gru_hparams(
+    hp: Mapping[str, Any],
+    loss_names: Mapping[str, str],
+    act: Callable[[Any, Any, str], str],
+    allowed_acts: Sequence[str],
+    act_word: str,
+) -> tuple[list[int], str, str, int]:
+    """The official hyperparameters an ``nn.GRU`` model of one layer width takes: ``(layers, loss, final_act,
+    embedding)``, where ``act(final_act, elu_param, loss)`` names the implementation's final activation and
+    ``embedding`` ``"layersize"`` becomes ``layers[0]``.
+
+    Raises:
+        Unsupported: ``layers:unequal``, ``loss:<name>`` (not in ``loss_names``), ``final_act:<family>`` (not in
+            ``allowed_acts``; the message calls the setting ``act_word``).
+    """
+    layers = layers_list(hp["layers"])
+    if len(set(layers)) != 1:
+        raise Unsupported("layers:unequal", f"nn.GRU stacks layers of one size; got {layers}")
+    loss = str(hp["loss"])
+    if loss not in loss_names:
+        raise Unsupported(f"loss:{loss}")
+    name = act(hp["final_act"], hp["elu_param"], loss)
+    allowed = set(allowed_acts)
+    if act_family(name) not in allowed:
+        raise Unsupported(f"final_act:{act_family(name)}", f"{act_word} {name!r} not in {sorted(allowed)}")
+    emb = hp["embedding"]
+    if isinstance(emb, str):
+        emb = layers[0] if emb == "layersize" else int(emb)
+    return layers, loss, name, int(emb)
+
+
+class EpochCounts:
+    """Optimizer steps and trained events of the running epoch, counted by wrappers around the implementation's
+    own calls (:meth:`counting` wraps its optimizer step; a data spy adds to ``events``)."""
+
+    def __init__(self) -> None:
+        self.steps = 0
+        self.events = 0
+
+    def counting(self, step: Callable[..., Any]) -> Callable[..., Any]:
+        """``step`` that also counts one optimizer step per call."""
+
+        def counted(*args: Any, **kwargs: Any) -> Any:
+            self.steps += 1
+            return step(*args, **kwargs)
+
+        return counted
+
+
+def run_trainer_epochs(report: FitReport, epochs: int, counts: EpochCounts, run_epoch: Callable[[int], Any]) -> None:
+    """Run ``run_epoch(epoch)`` (the implementation's own epoch, its spies installed) ``epochs`` times and append
+    to ``report`` per epoch: the loss it returns (the first element of a tuple), ``counts``' steps and events and
+    the seconds."""
+    for epoch in range(epochs):
+        counts.steps = counts.events = 0
+        t0 = time.perf_counter()
+        out = run_epoch(epoch)
+        loss = out[0] if isinstance(out, tuple) else out
+        report.epoch_losses.append(float(loss))
+        report.n_steps.append(counts.steps)
+        report.n_events_trained.append(counts.events)
+        report.epoch_seconds.append(time.perf_counter() - t0)
+
+
+def loss_and_gradient(scores: np.ndarray, loss_of: Callable[[Any], Any]) -> tuple[float, np.ndarray]:
+    """``loss_on_scores``'s (value, d value / d scores): ``loss_of`` (the implementation's loss, as a function of a
+    score tensor) on ``scores`` as a leaf float tensor; the gradient has the scores' shape and dtype."""
+    import torch
+
+    t = torch.tensor(scores, requires_grad=True)
+    value = loss_of(t)
+    value.backward()
+    assert t.grad is not None  # backward() of a loss computed from the leaf t fills t.grad
+    return float(value.detach()), t.grad.numpy().copy()
+
+
+def item_map_ids(item_map: Any, id_col: str, index_col: str) -> tuple[np.ndarray, dict[int, int]]:
+    """From an implementation's item map (a frame of item id → item index): the ids in index order (int64) and
+    the dict id → index."""
+    ids = item_map.sort_values(index_col)[id_col].to_numpy().astype(np.int64)
+    return ids, dict(zip(item_map[id_col].to_numpy().tolist(), item_map[index_col].to_numpy().tolist()))

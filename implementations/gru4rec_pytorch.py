@@ -25,7 +25,6 @@ optimizer's parameter group.
 
 from __future__ import annotations
 
-import time
 import types
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -37,7 +36,6 @@ from gru4rec_conformance.implementations._checkout import CHECKOUTS, import_path
 from gru4rec_conformance.implementations._thirdparty import (
     TempDir,
     check_session_frame,
-    layers_list,
     patched,
     rows_touched,
     seed_everything,
@@ -46,15 +44,21 @@ from gru4rec_conformance.implementations._thirdparty import (
 )
 from gru4rec_conformance.implementations._torchbase import (
     ONE_LAYER_ONLY,
+    EpochCounts,
     OwnEvaluatorByCutoff,
     TorchModuleAdapter,
+    act_family,
     add_score_rows,
     constant_lr_info,
     hidden_tensor,
     item_indices,
+    item_map_ids,
     lane_labels,
     lane_parallel_scores,
+    loss_and_gradient,
+    one_width_gru_hparams,
     prefix_array,
+    run_trainer_epochs,
 )
 from gru4rec_conformance.implementations.base import FitReport, StepTrace, Unsupported
 from gru4rec_conformance.implementations.registry import register
@@ -91,13 +95,6 @@ def _final_act_name(final_act: Any, elu_param: Any, loss: str) -> str:
     if name == "leaky":
         return "leaky-0.01"
     return name
-
-
-def _family(act: str) -> str:
-    for prefix in ("elu", "leaky"):
-        if act.startswith(prefix + "-"):
-            return prefix
-    return act
 
 
 class GRU4RecPytorchAdapter(OwnEvaluatorByCutoff, TorchModuleAdapter):
@@ -243,19 +240,8 @@ class GRU4RecPytorchAdapter(OwnEvaluatorByCutoff, TorchModuleAdapter):
     # -- required ------------------------------------------------------------------------------------------
     def build(self, seed: int, **hparams: Any) -> None:
         hp = self.resolve_hparams(hparams)
-        layers = layers_list(hp["layers"])
-        if len(set(layers)) != 1:
-            raise Unsupported("layers:unequal", f"nn.GRU stacks layers of one size; got {layers}")
-        loss = str(hp["loss"])
-        if loss not in LOSS_NAMES:
-            raise Unsupported(f"loss:{loss}")
-        act = _final_act_name(hp["final_act"], hp["elu_param"], loss)
-        allowed = set(self.capabilities()["final_acts"])
-        if _family(act) not in allowed:
-            raise Unsupported(f"final_act:{_family(act)}", f"final_act {act!r} not in {sorted(allowed)}")
-        emb = hp["embedding"]
-        if isinstance(emb, str):
-            emb = layers[0] if emb == "layersize" else int(emb)
+        acts = self.capabilities()["final_acts"]
+        layers, loss, act, emb = one_width_gru_hparams(hp, LOSS_NAMES, _final_act_name, acts, "final_act")
         opt = str(hp["optimizer"]).lower()
         opt_names = {"adagrad": "Adagrad", "adam": "Adam", "rmsprop": "RMSProp", "sgd": "SGD", "adadelta": "Adadelta"}
         if opt not in opt_names:
@@ -265,7 +251,7 @@ class GRU4RecPytorchAdapter(OwnEvaluatorByCutoff, TorchModuleAdapter):
         self.settings: dict[str, Any] = dict(
             hidden_size=layers[0], num_layers=len(layers), batch_size=int(hp["batch_size"]),
             dropout_input=float(hp["dropout_p_embed"]), dropout_hidden=float(hp["dropout_p_hidden"]),
-            embedding_dim=int(emb) if int(emb) > 0 else -1, final_act=act, loss_type=LOSS_NAMES[loss],
+            embedding_dim=emb if emb > 0 else -1, final_act=act, loss_type=LOSS_NAMES[loss],
             lr=float(hp["learning_rate"]), momentum=float(hp["momentum"]), optimizer_type=opt_names[opt],
             n_epochs=int(hp["n_epochs"]),
         )  # fmt: skip
@@ -303,13 +289,8 @@ class GRU4RecPytorchAdapter(OwnEvaluatorByCutoff, TorchModuleAdapter):
                               loss_func=self.loss_func, batch_size=s["batch_size"], args=args, **tr_kw)  # fmt: skip
         epochs = s["n_epochs"] if n_epochs is None else int(n_epochs)
         report = FitReport(trace=[] if self._trace_on else None)
-        counts = {"steps": 0, "events": 0}
-        inner_step = self.optim.optimizer.step
-
-        def counting_step(*a, **k):
-            counts["steps"] += 1
-            return inner_step(*a, **k)
-
+        counts = EpochCounts()
+        counting_step = counts.counting(self.optim.optimizer.step)
         lanes: dict[str, Any] = {}
         loader_cls = lib.DataLoader
         adapter = self
@@ -319,7 +300,7 @@ class GRU4RecPytorchAdapter(OwnEvaluatorByCutoff, TorchModuleAdapter):
         class SpyLoader(loader_cls):  # type: ignore[valid-type, misc]
             def __iter__(self):
                 def seen(loc, item):
-                    counts["events"] += int(len(item[0]))
+                    counts.events += int(len(item[0]))
                     lanes.update(loc)
 
                 return spy_generator(super().__iter__(), seen)
@@ -331,20 +312,15 @@ class GRU4RecPytorchAdapter(OwnEvaluatorByCutoff, TorchModuleAdapter):
                 report.trace.append(adapter._step_trace(lanes, hidden))
             return forward(inp, hidden)
 
-        for epoch in range(epochs):
-            counts["steps"] = counts["events"] = 0
-            t0 = time.perf_counter()
+        def epoch_run(epoch: int) -> Any:
             with (
                 patched(self.optim.optimizer, "step", counting_step),
                 patched(lib, "DataLoader", SpyLoader),
                 patched(model, "forward", traced_forward),
             ):
-                out = trainer.train_epoch(epoch)
-            loss = out[0] if isinstance(out, tuple) else out
-            report.epoch_losses.append(float(loss))
-            report.n_steps.append(counts["steps"])
-            report.n_events_trained.append(counts["events"])
-            report.epoch_seconds.append(time.perf_counter() - t0)
+                return trainer.train_epoch(epoch)
+
+        run_trainer_epochs(report, epochs, counts, epoch_run)
         model.eval()
         torch.set_grad_enabled(True)
         return report
@@ -364,12 +340,10 @@ class GRU4RecPytorchAdapter(OwnEvaluatorByCutoff, TorchModuleAdapter):
     def item_ids(self) -> np.ndarray:
         if self._train is None:
             raise RuntimeError("gru4rec_pytorch: call fit() first")
-        im = self._train.itemmap
-        return im.sort_values("item_idx")[self._train.item_key].to_numpy().astype(np.int64)
+        return item_map_ids(self._train.itemmap, self._train.item_key, "item_idx")[0]
 
     def _index_of(self) -> dict[int, int]:
-        im = self._train.itemmap
-        return dict(zip(im[self._train.item_key].to_numpy().tolist(), im["item_idx"].to_numpy().tolist()))
+        return item_map_ids(self._train.itemmap, self._train.item_key, "item_idx")[1]
 
     def score_prefixes(self, prefixes: Sequence[Sequence[int]]) -> np.ndarray:
         if self.model is None:
@@ -437,7 +411,6 @@ class GRU4RecPytorchAdapter(OwnEvaluatorByCutoff, TorchModuleAdapter):
     # -- white-box -----------------------------------------------------------------------------------------
     def loss_on_scores(self, scores: Any, loss: str, **hparams: Any) -> tuple[float, Any]:
         lib = self._lib()
-        import torch
 
         R = np.asarray(scores, dtype=np.float32)
         if loss not in LOSS_NAMES:
@@ -456,14 +429,10 @@ class GRU4RecPytorchAdapter(OwnEvaluatorByCutoff, TorchModuleAdapter):
         holder = lib.GRU4REC(2, 1, 2, final_act=act_name, num_layers=1, use_cuda=False, batch_size=1,
                              dropout_hidden=0.0, **kw)  # fmt: skip
         if not hasattr(holder, "final_activation"):
-            raise Unsupported(f"final_act:{_family(act_name)}")
+            raise Unsupported(f"final_act:{act_family(act_name)}")
         loss_kw = {"use_correct_loss": flags["use_correct_loss"]} if self.fork else {}
         fn = lib.LossFunction(loss_type=LOSS_NAMES[loss], use_cuda=False, **loss_kw)
-        t = torch.tensor(R, requires_grad=True)
-        value = fn(holder.final_activation(t))
-        value.backward()
-        assert t.grad is not None  # backward() of a loss computed from the leaf t fills t.grad
-        return float(value.detach()), t.grad.numpy().copy()
+        return loss_and_gradient(R, lambda t: fn(holder.final_activation(t)))
 
     def optimizer_info(self) -> dict:
         """The torch optimizer's first parameter group (``lib.Optimizer.optimizer``), lower-case vocabulary."""

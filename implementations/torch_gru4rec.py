@@ -23,7 +23,6 @@ sub-modules; ``trace`` observes ``trainEpoch``; ``optimizer_info`` reads the tor
 
 from __future__ import annotations
 
-import time
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
@@ -33,7 +32,6 @@ from gru4rec_conformance.implementations._checkout import CHECKOUTS, import_path
 from gru4rec_conformance.implementations._thirdparty import (
     TempDir,
     check_session_frame,
-    layers_list,
     patched,
     rows_touched,
     seed_everything,
@@ -42,15 +40,21 @@ from gru4rec_conformance.implementations._thirdparty import (
 )
 from gru4rec_conformance.implementations._torchbase import (
     ONE_LAYER_ONLY,
+    EpochCounts,
     OwnEvaluatorByCutoff,
     TorchModuleAdapter,
+    act_family,
     add_score_rows,
     constant_lr_info,
     hidden_tensor,
     item_indices,
+    item_map_ids,
     lane_labels,
     lane_parallel_scores,
+    loss_and_gradient,
+    one_width_gru_hparams,
     prefix_array,
+    run_trainer_epochs,
 )
 from gru4rec_conformance.implementations.base import FitReport, StepTrace, Unsupported
 from gru4rec_conformance.implementations.registry import register
@@ -73,13 +77,6 @@ def _final_act_name(final_act: Any, elu_param: Any, loss: str) -> str:
     if name == "leaky":
         return "leaky-0.01"
     return name
-
-
-def _family(act: str) -> str:
-    for prefix in ("elu", "leaky"):
-        if act.startswith(prefix + "-"):
-            return prefix
-    return act
 
 
 class TorchGRU4RecAdapter(OwnEvaluatorByCutoff, TorchModuleAdapter):
@@ -219,25 +216,14 @@ class TorchGRU4RecAdapter(OwnEvaluatorByCutoff, TorchModuleAdapter):
     # -- required ----------------------------------------------------------------------------------------
     def build(self, seed: int, **hparams: Any) -> None:
         hp = self.resolve_hparams(hparams)
-        layers = layers_list(hp["layers"])
-        if len(set(layers)) != 1:
-            raise Unsupported("layers:unequal", f"nn.GRU stacks layers of one size; got {layers}")
-        loss = str(hp["loss"])
-        if loss not in LOSS_NAMES:
-            raise Unsupported(f"loss:{loss}")
-        act = _final_act_name(hp["final_act"], hp["elu_param"], loss)
-        allowed = set(self.capabilities()["final_acts"])
-        if _family(act) not in allowed:
-            raise Unsupported(f"final_act:{_family(act)}", f"finalAct {act!r} not in {sorted(allowed)}")
-        emb = hp["embedding"]
-        if isinstance(emb, str):
-            emb = layers[0] if emb == "layersize" else int(emb)
+        acts = self.capabilities()["final_acts"]
+        layers, loss, act, emb = one_width_gru_hparams(hp, LOSS_NAMES, _final_act_name, acts, "finalAct")
         self.hp = hp
         self.seed = int(seed)
         self.settings: dict[str, Any] = dict(
             hiddenSize=layers[0], nLayers=len(layers), batchSize=int(hp["batch_size"]),
             dropoutHidden=float(hp["dropout_p_hidden"]), dropoutEmbed=float(hp["dropout_p_embed"]),
-            embeddingDim=int(emb) if int(emb) > 0 else -1, finalAct=act, lossType=LOSS_NAMES[loss],
+            embeddingDim=emb if emb > 0 else -1, finalAct=act, lossType=LOSS_NAMES[loss],
             lr=float(hp["learning_rate"]), momentum=float(hp["momentum"]), optimizerType=str(hp["optimizer"]),
             nSample=int(hp["n_sample"]), sampleAlpha=float(hp["sample_alpha"]), bpreg=float(hp["bpreg"]),
             nEpochs=int(hp["n_epochs"]),
@@ -257,13 +243,13 @@ class TorchGRU4RecAdapter(OwnEvaluatorByCutoff, TorchModuleAdapter):
         self._train = train
         adapter = self
         lanes: dict[str, Any] = {}
-        counts = {"steps": 0, "events": 0}
+        counts = EpochCounts()
 
         # the base is the checkout's DataGenerator, imported at run time
         class SpyGenerator(M.Dataset.DataGenerator):  # type: ignore[name-defined]
             def __iter__(self):
                 def seen(loc, item):
-                    counts["events"] += int(len(item[0]))
+                    counts.events += int(len(item[0]))
                     lanes.clear()
                     lanes.update(loc)
                     lanes["_target"] = item[1]
@@ -287,12 +273,7 @@ class TorchGRU4RecAdapter(OwnEvaluatorByCutoff, TorchModuleAdapter):
                                     lossFunc=self.loss_func, topN=20, resultDir=str(self._tmp.path))  # fmt: skip
         epochs = s["nEpochs"] if n_epochs is None else int(n_epochs)
         report = FitReport(trace=[] if self._trace_on else None)
-        inner_step = self.optim.optimizer.step
-
-        def counting_step(*a, **k):
-            counts["steps"] += 1
-            return inner_step(*a, **k)
-
+        counting_step = counts.counting(self.optim.optimizer.step)
         forward = model.forward
 
         def traced_forward(inp, hidden, target=None):
@@ -300,16 +281,11 @@ class TorchGRU4RecAdapter(OwnEvaluatorByCutoff, TorchModuleAdapter):
                 report.trace.append(adapter._step_trace(lanes, hidden))
             return forward(inp, hidden, target)
 
-        for epoch in range(epochs):
-            counts["steps"] = counts["events"] = 0
-            t0 = time.perf_counter()
+        def epoch_run(epoch: int) -> Any:
             with patched(self.optim.optimizer, "step", counting_step), patched(model, "forward", traced_forward):
-                out = trainer.trainEpoch(epoch)
-            loss = out[0] if isinstance(out, tuple) else out
-            report.epoch_losses.append(float(loss))
-            report.n_steps.append(counts["steps"])
-            report.n_events_trained.append(counts["events"])
-            report.epoch_seconds.append(time.perf_counter() - t0)
+                return trainer.trainEpoch(epoch)
+
+        run_trainer_epochs(report, epochs, counts, epoch_run)
         model.eval()
         return report
 
@@ -330,12 +306,10 @@ class TorchGRU4RecAdapter(OwnEvaluatorByCutoff, TorchModuleAdapter):
     def item_ids(self) -> np.ndarray:
         if self._train is None:
             raise RuntimeError("torch_gru4rec: call fit() first")
-        im = self._train.itemMap
-        return im.sort_values("ItemIdx")[self._train.itemKey].to_numpy().astype(np.int64)
+        return item_map_ids(self._train.itemMap, self._train.itemKey, "ItemIdx")[0]
 
     def _index_of(self) -> dict[int, int]:
-        im = self._train.itemMap
-        return dict(zip(im[self._train.itemKey].to_numpy().tolist(), im["ItemIdx"].to_numpy().tolist()))
+        return item_map_ids(self._train.itemMap, self._train.itemKey, "ItemIdx")[1]
 
     def score_prefixes(self, prefixes: Sequence[Sequence[int]]) -> np.ndarray:
         if self.model is None:
@@ -390,7 +364,6 @@ class TorchGRU4RecAdapter(OwnEvaluatorByCutoff, TorchModuleAdapter):
     # -- white-box -----------------------------------------------------------------------------------------
     def loss_on_scores(self, scores: Any, loss: str, **hparams: Any) -> tuple[float, Any]:
         M = self._modules()
-        import torch
 
         R = np.asarray(scores, dtype=np.float32)
         if loss not in LOSS_NAMES:
@@ -401,13 +374,9 @@ class TorchGRU4RecAdapter(OwnEvaluatorByCutoff, TorchModuleAdapter):
         act = _final_act_name(hparams.get("final_act"), hparams.get("elu_param"), loss)
         holder = M.Model.GRU4Rec(inputSize=2, outputSize=2, hiddenSize=1, finalAct=act, cuda=False)
         if isinstance(holder.finalAct, str):
-            raise Unsupported(f"final_act:{_family(act)}")
+            raise Unsupported(f"final_act:{act_family(act)}")
         fn = M.Loss.LossFunction(lossType=LOSS_NAMES[loss], useCuda=False, bpreg=float(hparams.get("bpreg", 1.0)))
-        t = torch.tensor(R, requires_grad=True)
-        value = fn(holder.finalAct(t))
-        value.backward()
-        assert t.grad is not None  # backward() of a loss computed from the leaf t fills t.grad
-        return float(value.detach()), t.grad.numpy().copy()
+        return loss_and_gradient(R, lambda t: fn(holder.finalAct(t)))
 
     def optimizer_info(self) -> dict:
         """The torch optimizer's first parameter group (``Optimizer.optimizer``), lower-case vocabulary."""
