@@ -5,10 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import torch
 
-torch = pytest.importorskip("torch")
-
-from gru4rec_conformance.implementations._torchbase import (  # noqa: E402
+from gru4rec_conformance.implementations._torchbase import (
     EpochCounts,
     FitObserver,
     OwnEvaluatorByCutoff,
@@ -20,7 +19,7 @@ from gru4rec_conformance.implementations._torchbase import (  # noqa: E402
     prefix_array,
     run_trainer_epochs,
 )
-from gru4rec_conformance.implementations.base import FitReport  # noqa: E402
+from gru4rec_conformance.implementations.base import FitReport
 
 
 class _Net(torch.nn.Module):
