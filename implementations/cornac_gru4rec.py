@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from gru4rec_conformance.implementations._torchbase import TorchModuleAdapter
+from gru4rec_conformance.implementations._torchbase import FitObserver, TorchModuleAdapter
 from gru4rec_conformance.implementations.base import (
     FitReport,
     StepTrace,
@@ -199,7 +199,7 @@ class CornacGRU4RecAdapter(TorchModuleAdapter):
         self._opt = None
         self._item_ids = np.asarray(list(train_set.iid_map.keys()), dtype=np.int64)
         self._index = {int(i): k for k, i in enumerate(self._item_ids)}
-        return observer.report(epochs)
+        return observer.report()
 
     def trace(self, enable: bool = True) -> None:
         """Record one :class:`StepTrace` per optimizer step of the following ``fit`` calls (session-parallel lanes
@@ -388,17 +388,7 @@ class CornacGRU4RecAdapter(TorchModuleAdapter):
         return np.concatenate([targets, negatives])
 
     def _loss_kwargs(self, b: int, y: Any) -> dict:
-        hp = self.hparams
-        return dict(
-            P0=self.model.P0,
-            logq=float(hp["logq"]),
-            sample_alpha=float(hp["sample_alpha"]),
-            batch_size=b,
-            bpreg=float(hp["bpreg"]),
-            elu_param=float(hp["elu_param"]),
-            n_sample=int(hp["n_sample"]),
-            out_iids=y,
-        )
+        return _loss_kwargs(self.hparams, self.model.P0, b, y)
 
     def _mapped(self, ids: Any, what: str) -> np.ndarray:
         out = [self._index.get(int(i)) for i in np.asarray(ids).ravel()]
@@ -517,7 +507,22 @@ class CornacGRU4RecAdapter(TorchModuleAdapter):
         }
 
 
-class _FitObserver:
+def _loss_kwargs(hp: Mapping[str, Any], P0: Any, b: int, y: Any) -> dict:
+    """The keyword arguments cornac's ``GRU4Rec.fit`` passes its loss function for a step of ``b`` lanes whose
+    output items are ``y`` (targets, then the shared samples)."""
+    return dict(
+        P0=P0,
+        logq=float(hp["logq"]),
+        sample_alpha=float(hp["sample_alpha"]),
+        batch_size=b,
+        bpreg=float(hp["bpreg"]),
+        elu_param=float(hp["elu_param"]),
+        n_sample=int(hp["n_sample"]),
+        out_iids=y,
+    )
+
+
+class _FitObserver(FitObserver):
     """Observes cornac's ``GRU4Rec.fit`` (no behaviour change) and builds the :class:`FitReport`.
 
     - epoch start: the training dataset's ``s_iter`` (io_iter calls it once per epoch); wrapped on the
@@ -531,15 +536,12 @@ class _FitObserver:
     """
 
     def __init__(self, hparams: Mapping[str, Any], train_set: Any, recommender: Any, trace: bool = False) -> None:
+        super().__init__()
         self.hp = dict(hparams)
-        self.trace: list[StepTrace] | None = [] if trace else None
+        self.trace = [] if trace else None
         self._reads: list[np.ndarray] = []
         self.recommender = recommender
         self.train_set = train_set
-        self.epoch_losses: list[float] = []
-        self.epoch_steps: list[int] = []
-        self.epoch_events: list[int] = []
-        self.epoch_seconds: list[float] = []
         self._loss_sum = 0.0
         self._t0 = 0.0
         self._handles: list[Any] = []
@@ -549,18 +551,18 @@ class _FitObserver:
     # epochs
     def _start_epoch(self) -> None:
         self._close_epoch()
-        self.epoch_steps.append(0)
-        self.epoch_events.append(0)
-        self.epoch_losses.append(float("nan"))
-        self.epoch_seconds.append(0.0)
+        self.steps.append(0)
+        self.events.append(0)
+        self.losses.append(float("nan"))
+        self.seconds.append(0.0)
         self._loss_sum = 0.0
         self._t0 = time.perf_counter()
 
     def _close_epoch(self) -> None:
-        if self.epoch_steps:
-            n = self.epoch_events[-1]
-            self.epoch_losses[-1] = self._loss_sum / n if n else float("nan")
-            self.epoch_seconds[-1] = time.perf_counter() - self._t0
+        if self.steps:
+            n = self.events[-1]
+            self.losses[-1] = self._loss_sum / n if n else float("nan")
+            self.seconds[-1] = time.perf_counter() - self._t0
 
     def __enter__(self) -> _FitObserver:
         import torch
@@ -625,14 +627,14 @@ class _FitObserver:
         self._step["h"] = output.detach()
 
     def _after_step(self, optimizer: Any, args: Any, kwargs: Any) -> None:
-        if not self.epoch_steps:
+        if not self.steps:
             self._start_epoch()
-        self.epoch_steps[-1] += 1
+        self.steps[-1] += 1
         step, self._step = self._step, {}
         if self.trace is not None:
             self._record(step, optimizer)
         b, loss = self._step_loss(step)
-        self.epoch_events[-1] += b
+        self.events[-1] += b
         self._loss_sum += loss * b
 
     def _record(self, step: Mapping[str, Any], optimizer: Any) -> None:
@@ -671,29 +673,9 @@ class _FitObserver:
         else:
             O = step["wy"][-1][1]
         R = torch.mm(h, O.T) + bias.T
-        hp = self.hp
-        kwargs = dict(
-            P0=m.P0,
-            logq=float(hp["logq"]),
-            sample_alpha=float(hp["sample_alpha"]),
-            batch_size=b,
-            bpreg=float(hp["bpreg"]),
-            elu_param=float(hp["elu_param"]),
-            n_sample=int(hp["n_sample"]),
-            out_iids=y,
-        )
         with torch.no_grad():
-            loss = float(get_loss_function(hp["loss"])(R, **kwargs))
+            loss = float(get_loss_function(self.hp["loss"])(R, **_loss_kwargs(self.hp, m.P0, b, y)))
         return b, loss
-
-    def report(self, n_epochs: int) -> FitReport:
-        return FitReport(
-            epoch_losses=list(self.epoch_losses),
-            n_steps=list(self.epoch_steps),
-            n_events_trained=list(self.epoch_events),
-            epoch_seconds=list(self.epoch_seconds),
-            trace=self.trace,
-        )
 
 
 def _logged_view(a: np.ndarray, log: list[np.ndarray]) -> np.ndarray:
