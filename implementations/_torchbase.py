@@ -425,16 +425,46 @@ def run_trainer_epochs(report: FitReport, epochs: int, counts: EpochCounts, run_
         report.epoch_seconds.append(time.perf_counter() - t0)
 
 
-def loss_and_gradient(scores: np.ndarray, loss_of: Callable[[Any], Any]) -> tuple[float, np.ndarray]:
+def loss_and_gradient(scores: Any, loss_of: Callable[[Any], Any]) -> tuple[float, np.ndarray]:
     """``loss_on_scores``'s (value, d value / d scores): ``loss_of`` (the implementation's loss, as a function of a
-    score tensor) on ``scores`` as a leaf float tensor; the gradient has the scores' shape and dtype."""
+    score tensor) on ``scores`` as a leaf tensor, float32 for float32 scores and float64 otherwise; the gradient
+    has the scores' shape and that dtype."""
     import torch
 
-    t = torch.tensor(scores, requires_grad=True)
+    arr = np.asarray(scores)
+    t = torch.tensor(arr, dtype=torch.float32 if arr.dtype == np.float32 else torch.float64, requires_grad=True)
     value = loss_of(t)
     value.backward()
     assert t.grad is not None  # backward() of a loss computed from the leaf t fills t.grad
-    return float(value.detach()), t.grad.numpy().copy()
+    return float(value.detach()), t.grad.detach().cpu().numpy().copy()
+
+
+def diagonal_split(R: Any) -> tuple[Any, Any]:
+    """A (b, K) score tensor whose diagonal holds the targets as (positive (b, 1), negative (b, K-1)) scores: the
+    diagonal, and each row's other columns in order."""
+    import torch
+
+    b, n_cols = R.shape
+    mask = ~torch.eye(b, n_cols, dtype=torch.bool)
+    return torch.diagonal(R).unsqueeze(-1), R[mask].view(b, n_cols - 1)
+
+
+def refuse_loss_arguments(hparams: Mapping[str, Any], what: str) -> None:
+    """For an implementation whose loss takes no argument: accept the values that describe what it computes
+    (``final_act`` None or ``"linear"``; ``logq``, ``bpreg``, ``elu_param`` zero; ``batch_size``, ``n_targets``,
+    ``column_q`` None).
+
+    Raises:
+        Unsupported: ``logq``, ``bpreg``, ``final_act:elu`` or ``loss_on_scores:<name>`` for any other value
+            (``"<what> cannot take <name>=<value>"``).
+    """
+    for k, val in hparams.items():
+        if (k == "final_act" and val in (None, "linear")) or (k in ("logq", "bpreg", "elu_param") and not val):
+            continue
+        if k in ("batch_size", "n_targets", "column_q") and val is None:
+            continue
+        name = {"logq": "logq", "bpreg": "bpreg", "elu_param": "final_act:elu"}.get(k, f"loss_on_scores:{k}")
+        raise Unsupported(name, f"{what} cannot take {k}={val!r}")
 
 
 def item_map_ids(item_map: Any, id_col: str, index_col: str) -> tuple[np.ndarray, dict[int, int]]:

@@ -58,7 +58,13 @@ from typing import Any
 
 import numpy as np
 
-from gru4rec_conformance.implementations._torchbase import FitObserver, TorchModuleAdapter
+from gru4rec_conformance.implementations._torchbase import (
+    FitObserver,
+    TorchModuleAdapter,
+    diagonal_split,
+    loss_and_gradient,
+    refuse_loss_arguments,
+)
 from gru4rec_conformance.implementations.base import (
     FitReport,
     StepTrace,
@@ -394,26 +400,15 @@ class RecboleGRU4RecAdapter(TorchModuleAdapter):
 
         if loss not in _LOSS:
             raise Unsupported(f"loss:{loss}", "recbole GRU4Rec loss_type: CE (cross-entropy) or BPR")
-        for k, val in hparams.items():
-            if (k == "final_act" and val in (None, "linear")) or (k in ("logq", "bpreg", "elu_param") and not val):
-                continue
-            if k in ("batch_size", "n_targets", "column_q") and val is None:
-                continue
-            name = {"logq": "logq", "bpreg": "bpreg", "elu_param": "final_act:elu"}.get(k, f"loss_on_scores:{k}")
-            raise Unsupported(name, f"recbole's {loss} loss cannot take {k}={val!r}")
+        refuse_loss_arguments(hparams, f"recbole's {loss} loss")
         from recbole.model.loss import BPRLoss
 
-        arr = np.asarray(scores)
-        R = torch.tensor(arr, dtype=torch.float32 if arr.dtype == np.float32 else torch.float64, requires_grad=True)
-        b, n_cols = R.shape
-        if loss == "cross-entropy":
-            value = torch.nn.CrossEntropyLoss()(R, torch.arange(b))
-        else:
-            mask = ~torch.eye(b, n_cols, dtype=torch.bool)
-            value = BPRLoss()(torch.diagonal(R).unsqueeze(-1), R[mask].view(b, n_cols - 1))
-        value.backward()
-        assert R.grad is not None  # R is a leaf that requires grad
-        return float(value.detach()), R.grad.detach().cpu().numpy()
+        def loss_of(R: Any) -> Any:
+            if loss == "cross-entropy":
+                return torch.nn.CrossEntropyLoss()(R, torch.arange(R.shape[0]))
+            return BPRLoss()(*diagonal_split(R))
+
+        return loss_and_gradient(scores, loss_of)
 
     def _with_negatives(self, inter: Any) -> Any:
         """BPR: the training loader's own negative sampling (one per row) joined to ``inter`` (session id 0)."""

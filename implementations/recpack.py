@@ -39,7 +39,12 @@ from typing import Any, TypedDict, cast
 
 import numpy as np
 
-from gru4rec_conformance.implementations._torchbase import FitObserver, TorchModuleAdapter
+from gru4rec_conformance.implementations._torchbase import (
+    FitObserver,
+    TorchModuleAdapter,
+    diagonal_split,
+    loss_and_gradient,
+)
 from gru4rec_conformance.implementations.base import (
     FitReport,
     StepTrace,
@@ -474,25 +479,16 @@ class RecpackAdapter(TorchModuleAdapter):
                 continue
             name = {"bpreg": "bpreg", "logq": "logq", "elu_param": "final_act:elu"}.get(k, f"loss_on_scores:{k}")
             raise Unsupported(name, f"recpack's {loss} loss cannot take {k}={val!r} (bpreg is fixed at 1.0, no ELU)")
-        arr = np.asarray(scores)
-        dtype = torch.float32 if arr.dtype == np.float32 else torch.float64
-        R = torch.tensor(arr, dtype=dtype, requires_grad=True)
-        b, n_cols = R.shape
-        if loss == "cross-entropy":
-            value = torch.nn.CrossEntropyLoss()(R, torch.arange(b))
-        else:
+
+        def loss_of(R: Any) -> Any:
+            if loss == "cross-entropy":
+                return torch.nn.CrossEntropyLoss()(R, torch.arange(R.shape[0]))
             from recpack.algorithms import loss_functions as lf
 
-            fn = {"bpr-max": lf.bpr_max_loss, "top1": lf.top1_loss, "top1-max": lf.top1_max_loss, "bpr": lf.bpr_loss}[
-                loss
-            ]
-            mask = ~torch.eye(b, n_cols, dtype=torch.bool)
-            pos = torch.diagonal(R).unsqueeze(-1)
-            neg = R[mask].view(b, n_cols - 1)
-            value = fn(pos, neg)
-        value.backward()
-        assert R.grad is not None  # R is a leaf that requires grad
-        return float(value.detach()), R.grad.detach().cpu().numpy()
+            fn = {"bpr-max": lf.bpr_max_loss, "top1": lf.top1_loss, "top1-max": lf.top1_max_loss, "bpr": lf.bpr_loss}
+            return fn[loss](*diagonal_split(R))
+
+        return loss_and_gradient(scores, loss_of)
 
 
 def _codes(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -53,7 +53,12 @@ from typing import Any
 
 import numpy as np
 
-from gru4rec_conformance.implementations._torchbase import FitObserver, TorchModuleAdapter
+from gru4rec_conformance.implementations._torchbase import (
+    FitObserver,
+    TorchModuleAdapter,
+    loss_and_gradient,
+    refuse_loss_arguments,
+)
 from gru4rec_conformance.implementations.base import (
     FitReport,
     StepTrace,
@@ -323,20 +328,9 @@ class TorchRechubGRU4RecAdapter(TorchModuleAdapter):
 
         if loss != "cross-entropy":
             raise Unsupported(f"loss:{loss}", "torch-rechub GRU4Rec trains with the list-wise softmax only")
-        for k, val in hparams.items():
-            if (k == "final_act" and val in (None, "linear")) or (k in ("logq", "bpreg", "elu_param") and not val):
-                continue
-            if k in ("batch_size", "n_targets", "column_q") and val is None:
-                continue
-            name = {"logq": "logq", "bpreg": "bpreg", "elu_param": "final_act:elu"}.get(k, f"loss_on_scores:{k}")
-            raise Unsupported(name, f"torch-rechub's list-wise loss cannot take {k}={val!r}")
-        arr = np.asarray(scores)
-        R = torch.tensor(arr, dtype=torch.float32 if arr.dtype == np.float32 else torch.float64, requires_grad=True)
+        refuse_loss_arguments(hparams, "torch-rechub's list-wise loss")
         criterion = self.trainer.criterion if self.trainer is not None else torch.nn.CrossEntropyLoss()
-        value = criterion(R, torch.arange(R.shape[0]))
-        value.backward()
-        assert R.grad is not None  # R is a leaf that requires grad
-        return float(value.detach()), R.grad.detach().cpu().numpy()
+        return loss_and_gradient(scores, lambda R: criterion(R, torch.arange(R.shape[0])))
 
     def train_step(self, batch_inputs: Any, batch_targets: Any, hidden: Any = None) -> float:
         """One update as the loop body of ``MatchTrainer.train_one_epoch`` (mode 2): the model's forward on b
