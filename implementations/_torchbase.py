@@ -13,13 +13,19 @@ which parameter it shows, and how its optimizer settings are named.
 
 from __future__ import annotations
 
+import shutil
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, ClassVar
 
 import numpy as np
 
-from gru4rec_conformance.implementations._thirdparty import layers_list, load_parameter_arrays, parameter_arrays
+from gru4rec_conformance.implementations._thirdparty import (
+    TempDir,
+    layers_list,
+    load_parameter_arrays,
+    parameter_arrays,
+)
 from gru4rec_conformance.implementations.base import Adapter, FitReport, StepTrace, Unsupported
 
 __all__ = [
@@ -122,6 +128,20 @@ class TorchModuleAdapter(Adapter):
 
     def trace(self, enable: bool = True) -> None:
         self._trace_on = bool(enable)
+
+    _tmp: Any = None
+    """A private temporary folder the adapter writes the implementation's input files to (a
+    :class:`~gru4rec_conformance.implementations._thirdparty.TempDir` or a path), removed by :meth:`close`."""
+
+    def close(self) -> None:
+        """Remove ``self._tmp`` (if any)."""
+        if self._tmp is None:
+            return
+        if isinstance(self._tmp, TempDir):
+            self._tmp.close()
+        else:
+            shutil.rmtree(self._tmp, ignore_errors=True)
+        self._tmp = None
 
     def optimizer_info(self) -> dict[str, Any]:
         """The optimizer's class name, ``lr_schedule`` (:meth:`_lr_schedule`), the first parameter group's

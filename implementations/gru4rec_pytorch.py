@@ -540,11 +540,6 @@ class GRU4RecPytorchAdapter(OwnEvaluatorByCutoff, TorchModuleAdapter):
             "output_rows_touched": rows_touched(g),
         }
 
-    def close(self) -> None:
-        if self._tmp is not None:
-            self._tmp.close()
-            self._tmp = None
-
 
 class GRU4RecPytorchForkAdapter(GRU4RecPytorchAdapter):
     """The study's fork czappi44/GRU4REC-pytorch @eaad3eb at one fix level (class attribute ``level_name``)."""

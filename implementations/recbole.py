@@ -51,7 +51,6 @@ raises ``Unsupported``.
 from __future__ import annotations
 
 import os
-import shutil
 import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
@@ -534,11 +533,6 @@ class RecboleGRU4RecAdapter(TorchModuleAdapter):
     def _grad_clip(self) -> Any:
         """recbole's ``clip_grad_norm`` setting (None when unset); recbole's Trainer has no learning-rate schedule."""
         return self.trainer.clip_grad_norm or None
-
-    def close(self) -> None:
-        if self._tmp is not None:
-            shutil.rmtree(self._tmp, ignore_errors=True)
-            self._tmp = None
 
 
 def _sessions(df: Any) -> tuple[list[Any], list[Any]]:

@@ -497,11 +497,6 @@ class TorchGRU4RecAdapter(OwnEvaluatorByCutoff, TorchModuleAdapter):
             "output_rows_touched": rows_touched(g),
         }
 
-    def close(self) -> None:
-        if self._tmp is not None:
-            self._tmp.close()
-            self._tmp = None
-
 
 class TorchGRU4RecOOB(TorchGRU4RecAdapter):
     """The study's fork czappi44/Torch-GRU4Rec @d183c13 (OOB, the only level the study ran)."""

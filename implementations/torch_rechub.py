@@ -45,7 +45,6 @@ of its own for next-item targets (its ``evaluate`` utilities score retrieval lis
 from __future__ import annotations
 
 import random
-import shutil
 import tempfile
 import time
 from collections.abc import Sequence
@@ -439,11 +438,6 @@ class TorchRechubGRU4RecAdapter(TorchModuleAdapter):
     def _lr_schedule(self) -> Any:
         """MatchTrainer's scheduler class name (None: the adapter passes no ``scheduler_fn``)."""
         return None if self.trainer.scheduler is None else type(self.trainer.scheduler).__name__
-
-    def close(self) -> None:
-        if self._tmp is not None:
-            shutil.rmtree(self._tmp, ignore_errors=True)
-            self._tmp = None
 
 
 class _Observer(FitObserver):
