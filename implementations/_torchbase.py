@@ -4,7 +4,8 @@
 (``get_weights``/``set_weights`` over the module's ``named_parameters()``), the ``trace`` switch and
 ``optimizer_info`` read from the torch optimizer's first parameter group. :class:`FitObserver` is the per-epoch
 bookkeeping of a fit spy (the loss, step, event and second counts of ``FitReport``) with the removal of its
-instance wrappers. :class:`OwnEvaluatorByCutoff` runs an implementation's own evaluator once per cutoff.
+instance wrappers. :class:`OwnEvaluatorByCutoff` runs an implementation's own evaluator once per cutoff (the
+TensorFlow and Keras adapters use it too: it needs no torch).
 
 Everything here *observes and translates*, as the adapters do (implementations/README.md): nothing changes what the
 implementation computes. An adapter keeps what is its own: which module and optimizer it reads, which rows of
