@@ -32,6 +32,7 @@ import numpy as np
 
 from gru4rec_conformance.implementations._torchbase import FitObserver, TorchModuleAdapter
 from gru4rec_conformance.implementations.base import (
+    Capabilities,
     FitReport,
     StepTrace,
     Unsupported,
@@ -103,23 +104,14 @@ class CornacGRU4RecAdapter(TorchModuleAdapter):
 
     def capabilities(self) -> dict[str, Any]:
         require_installed("cornac", "cornac", "run the checks with `tox -e cornac` (installs cornac==3.0.1)")
+        flags = Capabilities.flags("session_parallel", "in_batch_negatives", "extra_shared_negatives",
+                                   "sample_alpha", "logq", "adagrad_momentum", "dropout_embed", "dropout_hidden",
+                                   "separate_dropouts", "bpreg", "full_ranking")  # fmt: skip
         return {
             "losses": list(_LOSSES),
             "embedding_modes": ["none", "separate", "shared"],
-            "session_parallel": True,
-            "in_batch_negatives": True,
-            "extra_shared_negatives": True,
-            "sample_alpha": True,
-            "logq": True,
-            "adagrad_momentum": True,
-            "dropout_embed": True,
-            "dropout_hidden": True,
-            "separate_dropouts": True,
+            **flags,
             "final_acts": ["linear", "elu"],
-            "bpreg": True,
-            "full_ranking": True,
-            "needs_categories": False,
-            "fixed_batch_shape": False,
             "devices": ["cpu", "cuda"],
             "framework": {"name": "torch", "version": installed_version("torch")},
             "shims": [

@@ -60,7 +60,7 @@ from gru4rec_conformance.implementations._torchbase import (
     prefix_array,
     run_trainer_epochs,
 )
-from gru4rec_conformance.implementations.base import FitReport, StepTrace, Unsupported
+from gru4rec_conformance.implementations.base import Capabilities, FitReport, StepTrace, Unsupported
 from gru4rec_conformance.implementations.registry import register
 
 # Flags of czappi44/GRU4REC-pytorch main.py per fix level (example_gru4rec_pytorch.ipynb).
@@ -175,23 +175,13 @@ class GRU4RecPytorchAdapter(OwnEvaluatorByCutoff, TorchModuleAdapter):
             "the loss gradient of h2o.weight by torch.autograd.grad (nothing updated); seed: torch.manual_seed "
             "inside torch.random.fork_rng (dropout draws from torch's global RNG)",
         ]
+        flags = Capabilities.flags("session_parallel", "in_batch_negatives", "dropout_embed", "dropout_hidden",
+                                   "separate_dropouts", "full_ranking", "fixed_batch_shape")  # fmt: skip
         return {
             "losses": sorted(LOSS_NAMES),
             "embedding_modes": ["none", "separate"],
-            "session_parallel": True,
-            "in_batch_negatives": True,
-            "extra_shared_negatives": False,
-            "sample_alpha": False,
-            "logq": False,
-            "adagrad_momentum": False,
-            "dropout_embed": True,
-            "dropout_hidden": True,
-            "separate_dropouts": True,
+            **flags,
             "final_acts": acts,
-            "bpreg": False,
-            "full_ranking": True,
-            "needs_categories": False,
-            "fixed_batch_shape": True,
             "devices": ["cpu"],
             "framework": {"name": "torch", "version": torch.__version__},
             "shims": shims,

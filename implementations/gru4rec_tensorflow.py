@@ -53,6 +53,7 @@ from gru4rec_conformance.implementations._thirdparty import (
 from gru4rec_conformance.implementations._torchbase import OwnEvaluatorByCutoff
 from gru4rec_conformance.implementations.base import (
     Adapter,
+    Capabilities,
     FitReport,
     ImplementationUnavailable,
     StepTrace,
@@ -220,23 +221,13 @@ class GRU4RecTensorflowFork(OwnEvaluatorByCutoff):
         }
         if fixed["batch_size"] is not None:
             del hparams["batch_size"]  # hard-coded at OOB (B=50, as upstream's Args), TF-5
+        flags = Capabilities.flags("session_parallel", "in_batch_negatives", "dropout_hidden", "full_ranking",
+                                   "fixed_batch_shape")  # fmt: skip
         return {
             "losses": ["cross-entropy", "bpr", "top1"],
             "embedding_modes": ["separate"],
-            "session_parallel": True,
-            "in_batch_negatives": True,
-            "extra_shared_negatives": False,
-            "sample_alpha": False,
-            "logq": False,
-            "adagrad_momentum": False,
-            "dropout_embed": False,
-            "dropout_hidden": True,
-            "separate_dropouts": False,
+            **flags,
             "final_acts": ["softmax", "tanh", "linear", "relu"],
-            "bpreg": False,
-            "full_ranking": True,
-            "needs_categories": False,
-            "fixed_batch_shape": True,
             "devices": ["cpu"],
             "framework": {"name": "tensorflow", "version": tf.__version__},
             "shims": [

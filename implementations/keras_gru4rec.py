@@ -51,7 +51,7 @@ from gru4rec_conformance.implementations._thirdparty import (
     spy_generator,
 )
 from gru4rec_conformance.implementations._torchbase import OwnEvaluatorByCutoff
-from gru4rec_conformance.implementations.base import FitReport, StepTrace, Unsupported
+from gru4rec_conformance.implementations.base import Capabilities, FitReport, StepTrace, Unsupported
 from gru4rec_conformance.implementations.registry import register
 
 LEVELS = {
@@ -166,20 +166,8 @@ class KerasGRU4RecAdapter(OwnEvaluatorByCutoff):
         return {
             "losses": ["cross-entropy"],
             "embedding_modes": ["none"],
-            "session_parallel": True,
-            "in_batch_negatives": False,
-            "extra_shared_negatives": False,
-            "sample_alpha": False,
-            "logq": False,
-            "adagrad_momentum": False,
-            "dropout_embed": False,
-            "dropout_hidden": True,
-            "separate_dropouts": False,
+            **Capabilities.flags("session_parallel", "dropout_hidden", "full_ranking", "fixed_batch_shape"),
             "final_acts": ["softmax"],
-            "bpreg": False,
-            "full_ranking": True,
-            "needs_categories": False,
-            "fixed_batch_shape": True,
             "devices": ["cpu"],
             "framework": {"name": "tensorflow", "version": tf.__version__},
             "shims": shims,

@@ -38,7 +38,7 @@ from gru4rec_conformance.implementations._thirdparty import (
     spy_generator,
 )
 from gru4rec_conformance.implementations._torchbase import TorchModuleAdapter
-from gru4rec_conformance.implementations.base import FitReport, StepTrace, Unsupported
+from gru4rec_conformance.implementations.base import Capabilities, FitReport, StepTrace, Unsupported
 from gru4rec_conformance.implementations.registry import register
 
 _MODULES = ("gru4rec_pytorch", "evaluation")
@@ -98,23 +98,14 @@ class OfficialPytorchAdapter(TorchModuleAdapter):
         locate("gru4rec_pytorch_official")
         import torch
 
+        flags = Capabilities.flags("session_parallel", "in_batch_negatives", "extra_shared_negatives",
+                                   "sample_alpha", "logq", "adagrad_momentum", "dropout_embed", "dropout_hidden",
+                                   "separate_dropouts", "bpreg", "full_ranking")  # fmt: skip
         return {
             "losses": ["cross-entropy", "bpr-max"],
             "embedding_modes": ["none", "separate", "shared"],
-            "session_parallel": True,
-            "in_batch_negatives": True,
-            "extra_shared_negatives": True,
-            "sample_alpha": True,
-            "logq": True,
-            "adagrad_momentum": True,
-            "dropout_embed": True,
-            "dropout_hidden": True,
-            "separate_dropouts": True,
+            **flags,
             "final_acts": ["softmax", "elu", "linear"],
-            "bpreg": True,
-            "full_ranking": True,
-            "needs_categories": False,
-            "fixed_batch_shape": False,
             "devices": ["cpu", "cuda"],
             "framework": {"name": "torch", "version": torch.__version__},
             "shims": [

@@ -46,6 +46,7 @@ from gru4rec_conformance.implementations._torchbase import (
     loss_and_gradient,
 )
 from gru4rec_conformance.implementations.base import (
+    Capabilities,
     FitReport,
     StepTrace,
     Unsupported,
@@ -124,20 +125,8 @@ class RecpackAdapter(TorchModuleAdapter):
         return {
             "losses": list(v["losses"]),
             "embedding_modes": ["separate"],
-            "session_parallel": False,
+            **Capabilities.flags("dropout_embed", "dropout_hidden", "full_ranking"),
             "per_example_negatives": True,  # per-position independent uniform negatives (spec A.5)
-            "in_batch_negatives": False,
-            "extra_shared_negatives": False,
-            "sample_alpha": False,
-            "logq": False,
-            "adagrad_momentum": False,
-            "dropout_embed": True,
-            "dropout_hidden": True,
-            "separate_dropouts": False,
-            "bpreg": False,
-            "full_ranking": True,
-            "needs_categories": False,
-            "fixed_batch_shape": False,
             "devices": ["cpu"],
             "framework": {"name": "torch", "version": installed_version("torch")},
             "shims": [

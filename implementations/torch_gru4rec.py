@@ -56,7 +56,7 @@ from gru4rec_conformance.implementations._torchbase import (
     prefix_array,
     run_trainer_epochs,
 )
-from gru4rec_conformance.implementations.base import FitReport, StepTrace, Unsupported
+from gru4rec_conformance.implementations.base import Capabilities, FitReport, StepTrace, Unsupported
 from gru4rec_conformance.implementations.registry import register
 
 LOSS_NAMES = {"cross-entropy": "nll", "bpr-max": "bpr-max", "top1": "top1", "top1-max": "top1-max", "bpr": "bpr"}
@@ -123,23 +123,14 @@ class TorchGRU4RecAdapter(OwnEvaluatorByCutoff, TorchModuleAdapter):
 
         acts = ["tanh", "relu", "softmax", "softmax_logit", "elu", "leaky"] + (["linear"] if self.fork else [])
         sep = "TAB (the fork's main.py)" if self.fork else "comma (Dataset's default)"
+        flags = Capabilities.flags("session_parallel", "in_batch_negatives", "extra_shared_negatives",
+                                   "sample_alpha", "dropout_embed", "dropout_hidden", "separate_dropouts", "bpreg",
+                                   "full_ranking")  # fmt: skip
         return {
             "losses": sorted(LOSS_NAMES),
             "embedding_modes": ["none", "separate"],
-            "session_parallel": True,
-            "in_batch_negatives": True,
-            "extra_shared_negatives": True,
-            "sample_alpha": True,
-            "logq": False,
-            "adagrad_momentum": False,
-            "dropout_embed": True,
-            "dropout_hidden": True,
-            "separate_dropouts": True,
+            **flags,
             "final_acts": acts,
-            "bpreg": True,
-            "full_ranking": True,
-            "needs_categories": False,
-            "fixed_batch_shape": False,
             "devices": ["cpu"],
             "framework": {"name": "torch", "version": torch.__version__},
             "shims": [

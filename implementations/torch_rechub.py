@@ -59,6 +59,7 @@ from gru4rec_conformance.implementations._torchbase import (
     refuse_loss_arguments,
 )
 from gru4rec_conformance.implementations.base import (
+    Capabilities,
     FitReport,
     StepTrace,
     Unsupported,
@@ -119,19 +120,7 @@ class TorchRechubGRU4RecAdapter(TorchModuleAdapter):
         return {
             "losses": ["cross-entropy"],
             "embedding_modes": ["shared"],
-            "session_parallel": False,
-            "in_batch_negatives": False,
-            "extra_shared_negatives": False,
-            "sample_alpha": False,
-            "logq": False,
-            "adagrad_momentum": False,
-            "dropout_embed": False,
-            "dropout_hidden": False,
-            "separate_dropouts": False,
-            "bpreg": False,
-            "full_ranking": True,
-            "needs_categories": False,
-            "fixed_batch_shape": False,
+            **Capabilities.flags("full_ranking"),
             "devices": ["cpu"],
             "framework": {"name": "torch", "version": installed_version("torch")},
             "shims": [

@@ -223,3 +223,16 @@ def test_own_evaluator_runs_once_per_cutoff():
     assert out == {"recall@1": 0.1, "mrr@1": 0.01, "n_events": 5, "recall@5": 0.5, "mrr@5": 0.05}
     assert list(e.score_stream(None, 8)) == [("row", 20)]
     assert calls == [(1, False), (5, False), (20, True)]
+
+
+def test_capability_flags_state_every_flag_and_refuse_unknown_names():
+    from gru4rec_conformance.implementations.base import Capabilities, CapabilityError
+
+    flags = Capabilities.flags("session_parallel", "bpreg")
+    assert flags["session_parallel"] is True and flags["bpreg"] is True
+    assert all(v is False for k, v in flags.items() if k not in ("session_parallel", "bpreg"))
+    assert "losses" not in flags and "full_ranking" in flags
+    caps = Capabilities.from_mapping({"losses": ["bpr-max"], **flags, "bpreg": False})
+    assert caps.session_parallel and not caps.bpreg  # a flag given after the call overrides it
+    with pytest.raises(CapabilityError, match="not flag feature"):
+        Capabilities.flags("losses")
