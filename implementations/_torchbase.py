@@ -493,3 +493,22 @@ def item_map_ids(item_map: Any, id_col: str, index_col: str) -> tuple[np.ndarray
     the dict id → index."""
     ids = item_map.sort_values(index_col)[id_col].to_numpy().astype(np.int64)
     return ids, dict(zip(item_map[id_col].to_numpy().tolist(), item_map[index_col].to_numpy().tolist()))
+
+
+def layered_forward_result(
+    captured: Mapping[str, Any], none_mode: bool, scores: Any, columns: Any, score_shape: Any, rows: int
+) -> dict[str, Any]:
+    """``train_forward``'s result for a model in the official layout, from forward hooks: ``captured["embed"]``
+    (the input embedding's output, (b, k); in the no-embedding mode the first layer's output, which then leads
+    ``layer_outputs``) and ``captured["layers"]`` (the later layers' outputs); ``scores`` the step's (b, n) score
+    tensor of ``columns``, the shape of the score tensor the step computes and the output rows it touches."""
+    embed: Any = captured.get("embed")
+    layers = ([embed] if none_mode else []) + list(captured["layers"])
+    return {
+        "embedding_out": None if none_mode or embed is None else embed.cpu().numpy(),
+        "layer_outputs": [t.cpu().numpy() for t in layers],
+        "scores": scores.detach().cpu().numpy(),
+        "columns": columns,
+        "score_tensor_shape": score_shape,
+        "output_rows_touched": rows,
+    }

@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from gru4rec_conformance.implementations._torchbase import FitObserver, TorchModuleAdapter
+from gru4rec_conformance.implementations._torchbase import FitObserver, TorchModuleAdapter, layered_forward_result
 from gru4rec_conformance.implementations.base import (
     Capabilities,
     FitReport,
@@ -471,16 +471,7 @@ class CornacGRU4RecAdapter(TorchModuleAdapter):
         rows = int((g.abs().sum(1) > 0).sum())
         m.zero_grad()
         m.eval()
-        embed = captured.get("embed")
-        layers = ([embed] if none_mode else []) + captured["layers"]
-        return {
-            "embedding_out": None if none_mode or embed is None else embed.cpu().numpy(),
-            "layer_outputs": [t.cpu().numpy() for t in layers],
-            "scores": R.detach().cpu().numpy(),
-            "columns": self.item_ids()[y],
-            "score_tensor_shape": tuple(R.shape),
-            "output_rows_touched": rows,
-        }
+        return layered_forward_result(captured, none_mode, R, self.item_ids()[y], tuple(R.shape), rows)
 
     def optimizer_info(self) -> dict:
         hp = self.hparams

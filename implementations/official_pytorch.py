@@ -37,7 +37,7 @@ from gru4rec_conformance.implementations._thirdparty import (
     seed_everything,
     spy_generator,
 )
-from gru4rec_conformance.implementations._torchbase import TorchModuleAdapter
+from gru4rec_conformance.implementations._torchbase import TorchModuleAdapter, layered_forward_result
 from gru4rec_conformance.implementations.base import Capabilities, FitReport, StepTrace, Unsupported
 from gru4rec_conformance.implementations.registry import register
 
@@ -539,16 +539,9 @@ class OfficialPytorchAdapter(TorchModuleAdapter):
                 del model.score_items
                 for h in handles:
                     h.remove()
-        embed = captured.get("embed")
-        layers = ([embed] if none_mode else []) + captured["layers"]
-        return {
-            "embedding_out": None if none_mode or embed is None else embed.cpu().numpy(),
-            "layer_outputs": [t.cpu().numpy() for t in layers],
-            "scores": R.detach().cpu().numpy(),
-            "columns": self.item_ids()[Y.cpu().numpy()],
-            "score_tensor_shape": max(shapes, key=lambda s: s[-1]),
-            "output_rows_touched": rows_touched(g),
-        }
+        columns = self.item_ids()[Y.cpu().numpy()]
+        shape = max(shapes, key=lambda s: s[-1])
+        return layered_forward_result(captured, none_mode, R, columns, shape, rows_touched(g))
 
 
 class _FitTracer:

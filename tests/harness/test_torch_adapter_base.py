@@ -236,3 +236,16 @@ def test_capability_flags_state_every_flag_and_refuse_unknown_names():
     assert caps.session_parallel and not caps.bpreg  # a flag given after the call overrides it
     with pytest.raises(CapabilityError, match="not flag feature"):
         Capabilities.flags("losses")
+
+
+@pytest.mark.parametrize("none_mode", [False, True])
+def test_layered_forward_result_puts_the_first_layer_first_in_the_no_embedding_mode(none_mode):
+    from gru4rec_conformance.implementations._torchbase import layered_forward_result
+
+    embed, layer = torch.ones(2, 3), torch.zeros(2, 4)
+    scores = torch.arange(4.0, requires_grad=True).reshape(2, 2)
+    out = layered_forward_result({"embed": embed, "layers": [layer]}, none_mode, scores, np.array([5, 6]), (2, 9), 1)
+    assert (out["embedding_out"] is None) == none_mode
+    assert [a.shape for a in out["layer_outputs"]] == ([(2, 3), (2, 4)] if none_mode else [(2, 4)])
+    assert out["scores"].tolist() == [[0.0, 1.0], [2.0, 3.0]] and out["columns"].tolist() == [5, 6]
+    assert out["score_tensor_shape"] == (2, 9) and out["output_rows_touched"] == 1
