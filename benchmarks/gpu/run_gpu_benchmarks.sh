@@ -144,7 +144,8 @@ stage() {
     timeout -s INT -k "$GRACE" "$limit" "$@" 2>&1 | tee -a "$LOG" || rc=$?
   if [ ! -d "$ROOT/src" ]; then
     # pytest then fails at its exit (os.chdir back to its start folder: FileNotFoundError), every later stage too
-    echo "== $name: the checkout folder $ROOT vanished during the stage (removed from outside this run)" >&2
+    echo "== $name: the checkout folder $ROOT vanished during the stage (removed from outside this run)" \
+      | tee -a "$LOG" >&2
     exit 4
   fi
   if ((rc != 0)); then
