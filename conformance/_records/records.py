@@ -241,7 +241,7 @@ class Nondeterminism(TypedDict):
 class _RunHeaderOptional(TypedDict, total=False):
     """Keys added after schema 1 was fixed; absent in older runs."""
 
-    sandbox: str  # what confined the worker processes (issue 13)
+    sandbox: str  # what confined the worker processes (bubblewrap, unshare or nothing)
 
 
 class RunHeader(_RunHeaderOptional):

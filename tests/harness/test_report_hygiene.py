@@ -1,4 +1,4 @@
-"""Report hygiene (issue 19 item 7) and progress lines (item 8): report files 0644 whatever the umask, JUnit XML
+"""Report hygiene and progress lines: report files 0644 whatever the umask, JUnit XML
 properties as JSON, ``GRU4REC_*`` values redacted outside an allow-list; long checks print progress."""
 
 from __future__ import annotations

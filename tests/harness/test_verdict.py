@@ -1,4 +1,4 @@
-"""The conformance status (issue 19 items 1, 2): CONFORMANT / NOT CONFORMANT / INCOMPLETE / UNAVAILABLE, kept apart
+"""The conformance status : CONFORMANT / NOT CONFORMANT / INCOMPLETE / UNAVAILABLE, kept apart
 from the gate, with coverage (checks run / applicable); the terminal's last lines and the exit status.
 
 Pure unit tests of ``verdict.assess`` on hand-made records, and small pytester runs of the dummy adapters
