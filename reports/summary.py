@@ -131,7 +131,8 @@ def standin_line(run: RunData) -> str:
 def conformance_block(run: RunData, conformance: Conformance | None = None) -> dict[str, Any]:
     """The status and coverage header of a summary, as plain data.
 
-    Keys: ``status`` (the conformance status), ``headline`` (the terminal line without the implementation name),
+    Keys: ``status`` (the conformance status), ``status_label`` (``CONFORMANT on 9/26 features`` when the
+    implementation lacks some of the reference's features, else the status), ``headline`` (the terminal line without the implementation name),
     ``reasons``, ``coverage`` (``"61/88 (69%)"``), ``coverage_lines`` (how much was examined: ran / applicable,
     not tested by cause, n/a by cause, per kind), ``defect_ids``, ``gate`` (None unless the run evaluated it:
     ``--gate``, or xfail entries applied; else ``{"passed", "problems", "text"}``).
@@ -158,13 +159,15 @@ def conformance_block(run: RunData, conformance: Conformance | None = None) -> d
         lines.append("n/a (not counted): " + ", ".join(na))
     if cov.by_kind:
         lines.append("by kind: " + ", ".join(f"{k} {r}/{a}" for k, (r, a) in cov.by_kind.items()))
+    if c.features is not None:
+        lines.append(c.features.report_text())
     g = (run.end or {}).get("gate")
     gate = None
     if isinstance(g, dict) and "passed" in g:
         problems = [str(p) for p in g.get("problems") or []]
         gate = {"passed": bool(g["passed"]), "problems": problems,
                 "text": "PASSED" if g["passed"] else "FAILED: " + "; ".join(problems)}  # fmt: skip
-    return {"status": c.status, "headline": headline, "reasons": list(c.reasons), "coverage": cov.figure(),
+    return {"status": c.status, "status_label": c.status_label(), "headline": headline, "reasons": list(c.reasons), "coverage": cov.figure(),
             "coverage_lines": lines, "defect_ids": list(c.defect_ids), "gate": gate, "data": c.to_json()}  # fmt: skip
 
 
