@@ -14,7 +14,8 @@ Rules (:func:`assess`), over the applicable checks of a run:
   runnability, epoch count, determinism), the defects of other groups carry ``may_follow_from`` and the reports
   group them under it (:meth:`Conformance.root_causes`);
 - **INCOMPLETE**: no defect, but some applicable check did not run to an outcome: the adapter lacks a hook the check
-  needs, the run was a subset (``-k`` / ``-m`` / ``--deselect`` / node ids), it was interrupted or killed, or the
+  needs, the implementation refused at run time a value the check passed (``Unsupported``: "refused by the
+  implementation at run time", never an absent feature), the run was a subset (``-k`` / ``-m`` / ``--deselect`` / node ids), it was interrupted or killed, or the
   check was skipped or errored for another reason (no data, a setup error, an environment error: a missing module
   or a module of another version, whose record says which ``tox -e`` environment to use);
 - **CONFORMANT**: every applicable check ran and passed, none under an xfail.
@@ -122,6 +123,9 @@ class Coverage:
             lower bound).
         hooks_absent: hook name → the adapter's declared reason why the implementation cannot express it
             (``HOOKS_ABSENT``), for hooks in ``missing_hook``.
+        refused: what the implementation refused at run time (``Unsupported``, outcome detail ``refused``: a
+            value such as ``layers:[24, 12]`` or ``n_sample``) → applicable checks not tested because of it. Never
+            n/a and never counted as ran: the checks' declared requirements were met.
     """
 
     ran: int
@@ -134,6 +138,7 @@ class Coverage:
     not_applicable: Mapping[str, int] = dataclasses.field(default_factory=lambda: _frozen({}))
     unknown_not_run: str | None = None
     hooks_absent: Mapping[str, str] = dataclasses.field(default_factory=lambda: _frozen({}))
+    refused: Mapping[str, int] = dataclasses.field(default_factory=lambda: _frozen({}))
 
     @property
     def percent(self) -> float | None:
@@ -158,6 +163,9 @@ class Coverage:
             + (f" (cannot be expressed: {self.hooks_absent[h]})" if h in self.hooks_absent else "")
             for h, n in sorted(self.missing_hook.items())
         ]
+        if self.refused:
+            names = ", ".join(self.refused)
+            out.append(f"{sum(self.refused.values())} refused by the implementation at run time ({names})")
         if self.not_selected:
             out.append(f"{self.not_selected} not selected or not reached")
         out += [f"{n} {why}" for why, n in sorted(self.other_not_run.items())]
@@ -170,6 +178,7 @@ class Coverage:
             "missing_hook": dict(self.missing_hook), "not_selected": self.not_selected,
             "other_not_run": dict(self.other_not_run), "not_applicable": dict(self.not_applicable),
             "unknown_not_run": self.unknown_not_run, "hooks_absent": dict(self.hooks_absent),
+            "refused": dict(self.refused),
         }  # fmt: skip
 
     @classmethod
@@ -181,6 +190,7 @@ class Coverage:
             not_selected=int(d.get("not_selected", 0)), other_not_run=_frozen(d.get("other_not_run") or {}),
             not_applicable=_frozen(d.get("not_applicable") or {}), unknown_not_run=d.get("unknown_not_run"),
             hooks_absent=_frozen(d.get("hooks_absent") or {}),
+            refused=_frozen({str(k): int(v) for k, v in (d.get("refused") or {}).items()}),
         )  # fmt: skip
 
 
@@ -575,6 +585,7 @@ def assess(header: Mapping[str, Any], records: Sequence[Mapping[str, Any]],
     recorded = {str(r.get("nodeid")) for r in records}
     by_kind: dict[str, list[int]] = collections.defaultdict(lambda: [0, 0])
     missing_hook: collections.Counter[str] = collections.Counter()
+    refused: collections.Counter[str] = collections.Counter()
     other: collections.Counter[str] = collections.Counter()
     not_applicable: collections.Counter[str] = collections.Counter()
     feature_absent = not_selected = ran = 0
@@ -598,6 +609,10 @@ def assess(header: Mapping[str, Any], records: Sequence[Mapping[str, Any]],
             applicable(kind, True)
             if outcome != "passed":
                 defects.append(_defect(r))
+            continue
+        if outcome == "skipped-unsupported" and r.get("outcome_detail") == "refused":
+            applicable(kind, False)  # refused at run time: not tested, never an absent feature
+            refused[", ".join(r.get("missing") or ()) or "(unnamed)"] += 1
             continue
         if outcome == "skipped-unsupported":
             missing = r.get("missing") if "missing" in r else _legacy_missing(r)
@@ -663,6 +678,7 @@ def assess(header: Mapping[str, Any], records: Sequence[Mapping[str, Any]],
         not_applicable=_frozen(dict(sorted(not_applicable.items()))),
         unknown_not_run=unknown,
         hooks_absent=_frozen({h: str(w) for h, w in (impl.get("hooks_absent") or {}).items() if h in missing_hook}),
+        refused=_frozen(dict(sorted(refused.items()))),
     )
     defects = list(attribute_root_causes(defects, records))
     counts = collections.Counter(d.kind for d in defects)
