@@ -100,7 +100,8 @@ def render_markdown(s: dict[str, Any]) -> str:
     if s["failures"]:
         lines += ["", "## Failure details", ""]
         for f in s["failures"]:
-            lines += [f"### `{f['nodeid']}` ({f['outcome']})", "", f["reason"], ""]
+            rerun = f" — rerun: `{f['rerun']}`" if f.get("rerun") else ""
+            lines += [f"### `{f['nodeid']}` ({f['outcome']})", "", f["reason"] + rerun, ""]
             if f["details"]:
                 lines += ["```", f["details"][-3000:], "```", ""]
             if f.get("worker") and f["worker"].get("stderr_tail"):

@@ -14,7 +14,7 @@ from typing import Any
 
 from gru4rec_conformance.conformance._harness.records import record_unavailable
 from gru4rec_conformance.conformance._harness.runinfo import redact_env
-from gru4rec_conformance.conformance._harness.verdict import Conformance, assess
+from gru4rec_conformance.conformance._harness.verdict import Conformance, assess, rerun_command
 from gru4rec_conformance.reports import study
 from gru4rec_conformance.reports.notices import notices
 from gru4rec_conformance.reports.results import BAD_OUTCOMES, OUTCOMES, RunData
@@ -331,9 +331,11 @@ def build_summary(
         else:
             card.append({"field": label, "value": "not stated", "source": "–"})
 
+    command = [str(a) for a in h.get("command") or ["pytest"]]
     failures = [
         {"nodeid": r["nodeid"], "outcome": r["outcome"], "reason": r.get("reason") or "",
-         "details": r.get("details") or "", "worker": r.get("worker")}
+         "details": r.get("details") or "", "worker": r.get("worker"),
+         "rerun": rerun_command(command, str(r["nodeid"]), str(r.get("impl") or impl.get("name") or "?"))}
         for r in results if r["outcome"] in BAD_OUTCOMES
     ]  # fmt: skip
 

@@ -42,6 +42,7 @@ from __future__ import annotations
 import collections
 import dataclasses
 import re
+import shlex
 from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 from typing import Any
@@ -51,7 +52,7 @@ from gru4rec_conformance.conformance._harness.xfails import strip_impl_param
 __all__ = ["CONFORMANT", "NOT_CONFORMANT", "INCOMPLETE", "UNAVAILABLE", "STATUSES", "DEFECT_KINDS", "Coverage",
            "Defect", "Conformance", "assess", "NOT_SELECTED", "NOT_REACHED", "REGISTRY_CHECK_ID",
            "PREREQUISITES", "attribute_root_causes", "REFERENCE_FEATURES", "FeatureCoverage",
-           "feature_coverage"]  # fmt: skip
+           "feature_coverage", "rerun_command"]  # fmt: skip
 
 CONFORMANT = "CONFORMANT"
 NOT_CONFORMANT = "NOT CONFORMANT"
@@ -565,6 +566,52 @@ def _subset_args(command: Sequence[str]) -> list[str]:
         elif a.split("=", 1)[0] in _SUBSET_OPTIONS or "::" in a:
             out.append(a)
     return [x if len(x) <= 60 else x[:57] + "..." for x in out]
+
+
+#: Options of a run that a rerun of one check keeps (they change what or how it measures, or where it reports),
+#: with whether they take a value; every other argument (selection, -x, xdist, --gate, --resume, output) is dropped.
+_RERUN_KEEP = {"--device": True, "--dataset": True, "--xfails": True, "--isolation": True, "--seeds": True,
+               "--call-timeout": True, "--worker-network": True, "--worker-memory-mb": True, "--worker-threads": True,
+               "--sandbox": True, "--xfail-mark": True, "--report-dir": True, "-p": True, "-c": True,
+               "--rootdir": True, "-o": True, "--override-ini": True, "--no-report": False,
+               "--no-report-plots": False, "--allow-unsandboxed": False, "--keep-worker-dirs": False}  # fmt: skip
+#: Options of pytest and its plugins that take a value and are dropped (so their value is not read as a path).
+_DROP_WITH_VALUE = ("-k", "-m", "--deselect", "-n", "--numprocesses", "--dist", "--maxfail", "--junitxml",
+                    "--junit-xml", "--resume", "--basetemp", "-W", "--tb", "-r", "--durations", "--timeout",
+                    "--ignore", "--confcutdir", "--log-level", "--capture")  # fmt: skip
+
+
+def rerun_command(command: Sequence[str], nodeid: str, impl: str) -> str:
+    """The one shell command that reruns just the check ``nodeid`` of implementation ``impl`` as the run
+    ``command`` (the header's ``command``: ``["pytest", *args]``) ran it: ``pytest '<nodeid>' --impl <spec>`` and
+    the options that change how it measures (:data:`_RERUN_KEEP`: ``--device``, ``--dataset``, ``--xfails``,
+    timeouts, ...). ``--impl`` keeps the run's own spelling of the implementation (an import path stays one) when
+    exactly one of its comma-separated values names it or one is an import path; else ``impl``. Arguments are
+    shell-quoted. Never raises."""
+    args = [str(a) for a in command[1:]]
+    kept: list[str] = []
+    impl_values: list[str] = []
+    i = 0
+    while i < len(args):
+        a = args[i]
+        name, eq, value = a.partition("=")
+        if name == "--impl":
+            if not eq and i + 1 < len(args):
+                value, i = args[i + 1], i + 1
+            impl_values += [v.strip() for v in value.split(",") if v.strip()]
+        elif name in _RERUN_KEEP:
+            kept.append(a)
+            if _RERUN_KEEP[name] and not eq and i + 1 < len(args):
+                kept.append(args[i + 1])
+                i += 1
+        elif name.startswith("-p") and len(name) > 2 and not name.startswith("--"):
+            kept.append(a)  # -pno:cacheprovider
+        elif name in _DROP_WITH_VALUE and not eq:
+            i += 1
+        i += 1
+    named = [v for v in impl_values if v == impl] or [v for v in impl_values if ":" in v]
+    spec = named[0] if len(named) == 1 else impl
+    return " ".join(shlex.quote(x) for x in ["pytest", nodeid, "--impl", spec, *kept])
 
 
 def assess(header: Mapping[str, Any], records: Sequence[Mapping[str, Any]],
