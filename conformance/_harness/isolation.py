@@ -557,6 +557,7 @@ class WorkerProxy:
         self._dir: Path | None = None
         self._codec: Codec | None = None
         self._to_child = self._from_child = -1
+        self._parent_fd = self._xchg_fd = self._stderr_fd = -1
         self._lost = False
         self._closed = False
         self.hello: dict[str, Any] = {}
@@ -712,9 +713,17 @@ class WorkerProxy:
         if base:
             os.makedirs(base, exist_ok=True)
         self._dir = Path(tempfile.mkdtemp(prefix="gru4rec-worker-", dir=base))
+        # Everything below the worker's directory is the worker's to change. The suite holds descriptors it opened
+        # before the worker existed (the folder's parent, the exchange folder, the stderr file) and never reaches
+        # those again by path: a link, FIFO or device planted under a known name is never followed or waited on.
+        self._parent_fd = os.open(self._dir.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
         for sub in ("home", "tmp", "xchg"):
             (self._dir / sub).mkdir()
-        self._codec = Codec(self._dir / "xchg", prefix="p", max_bytes=self._settings.max_reply_bytes)
+        self._xchg_fd = os.open(self._dir / "xchg", os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        self._codec = Codec(self._dir / "xchg", prefix="p", max_bytes=self._settings.max_reply_bytes,
+                            dir_fd=self._xchg_fd)  # fmt: skip
+        create = os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_APPEND
+        self._stderr_fd = os.open(self._dir / "stderr.log", os.O_RDWR | create, 0o644)
         to_child_r, to_child_w = os.pipe()
         from_child_r, from_child_w = os.pipe()
         allow_net = self._settings.network != "deny" or self._needs_network
@@ -735,14 +744,13 @@ class WorkerProxy:
             self.isolation_info = f"sandbox: {sandbox.describe()}; not isolated: {net_text}"
         cmd = prefix + [self._python, "-m", "gru4rec_conformance.conformance._harness.worker", str(to_child_r), str(from_child_w),
                         str(self._dir / "xchg")]  # fmt: skip
-        self._stdout = open(self._dir / "stdout.log", "wb")
-        self._stderr = open(self._dir / "stderr.log", "wb")
+        stdout_fd = os.open(self._dir / "stdout.log", os.O_WRONLY | create, 0o644)
         try:
             self._proc = subprocess.Popen(
                 cmd,
                 stdin=subprocess.DEVNULL,
-                stdout=self._stdout,
-                stderr=self._stderr,
+                stdout=stdout_fd,
+                stderr=self._stderr_fd,
                 cwd=self._dir,
                 env=env,
                 pass_fds=(to_child_r, from_child_w),
@@ -754,8 +762,7 @@ class WorkerProxy:
             self._cleanup_dir()
             raise WorkerCrashed(f"{self._label}: cannot start worker {cmd!r}: {exc}") from exc
         finally:
-            self._stdout.close()
-            self._stderr.close()
+            os.close(stdout_fd)  # the worker's; the suite never reads it
         os.close(to_child_r)
         os.close(from_child_w)
         self._to_child, self._from_child = to_child_w, from_child_r
@@ -923,14 +930,13 @@ class WorkerProxy:
         )
 
     def _stderr_tail(self, chars: int = STDERR_TAIL_CHARS) -> str:
-        if self._dir is None:
+        """The last ``chars`` bytes of the worker's stderr, read through the descriptor the suite opened (the file
+        itself, whatever the worker did to its name), at most ``chars`` bytes whatever its size."""
+        if self._stderr_fd < 0:
             return ""
         try:
-            with open(self._dir / "stderr.log", "rb") as fh:
-                fh.seek(0, os.SEEK_END)
-                size = fh.tell()
-                fh.seek(max(0, size - chars))
-                return fh.read().decode("utf-8", errors="replace")
+            size = os.fstat(self._stderr_fd).st_size
+            return os.pread(self._stderr_fd, chars, max(0, size - chars)).decode("utf-8", errors="replace")
         except OSError:
             return ""
 
@@ -992,7 +998,21 @@ class WorkerProxy:
         self._proc = None
 
     def _cleanup_dir(self) -> None:
+        """Close the suite's descriptors into the worker's directory and, unless ``keep_dirs``, remove the
+        directory (after the worker is gone) by its name in the parent folder the suite opened at the start; the
+        removal never follows a link (``shutil.rmtree`` works through descriptors)."""
+        if self._codec is not None:
+            self._codec.closed = True
+        for attr in ("_xchg_fd", "_stderr_fd"):
+            fd = getattr(self, attr)
+            if fd >= 0:
+                os.close(fd)
+                setattr(self, attr, -1)
         if self._dir is not None and not self._settings.keep_dirs:
-            shutil.rmtree(self._dir, ignore_errors=True)
+            if self._parent_fd >= 0:
+                shutil.rmtree(self._dir.name, ignore_errors=True, dir_fd=self._parent_fd)
+        if self._parent_fd >= 0:
+            os.close(self._parent_fd)
+            self._parent_fd = -1
         if not self._settings.keep_dirs:
             self._dir = None

@@ -22,6 +22,12 @@ naming every attempt) or breaks the protocol on purpose by writing raw frames to
 - ``compile_cache``: append ``params["token"]`` to ``$GRU4REC_COMPILE_CACHE/log`` and report what the file held
   before (``found["cache_before"]``), then try to write beside the compile cache, into the checkout cache root
   (``found["cache_root_write"]``).
+- ``swap_xchg``: replace the exchange folder (``xchg`` in its own directory) by a symbolic link to
+  ``params["victim"]``, a folder of the suite's, and return: a suite that cleans the folder by path after the call
+  deletes the victim's files.
+- ``swap_stderr``: replace its ``stderr.log`` by ``params["kind"]``: ``"link"`` (a symbolic link to
+  ``params["target"]``), ``"fifo"`` (a named pipe nobody writes) or ``"zero"`` (a link to ``/dev/zero``), then raise,
+  so that the suite reads the stderr tail for the error.
 - ``snoop``: read ``/proc/<params["pid"]>/environ`` and every visible ``/proc/*/environ`` looking for
   ``params["secret"]``; connect to the Unix sockets ``params["sockets"]`` (paths, or ``@name`` for abstract).
 """
@@ -173,6 +179,22 @@ class Attacker(TemplateAdapter):
                         "subprocess.Popen([sys.executable, '-c', sys.argv[1]], start_new_session=True)\n"
                         "os._exit(0)\n", _child_code(marker + "-grandchild", mib)], check=True)  # fmt: skip
         time.sleep(float(self.params.get("hold_s", 0)))
+
+    # -- worker-writable paths ---------------------------------------------------------------------------
+    def _swap_xchg(self) -> None:
+        xchg = Path.cwd() / "xchg"
+        xchg.rename(Path.cwd() / "xchg.moved")
+        xchg.symlink_to(self.params["victim"], target_is_directory=True)
+
+    def _swap_stderr(self) -> None:
+        log = Path.cwd() / "stderr.log"
+        log.unlink()
+        kind = self.params["kind"]
+        if kind == "fifo":
+            os.mkfifo(log)
+        else:
+            log.symlink_to("/dev/zero" if kind == "zero" else self.params["target"])
+        raise RuntimeError(f"stderr.log replaced ({kind})")
 
     # -- reading what it should not ----------------------------------------------------------------------
     def _snoop(self) -> None:

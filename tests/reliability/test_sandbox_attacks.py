@@ -337,3 +337,63 @@ def test_the_suite_environment_and_unix_sockets_are_out_of_reach(tmp_path, monke
     assert max(found["visible_pids"]) < 100, found["visible_pids"]  # its own PID namespace: a handful of pids
     assert found["sockets"][path].startswith("FileNotFoundError"), found["sockets"]
     assert found["sockets"][abstract].startswith(("ConnectionRefusedError", "FileNotFoundError")), found["sockets"]
+
+
+# -- worker-writable paths ------------------------------------------------------------------------------------
+@MODES
+def test_an_exchange_folder_replaced_by_a_link_redirects_nothing(tmp_path, sandbox):
+    """The worker swaps its exchange folder for a symbolic link to a folder of the suite's: the suite's cleaning
+    after the call, its next call's argument files and the removal at close all stay in the folder it opened, so
+    the victim's files are untouched and nothing is written there."""
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    for i in range(3):
+        (victim / f"keep{i}.toml").write_text(f"n = {i}\n")
+    (victim / "c0.npy").write_bytes(b"not mine to delete")
+    proxy = attacker_proxy("swap_xchg", settings={"sandbox": sandbox, "call_timeout": 60}, victim=str(victim))
+    try:
+        proxy.build(seed=1)
+        proxy.fit(tiny_train())  # the suite cleans the exchange folder after this call
+        proxy.score_prefixes([[3, 4]] * 40)  # arguments packed into .npy files by the suite
+    except Exception:
+        pass  # the reply may be refused or the call fail; what matters is the victim folder
+    finally:
+        proxy.close()
+    assert sorted(p.name for p in victim.iterdir()) == ["c0.npy", "keep0.toml", "keep1.toml", "keep2.toml"]
+    assert (victim / "c0.npy").read_bytes() == b"not mine to delete"
+
+
+@MODES
+@pytest.mark.parametrize("kind", ["link", "fifo", "zero"])
+def test_a_replaced_stderr_log_is_never_followed_nor_waited_on(tmp_path, sandbox, kind):
+    """The worker replaces its stderr.log by a link to a secret file of the suite's, by a FIFO, or by a link to
+    /dev/zero, then raises: the error arrives within seconds, carries the worker's real stderr (the file the suite
+    opened before the worker started) and neither the secret nor an unbounded read of zeros."""
+    import threading
+
+    secret = f"secret-{uuid.uuid4().hex}"
+    target = tmp_path / "environ"
+    target.write_text(f"SANDBOX_TEST_SECRET={secret}\n")
+    proxy = attacker_proxy("swap_stderr", settings={"sandbox": sandbox, "call_timeout": 30}, kind=kind,
+                           target=str(target))  # fmt: skip
+    caught: list[BaseException] = []
+
+    def attack() -> None:
+        try:
+            proxy.build(seed=1)
+            proxy.fit(tiny_train())
+        except BaseException as exc:  # noqa: BLE001 - the test inspects whatever came back
+            caught.append(exc)
+
+    thread = threading.Thread(target=attack, daemon=True)
+    thread.start()
+    thread.join(45)
+    try:
+        assert not thread.is_alive(), f"the suite blocked on the worker's stderr.log ({kind})"
+        (exc,) = caught
+        assert "stderr.log replaced" in str(exc), exc
+        text = str(exc) + getattr(exc, "stderr_tail", "")
+        assert secret not in text and "\0" * 64 not in text, text[-500:]
+        assert len(getattr(exc, "stderr_tail", "")) <= 4000
+    finally:
+        proxy.close()
