@@ -43,6 +43,7 @@ import re
 import select
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
@@ -90,12 +91,44 @@ DEFAULT_TIMEOUTS_S: dict[str, float] = {
 LIGHT_METHODS = frozenset({"version", "capabilities", "item_ids", "get_weights", "set_weights", "optimizer_info",
                            "trace", "loss_on_scores", "close", "get_params", "set_params"})  # fmt: skip
 
+#: Variables of the suite's environment that every worker sees, when set (by exact name: nothing passes by prefix).
 ENV_ALLOW = frozenset({
-    "PATH", "LANG", "LANGUAGE", "TZ", "TERM", "LD_LIBRARY_PATH", "PYTHONHASHSEED", "SOURCE_DATE_EPOCH",
+    "PATH", "LANG", "LANGUAGE", "LC_ALL", "LC_CTYPE", "LC_NUMERIC", "LC_COLLATE", "LC_MESSAGES", "LC_TIME", "TZ",
+    "TERM", "LD_LIBRARY_PATH", "PYTHONHASHSEED", "SOURCE_DATE_EPOCH",
     "OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUMEXPR_NUM_THREADS",
     "CUDA_VISIBLE_DEVICES", "CUBLAS_WORKSPACE_CONFIG", "NVIDIA_VISIBLE_DEVICES", "TF_CPP_MIN_LOG_LEVEL",
+    # the suite's own settings that code in a worker reads: data location and scale, checkout sources
+    "GRU4REC_SHARED_DATA", "GRU4REC_MC_SCALE", "GRU4REC_MIRROR_DIR", "GRU4REC_ALLOW_DOWNLOAD",
 })  # fmt: skip
-ENV_ALLOW_PREFIXES = ("LC_", "GRU4REC_")
+#: Folders named by these variables are bound read-only into the sandbox (when they are plain folders holding no
+#: socket): the data, the mirror of the pinned repositories, and each pinned checkout's own variable.
+ENV_BIND = ("GRU4REC_SHARED_DATA", "GRU4REC_MIRROR_DIR")
+#: Library settings an adapter may add through ``worker_env`` (threads, offline flags, a compiler's flags).
+WORKER_ENV_SETTINGS = frozenset({
+    "TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS", "THEANO_FLAGS", "TORCH_NUM_THREADS",
+    "HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE",
+})  # fmt: skip
+
+
+def worker_env_allowed() -> frozenset[str]:
+    """Every name an adapter's ``worker_env`` may list: :data:`ENV_ALLOW`, :data:`WORKER_ENV_SETTINGS` and the
+    variable of each pinned checkout (``implementations._checkout.CHECKOUTS``, e.g. ``GRU4REC_PYTORCH_PATH``)."""
+    from gru4rec_conformance.implementations._checkout import CHECKOUTS
+
+    return ENV_ALLOW | WORKER_ENV_SETTINGS | {c.env for c in CHECKOUTS.values()}
+
+
+def check_worker_env(names: tuple[str, ...], label: str) -> tuple[str, ...]:
+    """``names`` when each is in :func:`worker_env_allowed`; raises ValueError naming the others (a worker never
+    sees a variable of the suite's environment outside that list, e.g. a credential)."""
+    refused = sorted({str(n) for n in names} - worker_env_allowed())
+    if refused:
+        raise ValueError(f"{label}: worker_env names {', '.join(refused)}, which a worker may not see: worker_env "
+                         "may only name the suite's thread, seed, offline and data settings and the pinned "
+                         "checkouts' variables (conformance/README.md, 'Isolation')")  # fmt: skip
+    return tuple(names)
+
+
 #: Thread-count variables of OpenMP / MKL / OpenBLAS set in every worker (:meth:`WorkerProxy._environment`).
 THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 #: The worker's torch intra-op thread count (read by :mod:`conformance._harness.worker`).
@@ -473,6 +506,24 @@ def tree_pids(pid: int) -> list[int]:
     return _tree(pid)[1]
 
 
+def _bindable(value: str) -> str:
+    """``value`` when it names a folder the sandbox may show read-only: an absolute path to a directory (not a
+    socket, device or file), neither ``/`` nor one of :data:`HIDDEN_DIRS` or a folder above one, with no socket
+    among its entries; else ``""``."""
+    if not value or not os.path.isabs(value):
+        return ""
+    real = os.path.realpath(value)
+    if not os.path.isdir(real) or real == "/" or any(_under(d, (real,)) for d in HIDDEN_DIRS):
+        return ""
+    try:
+        with os.scandir(real) as entries:
+            if any(stat.S_ISSOCK(e.stat(follow_symlinks=False).st_mode) for e in entries):
+                return ""
+    except OSError:
+        return ""
+    return value
+
+
 def _under(path: str, roots: tuple[str, ...]) -> bool:
     return any(path == r or path.startswith(r.rstrip("/") + "/") for r in roots)
 
@@ -546,7 +597,7 @@ class WorkerProxy:
         self._init_kwargs = dict(init_kwargs or {})
         self.device = device
         self._settings = settings or IsolationSettings()
-        self._extra_env = tuple(extra_env)
+        self._extra_env = check_worker_env(tuple(extra_env), label or ref)
         self._python = python or self._settings.python or sys.executable
         self._pythonpath = tuple(pythonpath)
         self._needs_network = needs_network
@@ -675,8 +726,8 @@ class WorkerProxy:
 
     # -- process management ----------------------------------------------------------------------------
     def _environment(self, workdir: Path) -> dict[str, str]:
-        env = {k: v for k, v in os.environ.items() if k in ENV_ALLOW or k.startswith(ENV_ALLOW_PREFIXES)}
-        env.update({k: os.environ[k] for k in self._extra_env if k in os.environ})
+        env = {k: v for k, v in os.environ.items() if k in ENV_ALLOW}
+        env.update({k: os.environ[k] for k in self._extra_env if k in os.environ})  # checked in __init__
         # The suite's import root (src/ of a checkout) first; never the checkout itself (its folders would
         # become top-level names, `datasets/` shadowing Hugging Face's).
         path_entries = [str(import_root()), *self._pythonpath]
@@ -798,11 +849,9 @@ class WorkerProxy:
         venv = str(exe.parent.parent) if exe.parent.name == "bin" else ""  # the interpreter's environment
         # the suite's checkout (src/ holds symlinks into it), when the suite runs from one under a hidden folder
         needed = [self._python, venv, sys.prefix, sys.base_prefix, str(CHECKOUT_ROOT or "")]
-        needed += env.get("PYTHONPATH", "").split(os.pathsep)
-        # folders named by the variables the worker sees (checkouts, mirrors: GRU4REC_*_PATH, GRU4REC_MIRROR_DIR)
-        needed += [
-            v for k, v in env.items() if k not in ("GRU4REC_CACHE_DIR", "GRU4REC_COMPILE_CACHE") and os.path.isabs(v)
-        ]
+        needed += [e for e in env.get("PYTHONPATH", "").split(os.pathsep) if not os.path.isdir(e) or _bindable(e)]
+        # folders named by the suite's own path variables (data, mirror, pinned checkouts), never any other value
+        needed += [p for p in (_bindable(env.get(k, "")) for k in self._bind_vars()) if p]
         for raw in dict.fromkeys(needed):
             for path in dict.fromkeys((os.path.abspath(raw), os.path.realpath(raw)) if raw else ()):
                 if _under(path, hidden) and os.path.exists(path) and not _under(path, (str(workdir),)):
@@ -824,6 +873,11 @@ class WorkerProxy:
         if sandbox.user_namespace:
             cmd += ["--unshare-user", "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID)]
         return cmd + ["--die-with-parent", "--new-session", "--chdir", str(workdir), "--"]
+
+    def _bind_vars(self) -> tuple[str, ...]:
+        from gru4rec_conformance.implementations._checkout import CHECKOUTS
+
+        return ENV_BIND + tuple(c.env for c in CHECKOUTS.values())
 
     def _roundtrip(self, request: dict[str, Any], timeout: float, what: str) -> dict[str, Any]:
         deadline = time.monotonic() + timeout

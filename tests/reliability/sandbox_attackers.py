@@ -28,6 +28,7 @@ naming every attempt) or breaks the protocol on purpose by writing raw frames to
 - ``swap_stderr``: replace its ``stderr.log`` by ``params["kind"]``: ``"link"`` (a symbolic link to
   ``params["target"]``), ``"fifo"`` (a named pipe nobody writes) or ``"zero"`` (a link to ``/dev/zero``), then raise,
   so that the suite reads the stderr tail for the error.
+- ``env``: report the values of ``params["names"]`` in the worker's environment (``found["env"]``).
 - ``snoop``: read ``/proc/<params["pid"]>/environ`` and every visible ``/proc/*/environ`` looking for
   ``params["secret"]``; connect to the Unix sockets ``params["sockets"]`` (paths, or ``@name`` for abstract).
 """
@@ -197,6 +198,9 @@ class Attacker(TemplateAdapter):
         raise RuntimeError(f"stderr.log replaced ({kind})")
 
     # -- reading what it should not ----------------------------------------------------------------------
+    def _env(self) -> None:
+        self.found["env"] = {n: os.environ.get(n) for n in self.params["names"]}
+
     def _snoop(self) -> None:
         p, found = self.params, self.found
         try:
@@ -224,20 +228,22 @@ class Attacker(TemplateAdapter):
 
 
 class Forger(Attacker):
-    """``forge`` as a registry-free adapter for a whole suite run (``--impl sandbox_attackers:Forger``): its
-    targets come from ``GRU4REC_ATTACK_REPORT_DIR`` and ``GRU4REC_ATTACK_XFAILS_DIR`` (``GRU4REC_*`` variables
-    reach workers)."""
+    """``forge`` as a registry-free adapter for a whole suite run (``--impl sandbox_attackers:Forger``): it aims at
+    the checkout's report root and xfail registries (the worker sees no variable that could name other targets)."""
 
     name = "attack-forger"
     isolated = True
 
     def __init__(self, device: str = "cpu") -> None:
-        super().__init__(device, attack="forge", report_dir=os.environ["GRU4REC_ATTACK_REPORT_DIR"],
-                         xfails_dir=os.environ["GRU4REC_ATTACK_XFAILS_DIR"], toml_name=self.name)  # fmt: skip
+        from gru4rec_conformance import CHECKOUT_ROOT
+
+        root = Path(CHECKOUT_ROOT or ".")
+        super().__init__(device, attack="forge", report_dir=str(root / "reports" / "out"),
+                         xfails_dir=str(root / "conformance" / "xfails"), toml_name=self.name)  # fmt: skip
 
 
 def attacker_proxy(attack: str, settings: dict[str, Any] | None = None, compile_cache: Path | None = None,
-                   **params: Any) -> Any:  # fmt: skip
+                   extra_env: tuple[str, ...] = (), **params: Any) -> Any:  # fmt: skip
     """A :class:`~gru4rec_conformance.conformance._harness.isolation.WorkerProxy` running ``Attacker(attack, **params)``
     (``compile_cache``: the proxy's writable compile-cache folder, as for an adapter declaring ``compile_cache``)."""
     from gru4rec_conformance.conformance._harness.isolation import IsolationSettings, WorkerProxy
@@ -252,6 +258,7 @@ def attacker_proxy(attack: str, settings: dict[str, Any] | None = None, compile_
         pythonpath=(str(Path(__file__).resolve().parent),),
         label=f"attacker-{attack}",
         compile_cache=compile_cache,
+        extra_env=extra_env,
     )
 
 

@@ -62,14 +62,12 @@ def test_worker_cannot_forge_results_nor_write_an_xfail_file():
     toml = REPO / "conformance" / "xfails" / "attack-forger.toml"
     try:
         proc = run_suite(report_dir, "conformance/gru4rec/test_k7_epoch_batching.py", "-k", "eb3_epoch_count",
-                         "--impl", "sandbox_attackers:Forger", "--gate", "--call-timeout", "60",
-                         GRU4REC_ATTACK_REPORT_DIR=str(report_dir),
-                         GRU4REC_ATTACK_XFAILS_DIR=str(REPO / "conformance" / "xfails"))  # fmt: skip
+                         "--impl", "sandbox_attackers:Forger", "--gate", "--call-timeout", "60")  # fmt: skip
         assert proc.returncode == 1, describe(proc)
         assert "sandbox: bubblewrap" in proc.stdout and "GATE FAILED" in proc.stdout, describe(proc)
         assert not toml.exists(), "the worker wrote an xfail file"
         assert not (import_root() / "conformance_pwn.py").exists()
-        assert victim.read_text() == '{"type": "run"}\n' and not (report_dir / "forged.txt").exists()
+        assert victim.read_text() == '{"type": "run"}\n' and not (report_dir.parent / "forged.txt").exists()
         (run_dir,) = run_dirs(report_dir, "attack-forger")
         assert not any(r.get("forged") for r in jsonl_records(run_dir))
         data = results_json(run_dir)
@@ -83,6 +81,7 @@ def test_worker_cannot_forge_results_nor_write_an_xfail_file():
         assert "**Conformance: NOT CONFORMANT**" in (run_dir / "summary.md").read_text(encoding="utf-8")
     finally:
         toml.unlink(missing_ok=True)
+        (report_dir.parent / "forged.txt").unlink(missing_ok=True)
         (import_root() / "conformance_pwn.py").unlink(missing_ok=True)
         shutil.rmtree(report_dir, ignore_errors=True)
 
@@ -397,3 +396,48 @@ def test_a_replaced_stderr_log_is_never_followed_nor_waited_on(tmp_path, sandbox
         assert len(getattr(exc, "stderr_tail", "")) <= 4000
     finally:
         proxy.close()
+
+
+# -- the worker's environment ---------------------------------------------------------------------------------
+def test_worker_env_is_an_allow_list(monkeypatch):
+    """An adapter's worker_env naming a secret or a cloud key is refused, naming them; a GRU4REC_* variable of the
+    suite's environment that is not on the list no longer reaches the worker (no prefix pass-through)."""
+    from gru4rec_conformance.conformance._harness.isolation import check_worker_env
+
+    with pytest.raises(ValueError, match="AWS_SECRET_ACCESS_KEY, SANDBOX_TEST_SECRET, which a worker may not see"):
+        attacker_proxy("env", extra_env=("SANDBOX_TEST_SECRET", "AWS_SECRET_ACCESS_KEY", "OMP_NUM_THREADS"), names=[])
+    assert check_worker_env(("GRU4REC_PYTORCH_PATH", "THEANO_FLAGS", "TF_NUM_INTRAOP_THREADS"), "x")
+    monkeypatch.setenv("GRU4REC_PLANTED_SECRET", "s3cr3t")
+    monkeypatch.setenv("LC_PLANTED", "s3cr3t")
+    monkeypatch.setenv("GRU4REC_MC_SCALE", "cpu")
+    proxy = attacker_proxy("env", names=["GRU4REC_PLANTED_SECRET", "LC_PLANTED", "GRU4REC_MC_SCALE"])
+    try:
+        proxy.build(seed=1)
+        proxy.fit(tiny_train())
+        found = proxy.optimizer_info()["found"]
+    finally:
+        proxy.close()
+    assert found["env"] == {"GRU4REC_PLANTED_SECRET": None, "LC_PLANTED": None, "GRU4REC_MC_SCALE": "cpu"}, found
+
+
+@requires_sandbox
+def test_a_socket_named_by_an_allowed_variable_is_not_bound_into_the_sandbox(tmp_path, monkeypatch):
+    """A checkout variable pointing at a folder that holds a Unix socket (or at the socket itself): the folder is
+    not bound back into the sandbox, so the worker cannot connect."""
+    folder = tmp_path / "sockdir"
+    folder.mkdir()
+    path = str(folder / "agent.sock")
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(path)
+    server.listen(1)
+    monkeypatch.setenv("GRU4REC_MIRROR_DIR", str(folder))
+    monkeypatch.setenv("GRU4REC_PYTORCH_PATH", path)
+    proxy = attacker_proxy("snoop", extra_env=("GRU4REC_PYTORCH_PATH",), pid=os.getpid(), secret="-", sockets=[path])
+    try:
+        proxy.build(seed=1)
+        proxy.fit(tiny_train())
+        found = proxy.optimizer_info()["found"]
+    finally:
+        proxy.close()
+        server.close()
+    assert found["sockets"][path].startswith("FileNotFoundError"), found["sockets"]
