@@ -568,6 +568,8 @@ class WorkerProxy:
         timeout_kind: callable returning ``(kind, override)`` of the running check, for the timeout.
         label: name used in messages.
         capabilities_cls: the family's capability class, to rebuild ``capabilities()`` results.
+        describe_only: the worker only imports ``ref`` and describes the class (``worker.describe_class``), in
+            :attr:`hello` after :meth:`describe_class`; no adapter is created.
         compile_cache: a folder the worker may write and later workers of the same implementation read (code the
             implementation compiles at run time, e.g. Theano's C modules); the worker finds it in
             ``GRU4REC_COMPILE_CACHE``. The only writable path besides the worker's own directory; the suite never
@@ -590,8 +592,10 @@ class WorkerProxy:
         label: str = "",
         capabilities_cls: type[BaseCapabilities] | None = None,
         compile_cache: Path | None = None,
+        describe_only: bool = False,
     ) -> None:
         self._ref = ref
+        self._describe_only = describe_only
         self._compile_cache = Path(compile_cache) if compile_cache is not None else None
         self._methods = tuple(methods)
         self._init_kwargs = dict(init_kwargs or {})
@@ -642,6 +646,13 @@ class WorkerProxy:
         if not self.hello:
             self._start()
         return frozenset(self.hello.get("hooks", ()))
+
+    def describe_class(self) -> dict[str, Any]:
+        """The worker's unvalidated description of the adapter class (a ``describe_only`` proxy); raises as a
+        worker start does (:class:`WorkerCallError` when the class cannot be imported or is no adapter)."""
+        if not self.hello:
+            self._start()
+        return dict(self.hello)
 
     @property
     def worker_pid(self) -> int | None:
@@ -822,6 +833,8 @@ class WorkerProxy:
         startup = self._settings.timeouts.get("startup", DEFAULT_TIMEOUTS_S["startup"])
         request = {"op": "init", "ref": self._ref, "init_kwargs": self._init_kwargs, "device": self.device,
                    "dump_stacks_after_s": _dump_after(startup)}  # fmt: skip
+        if self._describe_only:
+            request = {"op": "describe", "ref": self._ref, "dump_stacks_after_s": _dump_after(startup)}
         reply = self._roundtrip(request, startup, f"{self._label} worker start")
         if not reply.get("ok"):
             tail = self._stderr_tail()

@@ -11,7 +11,9 @@ without importing it), reports exceptions with their traceback and, when a call 
 Requests: ``{"op": "init", "ref", "init_kwargs", "device"[, "dump_stacks_after_s"]}`` → ``{"ok": true,
 "result": {pid, hooks, methods, python}}``; ``{"op": "call", "method", "args", "kwargs"[, "dump_stacks_after_s"]}``
 → ``{"ok": true, "result", "cpu_s"}`` or ``{"ok": false, "error": {type, module, message, traceback, name, detail}}``;
-``{"op": "shutdown"}``. ``cpu_s`` is the CPU time of the adapter's method alone (:func:`process_cpu_seconds`, before
+``{"op": "describe", "ref"}`` → ``{"ok": true, "result": {...}}``: the class's declarations (:func:`describe_class`),
+without creating an adapter, so that the suite builds its view of an outside adapter from a sandboxed process and
+never imports the adapter's module itself; ``{"op": "shutdown"}``. ``cpu_s`` is the CPU time of the adapter's method alone (:func:`process_cpu_seconds`, before
 encoding the result): timing checks (SC-1) measure where the work runs, not the parent's wall clock.
 """
 
@@ -67,6 +69,42 @@ def process_cpu_seconds() -> float:
     clock-tick resolution of ``os.times`` (0 where the platform does not count children)."""
     t = os.times()
     return time.process_time() + t.children_user + t.children_system
+
+
+def _import_ref(ref: str) -> Any:
+    module_name, _, qualname = ref.partition(":")
+    obj: Any = importlib.import_module(module_name)
+    for part in qualname.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+def describe_class(ref: str) -> dict[str, Any]:
+    """The declarations of the adapter class ``module:QualName`` as plain JSON values: ``name``, ``family``,
+    ``role``, ``isolated``, ``description``, ``xfails_file``, ``study``, ``worker_env``, ``worker_python``,
+    ``worker_network``, ``compile_cache``, ``checkouts`` (keys of the pinned checkouts), ``hooks`` (implemented
+    optional methods). Raises TypeError when ``ref`` is not an adapter class. The suite validates every field."""
+    from gru4rec_conformance.implementations.base import AdapterBase
+
+    cls = _import_ref(ref)
+    if not (isinstance(cls, type) and issubclass(cls, AdapterBase)):
+        raise TypeError(f"{ref} is not a subclass of implementations.base.AdapterBase")
+    study = getattr(cls, "study", None)
+    return {
+        "name": getattr(cls, "name", None),
+        "family": getattr(cls, "family", None),
+        "role": getattr(cls, "role", None),
+        "isolated": bool(getattr(cls, "isolated", False)),
+        "description": str(getattr(cls, "description", "") or ""),
+        "xfails_file": str(getattr(cls, "xfails_file", None) or "") or None,
+        "study": {str(k): str(v) for k, v in dict(study).items()} if study else None,
+        "worker_env": [str(v) for v in getattr(cls, "worker_env", ())],
+        "worker_python": getattr(cls, "worker_python", None),
+        "worker_network": bool(getattr(cls, "worker_network", False)),
+        "compile_cache": bool(getattr(cls, "compile_cache", False)),
+        "checkouts": [getattr(c, "key", str(c)) for c in getattr(cls, "checkouts", ())],
+        "hooks": sorted(cls.implemented_hooks()),
+    }
 
 
 def _error_payload(exc: BaseException) -> dict[str, Any]:
@@ -148,13 +186,16 @@ def main(argv: list[str]) -> int:
         op = request.get("op")
         try:
             _pin_torch_threads(pinned)
-            if op == "init":
+            if op == "describe":
+                _arm_stack_dump(request.get("dump_stacks_after_s"))
+                try:
+                    reply = {"ok": True, "result": describe_class(request["ref"])}
+                finally:
+                    faulthandler.cancel_dump_traceback_later()
+            elif op == "init":
                 _arm_stack_dump(request.get("dump_stacks_after_s"))  # an import that hangs is diagnosable too
                 try:
-                    module_name, _, qualname = request["ref"].partition(":")
-                    obj: Any = importlib.import_module(module_name)
-                    for part in qualname.split("."):
-                        obj = getattr(obj, part)
+                    obj: Any = _import_ref(request["ref"])
                     adapter = obj(device=request.get("device", "cpu"), **request.get("init_kwargs", {}))
                 finally:
                     faulthandler.cancel_dump_traceback_later()

@@ -441,3 +441,39 @@ def test_a_socket_named_by_an_allowed_variable_is_not_bound_into_the_sandbox(tmp
         proxy.close()
         server.close()
     assert found["sockets"][path].startswith("FileNotFoundError"), found["sockets"]
+
+
+# -- the adapter's module and the in-process route ------------------------------------------------------------
+@requires_sandbox
+@pytest.mark.parametrize("gate", [True, False], ids=["gate", "no-gate"])
+def test_an_outside_adapter_module_is_imported_only_in_a_worker(tmp_path, gate):
+    """``--impl sandbox_module_attacker:ModuleAttacker``: the module's top-level code never runs in the suite's
+    process (its description, capabilities and hooks come from a sandboxed worker), and the check still runs."""
+    marker = tmp_path / "imported-in-suite"
+    proc = run_suite(tmp_path / "reports", "conformance/gru4rec/test_k7_epoch_batching.py", "-k", "eb3_epoch_count",
+                     "--impl", "sandbox_module_attacker:ModuleAttacker", "--call-timeout", "60",
+                     *(["--gate"] if gate else []), SBX_MODULE_MARKER=str(marker))  # fmt: skip
+    assert not marker.exists(), marker.read_text()
+    assert proc.returncode in (0, 1), describe(proc)
+    assert "sandbox: bubblewrap" in proc.stdout, describe(proc)
+    (run_dir,) = run_dirs(tmp_path / "reports", "attack-module")
+    data = results_json(run_dir)
+    assert data["run"]["impl"]["ref"] == "sandbox_module_attacker:ModuleAttacker", data["run"]["impl"]
+    assert data["run"]["impl"]["isolated"] is True and data["run"]["impl"]["source"] == "import path"
+    assert len(data["results"]) == 1 and data["results"][0]["outcome"] != "error", data["results"]
+
+
+@requires_sandbox
+def test_gate_refuses_an_outside_adapter_that_wants_the_suites_process(tmp_path):
+    """An outside adapter declaring ``isolated = False`` under --gate: refused before any check, naming the way out,
+    and its module never imported here; a plugin-free import path is the only route in."""
+    marker = tmp_path / "imported-in-suite"
+    proc = run_suite(tmp_path / "reports", "conformance/gru4rec/test_k7_epoch_batching.py", "-k", "eb3_epoch_count",
+                     "--impl", "sandbox_module_attacker:InProcess", "--gate", SBX_MODULE_MARKER=str(marker))  # fmt: skip
+    assert proc.returncode == 4, describe(proc)
+    assert "isolated = False" in proc.stderr and "--isolation always" in proc.stderr, describe(proc)
+    assert not marker.exists(), marker.read_text()
+    never = run_suite(tmp_path / "reports", "conformance/gru4rec/test_k7_epoch_batching.py", "-k", "eb3_epoch_count",
+                      "--impl", "sandbox_module_attacker:ModuleAttacker", "--gate", "--isolation", "never",
+                      SBX_MODULE_MARKER=str(marker))  # fmt: skip
+    assert never.returncode == 4 and "would run in the suite's process" in never.stderr, describe(never)
