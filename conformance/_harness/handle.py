@@ -16,7 +16,12 @@ from pathlib import Path
 from typing import Any, cast
 
 from gru4rec_conformance import import_root
-from gru4rec_conformance.conformance._harness.isolation import IsolationSettings, WorkerError, WorkerProxy
+from gru4rec_conformance.conformance._harness.isolation import (
+    IsolationSettings,
+    WorkerCallError,
+    WorkerError,
+    WorkerProxy,
+)
 from gru4rec_conformance.conformance._harness.validation import checked
 from gru4rec_conformance.implementations.base import (
     AdapterBase,
@@ -467,6 +472,8 @@ def describe_import_path(path: str, settings: IsolationSettings) -> tuple[Adapte
     proxy = WorkerProxy(path, (), settings=settings, pythonpath=root, label=f"--impl {path}", describe_only=True)
     try:
         reply = proxy.describe_class()
+    except WorkerCallError as exc:  # the adapter's module or class, as the worker found it
+        raise HarnessError(f"--impl {path!r}: {exc.remote_message or exc.remote_type}") from None
     except WorkerError as exc:
         raise HarnessError(f"--impl {path!r}: the worker cannot describe the adapter: {exc}") from None
     finally:

@@ -847,6 +847,7 @@ class WorkerProxy:
             raise WorkerCallError(
                 f"{self._label}: the worker could not create the adapter: {err['type']}: {err['message']}",
                 remote_type=err["type"], remote_traceback=err.get("traceback", ""), stderr_tail=tail,
+                remote_message=str(err.get("message", "")),
             )  # fmt: skip
         self.hello = reply["result"]
 

@@ -86,7 +86,15 @@ def describe_class(ref: str) -> dict[str, Any]:
     optional methods). Raises TypeError when ``ref`` is not an adapter class. The suite validates every field."""
     from gru4rec_conformance.implementations.base import AdapterBase
 
-    cls = _import_ref(ref)
+    module_name, _, qualname = ref.partition(":")
+    try:
+        cls: Any = importlib.import_module(module_name)
+    except Exception as exc:  # the module's own error, named with its type
+        raise ImportError(f"cannot import module {module_name!r}: {type(exc).__name__}: {exc}") from exc
+    for part in qualname.split("."):
+        if not hasattr(cls, part):
+            raise AttributeError(f"module {module_name!r} has no attribute {qualname!r}")
+        cls = getattr(cls, part)
     if not (isinstance(cls, type) and issubclass(cls, AdapterBase)):
         raise TypeError(f"{ref} is not a subclass of implementations.base.AdapterBase")
     study = getattr(cls, "study", None)
