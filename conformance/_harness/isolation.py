@@ -47,6 +47,7 @@ import stat
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -153,6 +154,16 @@ SANDBOX_MODES = ("auto", "bwrap", "none")
 #: Directories replaced by an empty tmpfs inside the sandbox: where Unix sockets and other programs' scratch files
 #: live (the worker's own directory and the suite's import paths are bound back on top).
 HIDDEN_DIRS = ("/tmp", "/var/tmp", "/run", "/var/run", "/dev/shm")
+#: Default most processes of one worker's tree.
+MAX_PROCESSES = 512
+#: Sandbox tmpfs folders that the worker may fill (sized, and counted against the memory limit).
+WRITABLE_TMPFS = ("/tmp", "/var/tmp", "/dev/shm")
+#: Environment variable by which the worker learns its process limit (worker.main applies it as RLIMIT_NPROC).
+WORKER_NPROC_ENV = "GRU4REC_WORKER_MAX_PROCS"
+#: A reply's JSON may cost at most this many times its size once parsed (estimated from its bytes first) ...
+JSON_DECODE_FACTOR = 24
+#: ... or this many bytes, whichever is larger.
+JSON_DECODE_FLOOR = 256 << 20
 #: The unprivileged user (nobody) the worker runs as inside the sandbox's user namespace.
 SANDBOX_UID = 65534
 
@@ -267,6 +278,12 @@ class IsolationSettings:
         sandbox: "auto" (bubblewrap where it works, else none), "bwrap" (required) or "none" (``--sandbox``).
         max_frame_bytes: largest JSON reply accepted (bytes); a larger announced frame kills the worker.
         max_reply_bytes: budget of the ``.npy`` payloads of one reply (bytes), checked from each file's header.
+        tmpfs_mb: size (MiB) of each of the sandbox's own ``/tmp``, ``/var/tmp`` and ``/dev/shm`` (bwrap
+            ``--size``); what they hold counts against the memory limit. None = a quarter of the memory limit, at
+            most 1024 MiB.
+        max_processes: most processes of the worker's tree (the watchdog kills a tree above it; also the worker's
+            ``RLIMIT_NPROC`` where the kernel applies it, i.e. when the suite does not run as root).
+        between_calls_s: period of the watch of memory and process count while no call runs (a thread).
         tmp_root: parent folder of the worker directories (None = system temp).
         hidden_paths: folders the sandboxed worker sees as empty (an empty tmpfs over each existing one): the
             run folders' root and the xfail registries, so the worker has no path to either.
@@ -291,6 +308,9 @@ class IsolationSettings:
     hidden_paths: tuple[str, ...] = ()
     max_frame_bytes: int = MAX_FRAME_BYTES
     max_reply_bytes: int = DEFAULT_MAX_BYTES
+    tmpfs_mb: float | None = None
+    max_processes: int = MAX_PROCESSES
+    between_calls_s: float = 0.5
 
     def timeout_for(self, method: str, kind: str | None, override: float | None = None) -> float:
         """Timeout of one call: --call-timeout > the check's own ``timeout`` > light/kind defaults."""
@@ -307,6 +327,13 @@ class IsolationSettings:
             return self.memory_limit_mb if self.memory_limit_mb > 0 else None
         total = _physical_memory_mb()
         return 0.8 * total if total else None
+
+    def effective_tmpfs_bytes(self) -> int:
+        """Byte size of each of the sandbox's writable tmpfs folders (see ``tmpfs_mb``)."""
+        if self.tmpfs_mb is not None:
+            return int(self.tmpfs_mb * 2**20)
+        limit = self.effective_memory_limit_mb()
+        return int(min(1024.0, limit / 4 if limit else 1024.0) * 2**20)
 
 
 def _physical_memory_mb() -> float | None:
@@ -506,6 +533,32 @@ def tree_pids(pid: int) -> list[int]:
     return _tree(pid)[1]
 
 
+def _json_cost(raw: bytes) -> int:
+    """An upper estimate of the memory (bytes) that ``json.loads(raw)`` and the decoder's copy take: every ``[``
+    or ``{`` a container, every ``,`` or ``:`` one more value (C-speed byte counts, no parsing)."""
+    containers = raw.count(b"[") + raw.count(b"{")
+    values = raw.count(b",") + raw.count(b":") + containers + 1
+    return 2 * len(raw) + 128 * containers + 64 * values
+
+
+def _tmpfs_mib(pids: list[int]) -> float:
+    """MiB held by the sandbox's writable tmpfs folders, seen through ``/proc/<pid>/root`` of the first process
+    inside the sandbox (``pids[1]``; ``pids[0]`` is bwrap, outside); 0 when it cannot be read."""
+    if len(pids) < 2:
+        return 0.0
+    used = 0
+    for d in WRITABLE_TMPFS:
+        inside = f"/proc/{pids[1]}/root{d}"
+        try:
+            if os.path.exists(d) and os.stat(inside).st_dev == os.stat(d).st_dev:
+                continue  # not the sandbox's own tmpfs (yet): bwrap has not switched roots
+            st = os.statvfs(inside)
+        except OSError:
+            continue
+        used += (st.f_blocks - st.f_bfree) * st.f_frsize
+    return used / 2**20
+
+
 def _bindable(value: str) -> str:
     """``value`` when it names a folder the sandbox may show read-only: an absolute path to a directory (not a
     socket, device or file), neither ``/`` nor one of :data:`HIDDEN_DIRS` or a folder above one, with no socket
@@ -613,6 +666,9 @@ class WorkerProxy:
         self._codec: Codec | None = None
         self._to_child = self._from_child = -1
         self._parent_fd = self._xchg_fd = self._stderr_fd = -1
+        self._in_call = False
+        self._between_calls: tuple[type[WorkerError], str] | None = None
+        self._watch: tuple[threading.Thread, threading.Event] | None = None
         self._lost = False
         self._closed = False
         self.hello: dict[str, Any] = {}
@@ -682,6 +738,9 @@ class WorkerProxy:
         kind, override = self._timeout_kind()
         timeout = self._settings.timeout_for(method, kind, override)
         assert self._codec is not None
+        if self._between_calls is not None:  # the watch killed it while no call ran
+            cls, text = self._between_calls
+            self._fail(cls, f"{self._label}.{method}(): {text}")
         if self._proc is not None and self._proc.poll() is not None:  # killed between calls: its tree is going
             self._fail(WorkerCrashed, f"{self._label}.{method}(): the worker {self._exit_text()} before the call")
         request = {
@@ -767,6 +826,7 @@ class WorkerProxy:
                 env[var] = str(int(n))
             elif var not in os.environ:
                 env[var] = "1"
+        env[WORKER_NPROC_ENV] = str(int(self._settings.max_processes))
         env[WORKER_THREADS_ENV] = str(int(n)) if n is not None else _positive_int(env["OMP_NUM_THREADS"], 1)
         return env
 
@@ -850,6 +910,11 @@ class WorkerProxy:
                 remote_message=str(err.get("message", "")),
             )  # fmt: skip
         self.hello = reply["result"]
+        stop = threading.Event()
+        thread = threading.Thread(target=self._watch_between_calls, args=(self._proc, stop), daemon=True,
+                                  name=f"worker-watch-{self._label}")  # fmt: skip
+        thread.start()
+        self._watch = (thread, stop)
 
     def _bwrap_prefix(self, sandbox: SandboxInfo, workdir: Path, env: Mapping[str, str], allow_net: bool) -> list[str]:
         """The ``bwrap`` command line that runs the worker: everything read-only, the hidden directories empty,
@@ -857,8 +922,9 @@ class WorkerProxy:
         directory writable."""
         cmd = [sandbox.exe, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
         hidden = tuple(d for d in HIDDEN_DIRS if os.path.isdir(d) and not os.path.islink(d))
-        for d in hidden:
-            cmd += ["--tmpfs", d]
+        size = self._settings.effective_tmpfs_bytes()
+        for d in hidden:  # sized: a worker filling its /dev/shm or /tmp cannot take the machine's memory
+            cmd += ["--size", str(size if d in WRITABLE_TMPFS else 16 << 20), "--tmpfs", d]
         exe = Path(self._python)
         venv = str(exe.parent.parent) if exe.parent.name == "bin" else ""  # the interpreter's environment
         # the suite's checkout (src/ holds symlinks into it), when the suite runs from one under a hidden folder
@@ -875,7 +941,7 @@ class WorkerProxy:
             cmd += ["--ro-bind", cache, cache]
         for d in dict.fromkeys(self._settings.hidden_paths):  # after the binds above: they may lie inside them
             if os.path.isdir(d) and not _under(str(workdir), (d,)) and not _under(os.path.realpath(self._python), (d,)):
-                cmd += ["--tmpfs", d, "--remount-ro", d]
+                cmd += ["--size", str(1 << 20), "--tmpfs", d, "--remount-ro", d]
         cmd += ["--bind", str(workdir), str(workdir)]
         if self._compile_cache is not None:  # after the read-only cache: it may lie inside it
             self._compile_cache.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -894,6 +960,13 @@ class WorkerProxy:
         return ENV_BIND + tuple(c.env for c in CHECKOUTS.values())
 
     def _roundtrip(self, request: dict[str, Any], timeout: float, what: str) -> dict[str, Any]:
+        self._in_call = True
+        try:
+            return self._roundtrip_now(request, timeout, what)
+        finally:
+            self._in_call = False
+
+    def _roundtrip_now(self, request: dict[str, Any], timeout: float, what: str) -> dict[str, Any]:
         deadline = time.monotonic() + timeout
         body = dumps(request)
         try:
@@ -905,6 +978,11 @@ class WorkerProxy:
                 self._fail(WorkerProtocolError, f"{what}: the worker announced a reply of {length} bytes, over the "
                                                 f"frame limit of {cap} bytes ({cap / 2**20:g} MiB)")  # fmt: skip
             raw = self._recv(length, deadline, what, timeout)
+            cost, budget = _json_cost(raw), max(JSON_DECODE_FACTOR * len(raw), JSON_DECODE_FLOOR)
+            if cost > budget:  # refused before a Python object of it exists
+                self._fail(WorkerProtocolError, f"{what}: the worker's reply of {len(raw)} bytes would take about "
+                                                f"{cost >> 20} MiB to decode, over the budget of {budget >> 20} MiB "
+                                                "(arrays travel as .npy files)")  # fmt: skip
             try:
                 reply: dict[str, Any] = loads(raw)
             except (ValueError, RecursionError) as exc:
@@ -954,11 +1032,41 @@ class WorkerProxy:
         if now < self._next_memory_check:
             return  # the /proc walk once per poll period, however fast bytes arrive
         self._next_memory_check = now + self._settings.poll_s
-        rss, pids = self._remember_tree()
+        problem = self._over_limits(*self._remember_tree())
+        if problem is not None:
+            self._fail(problem[0], f"{what}: {problem[1]}")
+
+    def _over_limits(self, rss: float, pids: list[int]) -> tuple[type[WorkerError], str] | None:
+        """Which limit the worker's tree passes now, if any: its memory (resident, plus what its sandbox's tmpfs
+        folders hold) or its process count."""
+        shm = _tmpfs_mib(pids) if self.sandboxed else 0.0
         limit = self._settings.effective_memory_limit_mb()
-        if limit is not None and rss > limit:
-            self._fail(WorkerMemoryExceeded, f"{what}: worker memory {rss:.0f} MiB (process tree of {len(pids)}) "
-                                             f"exceeded the limit of {limit:.0f} MiB")  # fmt: skip
+        if limit is not None and rss + shm > limit:
+            held = f" + {shm:.0f} MiB in its /tmp and /dev/shm" if shm >= 1 else ""
+            return WorkerMemoryExceeded, (f"worker memory {rss:.0f} MiB{held} (process tree of {len(pids)}) "
+                                          f"exceeded the limit of {limit:.0f} MiB")  # fmt: skip
+        if len(pids) > self._settings.max_processes + 1:  # bwrap itself is not the worker's
+            return WorkerMemoryExceeded, (f"the worker's process tree has {len(pids)} processes, over the limit of "
+                                          f"{self._settings.max_processes}")  # fmt: skip
+        return None
+
+    def _watch_between_calls(self, proc: subprocess.Popen[bytes], stop: threading.Event) -> None:
+        """While no call runs, walk the worker's tree every ``between_calls_s``: a tree over a limit is killed at
+        once, and the next call fails with what was found (:attr:`_between_calls`)."""
+        while not stop.wait(self._settings.between_calls_s):
+            if self._in_call or proc.poll() is not None:
+                continue
+            rss, pids = _tree(proc.pid)
+            problem = self._over_limits(rss, pids)
+            if problem is None:
+                continue
+            self._between_calls = (problem[0], f"between calls: {problem[1]}")
+            for pid in reversed(pids):
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    pass
+            return
 
     def _exit_text(self, wait: bool = False) -> str:
         if self._proc is None:
@@ -1020,6 +1128,13 @@ class WorkerProxy:
     def _kill(self) -> None:
         """End the worker's whole process tree: its session's group, every descendant alive now or seen by the
         watchdog (same pid and start time), and under the sandbox bwrap itself, which ends its PID namespace."""
+        if self._watch is not None:
+            thread, stop = self._watch
+            stop.set()
+            if thread is not threading.current_thread():
+                thread.join(timeout=5)
+            self._watch = None
+        self._between_calls = None
         if self._proc is not None:
             victims = dict(self._seen)
             if self._proc.poll() is None:

@@ -160,6 +160,19 @@ def _bind_to_parent() -> None:
         pass
 
 
+def _limit_processes(text: str) -> None:
+    """RLIMIT_NPROC (soft and hard) to ``text`` processes, before any adapter code runs; the kernel applies it to
+    an unprivileged user only (the parent's watchdog counts the process tree in every case)."""
+    try:
+        import resource
+
+        n = int(text)
+        if n > 0:
+            resource.setrlimit(resource.RLIMIT_NPROC, (n, n))
+    except (ImportError, ValueError, OSError):
+        pass
+
+
 def _arm_stack_dump(after_s: Any) -> None:
     """Dump every thread's Python stack to stderr after ``after_s`` seconds of the current call (faulthandler's
     watchdog thread, so a call stuck in C code or holding the GIL is dumped too); nothing when ``after_s`` is not a
@@ -179,6 +192,7 @@ def main(argv: list[str]) -> int:
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     except (ImportError, ValueError, OSError):
         pass  # not available on this platform; core dumps then follow the system default
+    _limit_processes(os.environ.get("GRU4REC_WORKER_MAX_PROCS", ""))
     faulthandler.enable(file=sys.stderr, all_threads=True)
 
     from gru4rec_conformance.conformance._harness.codec import Codec, dumps, loads

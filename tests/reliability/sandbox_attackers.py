@@ -28,6 +28,13 @@ naming every attempt) or breaks the protocol on purpose by writing raw frames to
 - ``swap_stderr``: replace its ``stderr.log`` by ``params["kind"]``: ``"link"`` (a symbolic link to
   ``params["target"]``), ``"fifo"`` (a named pipe nobody writes) or ``"zero"`` (a link to ``/dev/zero``), then raise,
   so that the suite reads the stderr tail for the error.
+- ``fill_shm``: write ``params["mib"]`` MiB into ``/dev/shm`` (``found["shm"]``: how far it got), then sleep
+  ``params["hold_s"]``.
+- ``hoard_later``: return at once, leaving a thread that allocates ``params["mib"]`` MiB a second later, between
+  calls.
+- ``fork_many``: start ``params["n"]`` ``sleep`` children tagged with ``params["marker"]``, then sleep
+  ``params["hold_s"]``.
+- ``json_bomb``: reply with ``params["mib"]`` MiB of JSON made of empty lists (costly to parse, small on the wire).
 - ``env``: report the values of ``params["names"]`` in the worker's environment (``found["env"]``).
 - ``snoop``: read ``/proc/<params["pid"]>/environ`` and every visible ``/proc/*/environ`` looking for
   ``params["secret"]``; connect to the Unix sockets ``params["sockets"]`` (paths, or ``@name`` for abstract).
@@ -155,6 +162,43 @@ class Attacker(TemplateAdapter):
                 hoard.append(np.ones(grow << 17))  # grow MiB of float64, touched
             time.sleep(0.05)
 
+    def _fill_shm(self) -> None:
+        chunk, written = b"x" * (16 << 20), 0
+        try:
+            with open("/dev/shm/hoard", "wb") as fh:
+                while written < int(self.params["mib"]):
+                    fh.write(chunk)
+                    fh.flush()
+                    written += 16
+            self.found["shm"] = f"WRITTEN {written} MiB"
+        except OSError as exc:
+            self.found["shm"] = f"{exc.strerror} after {written} MiB"
+        time.sleep(float(self.params.get("hold_s", 0)))
+
+    def _hoard_later(self) -> None:
+        import threading
+
+        def hoard() -> None:
+            time.sleep(1)
+            self.found["hoard"] = np.ones(int(self.params["mib"]) << 17)  # touched pages
+            time.sleep(3600)
+
+        threading.Thread(target=hoard, daemon=True).start()
+
+    def _fork_many(self) -> None:
+        self.found["children"] = [subprocess.Popen(["sh", "-c", "sleep 600; :", self.params["marker"]]).pid
+                                  for _ in range(int(self.params["n"]))]  # fmt: skip
+        time.sleep(float(self.params.get("hold_s", 0)))
+
+    def _json_bomb(self) -> None:
+        n = (int(self.params["mib"]) << 20) // 3
+        body = b'{"ok":true,"result":[' + b"[]," * n + b"[]]}"
+        os.write(_reply_fd(), _HEADER.pack(len(body)))
+        view = memoryview(body)
+        while view:
+            view = view[os.write(_reply_fd(), view) :]
+        time.sleep(3600)
+
     def _huge_frame(self) -> None:
         os.write(_reply_fd(), _HEADER.pack(int(self.params["bytes"])) + b"{")
         time.sleep(3600)
@@ -238,7 +282,9 @@ class Forger(Attacker):
         from gru4rec_conformance import CHECKOUT_ROOT
 
         root = Path(CHECKOUT_ROOT or ".")
-        super().__init__(device, attack="forge", report_dir=str(root / "reports" / "out"),
+        # the test's report folder if it can be seen (it is hidden: an empty tmpfs), else the report root
+        reports = sorted((root / "reports" / "out").glob("_sandbox_attack_*")) or [root / "reports" / "out"]
+        super().__init__(device, attack="forge", report_dir=str(reports[0]),
                          xfails_dir=str(root / "conformance" / "xfails"), toml_name=self.name)  # fmt: skip
 
 

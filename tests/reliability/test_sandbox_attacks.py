@@ -67,7 +67,7 @@ def test_worker_cannot_forge_results_nor_write_an_xfail_file():
         assert "sandbox: bubblewrap" in proc.stdout and "GATE FAILED" in proc.stdout, describe(proc)
         assert not toml.exists(), "the worker wrote an xfail file"
         assert not (import_root() / "conformance_pwn.py").exists()
-        assert victim.read_text() == '{"type": "run"}\n' and not (report_dir.parent / "forged.txt").exists()
+        assert victim.read_text() == '{"type": "run"}\n' and not (report_dir / "forged.txt").exists()
         (run_dir,) = run_dirs(report_dir, "attack-forger")
         assert not any(r.get("forged") for r in jsonl_records(run_dir))
         data = results_json(run_dir)
@@ -81,7 +81,6 @@ def test_worker_cannot_forge_results_nor_write_an_xfail_file():
         assert "**Conformance: NOT CONFORMANT**" in (run_dir / "summary.md").read_text(encoding="utf-8")
     finally:
         toml.unlink(missing_ok=True)
-        (report_dir.parent / "forged.txt").unlink(missing_ok=True)
         (import_root() / "conformance_pwn.py").unlink(missing_ok=True)
         shutil.rmtree(report_dir, ignore_errors=True)
 
@@ -477,3 +476,66 @@ def test_gate_refuses_an_outside_adapter_that_wants_the_suites_process(tmp_path)
                       "--impl", "sandbox_module_attacker:ModuleAttacker", "--gate", "--isolation", "never",
                       SBX_MODULE_MARKER=str(marker))  # fmt: skip
     assert never.returncode == 4 and "would run in the suite's process" in never.stderr, describe(never)
+
+
+# -- limits of the whole sandbox, all the time ------------------------------------------------------------------
+@requires_sandbox
+def test_the_sandbox_tmpfs_is_sized_and_counted_against_the_memory_limit():
+    """/dev/shm inside the sandbox is sized (a quarter of the memory limit by default: writing past it fails with
+    ENOSPC) and what it holds counts against the limit (a larger tmpfs filled past the limit kills the worker)."""
+    proxy = attacker_proxy("fill_shm", settings={"memory_limit_mb": 400, "call_timeout": 60}, mib=300)
+    try:
+        proxy.build(seed=1)
+        proxy.fit(tiny_train())
+        found = proxy.optimizer_info()["found"]
+    finally:
+        proxy.close()
+    assert found["shm"].startswith("No space left on device after"), found
+    proxy = attacker_proxy("fill_shm", settings={"memory_limit_mb": 300, "tmpfs_mb": 600, "call_timeout": 60},
+                           mib=480, hold_s=30)  # fmt: skip
+    try:
+        proxy.build(seed=1)
+        with pytest.raises(WorkerMemoryExceeded, match=r"in its /tmp and /dev/shm .* exceeded the limit of 300 MiB"):
+            proxy.fit(tiny_train())
+    finally:
+        proxy.close()
+
+
+@MODES
+def test_memory_taken_between_calls_is_seen_and_the_worker_killed(sandbox):
+    """The worker returns, then a thread of it allocates 500 MiB while the suite does something else: the watch
+    between calls kills it within seconds and the next call says why."""
+    proxy = attacker_proxy("hoard_later", settings={"memory_limit_mb": 350, "sandbox": sandbox}, mib=500)
+    try:
+        proxy.build(seed=1)
+        proxy.fit(tiny_train())
+        assert wait_until(lambda: proxy._proc is None or proxy._proc.poll() is not None, 15), "never killed"
+        with pytest.raises(WorkerMemoryExceeded, match="between calls: worker memory .* exceeded the limit of 350"):
+            proxy.optimizer_info()
+    finally:
+        proxy.close()
+
+
+@MODES
+def test_the_process_count_is_limited(marker, sandbox):
+    """40 children against a limit of 20 processes: the worker's tree is killed, saying how many it had."""
+    proxy = attacker_proxy("fork_many", settings={"max_processes": 20, "call_timeout": 60, "sandbox": sandbox},
+                           marker=marker, n=40, hold_s=30)  # fmt: skip
+    try:
+        proxy.build(seed=1)
+        with pytest.raises(WorkerMemoryExceeded, match=r"processes, over the limit of 20"):
+            proxy.fit(tiny_train())
+    finally:
+        proxy.close()
+    assert wait_until(lambda: not processes_with(marker), GONE_WITHIN_S), processes_with(marker)
+
+
+def test_a_reply_costly_to_decode_is_refused_before_it_is_parsed():
+    """8 MiB of empty JSON lists (hundreds of MiB once parsed) is refused from its byte counts, unparsed."""
+    proxy = attacker_proxy("json_bomb", settings={"call_timeout": 60}, mib=8)
+    try:
+        proxy.build(seed=1)
+        with pytest.raises(WorkerProtocolError, match=r"would take about \d+ MiB to decode, over the budget"):
+            proxy.fit(tiny_train())
+    finally:
+        proxy.close()
