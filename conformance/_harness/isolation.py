@@ -559,6 +559,25 @@ def _tmpfs_mib(pids: list[int]) -> float:
     return used / 2**20
 
 
+_UNPRIVILEGED_CACHE: dict[str, str] = {}
+
+
+def unprivileged_python_problem(python: str) -> str:
+    """Why :data:`SANDBOX_UID` cannot run ``python`` with the suite's package and numpy (``""`` when it can),
+    probed once per interpreter by running it as that user (the suite must be root to ask)."""
+    if python not in _UNPRIVILEGED_CACHE:
+        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PYTHONPATH": str(import_root())}
+        code = "import ctypes, json, numpy, gru4rec_conformance.conformance._harness.codec"
+        try:
+            probe = subprocess.run([python, "-c", code], user=SANDBOX_UID, group=SANDBOX_UID, extra_groups=[],
+                                   cwd="/", env=env, capture_output=True, timeout=120)  # fmt: skip
+            text = probe.stderr.decode(errors="replace").strip().splitlines()
+            _UNPRIVILEGED_CACHE[python] = "" if probe.returncode == 0 else (text[-1] if text else "failed")
+        except (OSError, subprocess.SubprocessError) as exc:
+            _UNPRIVILEGED_CACHE[python] = str(exc)
+    return _UNPRIVILEGED_CACHE[python]
+
+
 def _bindable(value: str) -> str:
     """``value`` when it names a folder the sandbox may show read-only: an absolute path to a directory (not a
     socket, device or file), neither ``/`` nor one of :data:`HIDDEN_DIRS` or a folder above one, with no socket
@@ -831,6 +850,15 @@ class WorkerProxy:
         return env
 
     def _start(self) -> None:
+        if not sandbox_for(self._settings.sandbox).available and os.geteuid() == 0:
+            problem = unprivileged_python_problem(self._python)
+            if problem:  # adapter code never runs as root: refuse rather than run it unsandboxed as root
+                raise WorkerCrashed(
+                    f"{self._label}: the suite runs as root without the sandbox, and its worker would drop to uid "
+                    f"{SANDBOX_UID} before any adapter code runs, but that user cannot run {self._python} here "
+                    f"({problem}): install bubblewrap (--sandbox bwrap), run the suite as an unprivileged user, or "
+                    "use an interpreter every user may read"
+                )
         base = self._settings.tmp_root
         if base:
             os.makedirs(base, exist_ok=True)
@@ -859,11 +887,16 @@ class WorkerProxy:
             self.isolation_info = f"sandbox: {sandbox.describe(network=allow_net)}" + (
                 f"; {net_text}" if allow_net else ""
             )
-        elif not allow_net:
-            prefix, net_info = network_isolation()
-            self.isolation_info = f"sandbox: {sandbox.describe()}; network {net_info}"
         else:
-            self.isolation_info = f"sandbox: {sandbox.describe()}; not isolated: {net_text}"
+            if os.geteuid() == 0:  # unsandboxed as root: the worker drops to nobody before adapter code runs
+                self._hand_to_unprivileged(env)
+            if not allow_net:
+                prefix, net_info = network_isolation()
+                self.isolation_info = f"sandbox: {sandbox.describe()}; network {net_info}{self._unprivileged_text}"
+            else:
+                self.isolation_info = (
+                    f"sandbox: {sandbox.describe()}; not isolated: {net_text}{self._unprivileged_text}"
+                )
         cmd = prefix + [self._python, "-m", "gru4rec_conformance.conformance._harness.worker", str(to_child_r), str(from_child_w),
                         str(self._dir / "xchg")]  # fmt: skip
         stdout_fd = os.open(self._dir / "stdout.log", os.O_WRONLY | create, 0o644)
@@ -953,6 +986,21 @@ class WorkerProxy:
         if sandbox.user_namespace:
             cmd += ["--unshare-user", "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID)]
         return cmd + ["--die-with-parent", "--new-session", "--chdir", str(workdir), "--"]
+
+    _unprivileged_text = ""
+
+    def _hand_to_unprivileged(self, env: dict[str, str]) -> None:
+        """Unsandboxed under root: give the worker's directory (and compile cache) to :data:`SANDBOX_UID` and tell
+        the worker to switch to it (``worker._drop_root``), so that adapter code never runs as root."""
+        assert self._dir is not None
+        targets = [self._dir, *(self._dir / sub for sub in ("home", "tmp", "xchg"))]
+        if self._compile_cache is not None:
+            self._compile_cache.mkdir(mode=0o700, parents=True, exist_ok=True)
+            targets.append(self._compile_cache)
+        for path in targets:
+            os.chown(path, SANDBOX_UID, SANDBOX_UID, follow_symlinks=False)
+        env["GRU4REC_WORKER_DROP_TO"] = f"{SANDBOX_UID}:{SANDBOX_UID}"
+        self._unprivileged_text = f"; runs as uid {SANDBOX_UID} (the suite is root), no capabilities"
 
     def _bind_vars(self) -> tuple[str, ...]:
         from gru4rec_conformance.implementations._checkout import CHECKOUTS

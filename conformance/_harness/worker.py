@@ -160,6 +160,27 @@ def _bind_to_parent() -> None:
         pass
 
 
+def _drop_root(text: str) -> None:
+    """Unsandboxed and started as root: become ``uid:gid`` (``text``, set by the parent) with no supplementary
+    groups, no capabilities (a uid change from 0 clears them) and no way back (``PR_SET_NO_NEW_PRIVS``), before any
+    adapter code runs. Exits with status 71 when the switch fails: no adapter runs as root."""
+    if not text or os.geteuid() != 0:
+        return
+    try:
+        uid, gid = (int(v) for v in text.split(":"))
+        os.setgroups([])
+        os.setgid(gid)
+        os.setuid(uid)
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(38, 1, 0, 0, 0)  # PR_SET_NO_NEW_PRIVS
+        if os.geteuid() == 0 or os.getuid() == 0:
+            raise OSError("still root")
+    except (ValueError, OSError, AttributeError) as exc:
+        sys.stderr.write(f"worker: cannot drop root privileges to {text}: {exc}\n")
+        os._exit(71)
+
+
 def _limit_processes(text: str) -> None:
     """RLIMIT_NPROC (soft and hard) to ``text`` processes, before any adapter code runs; the kernel applies it to
     an unprivileged user only (the parent's watchdog counts the process tree in every case)."""
@@ -185,6 +206,7 @@ def _arm_stack_dump(after_s: Any) -> None:
 
 def main(argv: list[str]) -> int:
     fd_in, fd_out, exchange_dir = int(argv[0]), int(argv[1]), argv[2]
+    _drop_root(os.environ.get("GRU4REC_WORKER_DROP_TO", ""))  # before anything else: PDEATHSIG is set after it
     _bind_to_parent()
     try:
         import resource

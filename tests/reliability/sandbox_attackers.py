@@ -35,6 +35,8 @@ naming every attempt) or breaks the protocol on purpose by writing raw frames to
 - ``fork_many``: start ``params["n"]`` ``sleep`` children tagged with ``params["marker"]``, then sleep
   ``params["hold_s"]``.
 - ``json_bomb``: reply with ``params["mib"]`` MiB of JSON made of empty lists (costly to parse, small on the wire).
+- ``whoami``: report the worker's uid, gid, groups and effective capabilities (``found["who"]``), whether it can
+  signal the suite (``params["pid"]``, signal 0) and write ``params["probe"]`` (a folder of root's).
 - ``env``: report the values of ``params["names"]`` in the worker's environment (``found["env"]``).
 - ``snoop``: read ``/proc/<params["pid"]>/environ`` and every visible ``/proc/*/environ`` looking for
   ``params["secret"]``; connect to the Unix sockets ``params["sockets"]`` (paths, or ``@name`` for abstract).
@@ -242,6 +244,18 @@ class Attacker(TemplateAdapter):
         raise RuntimeError(f"stderr.log replaced ({kind})")
 
     # -- reading what it should not ----------------------------------------------------------------------
+    def _whoami(self) -> None:
+        caps = next(line.split()[1] for line in Path("/proc/self/status").read_text().splitlines()
+                    if line.startswith("CapEff:"))  # fmt: skip
+        self.found["who"] = {"uid": os.getuid(), "euid": os.geteuid(), "gid": os.getgid(), "groups": os.getgroups(),
+                             "cap_eff": caps}  # fmt: skip
+        try:
+            os.kill(int(self.params["pid"]), 0)
+            self.found["signal_suite"] = "ALLOWED"
+        except OSError as exc:
+            self.found["signal_suite"] = type(exc).__name__
+        self.found["probe_write"] = _try_write(Path(self.params["probe"]) / "planted.txt", "x", "w")
+
     def _env(self) -> None:
         self.found["env"] = {n: os.environ.get(n) for n in self.params["names"]}
 

@@ -21,20 +21,28 @@ from sandbox_attackers import attacker_proxy, processes_with, tiny_train, wait_u
 
 from gru4rec_conformance import import_root
 from gru4rec_conformance.conformance._harness.isolation import (
+    WorkerCrashed,
     WorkerMemoryExceeded,
     WorkerProtocolError,
     WorkerTimeout,
     sandbox_probe,
+    unprivileged_python_problem,
 )  # fmt: skip
 
 SANDBOX = sandbox_probe()
 requires_sandbox = pytest.mark.skipif(not SANDBOX.available, reason=f"the bubblewrap sandbox cannot run here: "
                                                                     f"{SANDBOX.reason}")  # fmt: skip
 GONE_WITHIN_S = 10.0
+#: a root suite refuses to run workers unsandboxed when the unprivileged user cannot run the interpreter
+ROOT_REFUSES = bool(os.geteuid() == 0 and unprivileged_python_problem(sys.executable))
 #: the protocol and process-tree defences hold with and without the sandbox
 MODES = pytest.mark.parametrize(
-    "sandbox", ["auto", pytest.param("none", id="unsandboxed")], ids=lambda m: "sandboxed" if m == "auto" else m
-)
+    "sandbox",
+    ["auto", pytest.param("none", id="unsandboxed", marks=pytest.mark.skipif(
+        ROOT_REFUSES, reason="the suite is root and uid 65534 cannot run this interpreter: --sandbox none is refused "
+                             "(test_an_unsandboxed_worker_of_a_root_suite_is_not_root)"))],
+    ids=lambda m: "sandboxed" if m == "auto" else m,
+)  # fmt: skip
 
 
 @pytest.fixture
@@ -539,3 +547,30 @@ def test_a_reply_costly_to_decode_is_refused_before_it_is_parsed():
             proxy.fit(tiny_train())
     finally:
         proxy.close()
+
+
+# -- unsandboxed is unprivileged ----------------------------------------------------------------------------------
+@pytest.mark.skipif(os.geteuid() != 0, reason="the suite does not run as root here")
+def test_an_unsandboxed_worker_of_a_root_suite_is_not_root(tmp_path):
+    """--sandbox none with the suite as root: the worker runs as nobody with no capabilities and no supplementary
+    groups, cannot signal (stop) the suite, nor write a folder only root may write; where nobody cannot run the
+    interpreter, the worker is refused with the ways out instead of running as root."""
+    probe = tmp_path / "root-only"
+    probe.mkdir(mode=0o755)
+    proxy = attacker_proxy("whoami", settings={"sandbox": "none"}, pid=os.getpid(), probe=str(probe))
+    try:
+        if ROOT_REFUSES:
+            with pytest.raises(WorkerCrashed, match="the suite runs as root without the sandbox.*install bubblewrap"):
+                proxy.build(seed=1)
+            return
+        proxy.build(seed=1)
+        proxy.fit(tiny_train())
+        found = proxy.optimizer_info()["found"]
+        assert "runs as uid 65534" in proxy.isolation_info, proxy.isolation_info
+    finally:
+        proxy.close()
+    who = found["who"]
+    assert who["uid"] == who["euid"] == 65534 and who["gid"] == 65534 and who["groups"] == [], who
+    assert int(who["cap_eff"], 16) == 0, who
+    assert found["signal_suite"] == "PermissionError", found
+    assert found["probe_write"].endswith("Permission denied") and not (probe / "planted.txt").exists(), found
