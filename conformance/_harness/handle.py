@@ -379,10 +379,15 @@ _DESCRIBE_TEXT_MAX = 4000
 
 
 def shipped(spec: AdapterSpec) -> bool:
-    """Whether ``spec`` is one of the suite's own adapters: registered by the suite's ``implementations``
-    package (the reference, its mutants and the shipped implementation adapters), not by a plugin or an import
-    path. Only these may run in the suite's process under ``--gate``."""
-    return spec.source == "registry" and spec.cls.__module__.startswith(_SUITE_PACKAGE)
+    """Whether ``spec`` is one of the suite's own adapters: its class lives in the suite's ``implementations``
+    package (the reference, its mutants and the shipped implementation adapters), however it was selected. Outside
+    adapters may run in the suite's process under ``--gate`` only when a plugin or conftest registers them."""
+    return suite_module(spec.cls.__module__)
+
+
+def suite_module(module: str) -> bool:
+    """Whether ``module`` is in the suite's own ``implementations`` package (trusted: imported in this process)."""
+    return module.startswith(_SUITE_PACKAGE)
 
 
 def import_path_root(path: str) -> tuple[str, ...]:

@@ -23,6 +23,7 @@ from gru4rec_conformance.conformance._harness.handle import (
     described_spec,
     import_path_root,
     shipped,
+    suite_module,
 )
 from gru4rec_conformance.conformance._harness.options import (
     Options,
@@ -103,7 +104,8 @@ def _resolve(registry: Registry, options: Options) -> tuple[list[AdapterSpec], s
         token = raw.strip()
         if not token:
             continue
-        if token == "all" or registry.get(token) or ":" not in token or options.isolation == "never":
+        never = options.isolation == "never"
+        if token == "all" or registry.get(token) or ":" not in token or never or suite_module(token.split(":")[0]):
             found = registry.resolve([token])
         else:
             check_sandbox(options, True)  # the describe worker is sandboxed as the checks' workers will be
