@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from gru4rec_conformance.conformance._harness import diagnosis
 from gru4rec_conformance.conformance.gru4rec._common import (
     CUTOFFS,
     build,
@@ -18,6 +19,7 @@ from gru4rec_conformance.conformance.gru4rec._common import (
     suite_metrics,
 )
 from gru4rec_conformance.conformance.gru4rec._data import sessions_frame
+from gru4rec_conformance.conformance.gru4rec._probes import ranking_causes, stream_causes
 
 UNKNOWN_BASE = 990_001
 
@@ -88,7 +90,7 @@ def test_ev1_evaluator_matches_suite_metrics(impl, d_lag1, record_metric):
     (rank ≤ N, not < N), at an evaluation batch no larger than the test set (larger ones: EV-4)."""
     model = _trained(impl, d_lag1)
     mode = _tie_mode(impl)
-    problems = []
+    problems, failing = [], []
     boundary = _rank_boundary_sessions(model, d_lag1)
     for name, test in (("D-LAG1 test", d_lag1.test), ("rank-boundary sessions", boundary)):
         own = model.evaluate(test, cutoffs=CUTOFFS, batch_size=_eval_batch(test))
@@ -101,9 +103,24 @@ def test_ev1_evaluator_matches_suite_metrics(impl, d_lag1, record_metric):
             problems.append(f"{name}: " + ", ".join(bad))
         if int(own.get("n_events", -1)) != int(suite["n_events"]):
             problems.append(f"{name}: n_events: suite {suite['n_events']}, implementation {own.get('n_events')}")
-    assert not problems, (
-        "own evaluator differs from the suite's metrics (suite: the suite's evaluator on the implementation's "
-        f"score_prefixes, tie mode {mode!r}; implementation: its own evaluate()): " + "; ".join(problems)
+        if problems and not failing:
+            failing.append((test, own))  # the first set that fails is the one the probes look at
+    if problems:
+        ((test, own),) = failing
+        diagnosis.fail(
+            "own evaluator differs from the suite's metrics (suite: the suite's evaluator on the implementation's "
+            f"score_prefixes, tie mode {mode!r}; implementation: its own evaluate()): " + "; ".join(problems),
+            _evaluator_causes(impl, model, test, own, mode),
+        )
+
+
+def _evaluator_causes(impl, model, test: pd.DataFrame, own: dict, mode: str) -> list:
+    """EV-1's candidate causes (run only after a failure): the counting rules (tie mode, cutoff), decided by
+    ranking the own loop's rows with each rule, and the loop's scores (masking, state), decided by comparing them
+    with fresh-state scoring (conformance/gru4rec/_probes.py)."""
+    has = impl.supports("hook:score_stream")
+    return ranking_causes(model, test, own, mode, CUTOFFS, METRIC_TOL, available=has) + stream_causes(
+        model, test, available=has
     )
 
 
@@ -152,9 +169,12 @@ def test_ev1_tie_policy(impl, d_lag1, record_metric):
         tie_mode=mode,
         n_items=len(np.asarray(model.item_ids())),
     )
-    assert not bad, (
-        f"with every score tied the own evaluator does not apply the declared tie mode {mode!r}: " + ", ".join(bad)
-    )
+    if bad:
+        diagnosis.fail(
+            f"with every score tied the own evaluator's metrics differ from the suite's with the declared tie "
+            f"mode {mode!r}: " + ", ".join(bad),
+            _evaluator_causes(impl, model, test, own, mode),
+        )
 
 
 def _with_unknown_items(test: pd.DataFrame, share: float = 0.05, seed: int = 0) -> pd.DataFrame:
