@@ -134,8 +134,9 @@ def diagnose(causes: Sequence[Cause]) -> Diagnosis:
     return Diagnosis(tuple(findings))
 
 
-def fail(summary: str, causes: Sequence[Cause]) -> None:
-    """Raise ``AssertionError("<summary>: <diagnosis>")`` after running the probes of ``causes``
-    (:func:`diagnose`). ``summary`` states what was measured, without a cause."""
+def fail(summary: str, causes: Sequence[Cause], details: str = "") -> None:
+    """Raise ``AssertionError("<summary>: <diagnosis>[; measured: <details>]")`` after running the probes of
+    ``causes`` (:func:`diagnose`). ``summary`` states what failed, without a cause; long figures go in ``details``,
+    after the diagnosis, so that a report that keeps only the start of a message keeps the cause."""
     __tracebackhide__ = True
-    raise AssertionError(f"{summary}: {diagnose(causes).text()}")
+    raise AssertionError(f"{summary}: {diagnose(causes).text()}" + (f"; measured: {details}" if details else ""))

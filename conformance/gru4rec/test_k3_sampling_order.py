@@ -28,7 +28,13 @@ def test_so1_non_sampled_item_invariance(impl, d_lag1, loss, expect):
     """The training loss ignores items that are neither targets nor samples (sample, then score).
 
     The training loss of a fixed batch does not change when the output weights and bias of an item that is
-    neither a target nor a sample are shifted by +10 (no transform normalised over the whole catalogue)."""
+    neither a target nor a sample are shifted by +10 (no transform normalised over the whole catalogue).
+
+    Diagnosis: (1) scores normalised over the full catalogue before sampling, (2) fresh negatives drawn at every
+    train_step (per-example or shared). Probes: one train_step repeated from the same weights on the same model
+    (a changed loss isolates the sampler's randomness; the declared sampler features are listed); two fresh models
+    built with one seed, one with the item shifted (with the sampler's state repeated, a changed loss isolates
+    the normalisation)."""
     req = dict(loss=loss, batch_size=4)
     opt = dict(layers=[24], n_sample=0, dropout_p_embed=0.0, dropout_p_hidden=0.0, learning_rate=0.05, momentum=0.0)
     model = build(impl, req, opt)

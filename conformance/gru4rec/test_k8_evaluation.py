@@ -87,7 +87,12 @@ def test_ev1_evaluator_matches_suite_metrics(impl, d_lag1, record_metric):
 
     The implementation's evaluator gives the Recall@N / MRR@N the suite computes from score_prefixes with the
     declared tie mode (within METRIC_TOL), on the test set and on targets placed at rank exactly N and N+1
-    (rank ≤ N, not < N), at an evaluation batch no larger than the test set (larger ones: EV-4)."""
+    (rank ≤ N, not < N), at an evaluation batch no larger than the test set (larger ones: EV-4).
+
+    Diagnosis: (1) the declared tie mode is not applied, (2) a hit is counted at rank < N, (3)-(5) SR-1's causes
+    (state, masked future items, removed seen items). Probe: the own loop's rows (score_stream) ranked by the
+    suite with each tie mode and with rank < N: the rule that reproduces the evaluator's metrics is isolated; when
+    the declared rule reproduces them, the counting is ruled out and SR-1's probes judge the rows."""
     model = _trained(impl, d_lag1)
     mode = _tie_mode(impl)
     problems, failing = [], []
@@ -109,8 +114,9 @@ def test_ev1_evaluator_matches_suite_metrics(impl, d_lag1, record_metric):
         ((test, own),) = failing
         diagnosis.fail(
             "own evaluator differs from the suite's metrics (suite: the suite's evaluator on the implementation's "
-            f"score_prefixes, tie mode {mode!r}; implementation: its own evaluate()): " + "; ".join(problems),
+            f"score_prefixes, tie mode {mode!r}; implementation: its own evaluate())",
             _evaluator_causes(impl, model, test, own, mode),
+            "; ".join(problems),
         )
 
 
@@ -146,7 +152,12 @@ def test_ev1_tie_policy(impl, d_lag1, record_metric):
     suite computes with the declared tie mode (conservative: the target ranks last, recall@N 0 for N < n_items;
     standard: it ranks first; median: in the middle). An evaluator that breaks ties by item index or counts
     only strictly higher scores reports optimistic metrics (the all-equal-scores case of EV-1,
-    docs/checks.md)."""
+    docs/checks.md).
+
+    Diagnosis: (1) the declared tie mode is not applied, (2) a hit is counted at rank < N, (3)-(5) SR-1's causes
+    (state, masked future items, removed seen items). Probe: the own loop's rows (score_stream) ranked by the
+    suite with each tie mode and with rank < N: the rule that reproduces the evaluator's metrics is isolated; when
+    the declared rule reproduces them, the counting is ruled out and SR-1's probes judge the rows."""
     mode = _tie_mode(impl)
     model, n_zeroed = _tied_scores_model(impl, d_lag1)
     prefixes = [[int(i)] for i in d_lag1.test.sort_values("Time")["ItemId"].unique()[:8]]
@@ -172,8 +183,9 @@ def test_ev1_tie_policy(impl, d_lag1, record_metric):
     if bad:
         diagnosis.fail(
             f"with every score tied the own evaluator's metrics differ from the suite's with the declared tie "
-            f"mode {mode!r}: " + ", ".join(bad),
+            f"mode {mode!r}",
             _evaluator_causes(impl, model, test, own, mode),
+            ", ".join(bad),
         )
 
 

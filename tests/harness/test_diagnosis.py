@@ -38,6 +38,8 @@ def test_probe_that_raises_is_undecided_and_fail_raises_with_summary():
     assert "probe failed: RuntimeError: no hook" in d.text() and "more" not in d.text()
     with pytest.raises(AssertionError, match=r"^measured 3: isolated: b \(y\)$"):
         dx.fail("measured 3", [dx.Cause("b", lambda: dx.decide(True, "y"))])
+    with pytest.raises(AssertionError, match=r"^differs: cause not isolated; candidates: b \(n\); measured: 3$"):
+        dx.fail("differs", [dx.Cause("b", lambda: dx.decide(None, "n"))], "3")
 
 
 def test_finding_rejects_unknown_verdict():
