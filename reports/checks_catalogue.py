@@ -68,6 +68,8 @@ class CheckFunction:
         markers: run markers (``slow``, ``gpu``, ``metric``), sorted.
         options: other ``check`` arguments (``card``, ``timeout``) as ``name=value``, sorted.
         cases: ``parametrize`` cases that carry marks of their own, in declaration order.
+        diagnosis: the docstring paragraph that starts with ``Diagnosis:`` (the candidate causes of a failure and
+            the probes that decide them, conformance/_harness/diagnosis.py), on one line; "" without one.
     """
 
     family: str
@@ -79,6 +81,7 @@ class CheckFunction:
     markers: tuple[str, ...]
     options: tuple[str, ...]
     cases: tuple[Case, ...]
+    diagnosis: str = ""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -178,6 +181,12 @@ def _first_paragraph(doc: str | None) -> str:
     return " ".join(text.split("\n\n")[0].split()) if text else ""
 
 
+def _diagnosis_paragraph(doc: str | None) -> str:
+    text = inspect.cleandoc(doc or "")
+    para = next((p for p in text.split("\n\n") if p.lstrip().startswith("Diagnosis:")), "")
+    return " ".join(para.split()[1:]) if para else ""
+
+
 def _check_functions(family: str, spec: Any) -> list[CheckFunction]:
     package = importlib.import_module(f"gru4rec_conformance.conformance.{family}")
     folder = Path(next(iter(package.__path__)))
@@ -213,6 +222,7 @@ def _check_functions(family: str, spec: Any) -> list[CheckFunction]:
                     markers=tuple(sorted({m.name for m in marks} & set(_RUN_MARKERS))),
                     options=tuple(options),
                     cases=tuple(cases),
+                    diagnosis=_diagnosis_paragraph(func.__doc__),
                 )
             )
     return out
@@ -328,6 +338,8 @@ def _render_family(fam: Family) -> list[str]:
                 needs = _needs(c.features)
                 if needs:
                     lines.append(f"  - needs: {needs}")
+                if c.diagnosis:
+                    lines.append(f"  - diagnosis (candidate causes, probes run after a failure): {c.diagnosis}")
                 for case in c.cases:
                     extra = "; ".join(x for x in (_needs(case.features), _code(case.markers)) if x)
                     lines.append(f"  - case `{case.id}`: {extra}")
