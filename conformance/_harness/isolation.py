@@ -542,21 +542,38 @@ def _json_cost(raw: bytes) -> int:
 
 
 def _tmpfs_mib(pids: list[int]) -> float:
-    """MiB held by the sandbox's writable tmpfs folders, seen through ``/proc/<pid>/root`` of the first process
-    inside the sandbox (``pids[1]``; ``pids[0]`` is bwrap, outside); 0 when it cannot be read."""
-    if len(pids) < 2:
-        return 0.0
-    used = 0
-    for d in WRITABLE_TMPFS:
-        inside = f"/proc/{pids[1]}/root{d}"
+    """MiB held by the sandbox's writable tmpfs folders (``/tmp``, ``/var/tmp``, ``/dev/shm``), seen through
+    ``/proc/<pid>/root`` of a process inside the sandbox (``pids[0]`` is bwrap, outside); 0 when none can be read.
+
+    Only a folder that the process's own mount table (``/proc/<pid>/mounts``, kernel-written, read with a bound)
+    shows as a tmpfs is counted: while bwrap is still setting up, or for a folder the sandbox does not replace,
+    the path is the host's disk, whose usage is not the worker's."""
+    for pid in pids[1:]:
         try:
-            if os.path.exists(d) and os.stat(inside).st_dev == os.stat(d).st_dev:
-                continue  # not the sandbox's own tmpfs (yet): bwrap has not switched roots
-            st = os.statvfs(inside)
+            with open(f"/proc/{pid}/mounts", "rb") as f:
+                table = f.read(1 << 20).decode(errors="replace")
         except OSError:
             continue
-        used += (st.f_blocks - st.f_bfree) * st.f_frsize
-    return used / 2**20
+        fstype = {}
+        for line in table.splitlines():
+            parts = line.split()
+            if len(parts) >= 3:
+                fstype[parts[1]] = parts[2]  # the last mount on a point is the visible one
+        tmpfs = [d for d in WRITABLE_TMPFS if fstype.get(d) == "tmpfs"]
+        if "/tmp" not in tmpfs:
+            continue  # not switched to the sandbox's root yet (or not inside it)
+        used = 0
+        for d in tmpfs:
+            inside = f"/proc/{pid}/root{d}"
+            try:
+                if os.path.exists(d) and os.stat(inside).st_dev == os.stat(d).st_dev:
+                    continue  # the host's own folder (a host whose /tmp is a tmpfs too), not the sandbox's
+                st = os.statvfs(inside)
+            except OSError:
+                continue
+            used += (st.f_blocks - st.f_bfree) * st.f_frsize
+        return used / 2**20
+    return 0.0
 
 
 _UNPRIVILEGED_CACHE: dict[str, str] = {}
