@@ -136,7 +136,8 @@ def test_training_passes_only_on_train(impl, tiny_bert, slices, expect):
 
     Candidate causes: one, the finding itself (a training pass the log names on another split); no probe is
     needed. Other checks that such training also fails (FT-9's loss of the final model, FT-13's restored
-    weights, the reported scores below) point at this check instead of naming a cause of their own.
+    weights, FT-11's test_reported_scores_computed_on_their_splits) point at this check instead of naming a
+    cause of their own.
     """
     train = slices.train
     a = fresh(impl)
