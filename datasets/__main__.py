@@ -88,7 +88,9 @@ def main(argv=None) -> int:
         help="Yoochoose: row-wise removal instead of the study's removal by duplicated index label",
     )
     p.add_argument("--quiet", action="store_true", help="no progress bar")
-    i = sub.add_parser("info", help="download pages and the published statistics (datasets.md §1.6a)")
+    i = sub.add_parser(
+        "info", help="download pages and the published statistics (docs/datasets.md, 'Published statistics')"
+    )
     i.add_argument("name", choices=names + ["all"])
     s = sub.add_parser("synth", help="write synthetic raw files in a dataset's raw format")
     s.add_argument("name", choices=names)

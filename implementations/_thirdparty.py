@@ -28,6 +28,8 @@ __all__ = [
     "layers_list",
     "module_weights",
     "load_module_weights",
+    "parameter_arrays",
+    "load_parameter_arrays",
     "rows_touched",
 ]
 
@@ -132,8 +134,22 @@ def module_weights(module: Any, rows: Mapping[str, Any] | None = None) -> dict[s
 
     ``rows``: parameter name → the rows (axis 0) to show, a slice or an integer array, e.g. the item rows in
     ``item_ids()`` order without the implementation's padding row; other parameters are shown whole."""
+    return parameter_arrays(dict(module.named_parameters()), rows)
+
+
+def parameter_arrays(
+    named: Mapping[str, Any],
+    rows: Mapping[str, Any] | None = None,
+    convert: Callable[[str, np.ndarray], np.ndarray] | None = None,
+) -> dict[str, np.ndarray]:
+    """As :func:`module_weights` for a mapping name → torch parameter; ``convert(name, array)`` (optional) turns
+    each copy (after ``rows``) into the layout shown (e.g. gate blocks reordered)."""
     rows = rows or {}
-    return {k: p.detach().cpu().numpy()[rows.get(k, slice(None))].copy() for k, p in module.named_parameters()}
+    out = {}
+    for k, p in named.items():
+        a = p.detach().cpu().numpy()[rows.get(k, slice(None))].copy()
+        out[k] = convert(k, a) if convert is not None else a
+    return out
 
 
 def load_module_weights(module: Any, weights: Any, rows: Mapping[str, Any] | None = None) -> None:
@@ -144,10 +160,26 @@ def load_module_weights(module: Any, weights: Any, rows: Mapping[str, Any] | Non
     Raises:
         ValueError: for an unknown name (the known ones listed) or an array of another shape.
     """
+    load_parameter_arrays(dict(module.named_parameters()), weights, rows)
+
+
+def load_parameter_arrays(
+    named: Mapping[str, Any],
+    weights: Any,
+    rows: Mapping[str, Any] | None = None,
+    convert: Callable[[str, np.ndarray], np.ndarray] | None = None,
+) -> None:
+    """As :func:`load_module_weights` for a mapping name → torch parameter; ``convert(name, array)`` (optional)
+    turns each given array into the parameter's own layout before the shape check (the inverse of
+    :func:`parameter_arrays`'s ``convert``). Names are checked before anything is written; arrays are written in
+    the order given.
+
+    Raises:
+        ValueError: for an unknown name (the known ones listed) or an array of another shape.
+    """
     import torch
 
     rows = rows or {}
-    named = dict(module.named_parameters())
     unknown = sorted(set(weights) - set(named))
     if unknown:
         raise ValueError(f"set_weights: unknown parameter name(s) {unknown}; known: {sorted(named)}")
@@ -157,7 +189,10 @@ def load_module_weights(module: Any, weights: Any, rows: Mapping[str, Any] | Non
             index = rows.get(name, slice(None))
             if isinstance(index, np.ndarray):
                 index = torch.as_tensor(index, dtype=torch.long, device=target.device)
-            t = torch.as_tensor(np.asarray(value), dtype=target.dtype, device=target.device)
+            a = np.asarray(value)
+            if convert is not None:
+                a = convert(name, a)
+            t = torch.as_tensor(a, dtype=target.dtype, device=target.device)
             want = tuple(target[index].shape)
             if tuple(t.shape) != want:
                 raise ValueError(f"set_weights: {name} has shape {tuple(t.shape)}, expected {want}")

@@ -470,6 +470,22 @@ class Capabilities(BaseCapabilities):
             if broken:
                 raise CapabilityError(f"{source}: inconsistent declaration: {message}")
 
+    @classmethod
+    def flags(cls, *names: str) -> dict[str, bool]:
+        """Every flag feature as a declaration: True for ``names``, False for all the others, in field order.
+
+        ``**Capabilities.flags("session_parallel", "bpreg")`` in a ``capabilities()`` mapping states every flag at
+        once; a flag given after it in the mapping overrides it.
+
+        Raises:
+            CapabilityError: a name that is not a flag feature (the flags are listed).
+        """
+        known = [f.name for f in dataclasses.fields(cls) if f.metadata.get("kind") == "flag"]
+        unknown = sorted(set(names) - set(known))
+        if unknown:
+            raise CapabilityError(f"Capabilities.flags: not flag feature(s) {unknown}; flags: {known}")
+        return {name: name in names for name in known}
+
 
 class AdapterBase(abc.ABC):
     """Family-agnostic part of every adapter.

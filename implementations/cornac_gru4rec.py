@@ -30,8 +30,9 @@ from typing import Any
 
 import numpy as np
 
+from gru4rec_conformance.implementations._torchbase import FitObserver, TorchModuleAdapter, layered_forward_result
 from gru4rec_conformance.implementations.base import (
-    Adapter,
+    Capabilities,
     FitReport,
     StepTrace,
     Unsupported,
@@ -65,10 +66,11 @@ _DEFAULTS: dict[str, Any] = {
 
 
 @register
-class CornacGRU4RecAdapter(Adapter):
+class CornacGRU4RecAdapter(TorchModuleAdapter):
     """cornac 3.0.1 ``cornac.models.GRU4Rec`` (PyTorch), driven through its public ``fit``/``score`` API."""
 
     name = "cornac"
+    label = "CornacGRU4RecAdapter"
     role = "implementation"
     isolated = True
     description = "cornac 3.0.1 cornac.models.GRU4Rec (a port of the official PyTorch GRU4Rec)"
@@ -95,7 +97,6 @@ class CornacGRU4RecAdapter(Adapter):
         self._train_set: Any = None
         self._sampler: Any = None
         self._opt: Any = None
-        self._tracing = False
 
     # -- declarations ------------------------------------------------------------------------------------
     def version(self) -> str:
@@ -103,23 +104,14 @@ class CornacGRU4RecAdapter(Adapter):
 
     def capabilities(self) -> dict[str, Any]:
         require_installed("cornac", "cornac", "run the checks with `tox -e cornac` (installs cornac==3.0.1)")
+        flags = Capabilities.flags("session_parallel", "in_batch_negatives", "extra_shared_negatives",
+                                   "sample_alpha", "logq", "adagrad_momentum", "dropout_embed", "dropout_hidden",
+                                   "separate_dropouts", "bpreg", "full_ranking")  # fmt: skip
         return {
             "losses": list(_LOSSES),
             "embedding_modes": ["none", "separate", "shared"],
-            "session_parallel": True,
-            "in_batch_negatives": True,
-            "extra_shared_negatives": True,
-            "sample_alpha": True,
-            "logq": True,
-            "adagrad_momentum": True,
-            "dropout_embed": True,
-            "dropout_hidden": True,
-            "separate_dropouts": True,
+            **flags,
             "final_acts": ["linear", "elu"],
-            "bpreg": True,
-            "full_ranking": True,
-            "needs_categories": False,
-            "fixed_batch_shape": False,
             "devices": ["cpu", "cuda"],
             "framework": {"name": "torch", "version": installed_version("torch")},
             "shims": [
@@ -190,7 +182,7 @@ class CornacGRU4RecAdapter(Adapter):
         train_set = SequentialDataset.build(tuples, fmt="SIT", seed=self.seed)
         model = self._make(epochs)
         torch.manual_seed(self.seed)
-        observer = _FitObserver(self.hparams, train_set, model, trace=self._tracing)
+        observer = _FitObserver(self.hparams, train_set, model, trace=self._trace_on)
         with observer:
             model.fit(train_set)
         self.model = model
@@ -199,7 +191,7 @@ class CornacGRU4RecAdapter(Adapter):
         self._opt = None
         self._item_ids = np.asarray(list(train_set.iid_map.keys()), dtype=np.int64)
         self._index = {int(i): k for k, i in enumerate(self._item_ids)}
-        return observer.report(epochs)
+        return observer.report()
 
     def trace(self, enable: bool = True) -> None:
         """Record one :class:`StepTrace` per optimizer step of the following ``fit`` calls (session-parallel lanes
@@ -208,12 +200,7 @@ class CornacGRU4RecAdapter(Adapter):
         forward pre-hook on ``G[0]``, or on ``GE`` in no-embedding mode), ``n_active`` (io_iter shrinks the batch
         in its drain phase), the shared negatives (item ids of ``out_iids`` after the B targets) and the
         optimizer's learning rate. Observation only: cornac's loop runs unchanged."""
-        self._tracing = bool(enable)
-
-    def item_ids(self) -> np.ndarray:
-        if self._item_ids is None:
-            raise RuntimeError("CornacGRU4RecAdapter.item_ids: call fit() first")
-        return self._item_ids
+        super().trace(enable)
 
     def score_prefixes(self, prefixes: Sequence[Sequence[int]]) -> np.ndarray:
         if self.model is None or self._item_ids is None:
@@ -343,10 +330,9 @@ class CornacGRU4RecAdapter(Adapter):
     _GE_TO_LAYOUT = (1, 2, 0)
     _GE_FROM_LAYOUT = (2, 0, 1)
 
-    def _require_model(self):
-        if self.model is None or getattr(self.model, "model", None) is None:
-            raise RuntimeError("CornacGRU4RecAdapter: call fit() first (n_epochs=0 initialises without training)")
-        return self.model.model
+    def _fitted_model(self) -> Any:
+        """cornac's torch module (``GRU4Rec.model``), None before ``fit``."""
+        return None if self.model is None else getattr(self.model, "model", None)
 
     @staticmethod
     def _permute_blocks(a: np.ndarray, order: Sequence[int], axis: int) -> np.ndarray:
@@ -355,49 +341,30 @@ class CornacGRU4RecAdapter(Adapter):
 
     def get_weights(self) -> dict:
         """cornac's parameters under their torch names; item-indexed rows in :meth:`item_ids` order without
-        cornac's padding row; GRU gate blocks ordered as ``gate_layout`` (reset, update, candidate); biases 1-D."""
-        m = self._require_model()
-        n = len(self.item_ids())
-        out = {}
-        for name, p in m.named_parameters():
-            a = p.detach().cpu().numpy().copy()
-            if name in ("Wy.weight", "By.weight", "E.weight"):
-                a = a[:n]
-            if name == "By.weight":
-                a = a[:, 0]
-            if name == "GE.Wx0.weight":
-                a = self._permute_blocks(a, self._GE_TO_LAYOUT, axis=1)
-            if name == "GE.Bh0":
-                a = self._permute_blocks(a, self._GE_TO_LAYOUT, axis=0)
-            out[name] = a
-        return out
+        cornac's padding row; GRU gate blocks ordered as ``gate_layout`` (reset, update, candidate); biases 1-D.
+        ``set_weights`` loads arrays in this layout (padding rows untouched)."""
+        return super().get_weights()
 
-    def set_weights(self, weights: Mapping[str, Any]) -> None:
-        """Load arrays in the layout of :meth:`get_weights` (padding rows untouched)."""
-        import torch
+    def _weight_rows(self) -> dict[str, slice]:
+        return dict.fromkeys(("Wy.weight", "By.weight", "E.weight"), slice(None, len(self.item_ids())))
 
-        m = self._require_model()
-        n = len(self.item_ids())
-        named = dict(m.named_parameters())
-        unknown = sorted(set(weights) - set(named))
-        if unknown:
-            raise ValueError(f"set_weights: unknown parameter name(s) {unknown}; known: {sorted(named)}")
-        with torch.no_grad():
-            for name, value in weights.items():
-                a = np.asarray(value)
-                if name == "GE.Wx0.weight":
-                    a = self._permute_blocks(a, self._GE_FROM_LAYOUT, axis=1)
-                if name == "GE.Bh0":
-                    a = self._permute_blocks(a, self._GE_FROM_LAYOUT, axis=0)
-                if name == "By.weight":
-                    a = a[:, None]
-                target = named[name]
-                if name in ("Wy.weight", "By.weight", "E.weight"):
-                    target = target[:n]
-                t = torch.as_tensor(a, dtype=target.dtype)
-                if tuple(t.shape) != tuple(target.shape):
-                    raise ValueError(f"set_weights: {name} has shape {tuple(t.shape)}, expected {tuple(target.shape)}")
-                target.copy_(t)
+    def _to_shown(self, name: str, a: np.ndarray) -> np.ndarray:
+        if name == "By.weight":
+            a = a[:, 0]
+        if name == "GE.Wx0.weight":
+            a = self._permute_blocks(a, self._GE_TO_LAYOUT, axis=1)
+        if name == "GE.Bh0":
+            a = self._permute_blocks(a, self._GE_TO_LAYOUT, axis=0)
+        return a
+
+    def _from_shown(self, name: str, a: np.ndarray) -> np.ndarray:
+        if name == "GE.Wx0.weight":
+            a = self._permute_blocks(a, self._GE_FROM_LAYOUT, axis=1)
+        if name == "GE.Bh0":
+            a = self._permute_blocks(a, self._GE_FROM_LAYOUT, axis=0)
+        if name == "By.weight":
+            a = a[:, None]
+        return a
 
     def _columns(self, targets: np.ndarray) -> np.ndarray:
         """Targets followed by n_sample shared samples drawn as cornac's io_iter draws them."""
@@ -413,17 +380,7 @@ class CornacGRU4RecAdapter(Adapter):
         return np.concatenate([targets, negatives])
 
     def _loss_kwargs(self, b: int, y: Any) -> dict:
-        hp = self.hparams
-        return dict(
-            P0=self.model.P0,
-            logq=float(hp["logq"]),
-            sample_alpha=float(hp["sample_alpha"]),
-            batch_size=b,
-            bpreg=float(hp["bpreg"]),
-            elu_param=float(hp["elu_param"]),
-            n_sample=int(hp["n_sample"]),
-            out_iids=y,
-        )
+        return _loss_kwargs(self.hparams, self.model.P0, b, y)
 
     def _mapped(self, ids: Any, what: str) -> np.ndarray:
         out = [self._index.get(int(i)) for i in np.asarray(ids).ravel()]
@@ -514,16 +471,7 @@ class CornacGRU4RecAdapter(Adapter):
         rows = int((g.abs().sum(1) > 0).sum())
         m.zero_grad()
         m.eval()
-        embed = captured.get("embed")
-        layers = ([embed] if none_mode else []) + captured["layers"]
-        return {
-            "embedding_out": None if none_mode or embed is None else embed.cpu().numpy(),
-            "layer_outputs": [t.cpu().numpy() for t in layers],
-            "scores": R.detach().cpu().numpy(),
-            "columns": self.item_ids()[y],
-            "score_tensor_shape": tuple(R.shape),
-            "output_rows_touched": rows,
-        }
+        return layered_forward_result(captured, none_mode, R, self.item_ids()[y], tuple(R.shape), rows)
 
     def optimizer_info(self) -> dict:
         hp = self.hparams
@@ -542,7 +490,22 @@ class CornacGRU4RecAdapter(Adapter):
         }
 
 
-class _FitObserver:
+def _loss_kwargs(hp: Mapping[str, Any], P0: Any, b: int, y: Any) -> dict:
+    """The keyword arguments cornac's ``GRU4Rec.fit`` passes its loss function for a step of ``b`` lanes whose
+    output items are ``y`` (targets, then the shared samples)."""
+    return dict(
+        P0=P0,
+        logq=float(hp["logq"]),
+        sample_alpha=float(hp["sample_alpha"]),
+        batch_size=b,
+        bpreg=float(hp["bpreg"]),
+        elu_param=float(hp["elu_param"]),
+        n_sample=int(hp["n_sample"]),
+        out_iids=y,
+    )
+
+
+class _FitObserver(FitObserver):
     """Observes cornac's ``GRU4Rec.fit`` (no behaviour change) and builds the :class:`FitReport`.
 
     - epoch start: the training dataset's ``s_iter`` (io_iter calls it once per epoch); wrapped on the
@@ -556,15 +519,12 @@ class _FitObserver:
     """
 
     def __init__(self, hparams: Mapping[str, Any], train_set: Any, recommender: Any, trace: bool = False) -> None:
+        super().__init__()
         self.hp = dict(hparams)
-        self.trace: list[StepTrace] | None = [] if trace else None
+        self.trace = [] if trace else None
         self._reads: list[np.ndarray] = []
         self.recommender = recommender
         self.train_set = train_set
-        self.epoch_losses: list[float] = []
-        self.epoch_steps: list[int] = []
-        self.epoch_events: list[int] = []
-        self.epoch_seconds: list[float] = []
         self._loss_sum = 0.0
         self._t0 = 0.0
         self._handles: list[Any] = []
@@ -574,18 +534,18 @@ class _FitObserver:
     # epochs
     def _start_epoch(self) -> None:
         self._close_epoch()
-        self.epoch_steps.append(0)
-        self.epoch_events.append(0)
-        self.epoch_losses.append(float("nan"))
-        self.epoch_seconds.append(0.0)
+        self.steps.append(0)
+        self.events.append(0)
+        self.losses.append(float("nan"))
+        self.seconds.append(0.0)
         self._loss_sum = 0.0
         self._t0 = time.perf_counter()
 
     def _close_epoch(self) -> None:
-        if self.epoch_steps:
-            n = self.epoch_events[-1]
-            self.epoch_losses[-1] = self._loss_sum / n if n else float("nan")
-            self.epoch_seconds[-1] = time.perf_counter() - self._t0
+        if self.steps:
+            n = self.events[-1]
+            self.losses[-1] = self._loss_sum / n if n else float("nan")
+            self.seconds[-1] = time.perf_counter() - self._t0
 
     def __enter__(self) -> _FitObserver:
         import torch
@@ -650,14 +610,14 @@ class _FitObserver:
         self._step["h"] = output.detach()
 
     def _after_step(self, optimizer: Any, args: Any, kwargs: Any) -> None:
-        if not self.epoch_steps:
+        if not self.steps:
             self._start_epoch()
-        self.epoch_steps[-1] += 1
+        self.steps[-1] += 1
         step, self._step = self._step, {}
         if self.trace is not None:
             self._record(step, optimizer)
         b, loss = self._step_loss(step)
-        self.epoch_events[-1] += b
+        self.events[-1] += b
         self._loss_sum += loss * b
 
     def _record(self, step: Mapping[str, Any], optimizer: Any) -> None:
@@ -696,29 +656,9 @@ class _FitObserver:
         else:
             O = step["wy"][-1][1]
         R = torch.mm(h, O.T) + bias.T
-        hp = self.hp
-        kwargs = dict(
-            P0=m.P0,
-            logq=float(hp["logq"]),
-            sample_alpha=float(hp["sample_alpha"]),
-            batch_size=b,
-            bpreg=float(hp["bpreg"]),
-            elu_param=float(hp["elu_param"]),
-            n_sample=int(hp["n_sample"]),
-            out_iids=y,
-        )
         with torch.no_grad():
-            loss = float(get_loss_function(hp["loss"])(R, **kwargs))
+            loss = float(get_loss_function(self.hp["loss"])(R, **_loss_kwargs(self.hp, m.P0, b, y)))
         return b, loss
-
-    def report(self, n_epochs: int) -> FitReport:
-        return FitReport(
-            epoch_losses=list(self.epoch_losses),
-            n_steps=list(self.epoch_steps),
-            n_events_trained=list(self.epoch_events),
-            epoch_seconds=list(self.epoch_seconds),
-            trace=self.trace,
-        )
 
 
 def _logged_view(a: np.ndarray, log: list[np.ndarray]) -> np.ndarray:

@@ -25,7 +25,6 @@ optimizer's parameter group.
 
 from __future__ import annotations
 
-import time
 import types
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -37,16 +36,31 @@ from gru4rec_conformance.implementations._checkout import CHECKOUTS, import_path
 from gru4rec_conformance.implementations._thirdparty import (
     TempDir,
     check_session_frame,
-    layers_list,
-    load_module_weights,
-    module_weights,
     patched,
     rows_touched,
     seed_everything,
     spy_generator,
     write_sessions,
 )
-from gru4rec_conformance.implementations.base import Adapter, FitReport, StepTrace, Unsupported
+from gru4rec_conformance.implementations._torchbase import (
+    ONE_LAYER_ONLY,
+    EpochCounts,
+    OwnEvaluatorByCutoff,
+    TorchModuleAdapter,
+    act_family,
+    add_score_rows,
+    constant_lr_info,
+    hidden_tensor,
+    item_indices,
+    item_map_ids,
+    lane_labels,
+    lane_parallel_scores,
+    loss_and_gradient,
+    one_width_gru_hparams,
+    prefix_array,
+    run_trainer_epochs,
+)
+from gru4rec_conformance.implementations.base import Capabilities, FitReport, StepTrace, Unsupported
 from gru4rec_conformance.implementations.registry import register
 
 # Flags of czappi44/GRU4REC-pytorch main.py per fix level (example_gru4rec_pytorch.ipynb).
@@ -83,17 +97,11 @@ def _final_act_name(final_act: Any, elu_param: Any, loss: str) -> str:
     return name
 
 
-def _family(act: str) -> str:
-    for prefix in ("elu", "leaky"):
-        if act.startswith(prefix + "-"):
-            return prefix
-    return act
-
-
-class GRU4RecPytorchAdapter(Adapter):
+class GRU4RecPytorchAdapter(OwnEvaluatorByCutoff, TorchModuleAdapter):
     """GRU4REC-pytorch (hungpthanh) and its fix-level fork (czappi44): see the module docstring."""
 
     name = "gru4rec_pytorch"
+    label = "gru4rec_pytorch"
     role = "implementation"
     isolated = True
     checkouts = ("gru4rec_pytorch", "gru4rec_pytorch_fork")
@@ -118,7 +126,6 @@ class GRU4RecPytorchAdapter(Adapter):
         self.fork = level != "upstream"
         self._checkout_key = "gru4rec_pytorch_fork" if self.fork else "gru4rec_pytorch"
         self._tmp: TempDir | None = None
-        self._trace_on = False
         self.model: Any = None  # the checkout's lib.GRU4REC (untyped third-party code)
 
     # -- declarations -------------------------------------------------------------------------------------
@@ -168,23 +175,13 @@ class GRU4RecPytorchAdapter(Adapter):
             "the loss gradient of h2o.weight by torch.autograd.grad (nothing updated); seed: torch.manual_seed "
             "inside torch.random.fork_rng (dropout draws from torch's global RNG)",
         ]
+        flags = Capabilities.flags("session_parallel", "in_batch_negatives", "dropout_embed", "dropout_hidden",
+                                   "separate_dropouts", "full_ranking", "fixed_batch_shape")  # fmt: skip
         return {
             "losses": sorted(LOSS_NAMES),
             "embedding_modes": ["none", "separate"],
-            "session_parallel": True,
-            "in_batch_negatives": True,
-            "extra_shared_negatives": False,
-            "sample_alpha": False,
-            "logq": False,
-            "adagrad_momentum": False,
-            "dropout_embed": True,
-            "dropout_hidden": True,
-            "separate_dropouts": True,
+            **flags,
             "final_acts": acts,
-            "bpreg": False,
-            "full_ranking": True,
-            "needs_categories": False,
-            "fixed_batch_shape": True,
             "devices": ["cpu"],
             "framework": {"name": "torch", "version": torch.__version__},
             "shims": shims,
@@ -233,19 +230,8 @@ class GRU4RecPytorchAdapter(Adapter):
     # -- required ------------------------------------------------------------------------------------------
     def build(self, seed: int, **hparams: Any) -> None:
         hp = self.resolve_hparams(hparams)
-        layers = layers_list(hp["layers"])
-        if len(set(layers)) != 1:
-            raise Unsupported("layers:unequal", f"nn.GRU stacks layers of one size; got {layers}")
-        loss = str(hp["loss"])
-        if loss not in LOSS_NAMES:
-            raise Unsupported(f"loss:{loss}")
-        act = _final_act_name(hp["final_act"], hp["elu_param"], loss)
-        allowed = set(self.capabilities()["final_acts"])
-        if _family(act) not in allowed:
-            raise Unsupported(f"final_act:{_family(act)}", f"final_act {act!r} not in {sorted(allowed)}")
-        emb = hp["embedding"]
-        if isinstance(emb, str):
-            emb = layers[0] if emb == "layersize" else int(emb)
+        acts = self.capabilities()["final_acts"]
+        layers, loss, act, emb = one_width_gru_hparams(hp, LOSS_NAMES, _final_act_name, acts, "final_act")
         opt = str(hp["optimizer"]).lower()
         opt_names = {"adagrad": "Adagrad", "adam": "Adam", "rmsprop": "RMSProp", "sgd": "SGD", "adadelta": "Adadelta"}
         if opt not in opt_names:
@@ -255,7 +241,7 @@ class GRU4RecPytorchAdapter(Adapter):
         self.settings: dict[str, Any] = dict(
             hidden_size=layers[0], num_layers=len(layers), batch_size=int(hp["batch_size"]),
             dropout_input=float(hp["dropout_p_embed"]), dropout_hidden=float(hp["dropout_p_hidden"]),
-            embedding_dim=int(emb) if int(emb) > 0 else -1, final_act=act, loss_type=LOSS_NAMES[loss],
+            embedding_dim=emb if emb > 0 else -1, final_act=act, loss_type=LOSS_NAMES[loss],
             lr=float(hp["learning_rate"]), momentum=float(hp["momentum"]), optimizer_type=opt_names[opt],
             n_epochs=int(hp["n_epochs"]),
         )  # fmt: skip
@@ -293,13 +279,8 @@ class GRU4RecPytorchAdapter(Adapter):
                               loss_func=self.loss_func, batch_size=s["batch_size"], args=args, **tr_kw)  # fmt: skip
         epochs = s["n_epochs"] if n_epochs is None else int(n_epochs)
         report = FitReport(trace=[] if self._trace_on else None)
-        counts = {"steps": 0, "events": 0}
-        inner_step = self.optim.optimizer.step
-
-        def counting_step(*a, **k):
-            counts["steps"] += 1
-            return inner_step(*a, **k)
-
+        counts = EpochCounts()
+        counting_step = counts.counting(self.optim.optimizer.step)
         lanes: dict[str, Any] = {}
         loader_cls = lib.DataLoader
         adapter = self
@@ -309,7 +290,7 @@ class GRU4RecPytorchAdapter(Adapter):
         class SpyLoader(loader_cls):  # type: ignore[valid-type, misc]
             def __iter__(self):
                 def seen(loc, item):
-                    counts["events"] += int(len(item[0]))
+                    counts.events += int(len(item[0]))
                     lanes.update(loc)
 
                 return spy_generator(super().__iter__(), seen)
@@ -321,20 +302,15 @@ class GRU4RecPytorchAdapter(Adapter):
                 report.trace.append(adapter._step_trace(lanes, hidden))
             return forward(inp, hidden)
 
-        for epoch in range(epochs):
-            counts["steps"] = counts["events"] = 0
-            t0 = time.perf_counter()
+        def epoch_run(epoch: int) -> Any:
             with (
                 patched(self.optim.optimizer, "step", counting_step),
                 patched(lib, "DataLoader", SpyLoader),
                 patched(model, "forward", traced_forward),
             ):
-                out = trainer.train_epoch(epoch)
-            loss = out[0] if isinstance(out, tuple) else out
-            report.epoch_losses.append(float(loss))
-            report.n_steps.append(counts["steps"])
-            report.n_events_trained.append(counts["events"])
-            report.epoch_seconds.append(time.perf_counter() - t0)
+                return trainer.train_epoch(epoch)
+
+        run_trainer_epochs(report, epochs, counts, epoch_run)
         model.eval()
         torch.set_grad_enabled(True)
         return report
@@ -354,12 +330,10 @@ class GRU4RecPytorchAdapter(Adapter):
     def item_ids(self) -> np.ndarray:
         if self._train is None:
             raise RuntimeError("gru4rec_pytorch: call fit() first")
-        im = self._train.itemmap
-        return im.sort_values("item_idx")[self._train.item_key].to_numpy().astype(np.int64)
+        return item_map_ids(self._train.itemmap, self._train.item_key, "item_idx")[0]
 
     def _index_of(self) -> dict[int, int]:
-        im = self._train.itemmap
-        return dict(zip(im[self._train.item_key].to_numpy().tolist(), im["item_idx"].to_numpy().tolist()))
+        return item_map_ids(self._train.itemmap, self._train.item_key, "item_idx")[1]
 
     def score_prefixes(self, prefixes: Sequence[Sequence[int]]) -> np.ndarray:
         if self.model is None:
@@ -370,29 +344,12 @@ class GRU4RecPytorchAdapter(Adapter):
         model.eval()
         index = self._index_of()
         seqs = [[index[int(i)] for i in p if int(i) in index] for p in prefixes]
-        n_items = len(index)
-        out = np.zeros((len(seqs), n_items), dtype=np.float32)
-        B = model.batch_size
         with torch.no_grad():
             zero_scores = model.final_activation(model.h2o(torch.zeros(1, model.hidden_size))).numpy()[0]
-            todo = [k for k, s in enumerate(seqs) if s]
-            for k, s in enumerate(seqs):
-                if not s:
-                    out[k] = zero_scores
-            for c in range(0, len(todo), B):
-                chunk = todo[c : c + B]
-                longest = max(len(seqs[k]) for k in chunk)
-                hidden = model.init_hidden()
-                for t in range(longest):
-                    inp = np.zeros(B, dtype=np.int64)
-                    for lane, k in enumerate(chunk):
-                        if t < len(seqs[k]):
-                            inp[lane] = seqs[k][t]
-                    logit, hidden = model(torch.as_tensor(inp), hidden)
-                    for lane, k in enumerate(chunk):
-                        if t == len(seqs[k]) - 1:
-                            out[k] = logit[lane].numpy()
-        return out
+            return lane_parallel_scores(seqs, len(index), model.batch_size, zero_scores,
+                                        lambda n: model.init_hidden(),
+                                        lambda inp, hidden: model(torch.as_tensor(inp), hidden),
+                                        fixed_width=True)  # fmt: skip
 
     # -- black-box+ ----------------------------------------------------------------------------------------
     def _run_eval(self, test_df, batch_size: int, k: int, keep_rows: bool):
@@ -416,9 +373,10 @@ class GRU4RecPytorchAdapter(Adapter):
         class SpyLoader(loader_cls):  # type: ignore[valid-type, misc]  # the checkout's DataLoader, run-time base
             def __iter__(self):
                 def seen(loc, item):
-                    tgt = np.asarray(loc["start"]) + int(loc["i"]) + 1
-                    first = test.click_offsets[test.session_idx_arr[np.asarray(loc["iters"])]]
-                    labels.append((sess_col[tgt], tgt - first, items_col[tgt]))
+                    def first(iters):
+                        return test.click_offsets[test.session_idx_arr[iters]]
+
+                    labels.append(lane_labels(loc, first, sess_col, items_col))
 
                 return spy_generator(super().__iter__(), seen)
 
@@ -426,10 +384,7 @@ class GRU4RecPytorchAdapter(Adapter):
 
         def recording_evaluate(logit, target, k=20):
             if keep_rows:
-                sess, pos, tgt = labels[-1]
-                sc = logit.detach().cpu().numpy()
-                for j in range(len(sess)):
-                    rows.append((int(sess[j]), int(pos[j]), int(item_ids[tgt[j]]), sc[j].astype(np.float32)))
+                add_score_rows(rows, labels[-1], item_ids, logit)
             return inner_evaluate(logit, target, k=k)
 
         old_b, old_buf = model.batch_size, model.onehot_buffer
@@ -443,25 +398,9 @@ class GRU4RecPytorchAdapter(Adapter):
         n_events = int(sum(len(s) for s, _, _ in labels))
         return float(recall), float(mrr), n_events, rows
 
-    def score_stream(self, test_df: Any, batch_size: int):
-        if self.model is None:
-            raise RuntimeError("gru4rec_pytorch: call fit() first")
-        _, _, _, rows = self._run_eval(test_df, batch_size, k=min(20, len(self.item_ids())), keep_rows=True)
-        return iter(rows)
-
-    def evaluate(self, test_df: Any, cutoffs: Sequence[int] = (1, 5, 10, 20), batch_size: int = 512) -> dict:
-        if self.model is None:
-            raise RuntimeError("gru4rec_pytorch: call fit() first")
-        out: dict[str, Any] = {}
-        for c in cutoffs:  # one Evaluation per cutoff, as the fork's main.py does
-            recall, mrr, n, _ = self._run_eval(test_df, batch_size, k=int(c), keep_rows=False)
-            out[f"recall@{c}"], out[f"mrr@{c}"], out["n_events"] = recall, mrr, n
-        return out
-
     # -- white-box -----------------------------------------------------------------------------------------
     def loss_on_scores(self, scores: Any, loss: str, **hparams: Any) -> tuple[float, Any]:
         lib = self._lib()
-        import torch
 
         R = np.asarray(scores, dtype=np.float32)
         if loss not in LOSS_NAMES:
@@ -480,57 +419,27 @@ class GRU4RecPytorchAdapter(Adapter):
         holder = lib.GRU4REC(2, 1, 2, final_act=act_name, num_layers=1, use_cuda=False, batch_size=1,
                              dropout_hidden=0.0, **kw)  # fmt: skip
         if not hasattr(holder, "final_activation"):
-            raise Unsupported(f"final_act:{_family(act_name)}")
+            raise Unsupported(f"final_act:{act_family(act_name)}")
         loss_kw = {"use_correct_loss": flags["use_correct_loss"]} if self.fork else {}
         fn = lib.LossFunction(loss_type=LOSS_NAMES[loss], use_cuda=False, **loss_kw)
-        t = torch.tensor(R, requires_grad=True)
-        value = fn(holder.final_activation(t))
-        value.backward()
-        assert t.grad is not None  # backward() of a loss computed from the leaf t fills t.grad
-        return float(value.detach()), t.grad.numpy().copy()
-
-    def trace(self, enable: bool = True) -> None:
-        self._trace_on = bool(enable)
+        return loss_and_gradient(R, lambda t: fn(holder.final_activation(t)))
 
     def optimizer_info(self) -> dict:
-        if self.model is None:
-            raise RuntimeError("gru4rec_pytorch: call fit() first")
-        opt = self.optim.optimizer
-        g = opt.param_groups[0]
-        info = {"type": type(opt).__name__.lower(), "learning_rate": float(g["lr"]), "lr_schedule": "constant",
-                "momentum": float(g.get("momentum", 0.0)), "eps": float(g.get("eps", float("nan"))),
-                "grad_clip": None}  # fmt: skip
-        if "initial_accumulator_value" in g:
-            info["initial_accumulator"] = float(g["initial_accumulator_value"])
-        return info
+        """The torch optimizer's first parameter group (``lib.Optimizer.optimizer``), lower-case vocabulary."""
+        self._require_evaluable()
+        return constant_lr_info(self.optim.optimizer)
 
-    def _require_model(self):
-        if self.model is None:
-            raise RuntimeError("gru4rec_pytorch: call fit() first (n_epochs=0 initialises without training)")
+    def _fitted_model(self) -> Any:
+        """The checkout's ``lib.GRU4REC``, whose parameters ``get_weights`` shows as float32 arrays under their torch
+        names: ``look_up.weight`` (n_items, embedding_dim; separate embedding only), ``gru.weight_ih_l<k>`` (3·d,
+        n_in; n_in = n_items in the one-hot mode), ``gru.weight_hh_l<k>`` (3·d, d), ``gru.bias_ih_l<k>``/
+        ``bias_hh_l<k>`` (3·d,), row blocks [r; z; n] of ``nn.GRU`` (= gate_layout), ``h2o.weight`` (n_items, d) and
+        ``h2o.bias`` (n_items,). Item axes in :meth:`item_ids` order."""
         return self.model
-
-    def get_weights(self) -> dict:
-        """Every parameter of the checkout's ``lib.GRU4REC`` as float32 arrays under its torch names:
-        ``look_up.weight`` (n_items, embedding_dim; separate embedding only), ``gru.weight_ih_l<k>`` (3·d, n_in;
-        n_in = n_items in the one-hot mode), ``gru.weight_hh_l<k>`` (3·d, d), ``gru.bias_ih_l<k>``/``bias_hh_l<k>``
-        (3·d,), row blocks [r; z; n] of ``nn.GRU`` (= gate_layout), ``h2o.weight`` (n_items, d) and ``h2o.bias``
-        (n_items,). Item axes in :meth:`item_ids` order."""
-        return module_weights(self._require_model())
-
-    def set_weights(self, weights: Mapping[str, Any]) -> None:
-        """Load arrays (all or a subset) in the layout of :meth:`get_weights` into the module's parameters, in
-        place (the optimizer's state is kept). Raises ValueError for an unknown name or a wrong shape."""
-        load_module_weights(self._require_model(), weights)
 
     def _indices(self, ids: Any, what: str) -> np.ndarray:
         """Item ids → the module's item_idx; ValueError for an id unknown to training."""
-        index = self._index_of()
-        ids = np.asarray(ids).ravel()
-        out = [index.get(int(i)) for i in ids]
-        if None in out:
-            bad = [int(i) for i in ids if int(i) not in index][:5]
-            raise ValueError(f"{what}: item id(s) unknown to the trained model: {bad}")
-        return np.asarray(out, dtype=np.int64)
+        return item_indices(self._index_of(), ids, what)
 
     @contextmanager
     def _lanes(self, b: int) -> Iterator[Any]:
@@ -565,8 +474,7 @@ class GRU4RecPytorchAdapter(Adapter):
             if hidden is None:
                 h = model.init_hidden()
             else:
-                h = torch.as_tensor(np.stack([np.asarray(a) for a in hidden]) if isinstance(hidden, (list, tuple))
-                                    else np.asarray(hidden), dtype=torch.float32)  # fmt: skip
+                h = hidden_tensor(hidden)
             self.optim.zero_grad()
             logit, _ = model(torch.LongTensor(x), h.detach())
             loss = self.loss_func(logit[:, torch.LongTensor(t).view(-1)])
@@ -589,15 +497,8 @@ class GRU4RecPytorchAdapter(Adapter):
 
         model = self._require_model()
         if int(model.num_layers) != 1:
-            raise Unsupported(
-                "train_forward:layers",
-                "nn.GRU applies the hidden dropout between its stacked layers internally: the outputs of layers "
-                "below the last are not observable",
-            )
-        seqs = [self._indices(s, "prefix_batch") for s in prefix_batch]
-        if not seqs or len({len(s) for s in seqs}) != 1 or len(seqs[0]) < 2:
-            raise ValueError("prefix_batch: expected b >= 1 item sequences of one common length >= 2")
-        arr = np.stack(seqs)
+            raise Unsupported("train_forward:layers", ONE_LAYER_ONLY)
+        arr = prefix_array(self._index_of(), prefix_batch)
         b = len(arr)
         captured: dict[str, Any] = {}
         with torch.random.fork_rng(devices=[]), self._lanes(b) as model:
@@ -628,11 +529,6 @@ class GRU4RecPytorchAdapter(Adapter):
             "score_tensor_shape": tuple(int(n) for n in captured["shape"]),
             "output_rows_touched": rows_touched(g),
         }
-
-    def close(self) -> None:
-        if self._tmp is not None:
-            self._tmp.close()
-            self._tmp = None
 
 
 class GRU4RecPytorchForkAdapter(GRU4RecPytorchAdapter):

@@ -50,8 +50,10 @@ from gru4rec_conformance.implementations._thirdparty import (
     patched,
     seed_everything,
 )
+from gru4rec_conformance.implementations._torchbase import OwnEvaluatorByCutoff
 from gru4rec_conformance.implementations.base import (
     Adapter,
+    Capabilities,
     FitReport,
     ImplementationUnavailable,
     StepTrace,
@@ -145,10 +147,11 @@ class _Args:
     n_items = -1
 
 
-class GRU4RecTensorflowFork(Adapter):
+class GRU4RecTensorflowFork(OwnEvaluatorByCutoff):
     """czappi44/GRU4Rec_TensorFlow @f3ba65f (compat.v1 port) at one fix level (class attribute ``level``)."""
 
     name = "gru4rec_tensorflow:oob"
+    label = "gru4rec_tensorflow"
     level = "oob"
     role = "implementation"
     isolated = True
@@ -218,23 +221,13 @@ class GRU4RecTensorflowFork(Adapter):
         }
         if fixed["batch_size"] is not None:
             del hparams["batch_size"]  # hard-coded at OOB (B=50, as upstream's Args), TF-5
+        flags = Capabilities.flags("session_parallel", "in_batch_negatives", "dropout_hidden", "full_ranking",
+                                   "fixed_batch_shape")  # fmt: skip
         return {
             "losses": ["cross-entropy", "bpr", "top1"],
             "embedding_modes": ["separate"],
-            "session_parallel": True,
-            "in_batch_negatives": True,
-            "extra_shared_negatives": False,
-            "sample_alpha": False,
-            "logq": False,
-            "adagrad_momentum": False,
-            "dropout_embed": False,
-            "dropout_hidden": True,
-            "separate_dropouts": False,
+            **flags,
             "final_acts": ["softmax", "tanh", "linear", "relu"],
-            "bpreg": False,
-            "full_ranking": True,
-            "needs_categories": False,
-            "fixed_batch_shape": True,
             "devices": ["cpu"],
             "framework": {"name": "tensorflow", "version": tf.__version__},
             "shims": [
@@ -457,7 +450,7 @@ class GRU4RecTensorflowFork(Adapter):
         return out
 
     # -- black-box+ ----------------------------------------------------------------------------------------
-    def _evaluate(self, test_df, batch_size: int, cut_off: int, keep_rows: bool):
+    def _run_eval(self, test_df, batch_size: int, k: int, keep_rows: bool):
         _, evaluation = self._modules()
         df = check_session_frame(test_df, "test_df")
         pred = self._predictor(batch_size)
@@ -481,24 +474,15 @@ class GRU4RecTensorflowFork(Adapter):
             return preds
 
         with patched(pred, "predict_next_batch", predict_next_batch), pred._graph.as_default():
-            recall, mrr = evaluation.evaluate_sessions_batch(pred, self.train_df.copy(), df.copy(), cut_off=cut_off,
+            recall, mrr = evaluation.evaluate_sessions_batch(pred, self.train_df.copy(), df.copy(), cut_off=k,
                                                              batch_size=int(batch_size))  # fmt: skip
         return float(recall), float(mrr), len(rows), rows
 
-    def score_stream(self, test_df: Any, batch_size: int):
-        if self.gru is None:
-            raise RuntimeError("gru4rec_tensorflow: call fit() first")
-        _, _, _, rows = self._evaluate(test_df, batch_size, 20, keep_rows=True)
-        return iter(rows)
+    def _evaluable(self) -> Any:
+        return self.gru
 
-    def evaluate(self, test_df: Any, cutoffs: Sequence[int] = (1, 5, 10, 20), batch_size: int = 512) -> dict:
-        if self.gru is None:
-            raise RuntimeError("gru4rec_tensorflow: call fit() first")
-        out: dict[str, Any] = {}
-        for c in cutoffs:  # one evaluation per cutoff, as the fork's main.py does
-            recall, mrr, n, _ = self._evaluate(test_df, batch_size, int(c), keep_rows=False)
-            out[f"recall@{c}"], out[f"mrr@{c}"], out["n_events"] = recall, mrr, n
-        return out
+    def _stream_cutoff(self) -> int:
+        return 20
 
     def optimizer_info(self) -> dict:
         if self.gru is None:

@@ -50,7 +50,8 @@ from gru4rec_conformance.implementations._thirdparty import (
     seed_everything,
     spy_generator,
 )
-from gru4rec_conformance.implementations.base import Adapter, FitReport, StepTrace, Unsupported
+from gru4rec_conformance.implementations._torchbase import OwnEvaluatorByCutoff
+from gru4rec_conformance.implementations.base import Capabilities, FitReport, StepTrace, Unsupported
 from gru4rec_conformance.implementations.registry import register
 
 LEVELS = {
@@ -76,10 +77,11 @@ def _keras2_environment(upstream: bool):
     return tf, tf_keras
 
 
-class KerasGRU4RecAdapter(Adapter):
+class KerasGRU4RecAdapter(OwnEvaluatorByCutoff):
     """KerasGRU4Rec upstream (paxcema) @5f52c60; subclasses give the fork's levels."""
 
     name = "keras_gru4rec"
+    label = "keras_gru4rec"
     level = "upstream"
     role = "implementation"
     isolated = True
@@ -164,20 +166,8 @@ class KerasGRU4RecAdapter(Adapter):
         return {
             "losses": ["cross-entropy"],
             "embedding_modes": ["none"],
-            "session_parallel": True,
-            "in_batch_negatives": False,
-            "extra_shared_negatives": False,
-            "sample_alpha": False,
-            "logq": False,
-            "adagrad_momentum": False,
-            "dropout_embed": False,
-            "dropout_hidden": True,
-            "separate_dropouts": False,
+            **Capabilities.flags("session_parallel", "dropout_hidden", "full_ranking", "fixed_batch_shape"),
             "final_acts": ["softmax"],
-            "bpreg": False,
-            "full_ranking": True,
-            "needs_categories": False,
-            "fixed_batch_shape": True,
             "devices": ["cpu"],
             "framework": {"name": "tensorflow", "version": tf.__version__},
             "shims": shims,
@@ -355,7 +345,7 @@ class KerasGRU4RecAdapter(Adapter):
         return out
 
     # -- black-box+ ----------------------------------------------------------------------------------------
-    def _get_metrics(self, test_df, batch_size: int, k: int, keep_rows: bool):
+    def _run_eval(self, test_df, batch_size: int, k: int, keep_rows: bool):
         mod = self._module()
         df = check_session_frame(test_df, "test_df")
         B = int(batch_size)
@@ -399,21 +389,6 @@ class KerasGRU4RecAdapter(Adapter):
         with patched(mod, "SessionDataLoader", SpyLoader), patched(model, "predict", predict):
             (rec, _), (mrr, _) = mod.get_metrics(model, a, self.train_map, recall_k=k, mrr_k=k)
         return float(rec), float(mrr), int(sum(len(s) for s, _, _ in labels)), rows
-
-    def score_stream(self, test_df: Any, batch_size: int):
-        if self.model is None:
-            raise RuntimeError("keras_gru4rec: call fit() first")
-        _, _, _, rows = self._get_metrics(test_df, batch_size, k=min(20, len(self.item_ids())), keep_rows=True)
-        return iter(rows)
-
-    def evaluate(self, test_df: Any, cutoffs: Sequence[int] = (1, 5, 10, 20), batch_size: int = 512) -> dict:
-        if self.model is None:
-            raise RuntimeError("keras_gru4rec: call fit() first")
-        out: dict[str, Any] = {}
-        for c in cutoffs:  # one get_metrics per cutoff, as the fork's __main__ does
-            rec, mrr, n, _ = self._get_metrics(test_df, batch_size, k=int(c), keep_rows=False)
-            out[f"recall@{c}"], out[f"mrr@{c}"], out["n_events"] = rec, mrr, n
-        return out
 
     def optimizer_info(self) -> dict:
         if self.model is None:

@@ -37,7 +37,8 @@ from gru4rec_conformance.implementations._thirdparty import (
     seed_everything,
     spy_generator,
 )
-from gru4rec_conformance.implementations.base import Adapter, FitReport, StepTrace, Unsupported
+from gru4rec_conformance.implementations._torchbase import TorchModuleAdapter, layered_forward_result
+from gru4rec_conformance.implementations.base import Capabilities, FitReport, StepTrace, Unsupported
 from gru4rec_conformance.implementations.registry import register
 
 _MODULES = ("gru4rec_pytorch", "evaluation")
@@ -55,10 +56,11 @@ def _permute_blocks(a: np.ndarray, order: Sequence[int], axis: int) -> np.ndarra
     return np.concatenate([blocks[i] for i in order], axis=axis)
 
 
-class OfficialPytorchAdapter(Adapter):
+class OfficialPytorchAdapter(TorchModuleAdapter):
     """hidasib/GRU4Rec_PyTorch_Official @d1fc311, driven like run.py."""
 
     name = "official_pytorch"
+    label = "official_pytorch"
     role = "implementation"
     isolated = True
     checkouts = ("gru4rec_pytorch_official",)
@@ -78,7 +80,6 @@ class OfficialPytorchAdapter(Adapter):
         super().__init__(device=device)
         self.gru: Any = None  # the port's gru4rec_pytorch.GRU4Rec (untyped third-party code)
         self._opt: Any = None  # the port's IndexedAdagradM that fit() created (untyped third-party code)
-        self._tracing = False
 
     def _mods(self):
         root = locate("gru4rec_pytorch_official")
@@ -97,23 +98,14 @@ class OfficialPytorchAdapter(Adapter):
         locate("gru4rec_pytorch_official")
         import torch
 
+        flags = Capabilities.flags("session_parallel", "in_batch_negatives", "extra_shared_negatives",
+                                   "sample_alpha", "logq", "adagrad_momentum", "dropout_embed", "dropout_hidden",
+                                   "separate_dropouts", "bpreg", "full_ranking")  # fmt: skip
         return {
             "losses": ["cross-entropy", "bpr-max"],
             "embedding_modes": ["none", "separate", "shared"],
-            "session_parallel": True,
-            "in_batch_negatives": True,
-            "extra_shared_negatives": True,
-            "sample_alpha": True,
-            "logq": True,
-            "adagrad_momentum": True,
-            "dropout_embed": True,
-            "dropout_hidden": True,
-            "separate_dropouts": True,
+            **flags,
             "final_acts": ["softmax", "elu", "linear"],
-            "bpreg": True,
-            "full_ranking": True,
-            "needs_categories": False,
-            "fixed_batch_shape": False,
             "devices": ["cpu", "cuda"],
             "framework": {"name": "torch", "version": torch.__version__},
             "shims": [
@@ -220,7 +212,7 @@ class OfficialPytorchAdapter(Adapter):
         inner_step = g.IndexedAdagradM.step
         inner_init = g.IndexedAdagradM.__init__
         adapter = self
-        tracer = _FitTracer(df) if self._tracing else None
+        tracer = _FitTracer(df) if self._trace_on else None
 
         def seen_init(opt, *a, **k):  # fit() creates its optimizer once, before the first epoch
             inner_init(opt, *a, **k)
@@ -402,57 +394,41 @@ class OfficialPytorchAdapter(Adapter):
         """Record one :class:`StepTrace` per optimizer step of the following ``fit`` calls (``FitReport.trace``):
         the active lanes' session ids and input positions, the L2 norm of all layers' states entering the step,
         the step's shared negatives (item ids), its learning rate, epoch, step and score matrix shape."""
-        self._tracing = bool(enable)
+        super().trace(enable)
 
-    def _model(self):
-        if self.gru is None or getattr(self.gru, "model", None) is None:
-            raise RuntimeError("official_pytorch: call fit() first (n_epochs=0 initialises without training)")
-        return self.gru.model
+    def _fitted_model(self) -> Any:
+        """The port's ``GRU4RecModel`` (``GRU4Rec.model``), None before ``fit``."""
+        return None if self.gru is None else getattr(self.gru, "model", None)
 
-    def _named(self) -> dict[str, Any]:
+    def _parameters(self) -> dict[str, Any]:
         """Protocol name → the port's parameter (names of the reference, see ``_TABLES``)."""
-        return {(k[: -len(".weight")] if k in _TABLES else k): p for k, p in self._model().named_parameters()}
+        return {(k[: -len(".weight")] if k in _TABLES else k): p for k, p in self._require_model().named_parameters()}
 
     def get_weights(self) -> dict:
         """Every parameter of the port's ``GRU4RecModel`` as float32 arrays: ``E``, ``GE.Wx0``/``GE.Wrz0``/
         ``GE.Wh0``/``GE.Bh0`` (no-embedding first layer), ``G.{k}.weight_ih``/``weight_hh``/``bias_ih``/``bias_hh``
         (torch GRUCell, row blocks [r; z; n]; ``k`` is the port's ModuleList index), ``Wy`` (n_items, d_last) and
-        ``By`` (n_items,); item rows in :meth:`item_ids` order, gate blocks as ``gate_layout``."""
-        out = {}
-        for name, p in self._named().items():
-            a = p.detach().cpu().numpy().copy()
-            if name == "By":
-                a = a.reshape(-1)
-            elif name == "GE.Wx0":
-                a = _permute_blocks(a, _GE_TO_LAYOUT, axis=1)
-            elif name == "GE.Bh0":
-                a = _permute_blocks(a, _GE_TO_LAYOUT, axis=0)
-            out[name] = a
-        return out
+        ``By`` (n_items,); item rows in :meth:`item_ids` order, gate blocks as ``gate_layout``. ``set_weights``
+        loads arrays in this layout in place (the optimizer's state is kept)."""
+        return super().get_weights()
 
-    def set_weights(self, weights: Mapping[str, Any]) -> None:
-        """Load arrays (all or a subset) in the layout of :meth:`get_weights` into the port's parameters, in place
-        (the optimizer's state is kept). Raises ValueError for an unknown name or a wrong shape."""
-        import torch
+    def _to_shown(self, name: str, a: np.ndarray) -> np.ndarray:
+        if name == "By":
+            return a.reshape(-1)
+        if name == "GE.Wx0":
+            return _permute_blocks(a, _GE_TO_LAYOUT, axis=1)
+        if name == "GE.Bh0":
+            return _permute_blocks(a, _GE_TO_LAYOUT, axis=0)
+        return a
 
-        named = self._named()
-        unknown = sorted(set(weights) - set(named))
-        if unknown:
-            raise ValueError(f"set_weights: unknown parameter name(s) {unknown}; known: {sorted(named)}")
-        with torch.no_grad():
-            for name, value in weights.items():
-                a = np.asarray(value)
-                if name == "GE.Wx0":
-                    a = _permute_blocks(a, _GE_FROM_LAYOUT, axis=1)
-                elif name == "GE.Bh0":
-                    a = _permute_blocks(a, _GE_FROM_LAYOUT, axis=0)
-                elif name == "By":
-                    a = a.reshape(-1, 1)
-                target = named[name]
-                t = torch.as_tensor(a, dtype=target.dtype, device=target.device)
-                if tuple(t.shape) != tuple(target.shape):
-                    raise ValueError(f"set_weights: {name} has shape {tuple(t.shape)}, expected {tuple(target.shape)}")
-                target.copy_(t)
+    def _from_shown(self, name: str, a: np.ndarray) -> np.ndarray:
+        if name == "GE.Wx0":
+            return _permute_blocks(a, _GE_FROM_LAYOUT, axis=1)
+        if name == "GE.Bh0":
+            return _permute_blocks(a, _GE_FROM_LAYOUT, axis=0)
+        if name == "By":
+            return a.reshape(-1, 1)
+        return a
 
     def _indices(self, ids: Any, what: str) -> np.ndarray:
         """Item ids → the port's item indices (its itemidmap); ValueError for an id unknown to training."""
@@ -490,7 +466,7 @@ class OfficialPytorchAdapter(Adapter):
         (default zeros). Returns L (Σ over lanes / batch_size)."""
         import torch
 
-        model = self._model()
+        model = self._require_model()
         if self._opt is None:
             raise RuntimeError("official_pytorch: train_step needs the optimizer fit() creates; call fit() first")
         x = self._indices(batch_inputs, "batch_inputs")
@@ -524,7 +500,7 @@ class OfficialPytorchAdapter(Adapter):
         computed and ``output_rows_touched`` the rows of ``Wy`` with a non-zero gradient of the step's loss."""
         import torch
 
-        model = self._model()
+        model = self._require_model()
         gru = self.gru
         seqs = [self._indices(s, "prefix_batch") for s in prefix_batch]
         if not seqs or len({len(s) for s in seqs}) != 1 or len(seqs[0]) < 2:
@@ -563,16 +539,9 @@ class OfficialPytorchAdapter(Adapter):
                 del model.score_items
                 for h in handles:
                     h.remove()
-        embed = captured.get("embed")
-        layers = ([embed] if none_mode else []) + captured["layers"]
-        return {
-            "embedding_out": None if none_mode or embed is None else embed.cpu().numpy(),
-            "layer_outputs": [t.cpu().numpy() for t in layers],
-            "scores": R.detach().cpu().numpy(),
-            "columns": self.item_ids()[Y.cpu().numpy()],
-            "score_tensor_shape": max(shapes, key=lambda s: s[-1]),
-            "output_rows_touched": rows_touched(g),
-        }
+        columns = self.item_ids()[Y.cpu().numpy()]
+        shape = max(shapes, key=lambda s: s[-1])
+        return layered_forward_result(captured, none_mode, R, columns, shape, rows_touched(g))
 
 
 class _FitTracer:

@@ -51,17 +51,21 @@ raises ``Unsupported``.
 from __future__ import annotations
 
 import os
-import shutil
 import tempfile
-import time
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
-from gru4rec_conformance.implementations._thirdparty import load_module_weights, module_weights
+from gru4rec_conformance.implementations._torchbase import (
+    FitObserver,
+    TorchModuleAdapter,
+    diagonal_split,
+    loss_and_gradient,
+    refuse_loss_arguments,
+)
 from gru4rec_conformance.implementations.base import (
-    Adapter,
+    Capabilities,
     FitReport,
     StepTrace,
     Unsupported,
@@ -76,10 +80,11 @@ _MAX_LEN = 50  # RecBole's MAX_ITEM_LIST_LENGTH default (properties/dataset/samp
 
 
 @register
-class RecboleGRU4RecAdapter(Adapter):
+class RecboleGRU4RecAdapter(TorchModuleAdapter):
     """recbole 1.2.1 GRU4Rec through RecBole's own Config / dataset / Trainer pipeline."""
 
     name = "recbole"
+    label = "RecboleGRU4RecAdapter"
     role = "implementation"
     isolated = True
     description = "recbole 1.2.1 GRU4Rec (Tan et al. 2016: padded prefix samples, tied embedding, Adam)"
@@ -107,7 +112,6 @@ class RecboleGRU4RecAdapter(Adapter):
         self._tmp: str | None = None
         self.trainer: Any = None
         self.train_data: Any = None
-        self._tracing = False
         self._rank_session: np.ndarray | None = None
         self._rank_position: np.ndarray | None = None
         self._traces: list[StepTrace] | None = None
@@ -122,19 +126,7 @@ class RecboleGRU4RecAdapter(Adapter):
         return {
             "losses": ["cross-entropy", "bpr"],
             "embedding_modes": ["shared"],
-            "session_parallel": False,
-            "in_batch_negatives": False,
-            "extra_shared_negatives": False,
-            "sample_alpha": False,
-            "logq": False,
-            "adagrad_momentum": False,
-            "dropout_embed": True,
-            "dropout_hidden": False,
-            "separate_dropouts": False,
-            "bpreg": False,
-            "full_ranking": True,
-            "needs_categories": False,
-            "fixed_batch_shape": False,
+            **Capabilities.flags("dropout_embed", "full_ranking"),
             "devices": ["cpu"],
             "framework": {"name": "torch", "version": installed_version("torch")},
             "shims": [
@@ -245,9 +237,9 @@ class RecboleGRU4RecAdapter(Adapter):
         init_seed(config["seed"], config["reproducibility"])
         model = GRU4Rec(config, train_data.dataset).to("cpu")
         trainer = Trainer(config, model)
-        self._traces = [] if self._tracing else None
+        self._traces = [] if self._trace_on else None
         self.trainer = trainer  # the trace reads its optimizer's learning rate during fit
-        observer = _Observer(model, trainer, self._trace_record if self._tracing else None)
+        observer = _Observer(model, trainer, self._trace_record if self._trace_on else None)
         try:
             if epochs > 0:
                 trainer.fit(train_data, valid_data=None, saved=False, show_progress=False)
@@ -261,12 +253,8 @@ class RecboleGRU4RecAdapter(Adapter):
         order = np.argsort(ids, kind="stable")
         self._item_ids, self._cols = ids[order], self._cols[order]
         self._index = {int(i): int(c) for i, c in zip(self._item_ids, self._cols)}
-        return observer.report(self._traces)
-
-    def item_ids(self) -> np.ndarray:
-        if self._item_ids is None:
-            raise RuntimeError("RecboleGRU4RecAdapter.item_ids: call fit() first")
-        return self._item_ids
+        observer.trace = self._traces
+        return observer.report()
 
     def score_prefixes(self, prefixes: Sequence[Sequence[int]]) -> np.ndarray:
         import torch
@@ -291,10 +279,17 @@ class RecboleGRU4RecAdapter(Adapter):
         return out
 
     # -- black-box+ and white-box hooks ------------------------------------------------------------------
-    def _require_fitted(self) -> Any:
-        if self.model is None or self.trainer is None or self._cols is None:
-            raise RuntimeError("RecboleGRU4RecAdapter: call fit() first (n_epochs=0 initialises without training)")
-        return self.model
+    def _fitted_model(self) -> Any:
+        """The GRU4Rec module once ``fit`` has built it and its trainer and item columns, else None."""
+        return None if self.trainer is None or self._cols is None else self.model
+
+    def _fitted_optimizer(self) -> Any:
+        """The trainer's torch optimizer (``Trainer._build_optimizer`` from ``learner``), None before ``fit``."""
+        return None if self.trainer is None else self.trainer.optimizer
+
+    def _weight_rows(self) -> Mapping[str, Any]:
+        """``item_embedding.weight``'s rows in :meth:`item_ids` order, without ``[PAD]``."""
+        return {"item_embedding.weight": self._cols}
 
     def _prefix_interaction(self, prefixes: Sequence[Sequence[int]], targets: Any = None) -> Any:
         """A recbole ``Interaction`` of prefix samples (recbole ids, the last 50 of each, right-padded with 0;
@@ -333,7 +328,7 @@ class RecboleGRU4RecAdapter(Adapter):
         scored by ``Trainer._full_sort_batch_eval`` (its ``[PAD]`` column is -inf)."""
         import torch
 
-        model = self._require_fitted()
+        model = self._require_model()
         model.eval()
         self.trainer.tot_item_num = self.dataset.item_num  # what Trainer.evaluate sets before its loop
         for start in range(0, len(samples), max(int(batch_size), 1)):
@@ -360,7 +355,7 @@ class RecboleGRU4RecAdapter(Adapter):
         ``Trainer.evaluate`` runs them. Ties: ``torch.topk`` order (recbole declares no tie rule)."""
         from recbole.evaluator import Collector, Evaluator
 
-        self._require_fitted()
+        self._require_model()
         config = self.trainer.config
         config["metrics"], config["topk"], config["metric_decimal_place"] = ["Recall", "MRR"], list(cutoffs), 12
         collector, evaluator = Collector(config), Evaluator(config)
@@ -378,16 +373,9 @@ class RecboleGRU4RecAdapter(Adapter):
     def get_weights(self) -> dict[str, Any]:
         """The GRU4Rec module's parameters under their torch names (``item_embedding.weight`` (I, k) in
         :meth:`item_ids` order without ``[PAD]``; ``gru_layers.weight_ih_l<k>``/``weight_hh_l<k>`` (3d, ·) with
-        torch's gate blocks reset, update, candidate; ``dense.weight``/``dense.bias``)."""
-        return module_weights(self._require_fitted(), {"item_embedding.weight": self._cols})
-
-    def set_weights(self, weights: Mapping[str, Any]) -> None:
-        """Load arrays (all or a subset) in the layout of :meth:`get_weights`; the ``[PAD]`` row is untouched.
-
-        Raises:
-            ValueError: an unknown name or a shape that differs from :meth:`get_weights`'s.
-        """
-        load_module_weights(self._require_fitted(), weights, {"item_embedding.weight": self._cols})
+        torch's gate blocks reset, update, candidate; ``dense.weight``/``dense.bias``); ``set_weights`` loads
+        arrays in this layout, the ``[PAD]`` row untouched."""
+        return super().get_weights()
 
     def loss_on_scores(self, scores: Any, loss: str, **hparams: Any) -> tuple[float, Any]:
         """recbole GRU4Rec's loss module on a (b, K) score matrix whose diagonal holds the targets:
@@ -400,26 +388,15 @@ class RecboleGRU4RecAdapter(Adapter):
 
         if loss not in _LOSS:
             raise Unsupported(f"loss:{loss}", "recbole GRU4Rec loss_type: CE (cross-entropy) or BPR")
-        for k, val in hparams.items():
-            if (k == "final_act" and val in (None, "linear")) or (k in ("logq", "bpreg", "elu_param") and not val):
-                continue
-            if k in ("batch_size", "n_targets", "column_q") and val is None:
-                continue
-            name = {"logq": "logq", "bpreg": "bpreg", "elu_param": "final_act:elu"}.get(k, f"loss_on_scores:{k}")
-            raise Unsupported(name, f"recbole's {loss} loss cannot take {k}={val!r}")
+        refuse_loss_arguments(hparams, f"recbole's {loss} loss")
         from recbole.model.loss import BPRLoss
 
-        arr = np.asarray(scores)
-        R = torch.tensor(arr, dtype=torch.float32 if arr.dtype == np.float32 else torch.float64, requires_grad=True)
-        b, n_cols = R.shape
-        if loss == "cross-entropy":
-            value = torch.nn.CrossEntropyLoss()(R, torch.arange(b))
-        else:
-            mask = ~torch.eye(b, n_cols, dtype=torch.bool)
-            value = BPRLoss()(torch.diagonal(R).unsqueeze(-1), R[mask].view(b, n_cols - 1))
-        value.backward()
-        assert R.grad is not None  # R is a leaf that requires grad
-        return float(value.detach()), R.grad.detach().cpu().numpy()
+        def loss_of(R: Any) -> Any:
+            if loss == "cross-entropy":
+                return torch.nn.CrossEntropyLoss()(R, torch.arange(R.shape[0]))
+            return BPRLoss()(*diagonal_split(R))
+
+        return loss_and_gradient(scores, loss_of)
 
     def _with_negatives(self, inter: Any) -> Any:
         """BPR: the training loader's own negative sampling (one per row) joined to ``inter`` (session id 0)."""
@@ -440,7 +417,7 @@ class RecboleGRU4RecAdapter(Adapter):
 
         if hidden is not None:
             raise Unsupported("train_step:hidden", "recbole runs every prefix sample from the zero state")
-        model = self._require_fitted()
+        model = self._require_model()
         x = self._mapped(batch_inputs, "batch_inputs")
         t = self._mapped(batch_targets, "batch_targets")
         if len(x) != len(t) or not x:
@@ -468,7 +445,7 @@ class RecboleGRU4RecAdapter(Adapter):
         ``output_rows_touched``: rows of the (tied) item embedding with a non-zero gradient of the step's loss."""
         import torch
 
-        model = self._require_fitted()
+        model = self._require_model()
         seqs = [self._mapped(s, "prefix_batch") for s in prefix_batch]
         if not seqs or len({len(s) for s in seqs}) != 1 or len(seqs[0]) < 2:
             raise ValueError("prefix_batch: expected b >= 1 item sequences of one common length >= 2")
@@ -520,7 +497,7 @@ class RecboleGRU4RecAdapter(Adapter):
         step's batch of prefix samples (its session, the position of its input event in the session, the norm
         of the last GRU layer's output before that event, 0 at a session start), ``n_active`` the batch's rows,
         ``negative_ids`` None (BPR negatives are per row, not shared), the optimizer's learning rate."""
-        self._tracing = bool(enable)
+        super().trace(enable)
 
     def _trace_record(self, interaction: Any, gru_output: Any) -> None:
         assert self._traces is not None and self._rank_session is not None and self._rank_position is not None
@@ -542,29 +519,9 @@ class RecboleGRU4RecAdapter(Adapter):
             )
         )
 
-    def optimizer_info(self) -> dict[str, Any]:
-        """The trainer's torch optimizer (``Trainer._build_optimizer`` from ``learner``): its class, learning rate,
-        eps, initial accumulator (Adagrad), momentum (SGD; None otherwise), weight decay, recbole's
-        ``clip_grad_norm`` setting; no learning-rate schedule (recbole's Trainer has none)."""
-        if self.trainer is None:
-            raise RuntimeError("RecboleGRU4RecAdapter.optimizer_info: call fit() first")
-        opt = self.trainer.optimizer
-        g = opt.param_groups[0]
-        return {
-            "type": type(opt).__name__,
-            "lr_schedule": None,
-            "initial_accumulator": g.get("initial_accumulator_value"),
-            "eps": g.get("eps"),
-            "momentum": g.get("momentum"),
-            "grad_clip": self.trainer.clip_grad_norm or None,
-            "weight_decay": float(g.get("weight_decay", 0.0)),
-            "learning_rate": float(g["lr"]),
-        }
-
-    def close(self) -> None:
-        if self._tmp is not None:
-            shutil.rmtree(self._tmp, ignore_errors=True)
-            self._tmp = None
+    def _grad_clip(self) -> Any:
+        """recbole's ``clip_grad_norm`` setting (None when unset); recbole's Trainer has no learning-rate schedule."""
+        return self.trainer.clip_grad_norm or None
 
 
 def _sessions(df: Any) -> tuple[list[Any], list[Any]]:
@@ -577,63 +534,28 @@ def _sessions(df: Any) -> tuple[list[Any], list[Any]]:
     return list(sids[starts]), np.split(items, starts[1:])
 
 
-class _Observer:
+class _Observer(FitObserver):
     """Wraps ``calculate_loss`` of one model instance and ``_train_epoch`` of one trainer instance (originals run
     unchanged): per epoch the mean loss per training sample, optimizer steps, samples and seconds. With
     ``on_step`` (tracing), a forward hook on ``model.gru_layers`` keeps the step's GRU output (b, L, d), and
     ``on_step(interaction, gru_output)`` is called after every ``calculate_loss``."""
 
     def __init__(self, model: Any, trainer: Any, on_step: Any = None) -> None:
-        self.losses: list[float] = []
-        self.steps: list[int] = []
-        self.events: list[int] = []
-        self.seconds: list[float] = []
+        super().__init__()
         calculate_loss, train_epoch = model.calculate_loss, trainer._train_epoch
         captured: dict[str, Any] = {}
-        self._hook = (
-            model.gru_layers.register_forward_hook(lambda m, a, o: captured.__setitem__("out", o[0].detach()))
-            if on_step is not None
-            else None
-        )
+        if on_step is not None:
+            self.hook(
+                model.gru_layers.register_forward_hook(lambda m, a, o: captured.__setitem__("out", o[0].detach()))
+            )
 
         def _calculate_loss(interaction: Any) -> Any:
             captured.clear()
             loss = calculate_loss(interaction)
             if on_step is not None:
                 on_step(interaction, captured.get("out"))
-            n = len(interaction)
-            self._sum += float(loss.detach()) * n
-            self._n += n
-            self._k += 1
+            self.count(loss, len(interaction))
             return loss
 
-        def _train_epoch(*args: Any, **kwargs: Any) -> Any:
-            self._sum, self._n, self._k = 0.0, 0, 0
-            t0 = time.perf_counter()
-            out = train_epoch(*args, **kwargs)
-            self.seconds.append(time.perf_counter() - t0)
-            self.losses.append(self._sum / self._n if self._n else float("nan"))
-            self.steps.append(self._k)
-            self.events.append(self._n)
-            return out
-
-        model.calculate_loss = _calculate_loss
-        trainer._train_epoch = _train_epoch
-        self._targets = ((model, "calculate_loss"), (trainer, "_train_epoch"))
-
-    def detach(self) -> None:
-        """Remove the instance wrappers (the class methods apply again) and the forward hook."""
-        for obj, name in self._targets:
-            obj.__dict__.pop(name, None)
-        if self._hook is not None:
-            self._hook.remove()
-            self._hook = None
-
-    def report(self, trace: list[StepTrace] | None = None) -> FitReport:
-        return FitReport(
-            epoch_losses=list(self.losses),
-            n_steps=list(self.steps),
-            n_events_trained=list(self.events),
-            epoch_seconds=list(self.seconds),
-            trace=trace,
-        )
+        self.wrap(model, "calculate_loss", _calculate_loss)
+        self.wrap(trainer, "_train_epoch", lambda *args, **kwargs: self.run_epoch(train_epoch, *args, **kwargs))

@@ -34,15 +34,19 @@ recpack-specific settings keep recpack's defaults: ``clipnorm=1.0``, ``bptt=1``.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator, Sequence
 from typing import Any, TypedDict, cast
 
 import numpy as np
 
-from gru4rec_conformance.implementations._thirdparty import load_module_weights, module_weights
+from gru4rec_conformance.implementations._torchbase import (
+    FitObserver,
+    TorchModuleAdapter,
+    diagonal_split,
+    loss_and_gradient,
+)
 from gru4rec_conformance.implementations.base import (
-    Adapter,
+    Capabilities,
     FitReport,
     StepTrace,
     Unsupported,
@@ -67,10 +71,11 @@ _VARIANTS: dict[str, _Variant] = {
 }  # fmt: skip
 
 
-class RecpackAdapter(Adapter):
+class RecpackAdapter(TorchModuleAdapter):
     """recpack 0.3.6 GRU4Rec (one class per registered variant), driven through ``fit``/``predict``."""
 
     name = "recpack"
+    label = "RecpackAdapter"
     role = "implementation"
     isolated = True
     description = "recpack 0.3.6 GRU4Rec (GRU4RecCrossEntropy / GRU4RecNegSampling)"
@@ -96,7 +101,6 @@ class RecpackAdapter(Adapter):
         self.algo: Any = None  # the fitted recpack GRU4Rec* object (recpack is untyped)
         self._item_ids: np.ndarray | None = None
         self._index: dict[int, int] = {}
-        self._tracing = False
 
     # -- declarations ------------------------------------------------------------------------------------
     def version(self) -> str:
@@ -121,20 +125,8 @@ class RecpackAdapter(Adapter):
         return {
             "losses": list(v["losses"]),
             "embedding_modes": ["separate"],
-            "session_parallel": False,
+            **Capabilities.flags("dropout_embed", "dropout_hidden", "full_ranking"),
             "per_example_negatives": True,  # per-position independent uniform negatives (spec A.5)
-            "in_batch_negatives": False,
-            "extra_shared_negatives": False,
-            "sample_alpha": False,
-            "logq": False,
-            "adagrad_momentum": False,
-            "dropout_embed": True,
-            "dropout_hidden": True,
-            "separate_dropouts": False,
-            "bpreg": False,
-            "full_ranking": True,
-            "needs_categories": False,
-            "fixed_batch_shape": False,
             "devices": ["cpu"],
             "framework": {"name": "torch", "version": installed_version("torch")},
             "shims": [
@@ -233,7 +225,7 @@ class RecpackAdapter(Adapter):
         val_in = self._matrix(sess_codes[val_in_mask], items[val_in_mask], ranks[val_in_mask], len(sess_uniques))
         val_out = self._matrix(sess_codes[val_out_mask], items[val_out_mask], ranks[val_out_mask], len(sess_uniques))
         algo = self._make(epochs)
-        observer = _EpochObserver(algo, sess_uniques if self._tracing else None)
+        observer = _EpochObserver(algo, sess_uniques if self._trace_on else None)
         try:
             algo.fit(X, (val_in, val_out))
         finally:
@@ -251,12 +243,7 @@ class RecpackAdapter(Adapter):
         them). Captured by instance wrappers of the sampler's ``sample`` and the model's ``forward`` installed
         at each epoch start. recpack draws negatives per position and row, not shared: ``negative_ids`` is None.
         """
-        self._tracing = bool(enable)
-
-    def item_ids(self) -> np.ndarray:
-        if self._item_ids is None:
-            raise RuntimeError("RecpackAdapter.item_ids: call fit() first")
-        return self._item_ids
+        super().trace(enable)
 
     def score_prefixes(self, prefixes: Sequence[Sequence[int]]) -> np.ndarray:
         if self.algo is None or self._item_ids is None:
@@ -330,24 +317,16 @@ class RecpackAdapter(Adapter):
         return out
 
     # -- white-box ---------------------------------------------------------------------------------------
-    def _require_model(self):
-        if self.algo is None or getattr(self.algo, "model_", None) is None:
-            raise RuntimeError("RecpackAdapter: call fit() first (n_epochs=0 initialises without training)")
-        return self.algo.model_
+    def _fitted_model(self) -> Any:
+        """recpack's ``GRU4RecTorch`` module (``model_``), None before ``fit``. ``get_weights`` shows its parameters
+        under their torch names; item-indexed rows in :meth:`item_ids` order without recpack's padding row (index
+        I, zeroed in the embedding); GRU gate blocks in torch's order (reset, update, candidate) = ``gate_layout``;
+        biases 1-D. ``set_weights`` leaves the padding rows untouched."""
+        return None if self.algo is None else getattr(self.algo, "model_", None)
 
-    def get_weights(self) -> dict:
-        """recpack's parameters (``GRU4RecTorch``) under their torch names; item-indexed rows in
-        :meth:`item_ids` order without recpack's padding row (index I, zeroed in the embedding); GRU gate blocks
-        in torch's order (reset, update, candidate) = ``gate_layout``; biases 1-D."""
-        return module_weights(self._require_model(), self._item_rows())
-
-    def _item_rows(self) -> dict[str, slice]:
+    def _weight_rows(self) -> dict[str, slice]:
         """The item-indexed parameters' rows in :meth:`item_ids` order (recpack's padding rows follow them)."""
         return dict.fromkeys(("emb.weight", "lin.weight", "lin.bias"), slice(0, len(self.item_ids())))
-
-    def set_weights(self, weights: Any) -> None:
-        """Load arrays in the layout of :meth:`get_weights` into recpack's parameters (padding rows untouched)."""
-        load_module_weights(self._require_model(), weights, self._item_rows())
 
     def train_step(self, batch_inputs: Any, batch_targets: Any, hidden: Any = None) -> float:
         """One optimizer update of recpack's own training loop on the b transitions input → target.
@@ -450,23 +429,15 @@ class RecpackAdapter(Adapter):
             "output_rows_touched": rows,
         }
 
-    def optimizer_info(self) -> dict[str, Any]:
+    def _fitted_optimizer(self) -> Any:
         """recpack's torch optimizer (``GRU4Rec._init_model``: ``optim.Adagrad(params, lr)`` or ``optim.SGD(params,
-        lr, momentum)``): class, learning rate, eps, initial accumulator (Adagrad), momentum (SGD), and recpack's
-        ``clipnorm`` (``clip_grad_norm_`` before every step, default 1.0); no learning-rate schedule."""
+        lr, momentum)``); no learning-rate schedule. RuntimeError before ``fit``."""
         self._require_model()
-        opt = self.algo.optimizer
-        g = opt.param_groups[0]
-        return {
-            "type": type(opt).__name__,
-            "lr_schedule": None,
-            "initial_accumulator": g.get("initial_accumulator_value"),
-            "eps": g.get("eps"),
-            "momentum": g.get("momentum"),
-            "grad_clip": float(self.algo.clipnorm) if self.algo.clipnorm else None,
-            "weight_decay": float(g.get("weight_decay", 0.0)),
-            "learning_rate": float(g["lr"]),
-        }
+        return self.algo.optimizer
+
+    def _grad_clip(self) -> Any:
+        """recpack's ``clipnorm`` (``clip_grad_norm_`` before every step, default 1.0), None when 0."""
+        return float(self.algo.clipnorm) if self.algo.clipnorm else None
 
     def loss_on_scores(self, scores: Any, loss: str, **hparams: Any) -> tuple[float, Any]:
         """recpack's loss on a given (b, K) score matrix whose diagonal holds the targets.
@@ -497,25 +468,16 @@ class RecpackAdapter(Adapter):
                 continue
             name = {"bpreg": "bpreg", "logq": "logq", "elu_param": "final_act:elu"}.get(k, f"loss_on_scores:{k}")
             raise Unsupported(name, f"recpack's {loss} loss cannot take {k}={val!r} (bpreg is fixed at 1.0, no ELU)")
-        arr = np.asarray(scores)
-        dtype = torch.float32 if arr.dtype == np.float32 else torch.float64
-        R = torch.tensor(arr, dtype=dtype, requires_grad=True)
-        b, n_cols = R.shape
-        if loss == "cross-entropy":
-            value = torch.nn.CrossEntropyLoss()(R, torch.arange(b))
-        else:
+
+        def loss_of(R: Any) -> Any:
+            if loss == "cross-entropy":
+                return torch.nn.CrossEntropyLoss()(R, torch.arange(R.shape[0]))
             from recpack.algorithms import loss_functions as lf
 
-            fn = {"bpr-max": lf.bpr_max_loss, "top1": lf.top1_loss, "top1-max": lf.top1_max_loss, "bpr": lf.bpr_loss}[
-                loss
-            ]
-            mask = ~torch.eye(b, n_cols, dtype=torch.bool)
-            pos = torch.diagonal(R).unsqueeze(-1)
-            neg = R[mask].view(b, n_cols - 1)
-            value = fn(pos, neg)
-        value.backward()
-        assert R.grad is not None  # R is a leaf that requires grad
-        return float(value.detach()), R.grad.detach().cpu().numpy()
+            fn = {"bpr-max": lf.bpr_max_loss, "top1": lf.top1_loss, "top1-max": lf.top1_max_loss, "bpr": lf.bpr_loss}
+            return fn[loss](*diagonal_split(R))
+
+        return loss_and_gradient(scores, loss_of)
 
 
 def _codes(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -527,43 +489,30 @@ def _codes(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return rank[inverse].astype(np.int64), uniques[order]
 
 
-class _EpochObserver:
+class _EpochObserver(FitObserver):
     """Wraps ``_train_epoch`` and ``_compute_loss`` on one recpack object (instance attributes; the originals
     run unchanged) to collect per-epoch loss (mean per trained transition), steps, transitions and seconds;
     with ``sessions`` (tracing) it also wraps, per epoch, the sampler's ``sample`` and the model's ``forward``
     to record one :class:`StepTrace` per step."""
 
     def __init__(self, algo: Any, sessions: Any = None) -> None:
-        self.losses: list[float] = []
-        self.steps: list[int] = []
-        self.events: list[int] = []
-        self.seconds: list[float] = []
-        self.trace: list[StepTrace] | None = [] if sessions is not None else None
+        super().__init__()
+        self.trace = [] if sessions is not None else None
         train_epoch, compute_loss = algo._train_epoch, algo._compute_loss
         self._algo = algo
 
         def _train_epoch(X: Any) -> Any:
-            self._sum, self._n, self._k = 0.0, 0, 0
             if self.trace is not None:
                 self._install_tracing(sessions)
-            t0 = time.perf_counter()
-            out = train_epoch(X)
-            self.seconds.append(time.perf_counter() - t0)
-            self.losses.append(self._sum / self._n if self._n else float("nan"))
-            self.steps.append(self._k)
-            self.events.append(self._n)
-            return out
+            return self.run_epoch(train_epoch, X)
 
         def _compute_loss(output: Any, targets_chunk: Any, negatives_chunk: Any, true_input_mask: Any) -> Any:
             loss = compute_loss(output, targets_chunk, negatives_chunk, true_input_mask)
-            n = int(true_input_mask.sum())
-            self._sum += float(loss.detach()) * n
-            self._n += n
-            self._k += 1
+            self.count(loss, int(true_input_mask.sum()))
             return loss
 
-        algo._train_epoch = _train_epoch
-        algo._compute_loss = _compute_loss
+        self.wrap(algo, "_train_epoch", _train_epoch)
+        self.wrap(algo, "_compute_loss", _compute_loss)
 
     def _install_tracing(self, sessions: Any) -> None:
         trace = self.trace
@@ -602,25 +551,8 @@ class _EpochObserver:
                 state["position"] += int(x.shape[1])
             return forward(x, hidden)
 
-        sampler.sample = _sample
-        model.forward = _forward
-        self._traced = (sampler, model)
-
-    def detach(self) -> None:
-        """Remove the instance wrappers (the class methods apply again)."""
-        for name in ("_train_epoch", "_compute_loss"):
-            self._algo.__dict__.pop(name, None)
-        for obj, name in zip(getattr(self, "_traced", ()), ("sample", "forward")):
-            obj.__dict__.pop(name, None)
-
-    def report(self) -> FitReport:
-        return FitReport(
-            epoch_losses=list(self.losses),
-            n_steps=list(self.steps),
-            n_events_trained=list(self.events),
-            epoch_seconds=list(self.seconds),
-            trace=self.trace,
-        )
+        self.wrap(sampler, "sample", _sample)
+        self.wrap(model, "forward", _forward)
 
 
 @register(name="recpack:cross_entropy", variant="cross_entropy")

@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from gru4rec_conformance.implementations.base import Adapter, FitReport, StepTrace, Unsupported
+from gru4rec_conformance.implementations.base import Adapter, Capabilities, FitReport, StepTrace, Unsupported
 from gru4rec_conformance.implementations.registry import register
 
 # Final activations of the reference (gru4rec_reference.md §2.4; Theano names) by feature name.
@@ -96,23 +96,14 @@ class ReferenceAdapter(Adapter):
     def capabilities(self) -> dict[str, Any]:
         import torch
 
+        flags = Capabilities.flags("session_parallel", "in_batch_negatives", "extra_shared_negatives",
+                                   "sample_alpha", "logq", "adagrad_momentum", "dropout_embed", "dropout_hidden",
+                                   "separate_dropouts", "bpreg", "full_ranking")  # fmt: skip
         return {
             "losses": list(_LOSSES),
             "embedding_modes": ["none", "separate", "shared"],
-            "session_parallel": True,
-            "in_batch_negatives": True,
-            "extra_shared_negatives": True,
-            "sample_alpha": True,
-            "logq": True,
-            "adagrad_momentum": True,
-            "dropout_embed": True,
-            "dropout_hidden": True,
-            "separate_dropouts": True,
+            **flags,
             "final_acts": list(_FINAL_ACTS),
-            "bpreg": True,
-            "full_ranking": True,
-            "needs_categories": False,
-            "fixed_batch_shape": False,
             "devices": ["cpu", "cuda"],
             "framework": {"name": "torch", "version": torch.__version__},
             "shims": [],

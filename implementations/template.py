@@ -95,7 +95,7 @@ from typing import Any
 
 import numpy as np
 
-from gru4rec_conformance.implementations.base import Adapter, FitReport
+from gru4rec_conformance.implementations.base import Adapter, Capabilities, FitReport
 
 
 class TemplateAdapter(Adapter):
@@ -125,8 +125,7 @@ class TemplateAdapter(Adapter):
         return {
             "losses": [],
             "embedding_modes": [],
-            "session_parallel": False,
-            "full_ranking": True,
+            **Capabilities.flags("full_ranking"),
             "devices": ["cpu"],
             "framework": {"name": "numpy", "version": np.__version__},
             "shims": [],

@@ -34,7 +34,13 @@ import numpy as np
 
 from gru4rec_conformance.implementations._checkout import CHECKOUTS, import_path, locate
 from gru4rec_conformance.implementations._thirdparty import check_session_frame, layers_list, patched, seed_everything
-from gru4rec_conformance.implementations.base import Adapter, FitReport, ImplementationUnavailable, Unsupported
+from gru4rec_conformance.implementations.base import (
+    Adapter,
+    Capabilities,
+    FitReport,
+    ImplementationUnavailable,
+    Unsupported,
+)
 from gru4rec_conformance.implementations.registry import register
 
 _MODULES = ("gru4rec", "evaluation", "gpu_ops", "custom_opt", "custom_theano_ops", "datatools")
@@ -140,23 +146,14 @@ class TheanoOfficialAdapter(Adapter):
     def capabilities(self) -> dict[str, Any]:
         locate("gru4rec_theano")
         theano = _theano()
+        flags = Capabilities.flags("session_parallel", "in_batch_negatives", "extra_shared_negatives",
+                                   "sample_alpha", "logq", "adagrad_momentum", "dropout_embed", "dropout_hidden",
+                                   "separate_dropouts", "bpreg", "full_ranking")  # fmt: skip
         return {
             "losses": ["cross-entropy", "bpr-max", "bpr", "top1", "top1-max"],
             "embedding_modes": ["none", "separate", "shared"],
-            "session_parallel": True,
-            "in_batch_negatives": True,
-            "extra_shared_negatives": True,
-            "sample_alpha": True,
-            "logq": True,
-            "adagrad_momentum": True,
-            "dropout_embed": True,
-            "dropout_hidden": True,
-            "separate_dropouts": True,
+            **flags,
             "final_acts": ["softmax", "elu", "linear", "relu", "tanh", "leaky", "softmax_logit"],
-            "bpreg": True,
-            "full_ranking": True,
-            "needs_categories": False,
-            "fixed_batch_shape": False,
             "devices": ["cpu"],
             "framework": {"name": "theano", "version": str(theano.__version__)},
             "shims": [

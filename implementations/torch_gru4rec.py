@@ -23,7 +23,6 @@ sub-modules; ``trace`` observes ``trainEpoch``; ``optimizer_info`` reads the tor
 
 from __future__ import annotations
 
-import time
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
@@ -33,16 +32,31 @@ from gru4rec_conformance.implementations._checkout import CHECKOUTS, import_path
 from gru4rec_conformance.implementations._thirdparty import (
     TempDir,
     check_session_frame,
-    layers_list,
-    load_module_weights,
-    module_weights,
     patched,
     rows_touched,
     seed_everything,
     spy_generator,
     write_sessions,
 )
-from gru4rec_conformance.implementations.base import Adapter, FitReport, StepTrace, Unsupported
+from gru4rec_conformance.implementations._torchbase import (
+    ONE_LAYER_ONLY,
+    EpochCounts,
+    OwnEvaluatorByCutoff,
+    TorchModuleAdapter,
+    act_family,
+    add_score_rows,
+    constant_lr_info,
+    hidden_tensor,
+    item_indices,
+    item_map_ids,
+    lane_labels,
+    lane_parallel_scores,
+    loss_and_gradient,
+    one_width_gru_hparams,
+    prefix_array,
+    run_trainer_epochs,
+)
+from gru4rec_conformance.implementations.base import Capabilities, FitReport, StepTrace, Unsupported
 from gru4rec_conformance.implementations.registry import register
 
 LOSS_NAMES = {"cross-entropy": "nll", "bpr-max": "bpr-max", "top1": "top1", "top1-max": "top1-max", "bpr": "bpr"}
@@ -65,17 +79,11 @@ def _final_act_name(final_act: Any, elu_param: Any, loss: str) -> str:
     return name
 
 
-def _family(act: str) -> str:
-    for prefix in ("elu", "leaky"):
-        if act.startswith(prefix + "-"):
-            return prefix
-    return act
-
-
-class TorchGRU4RecAdapter(Adapter):
+class TorchGRU4RecAdapter(OwnEvaluatorByCutoff, TorchModuleAdapter):
     """Torch-GRU4Rec upstream (yeganegi-reza) @744f6b3."""
 
     name = "torch_gru4rec"
+    label = "torch_gru4rec"
     role = "implementation"
     isolated = True
     checkouts = ("torch_gru4rec", "torch_gru4rec_fork")
@@ -96,7 +104,6 @@ class TorchGRU4RecAdapter(Adapter):
     def __init__(self, device: str = "cpu") -> None:
         super().__init__(device=device)
         self._tmp: TempDir | None = None
-        self._trace_on = False
         self.model: Any = None  # the checkout's Modules.Model.GRU4Rec (untyped third-party code)
         self._train: Any = None  # the checkout's Modules.Dataset.Dataset (untyped third-party code)
         self._gen: Any = None  # the checkout's training Modules.Dataset.DataGenerator (untyped third-party code)
@@ -116,23 +123,14 @@ class TorchGRU4RecAdapter(Adapter):
 
         acts = ["tanh", "relu", "softmax", "softmax_logit", "elu", "leaky"] + (["linear"] if self.fork else [])
         sep = "TAB (the fork's main.py)" if self.fork else "comma (Dataset's default)"
+        flags = Capabilities.flags("session_parallel", "in_batch_negatives", "extra_shared_negatives",
+                                   "sample_alpha", "dropout_embed", "dropout_hidden", "separate_dropouts", "bpreg",
+                                   "full_ranking")  # fmt: skip
         return {
             "losses": sorted(LOSS_NAMES),
             "embedding_modes": ["none", "separate"],
-            "session_parallel": True,
-            "in_batch_negatives": True,
-            "extra_shared_negatives": True,
-            "sample_alpha": True,
-            "logq": False,
-            "adagrad_momentum": False,
-            "dropout_embed": True,
-            "dropout_hidden": True,
-            "separate_dropouts": True,
+            **flags,
             "final_acts": acts,
-            "bpreg": True,
-            "full_ranking": True,
-            "needs_categories": False,
-            "fixed_batch_shape": False,
             "devices": ["cpu"],
             "framework": {"name": "torch", "version": torch.__version__},
             "shims": [
@@ -209,25 +207,14 @@ class TorchGRU4RecAdapter(Adapter):
     # -- required ----------------------------------------------------------------------------------------
     def build(self, seed: int, **hparams: Any) -> None:
         hp = self.resolve_hparams(hparams)
-        layers = layers_list(hp["layers"])
-        if len(set(layers)) != 1:
-            raise Unsupported("layers:unequal", f"nn.GRU stacks layers of one size; got {layers}")
-        loss = str(hp["loss"])
-        if loss not in LOSS_NAMES:
-            raise Unsupported(f"loss:{loss}")
-        act = _final_act_name(hp["final_act"], hp["elu_param"], loss)
-        allowed = set(self.capabilities()["final_acts"])
-        if _family(act) not in allowed:
-            raise Unsupported(f"final_act:{_family(act)}", f"finalAct {act!r} not in {sorted(allowed)}")
-        emb = hp["embedding"]
-        if isinstance(emb, str):
-            emb = layers[0] if emb == "layersize" else int(emb)
+        acts = self.capabilities()["final_acts"]
+        layers, loss, act, emb = one_width_gru_hparams(hp, LOSS_NAMES, _final_act_name, acts, "finalAct")
         self.hp = hp
         self.seed = int(seed)
         self.settings: dict[str, Any] = dict(
             hiddenSize=layers[0], nLayers=len(layers), batchSize=int(hp["batch_size"]),
             dropoutHidden=float(hp["dropout_p_hidden"]), dropoutEmbed=float(hp["dropout_p_embed"]),
-            embeddingDim=int(emb) if int(emb) > 0 else -1, finalAct=act, lossType=LOSS_NAMES[loss],
+            embeddingDim=emb if emb > 0 else -1, finalAct=act, lossType=LOSS_NAMES[loss],
             lr=float(hp["learning_rate"]), momentum=float(hp["momentum"]), optimizerType=str(hp["optimizer"]),
             nSample=int(hp["n_sample"]), sampleAlpha=float(hp["sample_alpha"]), bpreg=float(hp["bpreg"]),
             nEpochs=int(hp["n_epochs"]),
@@ -247,13 +234,13 @@ class TorchGRU4RecAdapter(Adapter):
         self._train = train
         adapter = self
         lanes: dict[str, Any] = {}
-        counts = {"steps": 0, "events": 0}
+        counts = EpochCounts()
 
         # the base is the checkout's DataGenerator, imported at run time
         class SpyGenerator(M.Dataset.DataGenerator):  # type: ignore[name-defined]
             def __iter__(self):
                 def seen(loc, item):
-                    counts["events"] += int(len(item[0]))
+                    counts.events += int(len(item[0]))
                     lanes.clear()
                     lanes.update(loc)
                     lanes["_target"] = item[1]
@@ -277,12 +264,7 @@ class TorchGRU4RecAdapter(Adapter):
                                     lossFunc=self.loss_func, topN=20, resultDir=str(self._tmp.path))  # fmt: skip
         epochs = s["nEpochs"] if n_epochs is None else int(n_epochs)
         report = FitReport(trace=[] if self._trace_on else None)
-        inner_step = self.optim.optimizer.step
-
-        def counting_step(*a, **k):
-            counts["steps"] += 1
-            return inner_step(*a, **k)
-
+        counting_step = counts.counting(self.optim.optimizer.step)
         forward = model.forward
 
         def traced_forward(inp, hidden, target=None):
@@ -290,16 +272,11 @@ class TorchGRU4RecAdapter(Adapter):
                 report.trace.append(adapter._step_trace(lanes, hidden))
             return forward(inp, hidden, target)
 
-        for epoch in range(epochs):
-            counts["steps"] = counts["events"] = 0
-            t0 = time.perf_counter()
+        def epoch_run(epoch: int) -> Any:
             with patched(self.optim.optimizer, "step", counting_step), patched(model, "forward", traced_forward):
-                out = trainer.trainEpoch(epoch)
-            loss = out[0] if isinstance(out, tuple) else out
-            report.epoch_losses.append(float(loss))
-            report.n_steps.append(counts["steps"])
-            report.n_events_trained.append(counts["events"])
-            report.epoch_seconds.append(time.perf_counter() - t0)
+                return trainer.trainEpoch(epoch)
+
+        run_trainer_epochs(report, epochs, counts, epoch_run)
         model.eval()
         return report
 
@@ -320,12 +297,10 @@ class TorchGRU4RecAdapter(Adapter):
     def item_ids(self) -> np.ndarray:
         if self._train is None:
             raise RuntimeError("torch_gru4rec: call fit() first")
-        im = self._train.itemMap
-        return im.sort_values("ItemIdx")[self._train.itemKey].to_numpy().astype(np.int64)
+        return item_map_ids(self._train.itemMap, self._train.itemKey, "ItemIdx")[0]
 
     def _index_of(self) -> dict[int, int]:
-        im = self._train.itemMap
-        return dict(zip(im[self._train.itemKey].to_numpy().tolist(), im["ItemIdx"].to_numpy().tolist()))
+        return item_map_ids(self._train.itemMap, self._train.itemKey, "ItemIdx")[1]
 
     def score_prefixes(self, prefixes: Sequence[Sequence[int]]) -> np.ndarray:
         if self.model is None:
@@ -336,25 +311,10 @@ class TorchGRU4RecAdapter(Adapter):
         model.eval()
         index = self._index_of()
         seqs = [[index[int(i)] for i in p if int(i) in index] for p in prefixes]
-        out = np.zeros((len(seqs), len(index)), dtype=np.float32)
-        B = int(model.batchSize)
         with torch.no_grad():
             zero = model.finalAct(model.linear(torch.zeros(1, model.hiddenSize))).numpy()[0]
-            todo = [k for k, s in enumerate(seqs) if s]
-            for k, s in enumerate(seqs):
-                if not s:
-                    out[k] = zero
-            for c in range(0, len(todo), B):
-                chunk = todo[c : c + B]
-                longest = max(len(seqs[k]) for k in chunk)
-                hidden = model.initHidden(len(chunk))
-                for t in range(longest):
-                    inp = np.array([seqs[k][t] if t < len(seqs[k]) else 0 for k in chunk], dtype=np.int64)
-                    logit, hidden = model(torch.as_tensor(inp), hidden)
-                    for lane, k in enumerate(chunk):
-                        if t == len(seqs[k]) - 1:
-                            out[k] = logit[lane].numpy()
-        return out
+            return lane_parallel_scores(seqs, len(index), int(model.batchSize), zero, model.initHidden,
+                                        lambda inp, hidden: model(torch.as_tensor(inp), hidden))  # fmt: skip
 
     # -- black-box+ ----------------------------------------------------------------------------------------
     def _run_eval(self, test_df, batch_size: int, k: int, keep_rows: bool):
@@ -371,9 +331,10 @@ class TorchGRU4RecAdapter(Adapter):
         class SpyGenerator(M.Dataset.DataGenerator):  # type: ignore[name-defined]
             def __iter__(self):
                 def seen(loc, item):
-                    tgt = np.asarray(loc["start"]) + int(loc["i"]) + 1
-                    first = test.offsetSessions[np.asarray(loc["sessionIdxArr"])[np.asarray(loc["iters"])]]
-                    labels.append((sess_col[tgt], tgt - first, items_col[tgt]))
+                    def first(iters):
+                        return test.offsetSessions[np.asarray(loc["sessionIdxArr"])[iters]]
+
+                    labels.append(lane_labels(loc, first, sess_col, items_col))
 
                 return spy_generator(super().__iter__(), seen)
 
@@ -383,10 +344,7 @@ class TorchGRU4RecAdapter(Adapter):
 
         def recording_calc(logits, targets, k=20):
             if keep_rows:
-                sess, pos, tgt = labels[-1]
-                sc = logits.detach().cpu().numpy()
-                for j in range(len(sess)):
-                    rows.append((int(sess[j]), int(pos[j]), int(item_ids[tgt[j]]), sc[j].astype(np.float32)))
+                add_score_rows(rows, labels[-1], item_ids, logits)
             return inner(logits, targets, k=k)
 
         evaluation = M.Evaluation.Evaluation(self.model, k=k)
@@ -394,25 +352,9 @@ class TorchGRU4RecAdapter(Adapter):
             _, recall, mrr = evaluation.evalute(gen)
         return float(recall), float(mrr), int(sum(len(s) for s, _, _ in labels)), rows
 
-    def score_stream(self, test_df: Any, batch_size: int):
-        if self.model is None:
-            raise RuntimeError("torch_gru4rec: call fit() first")
-        _, _, _, rows = self._run_eval(test_df, batch_size, k=min(20, len(self.item_ids())), keep_rows=True)
-        return iter(rows)
-
-    def evaluate(self, test_df: Any, cutoffs: Sequence[int] = (1, 5, 10, 20), batch_size: int = 512) -> dict:
-        if self.model is None:
-            raise RuntimeError("torch_gru4rec: call fit() first")
-        out: dict[str, Any] = {}
-        for c in cutoffs:  # one Evaluation per cutoff, as the fork's main.py does
-            recall, mrr, n, _ = self._run_eval(test_df, batch_size, k=int(c), keep_rows=False)
-            out[f"recall@{c}"], out[f"mrr@{c}"], out["n_events"] = recall, mrr, n
-        return out
-
     # -- white-box -----------------------------------------------------------------------------------------
     def loss_on_scores(self, scores: Any, loss: str, **hparams: Any) -> tuple[float, Any]:
         M = self._modules()
-        import torch
 
         R = np.asarray(scores, dtype=np.float32)
         if loss not in LOSS_NAMES:
@@ -423,57 +365,26 @@ class TorchGRU4RecAdapter(Adapter):
         act = _final_act_name(hparams.get("final_act"), hparams.get("elu_param"), loss)
         holder = M.Model.GRU4Rec(inputSize=2, outputSize=2, hiddenSize=1, finalAct=act, cuda=False)
         if isinstance(holder.finalAct, str):
-            raise Unsupported(f"final_act:{_family(act)}")
+            raise Unsupported(f"final_act:{act_family(act)}")
         fn = M.Loss.LossFunction(lossType=LOSS_NAMES[loss], useCuda=False, bpreg=float(hparams.get("bpreg", 1.0)))
-        t = torch.tensor(R, requires_grad=True)
-        value = fn(holder.finalAct(t))
-        value.backward()
-        assert t.grad is not None  # backward() of a loss computed from the leaf t fills t.grad
-        return float(value.detach()), t.grad.numpy().copy()
-
-    def trace(self, enable: bool = True) -> None:
-        self._trace_on = bool(enable)
+        return loss_and_gradient(R, lambda t: fn(holder.finalAct(t)))
 
     def optimizer_info(self) -> dict:
-        if self.model is None:
-            raise RuntimeError("torch_gru4rec: call fit() first")
-        opt = self.optim.optimizer
-        g = opt.param_groups[0]
-        info = {"type": type(opt).__name__.lower(), "learning_rate": float(g["lr"]), "lr_schedule": "constant",
-                "momentum": float(g.get("momentum", 0.0)), "eps": float(g.get("eps", float("nan"))),
-                "grad_clip": None}  # fmt: skip
-        if "initial_accumulator_value" in g:
-            info["initial_accumulator"] = float(g["initial_accumulator_value"])
-        return info
+        """The torch optimizer's first parameter group (``Optimizer.optimizer``), lower-case vocabulary."""
+        self._require_evaluable()
+        return constant_lr_info(self.optim.optimizer)
 
-    def _require_model(self):
-        if self.model is None:
-            raise RuntimeError("torch_gru4rec: call fit() first (n_epochs=0 initialises without training)")
-        return self.model
-
-    def get_weights(self) -> dict:
-        """Every parameter of the checkout's ``Model.GRU4Rec`` as float32 arrays under its torch names:
-        ``embedding.weight`` (n_items, embeddingDim; separate embedding only), ``gru.weight_ih_l<k>`` (3·d, n_in;
-        n_in = n_items in the one-hot mode) and ``gru.weight_hh_l<k>`` (3·d, d), row blocks [r; z; n] of
+    def _fitted_model(self) -> Any:
+        """The checkout's ``Model.GRU4Rec``, whose parameters ``get_weights`` shows as float32 arrays under their
+        torch names: ``embedding.weight`` (n_items, embeddingDim; separate embedding only), ``gru.weight_ih_l<k>``
+        (3·d, n_in; n_in = n_items in the one-hot mode) and ``gru.weight_hh_l<k>`` (3·d, d), row blocks [r; z; n] of
         ``nn.GRU`` (= gate_layout; the GRU has no biases, TG-5), ``linear.weight`` (n_items, d) and
         ``linear.bias`` (n_items,). Item axes in :meth:`item_ids` order."""
-        return module_weights(self._require_model())
-
-    def set_weights(self, weights: Mapping[str, Any]) -> None:
-        """Load arrays (all or a subset) in the layout of :meth:`get_weights` into the module's parameters, in
-        place (the optimizer's state is kept). Raises ValueError for an unknown name or a wrong shape."""
-        load_module_weights(self._require_model(), weights)
+        return self.model
 
     def _indices(self, ids: Any, what: str) -> np.ndarray:
         """Item ids → the module's ItemIdx; ValueError for an id unknown to training."""
-        index = self._index_of()
-        ids = np.asarray(ids).ravel()
-        out = [index.get(int(i)) for i in ids]
-        if None in out:
-            raise ValueError(
-                f"{what}: item id(s) unknown to the trained model: {[int(i) for i in ids if int(i) not in index][:5]}"
-            )
-        return np.asarray(out, dtype=np.int64)
+        return item_indices(self._index_of(), ids, what)
 
     def _next_sample(self) -> np.ndarray:
         """The next extra-negative row as the training DataGenerator's ``__iter__`` draws it (its sample store and
@@ -508,8 +419,7 @@ class TorchGRU4RecAdapter(Adapter):
         if hidden is None:
             h = model.initHidden(len(x))
         else:
-            h = torch.as_tensor(np.stack([np.asarray(a) for a in hidden]) if isinstance(hidden, (list, tuple))
-                                else np.asarray(hidden), dtype=torch.float32)  # fmt: skip
+            h = hidden_tensor(hidden)
         y = np.hstack([t, self._next_sample()])
         model.train()
         logit, _ = model(torch.LongTensor(x), h, torch.LongTensor(y))
@@ -535,15 +445,8 @@ class TorchGRU4RecAdapter(Adapter):
 
         model = self._require_model()
         if int(model.nLayers) != 1:
-            raise Unsupported(
-                "train_forward:layers",
-                "nn.GRU applies the hidden dropout between its stacked layers internally: the outputs of layers "
-                "below the last are not observable",
-            )
-        seqs = [self._indices(s, "prefix_batch") for s in prefix_batch]
-        if not seqs or len({len(s) for s in seqs}) != 1 or len(seqs[0]) < 2:
-            raise ValueError("prefix_batch: expected b >= 1 item sequences of one common length >= 2")
-        arr = np.stack(seqs)
+            raise Unsupported("train_forward:layers", ONE_LAYER_ONLY)
+        arr = prefix_array(self._index_of(), prefix_batch)
         b = len(arr)
         captured: dict[str, Any] = {}
 
@@ -584,11 +487,6 @@ class TorchGRU4RecAdapter(Adapter):
             "score_tensor_shape": tuple(int(n) for n in captured["linear"].shape),
             "output_rows_touched": rows_touched(g),
         }
-
-    def close(self) -> None:
-        if self._tmp is not None:
-            self._tmp.close()
-            self._tmp = None
 
 
 class TorchGRU4RecOOB(TorchGRU4RecAdapter):

@@ -45,7 +45,6 @@ of its own for next-item targets (its ``evaluate`` utilities score retrieval lis
 from __future__ import annotations
 
 import random
-import shutil
 import tempfile
 import time
 from collections.abc import Sequence
@@ -53,9 +52,14 @@ from typing import Any
 
 import numpy as np
 
-from gru4rec_conformance.implementations._thirdparty import load_module_weights, module_weights
+from gru4rec_conformance.implementations._torchbase import (
+    FitObserver,
+    TorchModuleAdapter,
+    loss_and_gradient,
+    refuse_loss_arguments,
+)
 from gru4rec_conformance.implementations.base import (
-    Adapter,
+    Capabilities,
     FitReport,
     StepTrace,
     Unsupported,
@@ -70,10 +74,11 @@ _OPTIMIZERS = ("adam", "adagrad", "sgd")
 
 
 @register
-class TorchRechubGRU4RecAdapter(Adapter):
+class TorchRechubGRU4RecAdapter(TorchModuleAdapter):
     """torch-rechub 0.9.0 matching ``GRU4Rec`` with ``MatchTrainer`` (list-wise mode 2)."""
 
     name = "torch_rechub"
+    label = "TorchRechubGRU4RecAdapter"
     role = "implementation"
     isolated = True
     description = "torch-rechub 0.9.0 GRU4Rec (two-tower retriever; negative control)"
@@ -104,7 +109,6 @@ class TorchRechubGRU4RecAdapter(Adapter):
         self._index: dict[int, int] = {}
         self._tmp: str | None = None
         self._item_counts: dict[int, int] = {}
-        self._tracing = False
 
     def version(self) -> str:
         return installed_version("torch-rechub")
@@ -116,19 +120,7 @@ class TorchRechubGRU4RecAdapter(Adapter):
         return {
             "losses": ["cross-entropy"],
             "embedding_modes": ["shared"],
-            "session_parallel": False,
-            "in_batch_negatives": False,
-            "extra_shared_negatives": False,
-            "sample_alpha": False,
-            "logq": False,
-            "adagrad_momentum": False,
-            "dropout_embed": False,
-            "dropout_hidden": False,
-            "separate_dropouts": False,
-            "bpreg": False,
-            "full_ranking": True,
-            "needs_categories": False,
-            "fixed_batch_shape": False,
+            **Capabilities.flags("full_ranking"),
             "devices": ["cpu"],
             "framework": {"name": "torch", "version": installed_version("torch")},
             "shims": [
@@ -233,7 +225,7 @@ class TorchRechubGRU4RecAdapter(Adapter):
         x_train = gen_model_input(df_train, user_profile, "session_id", item_profile, "item_id", seq_max_len=_MAX_LEN)
         x_train["session_id"] = np.ones(len(df_train), dtype=np.int64)
         lanes = None
-        if self._tracing:
+        if self._trace_on:
             x_train["_sample"] = np.arange(len(df_train), dtype=np.int64)
             lanes = (df_train["session_id"].to_numpy(dtype=np.int64), df_train["histlen_item_id"].to_numpy() - 1)
         d = hp["layers"][-1]
@@ -281,11 +273,6 @@ class TorchRechubGRU4RecAdapter(Adapter):
         self._item_counts = {int(k): 1 for k in range(1, n_items + 1)}  # negative_sample's item set (method 0)
         return observer.report()
 
-    def item_ids(self) -> np.ndarray:
-        if self._item_ids is None:
-            raise RuntimeError("TorchRechubGRU4RecAdapter.item_ids: call fit() first")
-        return self._item_ids
-
     def score_prefixes(self, prefixes: Sequence[Sequence[int]]) -> np.ndarray:
         from torch.utils.data import DataLoader
         from torch_rechub.utils.data import PredictDataset
@@ -308,25 +295,16 @@ class TorchRechubGRU4RecAdapter(Adapter):
     # -- white-box hooks ---------------------------------------------------------------------------------
     _ITEM_TABLE = "embedding.embed_dict.item_id.weight"
 
-    def _require_fitted(self) -> Any:
-        if self.model is None or self.trainer is None or self._item_ids is None:
-            raise RuntimeError("TorchRechubGRU4RecAdapter: call fit() first (n_epochs=0 initialises without training)")
-        return self.model
-
-    def get_weights(self) -> dict[str, Any]:
-        """The GRU4Rec module's parameters under their torch names: the shared item table
+    def _fitted_model(self) -> Any:
+        """The GRU4Rec module once ``fit`` has built it, its MatchTrainer and the item ids, else None.
+        ``get_weights`` shows its parameters under their torch names: the shared item table
         ``embedding.embed_dict.item_id.weight`` (I, 64) in :meth:`item_ids` order without padding row 0, the
         pseudo-user table, ``gru.weight_ih_l<k>``/``weight_hh_l<k>`` (torch's gate blocks reset, update,
-        candidate; no biases) and the user-tower MLP."""
-        return module_weights(self._require_fitted(), {self._ITEM_TABLE: slice(1, None)})
+        candidate; no biases) and the user-tower MLP; ``set_weights`` leaves padding row 0 untouched."""
+        return None if self.trainer is None or self._item_ids is None else self.model
 
-    def set_weights(self, weights: Any) -> None:
-        """Load arrays (all or a subset) in the layout of :meth:`get_weights` (padding row 0 untouched).
-
-        Raises:
-            ValueError: an unknown name or a shape that differs from :meth:`get_weights`'s.
-        """
-        load_module_weights(self._require_fitted(), weights, {self._ITEM_TABLE: slice(1, None)})
+    def _weight_rows(self) -> dict[str, slice]:
+        return {self._ITEM_TABLE: slice(1, None)}
 
     def loss_on_scores(self, scores: Any, loss: str, **hparams: Any) -> tuple[float, Any]:
         """MatchTrainer's list-wise criterion (mode 2: ``nn.CrossEntropyLoss``, the mean over rows) on a (b, K)
@@ -338,20 +316,9 @@ class TorchRechubGRU4RecAdapter(Adapter):
 
         if loss != "cross-entropy":
             raise Unsupported(f"loss:{loss}", "torch-rechub GRU4Rec trains with the list-wise softmax only")
-        for k, val in hparams.items():
-            if (k == "final_act" and val in (None, "linear")) or (k in ("logq", "bpreg", "elu_param") and not val):
-                continue
-            if k in ("batch_size", "n_targets", "column_q") and val is None:
-                continue
-            name = {"logq": "logq", "bpreg": "bpreg", "elu_param": "final_act:elu"}.get(k, f"loss_on_scores:{k}")
-            raise Unsupported(name, f"torch-rechub's list-wise loss cannot take {k}={val!r}")
-        arr = np.asarray(scores)
-        R = torch.tensor(arr, dtype=torch.float32 if arr.dtype == np.float32 else torch.float64, requires_grad=True)
+        refuse_loss_arguments(hparams, "torch-rechub's list-wise loss")
         criterion = self.trainer.criterion if self.trainer is not None else torch.nn.CrossEntropyLoss()
-        value = criterion(R, torch.arange(R.shape[0]))
-        value.backward()
-        assert R.grad is not None  # R is a leaf that requires grad
-        return float(value.detach()), R.grad.detach().cpu().numpy()
+        return loss_and_gradient(scores, lambda R: criterion(R, torch.arange(R.shape[0])))
 
     def train_step(self, batch_inputs: Any, batch_targets: Any, hidden: Any = None) -> float:
         """One update as the loop body of ``MatchTrainer.train_one_epoch`` (mode 2): the model's forward on b
@@ -366,7 +333,7 @@ class TorchRechubGRU4RecAdapter(Adapter):
 
         if hidden is not None:
             raise Unsupported("train_step:hidden", "torch-rechub runs every history from the zero state")
-        model = self._require_fitted()
+        model = self._require_model()
         x = [self._index.get(int(i)) for i in np.asarray(batch_inputs).ravel()]
         y = [self._index.get(int(i)) for i in np.asarray(batch_targets).ravel()]
         if None in x or None in y or len(x) != len(y) or not x:
@@ -403,7 +370,7 @@ class TorchRechubGRU4RecAdapter(Adapter):
         import torch
         from torch_rechub.utils.match import negative_sample
 
-        model = self._require_fitted()
+        model = self._require_model()
         seqs = [[self._index.get(int(i)) for i in s] for s in prefix_batch]
         if not seqs or len({len(s) for s in seqs}) != 1 or len(seqs[0]) < 2 or any(None in s for s in seqs):
             raise ValueError("prefix_batch: expected b >= 1 sequences of known items with one common length >= 2")
@@ -449,50 +416,31 @@ class TorchRechubGRU4RecAdapter(Adapter):
         history length − 1), the norm of the last GRU layer's state before that event (zero at a session start:
         the padded positions embed to zero and the GRU has no bias), ``n_active`` the batch's rows,
         ``negative_ids`` None (negatives are fixed per sample, not shared), the optimizer's learning rate."""
-        self._tracing = bool(enable)
+        super().trace(enable)
 
-    def optimizer_info(self) -> dict[str, Any]:
-        """MatchTrainer's torch optimizer (``optimizer_fn(params, lr, weight_decay=1e-5)``): class, learning rate,
-        eps, initial accumulator (Adagrad), momentum (SGD; None otherwise), weight decay, its scheduler (None: the
-        adapter passes no ``scheduler_fn``), no clipping (train_one_epoch clips nothing)."""
-        self._require_fitted()
-        opt = self.trainer.optimizer
-        g = opt.param_groups[0]
-        return {
-            "type": type(opt).__name__,
-            "lr_schedule": None if self.trainer.scheduler is None else type(self.trainer.scheduler).__name__,
-            "initial_accumulator": g.get("initial_accumulator_value"),
-            "eps": g.get("eps"),
-            "momentum": g.get("momentum"),
-            "grad_clip": None,
-            "weight_decay": float(g.get("weight_decay", 0.0)),
-            "learning_rate": float(g["lr"]),
-        }
+    def _fitted_optimizer(self) -> Any:
+        """MatchTrainer's torch optimizer (``optimizer_fn(params, lr, weight_decay=1e-5)``; train_one_epoch clips
+        nothing). RuntimeError before ``fit``."""
+        self._require_model()
+        return self.trainer.optimizer
 
-    def close(self) -> None:
-        if self._tmp is not None:
-            shutil.rmtree(self._tmp, ignore_errors=True)
-            self._tmp = None
+    def _lr_schedule(self) -> Any:
+        """MatchTrainer's scheduler class name (None: the adapter passes no ``scheduler_fn``)."""
+        return None if self.trainer.scheduler is None else type(self.trainer.scheduler).__name__
 
 
-class _Observer:
+class _Observer(FitObserver):
     """Wraps ``train_one_epoch`` of one trainer and ``forward`` of one model (originals unchanged): per epoch the
     mean loss per sample, optimizer steps, samples and seconds."""
 
     def __init__(self, model: Any, trainer: Any, lanes: Any = None) -> None:
-        self.losses: list[float] = []
-        self.steps: list[int] = []
-        self.events: list[int] = []
-        self.seconds: list[float] = []
+        super().__init__()
         forward, train_one_epoch = model.forward, trainer.train_one_epoch
         self._batches: list[int] = []
-        self.trace: list[StepTrace] | None = [] if lanes is not None else None
+        self.trace = [] if lanes is not None else None
         captured: dict[str, Any] = {}
-        self._hook = (
-            model.gru.register_forward_hook(lambda m, a, o: captured.__setitem__("out", o[0].detach()))
-            if lanes is not None
-            else None
-        )
+        if lanes is not None:
+            self.hook(model.gru.register_forward_hook(lambda m, a, o: captured.__setitem__("out", o[0].detach())))
 
         def _forward(x: Any) -> Any:
             if model.training:
@@ -525,23 +473,5 @@ class _Observer:
             self.events.append(n)
             return mean_batch_loss
 
-        model.forward = _forward
-        trainer.train_one_epoch = _train_one_epoch
-        self._targets = ((model, "forward"), (trainer, "train_one_epoch"))
-
-    def detach(self) -> None:
-        """Remove the instance wrappers (the class methods apply again)."""
-        for obj, name in self._targets:
-            obj.__dict__.pop(name, None)
-        if self._hook is not None:
-            self._hook.remove()
-            self._hook = None
-
-    def report(self) -> FitReport:
-        return FitReport(
-            epoch_losses=list(self.losses),
-            n_steps=list(self.steps),
-            n_events_trained=list(self.events),
-            epoch_seconds=list(self.seconds),
-            trace=self.trace,
-        )
+        self.wrap(model, "forward", _forward)
+        self.wrap(trainer, "train_one_epoch", _train_one_epoch)

@@ -11,7 +11,7 @@
   place from their results.jsonl, e.g. after a run was killed (the report is then marked incomplete);
 - ``compact ROOT [ROOT ...] [--into reports/verdicts]``: keep the newest complete run per implementation and
   judged version as ``<into>/<impl>/[<level>/]<version>/results.json.gz`` (:mod:`reports.compact`);
-- ``study-agreement [ROOT ...] [--out reports/out]``: the study's expected outcome per check (§B.3) against the
+- ``study-agreement [ROOT ...] [--out reports/out]``: the study's expected outcome per check (docs/study.md) against the
   runs under the roots (default: the committed verdicts), written to ``<out>/study_agreement.csv`` and ``.md``
   (:mod:`gru4rec_conformance.reports.agreement`, which documents how outcomes map to agree / disagree);
 - ``checks [--out docs/checks.md] [--check]``: write the check catalogue from the check modules
@@ -49,7 +49,9 @@ def main(argv: list[str] | None = None) -> int:
     cp = sub.add_parser("compact", help="keep the newest complete run per implementation and judged version")
     cp.add_argument("roots", nargs="+", type=Path)
     cp.add_argument("--into", type=Path, default=REPORTS_DIR / "verdicts", help="default: reports/verdicts")
-    sa = sub.add_parser("study-agreement", help="the study's expected outcome per check (§B.3) against our verdicts")
+    sa = sub.add_parser(
+        "study-agreement", help="the study's expected outcome per check (docs/study.md) against our verdicts"
+    )
     sa.add_argument("roots", nargs="*", type=Path, help="run folders to read (default: reports/verdicts)")
     sa.add_argument("--out", type=Path, default=REPORTS_DIR / "out", help="where the table goes (default: reports/out)")
     from gru4rec_conformance.reports.checks_catalogue import DEFAULT_OUT

@@ -124,6 +124,8 @@ def build_card(run: RunData, readme: Path | None = None, readme_link: str | None
         "suite_note": suite_note,
         "run_status": run.status,
         "status": conf.status,
+        "status_label": conf.status_label(),
+        "features": None if conf.features is None else conf.features.report_text(),
         "status_line": conf.line(str(impl.get("name") or "?")),
         "reasons": list(conf.reasons),
         "counts_by_kind": dict(conf.counts_by_kind),
@@ -168,7 +170,9 @@ def render_markdown(c: dict[str, Any]) -> str:
     if c.get("matrix_note"):
         lines += [f"> **{c['matrix_note']}**", ""]
     gate = f" · gate **{c['gate']}**" if c["gate"] else ""
-    lines += [f"**{c['status']}**{gate} · coverage {c['coverage']['figure']}", ""]
+    lines += [f"**{c['status_label']}**{gate} · coverage {c['coverage']['figure']}", ""]
+    if c["features"]:
+        lines += [f"Feature coverage: {c['features']}.", ""]
     lines += [f"- {r}" for r in c["reasons"]]
     if c["suite_current"] is False:
         lines += ["", f"> **{c['suite_note']}**: rerun it to judge it with the current checks."]

@@ -4,8 +4,7 @@
 each family (``conformance/<family>/test_*.py``) and reads, for every check function, its
 ``@pytest.mark.check(ID, kind=...)`` marker, the capability markers (``feature``, ``hook``, ``hparam`` and the
 family's prefixed markers such as ``loss`` or ``embedding``; ``parametrize`` cases with marks of their own), the
-run markers (``slow``, ``gpu``, ``metric``), the first paragraph of its docstring and the docstring paragraph that
-starts with ``Candidate causes`` (the causes a failure can have and the probes that decide between them). Kind titles come from the
+run markers (``slow``, ``gpu``, ``metric``) and the first paragraph of its docstring. Kind titles come from the
 family's :class:`~gru4rec_conformance.implementations.base.FamilySpec`; the mutants that prove a check bites
 come from the mutant classes: ``caught_by`` of the GRU4Rec mutants (``implementations/mutants/``), the defect row
 of the fine-tuner mutants (``implementations/finetuner/mutants/``: row ``N`` must be caught by check ``FT-N``, as
@@ -69,7 +68,8 @@ class CheckFunction:
         markers: run markers (``slow``, ``gpu``, ``metric``), sorted.
         options: other ``check`` arguments (``card``, ``timeout``) as ``name=value``, sorted.
         cases: ``parametrize`` cases that carry marks of their own, in declaration order.
-        causes: the docstring paragraph that starts with ``Candidate causes``, on one line ("" without one).
+        diagnosis: the docstring paragraph that starts with ``Diagnosis:`` (the candidate causes of a failure and
+            the probes that decide them, conformance/_harness/diagnosis.py), on one line; "" without one.
     """
 
     family: str
@@ -81,7 +81,7 @@ class CheckFunction:
     markers: tuple[str, ...]
     options: tuple[str, ...]
     cases: tuple[Case, ...]
-    causes: str = ""
+    diagnosis: str = ""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -181,11 +181,10 @@ def _first_paragraph(doc: str | None) -> str:
     return " ".join(text.split("\n\n")[0].split()) if text else ""
 
 
-def _causes_paragraph(doc: str | None) -> str:
-    for part in inspect.cleandoc(doc or "").split("\n\n"):
-        if part.strip().startswith("Candidate causes"):
-            return " ".join(part.split())
-    return ""
+def _diagnosis_paragraph(doc: str | None) -> str:
+    text = inspect.cleandoc(doc or "")
+    para = next((p for p in text.split("\n\n") if p.lstrip().startswith("Diagnosis:")), "")
+    return " ".join(para.split()[1:]) if para else ""
 
 
 def _check_functions(family: str, spec: Any) -> list[CheckFunction]:
@@ -223,7 +222,7 @@ def _check_functions(family: str, spec: Any) -> list[CheckFunction]:
                     markers=tuple(sorted({m.name for m in marks} & set(_RUN_MARKERS))),
                     options=tuple(options),
                     cases=tuple(cases),
-                    causes=_causes_paragraph(func.__doc__),
+                    diagnosis=_diagnosis_paragraph(func.__doc__),
                 )
             )
     return out
@@ -336,11 +335,11 @@ def _render_family(fam: Family) -> list[str]:
             ]
             for c in (c for c in funcs if c.check_id == cid):
                 lines.append(f"- `{c.where}`: {c.proves or '(no docstring)'}")
-                if c.causes:
-                    lines.append(f"  - {c.causes}")
                 needs = _needs(c.features)
                 if needs:
                     lines.append(f"  - needs: {needs}")
+                if c.diagnosis:
+                    lines.append(f"  - diagnosis (candidate causes, probes run after a failure): {c.diagnosis}")
                 for case in c.cases:
                     extra = "; ".join(x for x in (_needs(case.features), _code(case.markers)) if x)
                     lines.append(f"  - case `{case.id}`: {extra}")
@@ -379,8 +378,6 @@ def render(families: Sequence[Family]) -> str:
         "",
         "Generated from the checks themselves: every check function of `conformance/<family>/test_*.py` with "
         "its `@pytest.mark.check(ID, kind=...)` marker, the first paragraph of its docstring (what it proves), "
-        "its candidate causes (where its docstring lists them: the causes a failure can have and the probe that "
-        "decides between them; a message names a cause only when its probe isolated it), "
         "the features and adapter hooks its markers ask for (a check whose needs an implementation does not "
         "declare is skipped as unsupported), its run markers (`slow`, `gpu`, `metric`), and the mutants "
         "(the reference with one defect switched on) that must fail it, which is how the suite shows that a "

@@ -1,4 +1,4 @@
-"""Warnings a reader must see before trusting a run's verdict (issue 13), one sentence each.
+"""Warnings a reader must see before trusting a run's verdict, one sentence each.
 
 :func:`notices` reads them from the run itself: a failed determinism check (the implementation's strict xfails
 cannot be trusted, and which verdicts may flap: ``records.nondeterminism``), a torn last line of results.jsonl

@@ -27,7 +27,7 @@ def render_markdown(s: dict[str, Any]) -> str:
     lines = [f"# {s['title']}", ""]
     if s.get("standin"):
         lines += [f"**Data: {s['standin']}**", ""]
-    lines.append(f"**Conformance: {cf['status']}** — {cf['headline'].split(' — ', 1)[-1]}")
+    lines.append(f"**Conformance: {cf.get('status_label') or cf['status']}** — {cf['headline'].split(' — ', 1)[-1]}")
     if cf["reasons"]:
         lines += [""] + [f"- {r}" for r in cf["reasons"]]
     lines += ["", f"**Coverage: {cf['coverage']}**", ""] + [f"- {x}" for x in cf["coverage_lines"]]
@@ -100,7 +100,8 @@ def render_markdown(s: dict[str, Any]) -> str:
     if s["failures"]:
         lines += ["", "## Failure details", ""]
         for f in s["failures"]:
-            lines += [f"### `{f['nodeid']}` ({f['outcome']})", "", f["reason"], ""]
+            rerun = f" — rerun: `{f['rerun']}`" if f.get("rerun") else ""
+            lines += [f"### `{f['nodeid']}` ({f['outcome']})", "", f["reason"] + rerun, ""]
             if f["details"]:
                 lines += ["```", f["details"][-3000:], "```", ""]
             if f.get("worker") and f["worker"].get("stderr_tail"):

@@ -67,9 +67,14 @@ class RunData:
         stored it)."""
         if self.stored_conformance:
             try:
-                return verdict.Conformance.from_json(self.stored_conformance)
+                stored = verdict.Conformance.from_json(self.stored_conformance)
             except (KeyError, ValueError, TypeError):
                 pass  # an older or damaged form: recompute
+            else:
+                if "features" in self.stored_conformance:
+                    return stored
+                # stored before the feature coverage was: it follows from the header alone
+                return dataclasses.replace(stored, features=verdict.feature_coverage(self.header))
         return verdict.assess(self.header, self.results, self.end)
 
     @property

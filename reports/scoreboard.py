@@ -87,6 +87,9 @@ def board_row(run: RunData, link_base: Path | None = None, cards: dict[str, str]
         "role": str(run.impl.get("role") or "?"),
         "negative_control": negative_control(run.impl),
         "status": conf.status,
+        "status_label": conf.status_label(),
+        "features": None if conf.features is None else conf.features.figure(),
+        "lacks": None if conf.features is None or not conf.features.lacks else conf.features.lacks_text(),
         "defects": {
             "bug": counts.get("bug", 0),
             "design": counts.get("design-difference", 0),
@@ -206,6 +209,15 @@ def _defect_cell(row: dict[str, Any]) -> str:
     return text + (f" + {d['undeclared']} undeclared" if d["undeclared"] else "")
 
 
+def _coverage_cell(row: dict[str, Any]) -> str:
+    """``61/88 (69%); features 9/26 (lacks loss:bpr, ..., +11 more)``: checks ran / applicable, and which of the
+    reference's features the implementation has (its other checks are n/a, never counted above)."""
+    text = row["coverage"]
+    if row.get("features"):
+        text += f"; features {row['features']}" + (f" (lacks {row['lacks']})" if row.get("lacks") else "")
+    return text
+
+
 def _name_cell(row: dict[str, Any]) -> str:
     name = row["name"]
     if row["role"] == "reference":
@@ -223,7 +235,8 @@ def _cells(row: dict[str, Any]) -> list[str]:
     name = _name_cell(row)
     if row.get("card"):
         name = f"[{name}]({row['card']})"
-    return [name, row["status"], _defect_cell(row), row["coverage"], metric_cell(row), row.get("study_b3") or "–",
+    return [name, row.get("status_label") or row["status"], _defect_cell(row), _coverage_cell(row), metric_cell(row),
+            row.get("study_b3") or "–",
             row["gate"] or "–",
             row["judged"], row["suite"]]  # fmt: skip
 

@@ -14,7 +14,7 @@ from typing import Any
 
 from gru4rec_conformance.conformance._records.records import record_unavailable
 from gru4rec_conformance.conformance._records.runinfo import redact_env
-from gru4rec_conformance.conformance._records.verdict import Conformance, assess
+from gru4rec_conformance.conformance._records.verdict import Conformance, assess, rerun_command
 from gru4rec_conformance.datasets import study
 from gru4rec_conformance.reports.notices import notices
 from gru4rec_conformance.reports.results import BAD_OUTCOMES, OUTCOMES, RunData
@@ -131,7 +131,8 @@ def standin_line(run: RunData) -> str:
 def conformance_block(run: RunData, conformance: Conformance | None = None) -> dict[str, Any]:
     """The status and coverage header of a summary, as plain data.
 
-    Keys: ``status`` (the conformance status), ``headline`` (the terminal line without the implementation name),
+    Keys: ``status`` (the conformance status), ``status_label`` (``CONFORMANT on 9/26 features`` when the
+    implementation lacks some of the reference's features, else the status), ``headline`` (the terminal line without the implementation name),
     ``reasons``, ``coverage`` (``"61/88 (69%)"``), ``coverage_lines`` (how much was examined: ran / applicable,
     not tested by cause, n/a by cause, per kind), ``defect_ids``, ``gate`` (None unless the run evaluated it:
     ``--gate``, or xfail entries applied; else ``{"passed", "problems", "text"}``).
@@ -158,13 +159,15 @@ def conformance_block(run: RunData, conformance: Conformance | None = None) -> d
         lines.append("n/a (not counted): " + ", ".join(na))
     if cov.by_kind:
         lines.append("by kind: " + ", ".join(f"{k} {r}/{a}" for k, (r, a) in cov.by_kind.items()))
+    if c.features is not None:
+        lines.append(c.features.report_text())
     g = (run.end or {}).get("gate")
     gate = None
     if isinstance(g, dict) and "passed" in g:
         problems = [str(p) for p in g.get("problems") or []]
         gate = {"passed": bool(g["passed"]), "problems": problems,
                 "text": "PASSED" if g["passed"] else "FAILED: " + "; ".join(problems)}  # fmt: skip
-    return {"status": c.status, "headline": headline, "reasons": list(c.reasons), "coverage": cov.figure(),
+    return {"status": c.status, "status_label": c.status_label(), "headline": headline, "reasons": list(c.reasons), "coverage": cov.figure(),
             "coverage_lines": lines, "defect_ids": list(c.defect_ids), "gate": gate, "data": c.to_json()}  # fmt: skip
 
 
@@ -328,9 +331,11 @@ def build_summary(
         else:
             card.append({"field": label, "value": "not stated", "source": "–"})
 
+    command = [str(a) for a in h.get("command") or ["pytest"]]
     failures = [
         {"nodeid": r["nodeid"], "outcome": r["outcome"], "reason": r.get("reason") or "",
-         "details": r.get("details") or "", "worker": r.get("worker")}
+         "details": r.get("details") or "", "worker": r.get("worker"),
+         "rerun": rerun_command(command, str(r["nodeid"]), str(r.get("impl") or impl.get("name") or "?"))}
         for r in results if r["outcome"] in BAD_OUTCOMES
     ]  # fmt: skip
 

@@ -109,31 +109,3 @@ def test_natural_key_and_case_ids():
     ).mark
     cases = cc._cases(mark, {"loss": "loss"})
     assert [(c.id, c.features, c.markers) for c in cases] == [("0.5-a", ("loss:top1",), ()), ("2-q2", (), ("slow",))]
-
-
-def test_candidate_causes_paragraph_is_listed():
-    def check():
-        """Proves something.
-
-        Details that are not listed.
-
-        Candidate causes and the probes that decide: A (probe a: isolated);
-        otherwise cause not isolated.
-        """
-
-    assert cc._causes_paragraph(check.__doc__) == (
-        "Candidate causes and the probes that decide: A (probe a: isolated); otherwise cause not isolated."
-    )
-    assert cc._causes_paragraph("Only a summary.") == ""
-    fam = cc.Family(
-        "gru4rec",
-        "",
-        {"K1": "state reset"},
-        (
-            cc.CheckFunction(
-                "gru4rec", "SR-1", "K1", "x.py::t", "Proves.", (), (), (), (), causes="Candidate causes: A."
-            ),
-        ),
-        (),
-    )
-    assert "- `x.py::t`: Proves.\n  - Candidate causes: A.\n" in cc.render([fam])

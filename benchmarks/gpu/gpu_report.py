@@ -4,15 +4,16 @@
 
 Reads ``OUT/results.jsonl`` (one line per finished benchmark case, appended as each finished:
 ``GRU4REC_BENCH_RESULTS_JSONL``; a torn last line of a killed run is skipped), ``OUT/static_step.json``,
-``OUT/golden_cuda.xml`` (JUnit XML of the golden step tests) and ``OUT/env.txt``, and writes ``OUT/report.md``
+``OUT/golden_steps.xml`` (JUnit XML of the golden step tests) and ``OUT/env.txt``, and writes ``OUT/report.md``
 (atomically) and at most two PNGs under ``OUT/plots/`` (minibatch rates per case, the catalogue-size sweep): the
 device tool brings back at most 8 files.
 
 The report starts with the side-by-side table the GPU check exists for: per dataset and loss, the reference's
 minibatches/s against the official port's (best round each, the same data, both in one process), the speed-up
 (official epoch time / reference epoch time) and the reference's rate without its one-time CUDA-graph capture;
-then the GPU, library versions and the official commit, the static-step and golden-step results, and the
-standard benchmark sections (benchmarks/report.py). Exit status 0, or 1 when no case finished.
+then the cases the stages dropped for time (``benchmarks/gpu/timebox.py``; skip lines of results.jsonl), the GPU,
+library versions and the official commit, the static-step and golden-step results, and the standard benchmark
+sections (benchmarks/report.py). Exit status 0, or 1 when no case finished.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ if str(REPO / "src") not in sys.path:  # the gru4rec_conformance namespace (neve
     sys.path.insert(0, str(REPO / "src"))
 
 from gru4rec_conformance.benchmarks import report as R  # noqa: E402
+from gru4rec_conformance.benchmarks.gpu.timebox import DROPPED  # noqa: E402
 from gru4rec_conformance.fileio import atomic_write_text  # noqa: E402
 
 #: the PNGs kept (the device tool's file limit); report.py makes one per sweep besides
@@ -46,6 +48,28 @@ def read_jsonl(path: Path) -> list[dict]:
         if isinstance(row, dict) and "group" in row and "extra_info" in row:
             rows.append(row)
     return rows
+
+
+def dropped_for_time(path: Path) -> list[dict]:
+    """The skip lines of ``path`` (results.jsonl) whose reason says the stage's time box dropped the case."""
+    rows = []
+    for line in path.read_text(encoding="utf-8").splitlines() if path.is_file() else ():
+        try:
+            row = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(row, dict) and row.get("skipped") and str(row.get("reason", "")).startswith(DROPPED):
+            rows.append(row)
+    return rows
+
+
+def dropped_section(rows: list[dict]) -> list[str]:
+    """Markdown lines naming every dropped test (its node id and the estimate against the time left)."""
+    if not rows:
+        return ["No case was dropped for time.", ""]
+    out = [f"{len(rows)} test(s) dropped before they started (estimated from the cases already run):", ""]
+    out += [f"- `{r.get('nodeid') or r.get('group')}`: {r.get('reason')}" for r in rows]
+    return out + [""]
 
 
 def as_benchmark_json(rows: list[dict]) -> dict:
@@ -74,14 +98,14 @@ def as_benchmark_json(rows: list[dict]) -> dict:
 def golden_summary(path: Path) -> str:
     """One line from the JUnit XML of the golden step tests (or why there is none)."""
     if not path.is_file():
-        return "not run (no golden_cuda.xml: the stage did not finish)"
+        return "not run (no golden_steps.xml: the stage did not finish)"
     try:
         root = ET.parse(path).getroot()
     except ET.ParseError as exc:
-        return f"unreadable golden_cuda.xml ({exc})"
+        return f"unreadable golden_steps.xml ({exc})"
     suite = root if root.tag == "testsuite" else root.find("testsuite")
     if suite is None:
-        return "golden_cuda.xml has no testsuite"
+        return "golden_steps.xml has no testsuite"
     n, fail, err, skip = (int(suite.get(k, "0")) for k in ("tests", "failures", "errors", "skipped"))
     passed = n - fail - err - skip
     verdict = "PASS" if n and not (fail or err) and passed else "FAIL"
@@ -201,9 +225,10 @@ def main(argv: list[str] | None = None) -> int:
     device = data["gru4rec_bench"].get("device") or "?"
     lines = [f"# GRU4Rec on GPU: the reference against the official PyTorch port ({device})", ""]
     lines += ["## Minibatches per second, side by side", ""] + headline(data)
+    lines += ["## Cases dropped for time", ""] + dropped_section(dropped_for_time(out / "results.jsonl"))
     lines += ["## Machine, versions, correctness", ""] + environment(out, data)
     lines += static_summary(out / "static_step.json")
-    lines += [f"- golden training steps (tests/reference) on the device: {golden_summary(out / 'golden_cuda.xml')}"]
+    lines += [f"- golden training steps (tests/reference) on the device: {golden_summary(out / 'golden_steps.xml')}"]
     lines += ["", "## Details", ""]
     if data["benchmarks"]:
         body = R.build_markdown(data, plots, title="Benchmark sections").split("\n")

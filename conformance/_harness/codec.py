@@ -18,7 +18,9 @@ Decoding trusts nothing in the message (issue 13): a class is looked up by name 
 :data:`EXCHANGE_TYPES` (never imported), and every ``.npy`` file is opened without following links, must be a
 regular file whose header declares a plain numeric, boolean or fixed-width string dtype (no object or structured
 dtype) and whose payload fits the decoder's byte budget (``max_bytes``, summed over one message), checked from the
-header before a byte of the payload is read.
+header before a byte of the payload is read. The parent's codec works relative to a descriptor of the exchange
+folder it opened itself (``dir_fd``): writes, reads and the removal after each call never go through a path the
+worker could have replaced by a link.
 """
 
 from __future__ import annotations
@@ -110,12 +112,19 @@ class Codec:
         prefix: file-name prefix of this side (``"p"`` parent, ``"c"`` child), so the sides never clash.
         max_bytes: byte budget of the ``.npy`` payloads decoded between two :meth:`clear` calls (one message);
             a file past it raises :class:`ExchangeError` before it is read.
+        dir_fd: an open descriptor of ``directory`` (the parent's side): every file is then written, read and
+            removed relative to it (``openat``/``unlinkat``), never through the path, so a worker that replaces the
+            folder by a symbolic link or another folder cannot redirect the suite's reads, writes or deletions. The
+            caller owns and closes it.
     """
 
-    def __init__(self, directory: Path | str, prefix: str, max_bytes: int = DEFAULT_MAX_BYTES) -> None:
+    def __init__(self, directory: Path | str, prefix: str, max_bytes: int = DEFAULT_MAX_BYTES,
+                 dir_fd: int | None = None) -> None:  # fmt: skip
         self.directory = Path(directory)
         self.prefix = prefix
         self.max_bytes = int(max_bytes)
+        self.dir_fd = dir_fd
+        self.closed = False  # set by the owner of dir_fd once it closed it: no file is touched after that
         self._loaded = 0
         self._counter = itertools.count()
 
@@ -188,6 +197,17 @@ class Codec:
         if arr.size <= _INLINE_MAX and arr.dtype.kind in "biuf":
             return {"__array__": {"dtype": arr.dtype.str, "shape": list(arr.shape), "data": arr.ravel().tolist()}}
         name = f"{self.prefix}{next(self._counter)}.npy"
+        if self.closed:
+            raise ExchangeError(f"{where}: the exchange folder is closed")
+        if self.dir_fd is not None:  # the parent: relative to the folder it opened, never following a link
+            try:
+                os.unlink(name, dir_fd=self.dir_fd)  # whatever the worker may have planted under this name
+            except FileNotFoundError:
+                pass
+            flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+            with os.fdopen(os.open(name, flags, 0o644, dir_fd=self.dir_fd), "wb") as fh:
+                np.save(fh, np.ascontiguousarray(arr), allow_pickle=False)
+            return {"__ndarray__": name}
         # atomic, not durable: the exchange folder lives for one call, a crash discards it anyway
         with atomic_path(self.directory / name, durable=False) as tmp, open(tmp, "wb") as fh:
             np.save(fh, np.ascontiguousarray(arr), allow_pickle=False)
@@ -300,9 +320,15 @@ class Codec:
             or not name.endswith(".npy")
         ):
             raise ExchangeError(f"refusing exchange file name {name!r}")
-        path = self.directory / name
+        if self.closed:
+            raise ExchangeError(f"exchange file {name}: the exchange folder is closed")
+        # no link followed, no FIFO or device waited on in open(); relative to the folder's descriptor when held
+        flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
         try:
-            fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+            if self.dir_fd is not None:
+                fd = os.open(name, flags, dir_fd=self.dir_fd)
+            else:
+                fd = os.open(self.directory / name, flags)
         except OSError as exc:
             raise ExchangeError(f"exchange file {name}: cannot open it without following links: {exc}") from None
         with os.fdopen(fd, "rb") as fh:
@@ -339,8 +365,19 @@ class Codec:
         """Remove every exchange file of both sides (called by the parent after each completed call) and reset
         the byte budget."""
         self._loaded = 0
+        if self.closed:
+            return
+        if self.dir_fd is not None:  # unlinkat on names in the folder held open: a link is removed, not followed
+            with os.scandir(self.dir_fd) as entries:
+                names = [e.name for e in entries if not e.is_dir(follow_symlinks=False)]
+            for name in names:
+                try:
+                    os.unlink(name, dir_fd=self.dir_fd)
+                except FileNotFoundError:
+                    pass
+            return
         for entry in os.scandir(self.directory):
-            if entry.is_file():
+            if entry.is_file(follow_symlinks=False):
                 os.unlink(entry.path)
 
 

@@ -11,12 +11,17 @@ from __future__ import annotations
 import dataclasses
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, cast
 
 from gru4rec_conformance import import_root
-from gru4rec_conformance.conformance._harness.isolation import IsolationSettings, WorkerError, WorkerProxy
+from gru4rec_conformance.conformance._harness.isolation import (
+    IsolationSettings,
+    WorkerCallError,
+    WorkerError,
+    WorkerProxy,
+)
 from gru4rec_conformance.conformance._harness.validation import checked
 from gru4rec_conformance.implementations.base import (
     AdapterBase,
@@ -239,6 +244,9 @@ class ImplHandle:
 
 def _module_root(cls: type) -> tuple[str, ...]:
     """The ``sys.path`` entry from which ``cls``'s module was imported (for the worker's PYTHONPATH)."""
+    described = cls.__dict__.get("_worker_pythonpath")
+    if described is not None:  # an outside adapter described by a worker: its module was never imported here
+        return tuple(described)
     if cls.__module__.split(".", 1)[0] == "gru4rec_conformance":
         return (str(import_root()),)
     module = sys.modules.get(cls.__module__)
@@ -362,3 +370,117 @@ class Impl:
 
     def __repr__(self) -> str:
         return f"<Impl {self.name} [{self.family}] device={self.device}>"
+
+
+# -- outside adapters (``--impl module:Class``), described by a sandboxed worker ---------------------------------
+_SUITE_PACKAGE = "gru4rec_conformance.implementations."
+#: Largest text field accepted from a describe reply (characters).
+_DESCRIBE_TEXT_MAX = 4000
+
+
+def shipped(spec: AdapterSpec) -> bool:
+    """Whether ``spec`` is one of the suite's own adapters: its class lives in the suite's ``implementations``
+    package (the reference, its mutants and the shipped implementation adapters), however it was selected. Outside
+    adapters may run in the suite's process under ``--gate`` only when a plugin or conftest registers them."""
+    return suite_module(spec.cls.__module__)
+
+
+def suite_module(module: str) -> bool:
+    """Whether ``module`` is in the suite's own ``implementations`` package (trusted: imported in this process)."""
+    return module.startswith(_SUITE_PACKAGE)
+
+
+def import_path_root(path: str) -> tuple[str, ...]:
+    """The ``sys.path`` entry holding the top-level package or module of ``module:Class``, found on the filesystem
+    without importing anything (``PathFinder`` on the top-level name runs no code); ``()`` when none does (the
+    worker then finds it on its own path or fails to import it, which its describe reply says)."""
+    import importlib.machinery
+
+    top = path.partition(":")[0].split(".", 1)[0]
+    found = importlib.machinery.PathFinder.find_spec(top) if top else None
+    if found is None:
+        return ()
+    if found.submodule_search_locations:
+        return (str(Path(next(iter(found.submodule_search_locations))).parent),)
+    return (str(Path(found.origin).parent),) if found.origin else ()
+
+
+def _described_text(value: Any, field: str, path: str, *, optional: bool = False) -> Any:
+    if value is None and optional:
+        return None
+    if not isinstance(value, str) or len(value) > _DESCRIBE_TEXT_MAX:
+        raise HarnessError(f"--impl {path}: the worker's description has an invalid {field!r}: {str(value)[:200]!r}")
+    return value
+
+
+def described_spec(path: str, reply: Mapping[str, Any], pythonpath: tuple[str, ...]) -> AdapterSpec:
+    """An :class:`AdapterSpec` for the outside adapter ``path`` built only from its worker's describe reply
+    (:func:`worker.describe_class`), every field validated: a stand-in subclass of the family's protocol class
+    named like the adapter (``spec.ref`` is ``path``), ``isolated`` True, role ``implementation`` or ``mutant``,
+    ``worker_env`` checked against the allow-list, checkouts only among the pinned ones. The stand-in cannot be
+    instantiated in this process. Raises :class:`HarnessError` naming the field."""
+    from gru4rec_conformance.conformance._harness.isolation import check_worker_env
+    from gru4rec_conformance.implementations._checkout import CHECKOUTS
+    from gru4rec_conformance.implementations.registry import _NAME_RE
+
+    module_name, _, qualname = path.partition(":")
+    family = get_family(_described_text(reply.get("family"), "family", path))
+    if family is None:
+        raise HarnessError(f"--impl {path}: unknown family {reply.get('family')!r}")
+    name = _described_text(reply.get("name") or path, "name", path)
+    if not _NAME_RE.match(name):
+        raise HarnessError(f"--impl {path}: invalid adapter name {name!r} (class attribute 'name')")
+    env = reply.get("worker_env") or []
+    if not isinstance(env, list) or not all(isinstance(v, str) for v in env):
+        raise HarnessError(f"--impl {path}: the worker's description has an invalid 'worker_env'")
+    try:
+        env_names = check_worker_env(tuple(env), f"--impl {path}")
+    except ValueError as exc:
+        raise HarnessError(str(exc)) from None
+    keys = reply.get("checkouts") or []
+    if not isinstance(keys, list) or any(k not in CHECKOUTS for k in keys):
+        raise HarnessError(f"--impl {path}: checkouts {keys!r} are not among the pinned ones ({sorted(CHECKOUTS)})")
+    python = _described_text(reply.get("worker_python"), "worker_python", path, optional=True)
+    if python is not None and not (os.path.isabs(python) and os.path.isfile(python)):
+        raise HarnessError(f"--impl {path}: worker_python {python!r} is not an absolute path to an interpreter")
+    study = reply.get("study")
+    if study is not None and not (isinstance(study, dict) and all(isinstance(v, str) for v in study.values())):
+        raise HarnessError(f"--impl {path}: the worker's description has an invalid 'study'")
+
+    def refuse(self: Any, *args: Any, **kwargs: Any) -> None:
+        raise HarnessError(f"--impl {path} runs only in a worker process: its module is not imported by the suite")
+
+    attrs = {
+        "__module__": module_name, "__qualname__": qualname, "__init__": refuse, "name": name,
+        "role": reply.get("role") if reply.get("role") in ("implementation", "mutant") else "implementation",
+        "isolated": True, "description": _described_text(reply.get("description", ""), "description", path),
+        "xfails_file": _described_text(reply.get("xfails_file"), "xfails_file", path, optional=True),
+        "study": study, "worker_env": env_names, "worker_python": python,
+        "worker_network": bool(reply.get("worker_network")), "compile_cache": bool(reply.get("compile_cache")),
+        "checkouts": tuple(CHECKOUTS[k] for k in keys), "_worker_pythonpath": pythonpath,
+    }  # fmt: skip
+    cls = type(qualname.rsplit(".", 1)[-1], (family.adapter_base,), attrs)
+    return AdapterSpec(name=name, family=family.name, cls=cls, source="import path")
+
+
+def describe_import_path(path: str, settings: IsolationSettings) -> tuple[AdapterSpec | None, dict[str, Any]]:
+    """Describe the outside adapter ``module:Class`` in a worker (sandboxed as ``settings`` say): the adapter's
+    module is imported there, never here. Returns ``(spec, reply)``: the spec of :func:`described_spec` when the
+    adapter declares ``isolated = True``, else None (the caller decides whether it may run in-process).
+
+    Raises:
+        HarnessError: the worker cannot import or describe the class, or its description is invalid.
+    """
+    if ":" not in path or not all(path.partition(":")[::2]):
+        raise HarnessError(f"--impl {path!r}: an import path has the form some.module:AdapterClass")
+    root = import_path_root(path)
+    proxy = WorkerProxy(path, (), settings=settings, pythonpath=root, label=f"--impl {path}", describe_only=True)
+    try:
+        reply = proxy.describe_class()
+    except WorkerCallError as exc:  # the adapter's module or class, as the worker found it
+        raise HarnessError(f"--impl {path!r}: {exc.remote_message or exc.remote_type}") from None
+    except WorkerError as exc:
+        raise HarnessError(f"--impl {path!r}: the worker cannot describe the adapter: {exc}") from None
+    finally:
+        proxy.close()
+    return (described_spec(path, reply, root) if reply.get("isolated") else None), reply

@@ -43,9 +43,11 @@ import re
 import select
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -90,12 +92,44 @@ DEFAULT_TIMEOUTS_S: dict[str, float] = {
 LIGHT_METHODS = frozenset({"version", "capabilities", "item_ids", "get_weights", "set_weights", "optimizer_info",
                            "trace", "loss_on_scores", "close", "get_params", "set_params"})  # fmt: skip
 
+#: Variables of the suite's environment that every worker sees, when set (by exact name: nothing passes by prefix).
 ENV_ALLOW = frozenset({
-    "PATH", "LANG", "LANGUAGE", "TZ", "TERM", "LD_LIBRARY_PATH", "PYTHONHASHSEED", "SOURCE_DATE_EPOCH",
+    "PATH", "LANG", "LANGUAGE", "LC_ALL", "LC_CTYPE", "LC_NUMERIC", "LC_COLLATE", "LC_MESSAGES", "LC_TIME", "TZ",
+    "TERM", "LD_LIBRARY_PATH", "PYTHONHASHSEED", "SOURCE_DATE_EPOCH",
     "OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUMEXPR_NUM_THREADS",
     "CUDA_VISIBLE_DEVICES", "CUBLAS_WORKSPACE_CONFIG", "NVIDIA_VISIBLE_DEVICES", "TF_CPP_MIN_LOG_LEVEL",
+    # the suite's own settings that code in a worker reads: data location and scale, checkout sources
+    "GRU4REC_SHARED_DATA", "GRU4REC_MC_SCALE", "GRU4REC_MIRROR_DIR", "GRU4REC_ALLOW_DOWNLOAD",
 })  # fmt: skip
-ENV_ALLOW_PREFIXES = ("LC_", "GRU4REC_")
+#: Folders named by these variables are bound read-only into the sandbox (when they are plain folders holding no
+#: socket): the data, the mirror of the pinned repositories, and each pinned checkout's own variable.
+ENV_BIND = ("GRU4REC_SHARED_DATA", "GRU4REC_MIRROR_DIR")
+#: Library settings an adapter may add through ``worker_env`` (threads, offline flags, a compiler's flags).
+WORKER_ENV_SETTINGS = frozenset({
+    "TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS", "THEANO_FLAGS", "TORCH_NUM_THREADS",
+    "HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE",
+})  # fmt: skip
+
+
+def worker_env_allowed() -> frozenset[str]:
+    """Every name an adapter's ``worker_env`` may list: :data:`ENV_ALLOW`, :data:`WORKER_ENV_SETTINGS` and the
+    variable of each pinned checkout (``implementations._checkout.CHECKOUTS``, e.g. ``GRU4REC_PYTORCH_PATH``)."""
+    from gru4rec_conformance.implementations._checkout import CHECKOUTS
+
+    return ENV_ALLOW | WORKER_ENV_SETTINGS | {c.env for c in CHECKOUTS.values()}
+
+
+def check_worker_env(names: tuple[str, ...], label: str) -> tuple[str, ...]:
+    """``names`` when each is in :func:`worker_env_allowed`; raises ValueError naming the others (a worker never
+    sees a variable of the suite's environment outside that list, e.g. a credential)."""
+    refused = sorted({str(n) for n in names} - worker_env_allowed())
+    if refused:
+        raise ValueError(f"{label}: worker_env names {', '.join(refused)}, which a worker may not see: worker_env "
+                         "may only name the suite's thread, seed, offline and data settings and the pinned "
+                         "checkouts' variables (conformance/README.md, 'Isolation')")  # fmt: skip
+    return tuple(names)
+
+
 #: Thread-count variables of OpenMP / MKL / OpenBLAS set in every worker (:meth:`WorkerProxy._environment`).
 THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 #: The worker's torch intra-op thread count (read by :mod:`conformance._harness.worker`).
@@ -120,6 +154,16 @@ SANDBOX_MODES = ("auto", "bwrap", "none")
 #: Directories replaced by an empty tmpfs inside the sandbox: where Unix sockets and other programs' scratch files
 #: live (the worker's own directory and the suite's import paths are bound back on top).
 HIDDEN_DIRS = ("/tmp", "/var/tmp", "/run", "/var/run", "/dev/shm")
+#: Default most processes of one worker's tree.
+MAX_PROCESSES = 512
+#: Sandbox tmpfs folders that the worker may fill (sized, and counted against the memory limit).
+WRITABLE_TMPFS = ("/tmp", "/var/tmp", "/dev/shm")
+#: Environment variable by which the worker learns its process limit (worker.main applies it as RLIMIT_NPROC).
+WORKER_NPROC_ENV = "GRU4REC_WORKER_MAX_PROCS"
+#: A reply's JSON may cost at most this many times its size once parsed (estimated from its bytes first) ...
+JSON_DECODE_FACTOR = 24
+#: ... or this many bytes, whichever is larger.
+JSON_DECODE_FLOOR = 256 << 20
 #: The unprivileged user (nobody) the worker runs as inside the sandbox's user namespace.
 SANDBOX_UID = 65534
 
@@ -234,6 +278,12 @@ class IsolationSettings:
         sandbox: "auto" (bubblewrap where it works, else none), "bwrap" (required) or "none" (``--sandbox``).
         max_frame_bytes: largest JSON reply accepted (bytes); a larger announced frame kills the worker.
         max_reply_bytes: budget of the ``.npy`` payloads of one reply (bytes), checked from each file's header.
+        tmpfs_mb: size (MiB) of each of the sandbox's own ``/tmp``, ``/var/tmp`` and ``/dev/shm`` (bwrap
+            ``--size``); what they hold counts against the memory limit. None = a quarter of the memory limit, at
+            most 1024 MiB.
+        max_processes: most processes of the worker's tree (the watchdog kills a tree above it; also the worker's
+            ``RLIMIT_NPROC`` where the kernel applies it, i.e. when the suite does not run as root).
+        between_calls_s: period of the watch of memory and process count while no call runs (a thread).
         tmp_root: parent folder of the worker directories (None = system temp).
         hidden_paths: folders the sandboxed worker sees as empty (an empty tmpfs over each existing one): the
             run folders' root and the xfail registries, so the worker has no path to either.
@@ -258,6 +308,9 @@ class IsolationSettings:
     hidden_paths: tuple[str, ...] = ()
     max_frame_bytes: int = MAX_FRAME_BYTES
     max_reply_bytes: int = DEFAULT_MAX_BYTES
+    tmpfs_mb: float | None = None
+    max_processes: int = MAX_PROCESSES
+    between_calls_s: float = 0.5
 
     def timeout_for(self, method: str, kind: str | None, override: float | None = None) -> float:
         """Timeout of one call: --call-timeout > the check's own ``timeout`` > light/kind defaults."""
@@ -274,6 +327,13 @@ class IsolationSettings:
             return self.memory_limit_mb if self.memory_limit_mb > 0 else None
         total = _physical_memory_mb()
         return 0.8 * total if total else None
+
+    def effective_tmpfs_bytes(self) -> int:
+        """Byte size of each of the sandbox's writable tmpfs folders (see ``tmpfs_mb``)."""
+        if self.tmpfs_mb is not None:
+            return int(self.tmpfs_mb * 2**20)
+        limit = self.effective_memory_limit_mb()
+        return int(min(1024.0, limit / 4 if limit else 1024.0) * 2**20)
 
 
 def _physical_memory_mb() -> float | None:
@@ -473,6 +533,69 @@ def tree_pids(pid: int) -> list[int]:
     return _tree(pid)[1]
 
 
+def _json_cost(raw: bytes) -> int:
+    """An upper estimate of the memory (bytes) that ``json.loads(raw)`` and the decoder's copy take: every ``[``
+    or ``{`` a container, every ``,`` or ``:`` one more value (C-speed byte counts, no parsing)."""
+    containers = raw.count(b"[") + raw.count(b"{")
+    values = raw.count(b",") + raw.count(b":") + containers + 1
+    return 2 * len(raw) + 128 * containers + 64 * values
+
+
+def _tmpfs_mib(pids: list[int]) -> float:
+    """MiB held by the sandbox's writable tmpfs folders, seen through ``/proc/<pid>/root`` of the first process
+    inside the sandbox (``pids[1]``; ``pids[0]`` is bwrap, outside); 0 when it cannot be read."""
+    if len(pids) < 2:
+        return 0.0
+    used = 0
+    for d in WRITABLE_TMPFS:
+        inside = f"/proc/{pids[1]}/root{d}"
+        try:
+            if os.path.exists(d) and os.stat(inside).st_dev == os.stat(d).st_dev:
+                continue  # not the sandbox's own tmpfs (yet): bwrap has not switched roots
+            st = os.statvfs(inside)
+        except OSError:
+            continue
+        used += (st.f_blocks - st.f_bfree) * st.f_frsize
+    return used / 2**20
+
+
+_UNPRIVILEGED_CACHE: dict[str, str] = {}
+
+
+def unprivileged_python_problem(python: str) -> str:
+    """Why :data:`SANDBOX_UID` cannot run ``python`` with the suite's package and numpy (``""`` when it can),
+    probed once per interpreter by running it as that user (the suite must be root to ask)."""
+    if python not in _UNPRIVILEGED_CACHE:
+        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PYTHONPATH": str(import_root())}
+        code = "import ctypes, json, numpy, gru4rec_conformance.conformance._harness.codec"
+        try:
+            probe = subprocess.run([python, "-c", code], user=SANDBOX_UID, group=SANDBOX_UID, extra_groups=[],
+                                   cwd="/", env=env, capture_output=True, timeout=120)  # fmt: skip
+            text = probe.stderr.decode(errors="replace").strip().splitlines()
+            _UNPRIVILEGED_CACHE[python] = "" if probe.returncode == 0 else (text[-1] if text else "failed")
+        except (OSError, subprocess.SubprocessError) as exc:
+            _UNPRIVILEGED_CACHE[python] = str(exc)
+    return _UNPRIVILEGED_CACHE[python]
+
+
+def _bindable(value: str) -> str:
+    """``value`` when it names a folder the sandbox may show read-only: an absolute path to a directory (not a
+    socket, device or file), neither ``/`` nor one of :data:`HIDDEN_DIRS` or a folder above one, with no socket
+    among its entries; else ``""``."""
+    if not value or not os.path.isabs(value):
+        return ""
+    real = os.path.realpath(value)
+    if not os.path.isdir(real) or real == "/" or any(_under(d, (real,)) for d in HIDDEN_DIRS):
+        return ""
+    try:
+        with os.scandir(real) as entries:
+            if any(stat.S_ISSOCK(e.stat(follow_symlinks=False).st_mode) for e in entries):
+                return ""
+    except OSError:
+        return ""
+    return value
+
+
 def _under(path: str, roots: tuple[str, ...]) -> bool:
     return any(path == r or path.startswith(r.rstrip("/") + "/") for r in roots)
 
@@ -517,6 +640,8 @@ class WorkerProxy:
         timeout_kind: callable returning ``(kind, override)`` of the running check, for the timeout.
         label: name used in messages.
         capabilities_cls: the family's capability class, to rebuild ``capabilities()`` results.
+        describe_only: the worker only imports ``ref`` and describes the class (``worker.describe_class``), in
+            :attr:`hello` after :meth:`describe_class`; no adapter is created.
         compile_cache: a folder the worker may write and later workers of the same implementation read (code the
             implementation compiles at run time, e.g. Theano's C modules); the worker finds it in
             ``GRU4REC_COMPILE_CACHE``. The only writable path besides the worker's own directory; the suite never
@@ -539,14 +664,16 @@ class WorkerProxy:
         label: str = "",
         capabilities_cls: type[BaseCapabilities] | None = None,
         compile_cache: Path | None = None,
+        describe_only: bool = False,
     ) -> None:
         self._ref = ref
+        self._describe_only = describe_only
         self._compile_cache = Path(compile_cache) if compile_cache is not None else None
         self._methods = tuple(methods)
         self._init_kwargs = dict(init_kwargs or {})
         self.device = device
         self._settings = settings or IsolationSettings()
-        self._extra_env = tuple(extra_env)
+        self._extra_env = check_worker_env(tuple(extra_env), label or ref)
         self._python = python or self._settings.python or sys.executable
         self._pythonpath = tuple(pythonpath)
         self._needs_network = needs_network
@@ -557,6 +684,10 @@ class WorkerProxy:
         self._dir: Path | None = None
         self._codec: Codec | None = None
         self._to_child = self._from_child = -1
+        self._parent_fd = self._xchg_fd = self._stderr_fd = -1
+        self._in_call = False
+        self._between_calls: tuple[type[WorkerError], str] | None = None
+        self._watch: tuple[threading.Thread, threading.Event] | None = None
         self._lost = False
         self._closed = False
         self.hello: dict[str, Any] = {}
@@ -591,6 +722,13 @@ class WorkerProxy:
             self._start()
         return frozenset(self.hello.get("hooks", ()))
 
+    def describe_class(self) -> dict[str, Any]:
+        """The worker's unvalidated description of the adapter class (a ``describe_only`` proxy); raises as a
+        worker start does (:class:`WorkerCallError` when the class cannot be imported or is no adapter)."""
+        if not self.hello:
+            self._start()
+        return dict(self.hello)
+
     @property
     def worker_pid(self) -> int | None:
         return self._proc.pid if self._proc is not None else None
@@ -619,6 +757,9 @@ class WorkerProxy:
         kind, override = self._timeout_kind()
         timeout = self._settings.timeout_for(method, kind, override)
         assert self._codec is not None
+        if self._between_calls is not None:  # the watch killed it while no call ran
+            cls, text = self._between_calls
+            self._fail(cls, f"{self._label}.{method}(): {text}")
         if self._proc is not None and self._proc.poll() is not None:  # killed between calls: its tree is going
             self._fail(WorkerCrashed, f"{self._label}.{method}(): the worker {self._exit_text()} before the call")
         request = {
@@ -674,8 +815,8 @@ class WorkerProxy:
 
     # -- process management ----------------------------------------------------------------------------
     def _environment(self, workdir: Path) -> dict[str, str]:
-        env = {k: v for k, v in os.environ.items() if k in ENV_ALLOW or k.startswith(ENV_ALLOW_PREFIXES)}
-        env.update({k: os.environ[k] for k in self._extra_env if k in os.environ})
+        env = {k: v for k, v in os.environ.items() if k in ENV_ALLOW}
+        env.update({k: os.environ[k] for k in self._extra_env if k in os.environ})  # checked in __init__
         # The suite's import root (src/ of a checkout) first; never the checkout itself (its folders would
         # become top-level names, `datasets/` shadowing Hugging Face's).
         path_entries = [str(import_root()), *self._pythonpath]
@@ -704,17 +845,35 @@ class WorkerProxy:
                 env[var] = str(int(n))
             elif var not in os.environ:
                 env[var] = "1"
+        env[WORKER_NPROC_ENV] = str(int(self._settings.max_processes))
         env[WORKER_THREADS_ENV] = str(int(n)) if n is not None else _positive_int(env["OMP_NUM_THREADS"], 1)
         return env
 
     def _start(self) -> None:
+        if not sandbox_for(self._settings.sandbox).available and os.geteuid() == 0:
+            problem = unprivileged_python_problem(self._python)
+            if problem:  # adapter code never runs as root: refuse rather than run it unsandboxed as root
+                raise WorkerCrashed(
+                    f"{self._label}: the suite runs as root without the sandbox, and its worker would drop to uid "
+                    f"{SANDBOX_UID} before any adapter code runs, but that user cannot run {self._python} here "
+                    f"({problem}): install bubblewrap (--sandbox bwrap), run the suite as an unprivileged user, or "
+                    "use an interpreter every user may read"
+                )
         base = self._settings.tmp_root
         if base:
             os.makedirs(base, exist_ok=True)
         self._dir = Path(tempfile.mkdtemp(prefix="gru4rec-worker-", dir=base))
+        # Everything below the worker's directory is the worker's to change. The suite holds descriptors it opened
+        # before the worker existed (the folder's parent, the exchange folder, the stderr file) and never reaches
+        # those again by path: a link, FIFO or device planted under a known name is never followed or waited on.
+        self._parent_fd = os.open(self._dir.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
         for sub in ("home", "tmp", "xchg"):
             (self._dir / sub).mkdir()
-        self._codec = Codec(self._dir / "xchg", prefix="p", max_bytes=self._settings.max_reply_bytes)
+        self._xchg_fd = os.open(self._dir / "xchg", os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        self._codec = Codec(self._dir / "xchg", prefix="p", max_bytes=self._settings.max_reply_bytes,
+                            dir_fd=self._xchg_fd)  # fmt: skip
+        create = os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_APPEND
+        self._stderr_fd = os.open(self._dir / "stderr.log", os.O_RDWR | create, 0o644)
         to_child_r, to_child_w = os.pipe()
         from_child_r, from_child_w = os.pipe()
         allow_net = self._settings.network != "deny" or self._needs_network
@@ -728,21 +887,25 @@ class WorkerProxy:
             self.isolation_info = f"sandbox: {sandbox.describe(network=allow_net)}" + (
                 f"; {net_text}" if allow_net else ""
             )
-        elif not allow_net:
-            prefix, net_info = network_isolation()
-            self.isolation_info = f"sandbox: {sandbox.describe()}; network {net_info}"
         else:
-            self.isolation_info = f"sandbox: {sandbox.describe()}; not isolated: {net_text}"
+            if os.geteuid() == 0:  # unsandboxed as root: the worker drops to nobody before adapter code runs
+                self._hand_to_unprivileged(env)
+            if not allow_net:
+                prefix, net_info = network_isolation()
+                self.isolation_info = f"sandbox: {sandbox.describe()}; network {net_info}{self._unprivileged_text}"
+            else:
+                self.isolation_info = (
+                    f"sandbox: {sandbox.describe()}; not isolated: {net_text}{self._unprivileged_text}"
+                )
         cmd = prefix + [self._python, "-m", "gru4rec_conformance.conformance._harness.worker", str(to_child_r), str(from_child_w),
                         str(self._dir / "xchg")]  # fmt: skip
-        self._stdout = open(self._dir / "stdout.log", "wb")
-        self._stderr = open(self._dir / "stderr.log", "wb")
+        stdout_fd = os.open(self._dir / "stdout.log", os.O_WRONLY | create, 0o644)
         try:
             self._proc = subprocess.Popen(
                 cmd,
                 stdin=subprocess.DEVNULL,
-                stdout=self._stdout,
-                stderr=self._stderr,
+                stdout=stdout_fd,
+                stderr=self._stderr_fd,
                 cwd=self._dir,
                 env=env,
                 pass_fds=(to_child_r, from_child_w),
@@ -754,8 +917,7 @@ class WorkerProxy:
             self._cleanup_dir()
             raise WorkerCrashed(f"{self._label}: cannot start worker {cmd!r}: {exc}") from exc
         finally:
-            self._stdout.close()
-            self._stderr.close()
+            os.close(stdout_fd)  # the worker's; the suite never reads it
         os.close(to_child_r)
         os.close(from_child_w)
         self._to_child, self._from_child = to_child_w, from_child_r
@@ -764,6 +926,8 @@ class WorkerProxy:
         startup = self._settings.timeouts.get("startup", DEFAULT_TIMEOUTS_S["startup"])
         request = {"op": "init", "ref": self._ref, "init_kwargs": self._init_kwargs, "device": self.device,
                    "dump_stacks_after_s": _dump_after(startup)}  # fmt: skip
+        if self._describe_only:
+            request = {"op": "describe", "ref": self._ref, "dump_stacks_after_s": _dump_after(startup)}
         reply = self._roundtrip(request, startup, f"{self._label} worker start")
         if not reply.get("ok"):
             tail = self._stderr_tail()
@@ -776,8 +940,14 @@ class WorkerProxy:
             raise WorkerCallError(
                 f"{self._label}: the worker could not create the adapter: {err['type']}: {err['message']}",
                 remote_type=err["type"], remote_traceback=err.get("traceback", ""), stderr_tail=tail,
+                remote_message=str(err.get("message", "")),
             )  # fmt: skip
         self.hello = reply["result"]
+        stop = threading.Event()
+        thread = threading.Thread(target=self._watch_between_calls, args=(self._proc, stop), daemon=True,
+                                  name=f"worker-watch-{self._label}")  # fmt: skip
+        thread.start()
+        self._watch = (thread, stop)
 
     def _bwrap_prefix(self, sandbox: SandboxInfo, workdir: Path, env: Mapping[str, str], allow_net: bool) -> list[str]:
         """The ``bwrap`` command line that runs the worker: everything read-only, the hidden directories empty,
@@ -785,17 +955,16 @@ class WorkerProxy:
         directory writable."""
         cmd = [sandbox.exe, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
         hidden = tuple(d for d in HIDDEN_DIRS if os.path.isdir(d) and not os.path.islink(d))
-        for d in hidden:
-            cmd += ["--tmpfs", d]
+        size = self._settings.effective_tmpfs_bytes()
+        for d in hidden:  # sized: a worker filling its /dev/shm or /tmp cannot take the machine's memory
+            cmd += ["--size", str(size if d in WRITABLE_TMPFS else 16 << 20), "--tmpfs", d]
         exe = Path(self._python)
         venv = str(exe.parent.parent) if exe.parent.name == "bin" else ""  # the interpreter's environment
         # the suite's checkout (src/ holds symlinks into it), when the suite runs from one under a hidden folder
         needed = [self._python, venv, sys.prefix, sys.base_prefix, str(CHECKOUT_ROOT or "")]
-        needed += env.get("PYTHONPATH", "").split(os.pathsep)
-        # folders named by the variables the worker sees (checkouts, mirrors: GRU4REC_*_PATH, GRU4REC_MIRROR_DIR)
-        needed += [
-            v for k, v in env.items() if k not in ("GRU4REC_CACHE_DIR", "GRU4REC_COMPILE_CACHE") and os.path.isabs(v)
-        ]
+        needed += [e for e in env.get("PYTHONPATH", "").split(os.pathsep) if not os.path.isdir(e) or _bindable(e)]
+        # folders named by the suite's own path variables (data, mirror, pinned checkouts), never any other value
+        needed += [p for p in (_bindable(env.get(k, "")) for k in self._bind_vars()) if p]
         for raw in dict.fromkeys(needed):
             for path in dict.fromkeys((os.path.abspath(raw), os.path.realpath(raw)) if raw else ()):
                 if _under(path, hidden) and os.path.exists(path) and not _under(path, (str(workdir),)):
@@ -805,7 +974,7 @@ class WorkerProxy:
             cmd += ["--ro-bind", cache, cache]
         for d in dict.fromkeys(self._settings.hidden_paths):  # after the binds above: they may lie inside them
             if os.path.isdir(d) and not _under(str(workdir), (d,)) and not _under(os.path.realpath(self._python), (d,)):
-                cmd += ["--tmpfs", d, "--remount-ro", d]
+                cmd += ["--size", str(1 << 20), "--tmpfs", d, "--remount-ro", d]
         cmd += ["--bind", str(workdir), str(workdir)]
         if self._compile_cache is not None:  # after the read-only cache: it may lie inside it
             self._compile_cache.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -818,7 +987,34 @@ class WorkerProxy:
             cmd += ["--unshare-user", "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID)]
         return cmd + ["--die-with-parent", "--new-session", "--chdir", str(workdir), "--"]
 
+    _unprivileged_text = ""
+
+    def _hand_to_unprivileged(self, env: dict[str, str]) -> None:
+        """Unsandboxed under root: give the worker's directory (and compile cache) to :data:`SANDBOX_UID` and tell
+        the worker to switch to it (``worker._drop_root``), so that adapter code never runs as root."""
+        assert self._dir is not None
+        targets = [self._dir, *(self._dir / sub for sub in ("home", "tmp", "xchg"))]
+        if self._compile_cache is not None:
+            self._compile_cache.mkdir(mode=0o700, parents=True, exist_ok=True)
+            targets.append(self._compile_cache)
+        for path in targets:
+            os.chown(path, SANDBOX_UID, SANDBOX_UID, follow_symlinks=False)
+        env["GRU4REC_WORKER_DROP_TO"] = f"{SANDBOX_UID}:{SANDBOX_UID}"
+        self._unprivileged_text = f"; runs as uid {SANDBOX_UID} (the suite is root), no capabilities"
+
+    def _bind_vars(self) -> tuple[str, ...]:
+        from gru4rec_conformance.implementations._checkout import CHECKOUTS
+
+        return ENV_BIND + tuple(c.env for c in CHECKOUTS.values())
+
     def _roundtrip(self, request: dict[str, Any], timeout: float, what: str) -> dict[str, Any]:
+        self._in_call = True
+        try:
+            return self._roundtrip_now(request, timeout, what)
+        finally:
+            self._in_call = False
+
+    def _roundtrip_now(self, request: dict[str, Any], timeout: float, what: str) -> dict[str, Any]:
         deadline = time.monotonic() + timeout
         body = dumps(request)
         try:
@@ -830,6 +1026,11 @@ class WorkerProxy:
                 self._fail(WorkerProtocolError, f"{what}: the worker announced a reply of {length} bytes, over the "
                                                 f"frame limit of {cap} bytes ({cap / 2**20:g} MiB)")  # fmt: skip
             raw = self._recv(length, deadline, what, timeout)
+            cost, budget = _json_cost(raw), max(JSON_DECODE_FACTOR * len(raw), JSON_DECODE_FLOOR)
+            if cost > budget:  # refused before a Python object of it exists
+                self._fail(WorkerProtocolError, f"{what}: the worker's reply of {len(raw)} bytes would take about "
+                                                f"{cost >> 20} MiB to decode, over the budget of {budget >> 20} MiB "
+                                                "(arrays travel as .npy files)")  # fmt: skip
             try:
                 reply: dict[str, Any] = loads(raw)
             except (ValueError, RecursionError) as exc:
@@ -879,11 +1080,41 @@ class WorkerProxy:
         if now < self._next_memory_check:
             return  # the /proc walk once per poll period, however fast bytes arrive
         self._next_memory_check = now + self._settings.poll_s
-        rss, pids = self._remember_tree()
+        problem = self._over_limits(*self._remember_tree())
+        if problem is not None:
+            self._fail(problem[0], f"{what}: {problem[1]}")
+
+    def _over_limits(self, rss: float, pids: list[int]) -> tuple[type[WorkerError], str] | None:
+        """Which limit the worker's tree passes now, if any: its memory (resident, plus what its sandbox's tmpfs
+        folders hold) or its process count."""
+        shm = _tmpfs_mib(pids) if self.sandboxed else 0.0
         limit = self._settings.effective_memory_limit_mb()
-        if limit is not None and rss > limit:
-            self._fail(WorkerMemoryExceeded, f"{what}: worker memory {rss:.0f} MiB (process tree of {len(pids)}) "
-                                             f"exceeded the limit of {limit:.0f} MiB")  # fmt: skip
+        if limit is not None and rss + shm > limit:
+            held = f" + {shm:.0f} MiB in its /tmp and /dev/shm" if shm >= 1 else ""
+            return WorkerMemoryExceeded, (f"worker memory {rss:.0f} MiB{held} (process tree of {len(pids)}) "
+                                          f"exceeded the limit of {limit:.0f} MiB")  # fmt: skip
+        if len(pids) > self._settings.max_processes + 1:  # bwrap itself is not the worker's
+            return WorkerMemoryExceeded, (f"the worker's process tree has {len(pids)} processes, over the limit of "
+                                          f"{self._settings.max_processes}")  # fmt: skip
+        return None
+
+    def _watch_between_calls(self, proc: subprocess.Popen[bytes], stop: threading.Event) -> None:
+        """While no call runs, walk the worker's tree every ``between_calls_s``: a tree over a limit is killed at
+        once, and the next call fails with what was found (:attr:`_between_calls`)."""
+        while not stop.wait(self._settings.between_calls_s):
+            if self._in_call or proc.poll() is not None:
+                continue
+            rss, pids = _tree(proc.pid)
+            problem = self._over_limits(rss, pids)
+            if problem is None:
+                continue
+            self._between_calls = (problem[0], f"between calls: {problem[1]}")
+            for pid in reversed(pids):
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    pass
+            return
 
     def _exit_text(self, wait: bool = False) -> str:
         if self._proc is None:
@@ -923,14 +1154,13 @@ class WorkerProxy:
         )
 
     def _stderr_tail(self, chars: int = STDERR_TAIL_CHARS) -> str:
-        if self._dir is None:
+        """The last ``chars`` bytes of the worker's stderr, read through the descriptor the suite opened (the file
+        itself, whatever the worker did to its name), at most ``chars`` bytes whatever its size."""
+        if self._stderr_fd < 0:
             return ""
         try:
-            with open(self._dir / "stderr.log", "rb") as fh:
-                fh.seek(0, os.SEEK_END)
-                size = fh.tell()
-                fh.seek(max(0, size - chars))
-                return fh.read().decode("utf-8", errors="replace")
+            size = os.fstat(self._stderr_fd).st_size
+            return os.pread(self._stderr_fd, chars, max(0, size - chars)).decode("utf-8", errors="replace")
         except OSError:
             return ""
 
@@ -946,6 +1176,13 @@ class WorkerProxy:
     def _kill(self) -> None:
         """End the worker's whole process tree: its session's group, every descendant alive now or seen by the
         watchdog (same pid and start time), and under the sandbox bwrap itself, which ends its PID namespace."""
+        if self._watch is not None:
+            thread, stop = self._watch
+            stop.set()
+            if thread is not threading.current_thread():
+                thread.join(timeout=5)
+            self._watch = None
+        self._between_calls = None
         if self._proc is not None:
             victims = dict(self._seen)
             if self._proc.poll() is None:
@@ -992,7 +1229,21 @@ class WorkerProxy:
         self._proc = None
 
     def _cleanup_dir(self) -> None:
+        """Close the suite's descriptors into the worker's directory and, unless ``keep_dirs``, remove the
+        directory (after the worker is gone) by its name in the parent folder the suite opened at the start; the
+        removal never follows a link (``shutil.rmtree`` works through descriptors)."""
+        if self._codec is not None:
+            self._codec.closed = True
+        for attr in ("_xchg_fd", "_stderr_fd"):
+            fd = getattr(self, attr)
+            if fd >= 0:
+                os.close(fd)
+                setattr(self, attr, -1)
         if self._dir is not None and not self._settings.keep_dirs:
-            shutil.rmtree(self._dir, ignore_errors=True)
+            if self._parent_fd >= 0:
+                shutil.rmtree(self._dir.name, ignore_errors=True, dir_fd=self._parent_fd)
+        if self._parent_fd >= 0:
+            os.close(self._parent_fd)
+            self._parent_fd = -1
         if not self._settings.keep_dirs:
             self._dir = None

@@ -180,7 +180,7 @@ class Recorder:
         unavailable = next((str(v) for k, v in props if k == PROP_UNAVAILABLE), None) if outcome == "skipped" else None
         run_skip = next((v for k, v in props if k == PROP_SKIP and v in ("device", "data", "environment")), None)
         detail: OutcomeDetail | None = (
-            "unsupported" if outcome == "skipped-unsupported"
+            ("refused" if (PROP_SKIP, "refused") in props else "unsupported") if outcome == "skipped-unsupported"
             else "unavailable" if unavailable is not None
             else cast(OutcomeDetail, run_skip) if outcome == "skipped" and run_skip is not None
             else None

@@ -29,6 +29,7 @@ from gru4rec_conformance.conformance._harness.isolation import network_isolation
 from gru4rec_conformance.conformance._harness.recording import Recorder, RunSink, impl_from_nodeid
 from gru4rec_conformance.conformance._harness.state import ResumeInfo, State, find_state
 from gru4rec_conformance.conformance._records.records import (
+    BAD_OUTCOMES,
     EndExtra,
     ImplHeader,
     Nondeterminism,
@@ -47,7 +48,13 @@ from gru4rec_conformance.conformance._records.runinfo import (
     platform_info,
     suite_version,
 )
-from gru4rec_conformance.conformance._records.verdict import NOT_REACHED, NOT_SELECTED, UNAVAILABLE, assess
+from gru4rec_conformance.conformance._records.verdict import (
+    NOT_REACHED,
+    NOT_SELECTED,
+    UNAVAILABLE,
+    assess,
+    rerun_command,
+)
 from gru4rec_conformance.conformance._records.xfails import XfailRegistryError, load_xfail_file
 from gru4rec_conformance.implementations.base import get_family
 from gru4rec_conformance.reports.results import RunDirError, load_run
@@ -443,6 +450,23 @@ def final_lines(state: State) -> list[str]:
     return lines
 
 
+def failure_lines(state: State, records: Sequence[ResultRecord]) -> list[str]:
+    """One line per failed, errored or xpassed check, ending with the command that reruns just that check
+    (:func:`~.verdict.rerun_command`, from this session's own ``--impl`` and options). pytest's short summary
+    cuts its lines to the terminal's width, so the commands are here, whole."""
+    command = ["pytest", *state.config.invocation_params.args]
+    out = []
+    for r in records:
+        if r["outcome"] not in BAD_OUTCOMES:
+            continue
+        check = r.get("check")
+        cid = (check.get("id") if check else None) or "?"
+        reason = (str(r.get("reason") or "").strip().splitlines() or [""])[0][:160]
+        out.append(f"{r['outcome'].upper()} {cid} {r['nodeid']}: {reason} — rerun: "
+                   + rerun_command(command, r["nodeid"], r["impl"]))  # fmt: skip
+    return out
+
+
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, exitstatus: int | pytest.ExitCode,
                             config: pytest.Config) -> None:  # fmt: skip
     state = find_state(config)
@@ -457,6 +481,7 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, exitstatu
         whys = [w for r in mine if (w := record_unavailable(r))]
         if whys:
             lines.append(f"UNAVAILABLE {name}: {len(whys)} of {len(mine)} checks skipped: {whys[0]}")
+    lines += failure_lines(state, records)
     multi = len({n for _f, n in state.writers}) < len(state.writers)
     for (family, name), writer in state.writers.items():
         if writer is not None:

@@ -87,7 +87,8 @@ def _environment_problem(exc: BaseException) -> str | None:
 
 
 def _handle_adapter_exception(item: pytest.Item, handle: ImplHandle | None, exc: BaseException) -> None:
-    """Unsupported → skip (undeclared) or failure (declared); an environment problem (a missing module, a module
+    """Unsupported → skip (undeclared: outcome detail ``refused``, refused by the implementation at run time) or
+    failure (declared); an environment problem (a missing module, a module
     of another version: :mod:`.environment`, also from a process the adapter runs itself,
     :class:`~implementations.base.RemoteException`) → a skip with outcome detail ``environment`` naming the tox environment
     to use; other worker failures → recorded details. Anything else is left to propagate unchanged."""
@@ -104,6 +105,9 @@ def _handle_adapter_exception(item: pytest.Item, handle: ImplHandle | None, exc:
             raise AssertionError(
                 f"{handle.name} declares {exc.name!r} but raised Unsupported({exc}): the declaration is not honoured"
             ) from exc
+        # refused at run time: the check's declared requirements were met (setup skips the others), so this is
+        # not an absent feature but a value the implementation would not take; the verdict counts it not tested
+        item.user_properties.append((PROP_SKIP, "refused"))
         mark_unsupported(item, [exc.name])
         raise pytest.skip.Exception(f"{UNSUPPORTED_PREFIX}{handle.name}: {exc}", _use_item_location=True) from None
     if isinstance(exc, WorkerError):

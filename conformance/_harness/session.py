@@ -16,8 +16,17 @@ from types import FrameType
 import pytest
 
 from gru4rec_conformance.conformance._harness.collection import xfail_file_info
-from gru4rec_conformance.conformance._harness.handle import ImplHandle
+from gru4rec_conformance.conformance._harness.handle import (
+    HarnessError,
+    ImplHandle,
+    describe_import_path,
+    described_spec,
+    import_path_root,
+    shipped,
+    suite_module,
+)
 from gru4rec_conformance.conformance._harness.options import (
+    Options,
     check_cuda,
     check_options,
     check_run_inputs,
@@ -33,7 +42,7 @@ from gru4rec_conformance.conformance._harness.reporting import prepare_resume, s
 from gru4rec_conformance.conformance._harness.state import STATE_KEY, State, find_state
 from gru4rec_conformance.conformance._records.xfails import XfailRegistryError, load_xfail_file
 from gru4rec_conformance.implementations.base import get_family
-from gru4rec_conformance.implementations.registry import RegistryError, default_registry
+from gru4rec_conformance.implementations.registry import AdapterSpec, Registry, RegistryError, default_registry
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -51,16 +60,14 @@ def pytest_configure(config: pytest.Config) -> None:
     if options.selection is None:
         raise pytest.UsageError(missing_selection_usage(registry))
     try:
-        state.specs = registry.resolve(options.selection)
-    except RegistryError as exc:
+        state.specs, state.explicit = _resolve(registry, options)
+    except (RegistryError, HarnessError) as exc:
         raise pytest.UsageError(str(exc)) from None
     check_run_inputs(options)
     if options.device == "cuda":
         check_cuda()
     if not state.specs:
         raise pytest.UsageError(usage(registry, f"--impl {','.join(options.selection)} selects no implementation."))
-    named = [t for t in options.selection if t.strip() and t.strip() != "all"]
-    state.explicit = {(s.family, s.name) for s in registry.resolve(named)} if named else set()
     _check_family_extras(state)
     for spec in state.specs:
         state.handles[(spec.family, spec.name)] = ImplHandle(
@@ -68,6 +75,7 @@ def pytest_configure(config: pytest.Config) -> None:
             settings=options.settings,
         )  # fmt: skip
     check_sandbox(options, any(h.uses_worker for h in state.handles.values()))
+    _check_gate_in_process(state)
     for raw in options.xfail_files:
         path = Path(raw).resolve()
         try:
@@ -87,6 +95,57 @@ def pytest_configure(config: pytest.Config) -> None:
         if threading.current_thread() is threading.main_thread():
             # CI systems stop jobs with SIGTERM: turn it into KeyboardInterrupt so the report is finalised.
             state.old_sigterm = signal.signal(signal.SIGTERM, _sigterm_to_interrupt)
+
+
+def _resolve(registry: Registry, options: Options) -> tuple[list[AdapterSpec], set[tuple[str, str]]]:
+    """The specs of ``--impl`` and the (family, name) pairs named explicitly (not through ``all``), like
+    ``Registry.resolve``, except that an import path (``module:Class``) is first
+    described by a sandboxed worker: its module is imported in this process only when the adapter declares
+    ``isolated = False`` (or ``--isolation never``), and never under ``--gate``."""
+    out: list[AdapterSpec] = []
+    explicit: set[tuple[str, str]] = set()
+    for raw in options.selection or ():
+        token = raw.strip()
+        if not token:
+            continue
+        never = options.isolation == "never"
+        if token == "all" or registry.get(token) or ":" not in token or never or suite_module(token.split(":")[0]):
+            found = registry.resolve([token])
+        else:
+            check_sandbox(options, True)  # the describe worker is sandboxed as the checks' workers will be
+            spec, reply = describe_import_path(token, options.settings)
+            if spec is None and options.isolation == "always":
+                spec = described_spec(token, {**reply, "isolated": True}, import_path_root(token))
+            if spec is None and options.gate:
+                raise HarnessError(
+                    f"--impl {token}: the adapter declares isolated = False, but under --gate only the suite's own "
+                    "adapters run in the suite's process (an in-process adapter can rewrite the records); set "
+                    "isolated = True in the adapter or pass --isolation always"
+                )
+            found = [spec] if spec is not None else registry.resolve([token])  # in-process, as it declares
+        if token != "all":
+            explicit |= {(s.family, s.name) for s in found}
+        for spec in found:
+            if all((s.family, s.name) != (spec.family, spec.name) for s in out):
+                out.append(spec)
+    return out, explicit
+
+
+def _check_gate_in_process(state: State) -> None:
+    """Under ``--gate``, refuse an outside adapter (``--impl module:Class``) that would run in the suite's process
+    (``--isolation never``); the suite's own adapters and those a plugin or conftest registers may."""
+    if not state.options.gate:
+        return
+    # a plugin or conftest of the user's own repository is trusted as pytest trusts it (it runs here anyway)
+    bad = [h.spec for h in state.handles.values() if not h.uses_worker and h.spec.source == "import path"
+           and not shipped(h.spec)]  # fmt: skip
+    if bad:
+        names = ", ".join(f"{s.name} ({s.source})" for s in bad)
+        raise pytest.UsageError(
+            f"--gate: {names} would run in the suite's process (isolated = False or --isolation never), where it "
+            "could rewrite the records; under --gate only the suite's own adapters run in-process: set isolated = "
+            "True in the adapter or pass --isolation always"
+        )
 
 
 def _check_family_extras(state: State) -> None:

@@ -1,4 +1,4 @@
-"""Validation of what adapters return, between the adapter and the checks (issue 8, "bad input": the adapter
+"""Validation of what adapters return, between the adapter and the checks (bad input: the adapter
 protocol).
 
 Every adapter a check gets from ``impl.build()`` / ``impl.new()`` / ``reference_impl`` is wrapped in a

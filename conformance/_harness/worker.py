@@ -11,7 +11,9 @@ without importing it), reports exceptions with their traceback and, when a call 
 Requests: ``{"op": "init", "ref", "init_kwargs", "device"[, "dump_stacks_after_s"]}`` → ``{"ok": true,
 "result": {pid, hooks, methods, python}}``; ``{"op": "call", "method", "args", "kwargs"[, "dump_stacks_after_s"]}``
 → ``{"ok": true, "result", "cpu_s"}`` or ``{"ok": false, "error": {type, module, message, traceback, name, detail}}``;
-``{"op": "shutdown"}``. ``cpu_s`` is the CPU time of the adapter's method alone (:func:`process_cpu_seconds`, before
+``{"op": "describe", "ref"}`` → ``{"ok": true, "result": {...}}``: the class's declarations (:func:`describe_class`),
+without creating an adapter, so that the suite builds its view of an outside adapter from a sandboxed process and
+never imports the adapter's module itself; ``{"op": "shutdown"}``. ``cpu_s`` is the CPU time of the adapter's method alone (:func:`process_cpu_seconds`, before
 encoding the result): timing checks (SC-1) measure where the work runs, not the parent's wall clock.
 """
 
@@ -69,6 +71,50 @@ def process_cpu_seconds() -> float:
     return time.process_time() + t.children_user + t.children_system
 
 
+def _import_ref(ref: str) -> Any:
+    module_name, _, qualname = ref.partition(":")
+    obj: Any = importlib.import_module(module_name)
+    for part in qualname.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+def describe_class(ref: str) -> dict[str, Any]:
+    """The declarations of the adapter class ``module:QualName`` as plain JSON values: ``name``, ``family``,
+    ``role``, ``isolated``, ``description``, ``xfails_file``, ``study``, ``worker_env``, ``worker_python``,
+    ``worker_network``, ``compile_cache``, ``checkouts`` (keys of the pinned checkouts), ``hooks`` (implemented
+    optional methods). Raises TypeError when ``ref`` is not an adapter class. The suite validates every field."""
+    from gru4rec_conformance.implementations.base import AdapterBase
+
+    module_name, _, qualname = ref.partition(":")
+    try:
+        cls: Any = importlib.import_module(module_name)
+    except Exception as exc:  # the module's own error, named with its type
+        raise ImportError(f"cannot import module {module_name!r}: {type(exc).__name__}: {exc}") from exc
+    for part in qualname.split("."):
+        if not hasattr(cls, part):
+            raise AttributeError(f"module {module_name!r} has no attribute {qualname!r}")
+        cls = getattr(cls, part)
+    if not (isinstance(cls, type) and issubclass(cls, AdapterBase)):
+        raise TypeError(f"{ref} is not a subclass of implementations.base.AdapterBase")
+    study = getattr(cls, "study", None)
+    return {
+        "name": getattr(cls, "name", None),
+        "family": getattr(cls, "family", None),
+        "role": getattr(cls, "role", None),
+        "isolated": bool(getattr(cls, "isolated", False)),
+        "description": str(getattr(cls, "description", "") or ""),
+        "xfails_file": str(getattr(cls, "xfails_file", None) or "") or None,
+        "study": {str(k): str(v) for k, v in dict(study).items()} if study else None,
+        "worker_env": [str(v) for v in getattr(cls, "worker_env", ())],
+        "worker_python": getattr(cls, "worker_python", None),
+        "worker_network": bool(getattr(cls, "worker_network", False)),
+        "compile_cache": bool(getattr(cls, "compile_cache", False)),
+        "checkouts": [getattr(c, "key", str(c)) for c in getattr(cls, "checkouts", ())],
+        "hooks": sorted(cls.implemented_hooks()),
+    }
+
+
 def _error_payload(exc: BaseException) -> dict[str, Any]:
     return {
         "type": type(exc).__name__,
@@ -114,6 +160,40 @@ def _bind_to_parent() -> None:
         pass
 
 
+def _drop_root(text: str) -> None:
+    """Unsandboxed and started as root: become ``uid:gid`` (``text``, set by the parent) with no supplementary
+    groups, no capabilities (a uid change from 0 clears them) and no way back (``PR_SET_NO_NEW_PRIVS``), before any
+    adapter code runs. Exits with status 71 when the switch fails: no adapter runs as root."""
+    if not text or os.geteuid() != 0:
+        return
+    try:
+        uid, gid = (int(v) for v in text.split(":"))
+        os.setgroups([])
+        os.setgid(gid)
+        os.setuid(uid)
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(38, 1, 0, 0, 0)  # PR_SET_NO_NEW_PRIVS
+        if os.geteuid() == 0 or os.getuid() == 0:
+            raise OSError("still root")
+    except (ValueError, OSError, AttributeError) as exc:
+        sys.stderr.write(f"worker: cannot drop root privileges to {text}: {exc}\n")
+        os._exit(71)
+
+
+def _limit_processes(text: str) -> None:
+    """RLIMIT_NPROC (soft and hard) to ``text`` processes, before any adapter code runs; the kernel applies it to
+    an unprivileged user only (the parent's watchdog counts the process tree in every case)."""
+    try:
+        import resource
+
+        n = int(text)
+        if n > 0:
+            resource.setrlimit(resource.RLIMIT_NPROC, (n, n))
+    except (ImportError, ValueError, OSError):
+        pass
+
+
 def _arm_stack_dump(after_s: Any) -> None:
     """Dump every thread's Python stack to stderr after ``after_s`` seconds of the current call (faulthandler's
     watchdog thread, so a call stuck in C code or holding the GIL is dumped too); nothing when ``after_s`` is not a
@@ -126,6 +206,7 @@ def _arm_stack_dump(after_s: Any) -> None:
 
 def main(argv: list[str]) -> int:
     fd_in, fd_out, exchange_dir = int(argv[0]), int(argv[1]), argv[2]
+    _drop_root(os.environ.get("GRU4REC_WORKER_DROP_TO", ""))  # before anything else: PDEATHSIG is set after it
     _bind_to_parent()
     try:
         import resource
@@ -133,6 +214,7 @@ def main(argv: list[str]) -> int:
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     except (ImportError, ValueError, OSError):
         pass  # not available on this platform; core dumps then follow the system default
+    _limit_processes(os.environ.get("GRU4REC_WORKER_MAX_PROCS", ""))
     faulthandler.enable(file=sys.stderr, all_threads=True)
 
     from gru4rec_conformance.conformance._harness.codec import Codec, dumps, loads
@@ -148,13 +230,16 @@ def main(argv: list[str]) -> int:
         op = request.get("op")
         try:
             _pin_torch_threads(pinned)
-            if op == "init":
+            if op == "describe":
+                _arm_stack_dump(request.get("dump_stacks_after_s"))
+                try:
+                    reply = {"ok": True, "result": describe_class(request["ref"])}
+                finally:
+                    faulthandler.cancel_dump_traceback_later()
+            elif op == "init":
                 _arm_stack_dump(request.get("dump_stacks_after_s"))  # an import that hangs is diagnosable too
                 try:
-                    module_name, _, qualname = request["ref"].partition(":")
-                    obj: Any = importlib.import_module(module_name)
-                    for part in qualname.split("."):
-                        obj = getattr(obj, part)
+                    obj: Any = _import_ref(request["ref"])
                     adapter = obj(device=request.get("device", "cpu"), **request.get("init_kwargs", {}))
                 finally:
                     faulthandler.cancel_dump_traceback_later()

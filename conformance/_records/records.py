@@ -38,9 +38,11 @@ fails the run); ``xfail``: failed as declared in the xfail registry; ``skipped-u
 capability the implementation does not declare; ``skipped``: any other skip (missing data, no GPU)."""
 BAD_OUTCOMES: tuple[Outcome, ...] = ("failed", "error", "xpass")
 
-OutcomeDetail = Literal["unavailable", "unsupported", "device", "data", "environment"]
+OutcomeDetail = Literal["unavailable", "unsupported", "refused", "device", "data", "environment"]
 """Why a check was skipped, when the harness knows: ``unsupported`` (outcome ``skipped-unsupported``: the
-implementation does not declare what the check needs; the record's ``missing`` says what), ``unavailable``
+implementation does not declare what the check needs; the record's ``missing`` says what), ``refused`` (outcome
+``skipped-unsupported``: the check's declared requirements were met but the implementation refused a value at run
+time, raising ``Unsupported``; ``missing`` names it, e.g. ``layers:[24, 12]``; not tested, never n/a), ``unavailable``
 (outcome ``skipped``: the implementation is not installed or located here; the record's ``unavailable`` says how to
 provide it), ``device`` (outcome ``skipped``: the check needs a device the run does not use, a ``gpu`` check of a
 CPU run) or ``data`` (outcome ``skipped``: the check needs data the run does not have, e.g. the real SST-5 where
@@ -241,7 +243,7 @@ class Nondeterminism(TypedDict):
 class _RunHeaderOptional(TypedDict, total=False):
     """Keys added after schema 1 was fixed; absent in older runs."""
 
-    sandbox: str  # what confined the worker processes (issue 13)
+    sandbox: str  # what confined the worker processes (bubblewrap, unshare or nothing)
 
 
 class RunHeader(_RunHeaderOptional):

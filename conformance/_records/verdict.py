@@ -14,7 +14,8 @@ Rules (:func:`assess`), over the applicable checks of a run:
   runnability, epoch count, determinism), the defects of other groups carry ``may_follow_from`` and the reports
   group them under it (:meth:`Conformance.root_causes`);
 - **INCOMPLETE**: no defect, but some applicable check did not run to an outcome: the adapter lacks a hook the check
-  needs, the run was a subset (``-k`` / ``-m`` / ``--deselect`` / node ids), it was interrupted or killed, or the
+  needs, the implementation refused at run time a value the check passed (``Unsupported``: "refused by the
+  implementation at run time", never an absent feature), the run was a subset (``-k`` / ``-m`` / ``--deselect`` / node ids), it was interrupted or killed, or the
   check was skipped or errored for another reason (no data, a setup error, an environment error: a missing module
   or a module of another version, whose record says which ``tox -e`` environment to use);
 - **CONFORMANT**: every applicable check ran and passed, none under an xfail.
@@ -41,6 +42,7 @@ from __future__ import annotations
 import collections
 import dataclasses
 import re
+import shlex
 from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 from typing import Any
@@ -49,7 +51,8 @@ from gru4rec_conformance.conformance._records.xfails import strip_impl_param
 
 __all__ = ["CONFORMANT", "NOT_CONFORMANT", "INCOMPLETE", "UNAVAILABLE", "STATUSES", "DEFECT_KINDS", "Coverage",
            "Defect", "Conformance", "assess", "NOT_SELECTED", "NOT_REACHED", "REGISTRY_CHECK_ID",
-           "PREREQUISITES", "attribute_root_causes"]  # fmt: skip
+           "PREREQUISITES", "attribute_root_causes", "REFERENCE_FEATURES", "FeatureCoverage",
+           "feature_coverage", "rerun_command"]  # fmt: skip
 
 CONFORMANT = "CONFORMANT"
 NOT_CONFORMANT = "NOT CONFORMANT"
@@ -75,6 +78,23 @@ _RAN = ("passed", "failed", "xfail", "xpass")
 PREREQUISITES: Mapping[str, str] = MappingProxyType(
     {"RN-1": "runnability", "EB-3": "epoch count", "DO-1": "determinism"}
 )
+#: The features the reference implementation of each family declares, in the family's closed vocabulary
+#: (``implementations.base.Capabilities``, ``FinetunerCapabilities``): what a verdict's "features N/M" counts.
+#: Devices are left out (the device is the run's, its header's ``device``). A test keeps these equal to the
+#: reference adapters' declarations.
+REFERENCE_FEATURES: Mapping[str, tuple[str, ...]] = MappingProxyType({
+    "gru4rec": (
+        "loss:bpr", "loss:bpr-max", "loss:cross-entropy", "loss:top1", "loss:top1-max",
+        "embedding:none", "embedding:separate", "embedding:shared", "session_parallel", "in_batch_negatives",
+        "extra_shared_negatives", "sample_alpha", "logq", "adagrad_momentum", "dropout_embed", "dropout_hidden",
+        "separate_dropouts", "final_act:elu", "final_act:leaky", "final_act:linear", "final_act:relu",
+        "final_act:selu", "final_act:softmax", "final_act:tanh", "bpreg", "full_ranking",
+    ),
+    "finetuner": (
+        "model:albert", "model:bert", "model:distilbert", "model:roberta", "encode_max_length", "early_stopping",
+        "save_pretrained", "lr_trace", "manifest", "seed", "configurable_optimizer",
+    ),
+})  # fmt: skip
 #: Options that make a run a subset of the collected checks (read from the command of a pre-1.2 run).
 _SUBSET_OPTIONS = ("-k", "-m", "--deselect", "--lf", "--last-failed", "--sw", "--stepwise")
 
@@ -104,6 +124,9 @@ class Coverage:
             lower bound).
         hooks_absent: hook name → the adapter's declared reason why the implementation cannot express it
             (``HOOKS_ABSENT``), for hooks in ``missing_hook``.
+        refused: what the implementation refused at run time (``Unsupported``, outcome detail ``refused``: a
+            value such as ``layers:[24, 12]`` or ``n_sample``) → applicable checks not tested because of it. Never
+            n/a and never counted as ran: the checks' declared requirements were met.
     """
 
     ran: int
@@ -116,6 +139,7 @@ class Coverage:
     not_applicable: Mapping[str, int] = dataclasses.field(default_factory=lambda: _frozen({}))
     unknown_not_run: str | None = None
     hooks_absent: Mapping[str, str] = dataclasses.field(default_factory=lambda: _frozen({}))
+    refused: Mapping[str, int] = dataclasses.field(default_factory=lambda: _frozen({}))
 
     @property
     def percent(self) -> float | None:
@@ -140,6 +164,9 @@ class Coverage:
             + (f" (cannot be expressed: {self.hooks_absent[h]})" if h in self.hooks_absent else "")
             for h, n in sorted(self.missing_hook.items())
         ]
+        if self.refused:
+            names = ", ".join(self.refused)
+            out.append(f"{sum(self.refused.values())} refused by the implementation at run time ({names})")
         if self.not_selected:
             out.append(f"{self.not_selected} not selected or not reached")
         out += [f"{n} {why}" for why, n in sorted(self.other_not_run.items())]
@@ -152,6 +179,7 @@ class Coverage:
             "missing_hook": dict(self.missing_hook), "not_selected": self.not_selected,
             "other_not_run": dict(self.other_not_run), "not_applicable": dict(self.not_applicable),
             "unknown_not_run": self.unknown_not_run, "hooks_absent": dict(self.hooks_absent),
+            "refused": dict(self.refused),
         }  # fmt: skip
 
     @classmethod
@@ -163,7 +191,72 @@ class Coverage:
             not_selected=int(d.get("not_selected", 0)), other_not_run=_frozen(d.get("other_not_run") or {}),
             not_applicable=_frozen(d.get("not_applicable") or {}), unknown_not_run=d.get("unknown_not_run"),
             hooks_absent=_frozen(d.get("hooks_absent") or {}),
+            refused=_frozen({str(k): int(v) for k, v in (d.get("refused") or {}).items()}),
         )  # fmt: skip
+
+
+@dataclasses.dataclass(frozen=True)
+class FeatureCoverage:
+    """Which of the reference's features (:data:`REFERENCE_FEATURES`) an implementation declares.
+
+    Attributes:
+        family: the implementation's family.
+        has: the reference's features it declares, in vocabulary order.
+        lacks: those it does not declare (its checks are n/a: never tested, so never part of a CONFORMANT).
+    """
+
+    family: str
+    has: tuple[str, ...]
+    lacks: tuple[str, ...]
+
+    @property
+    def total(self) -> int:
+        return len(self.has) + len(self.lacks)
+
+    def figure(self) -> str:
+        """``9/26``: features declared / the reference's."""
+        return f"{len(self.has)}/{self.total}"
+
+    def lacks_text(self, max_names: int | None = 6) -> str:
+        """The lacking features, e.g. ``loss:bpr, loss:bpr-max, +13 more`` (all of them with ``max_names=None``)."""
+        names = list(self.lacks)
+        if max_names is None or len(names) <= max_names:
+            return ", ".join(names)
+        return ", ".join(names[:max_names]) + f", +{len(names) - max_names} more"
+
+    def text(self, max_names: int | None = 6) -> str:
+        """``features 9/26 (lacks loss:bpr, ..., +13 more)``, or ``features 26/26``."""
+        return f"features {self.figure()}" + (f" (lacks {self.lacks_text(max_names)})" if self.lacks else "")
+
+    def report_text(self) -> str:
+        """The reports' line, every lacking feature named: ``features 9/26 of the reference's declared; lacks
+        loss:bpr, ... (their checks are n/a: never tested)``."""
+        text = f"features {self.figure()} of the reference's declared"
+        return text + (f"; lacks {self.lacks_text(None)} (their checks are n/a: never tested)" if self.lacks
+                       else "")  # fmt: skip
+
+    def to_json(self) -> dict[str, Any]:
+        return {"family": self.family, "has": list(self.has), "lacks": list(self.lacks)}
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> FeatureCoverage:
+        return cls(family=str(d["family"]), has=tuple(str(x) for x in d.get("has") or ()),
+                   lacks=tuple(str(x) for x in d.get("lacks") or ()))  # fmt: skip
+
+
+def feature_coverage(header: Mapping[str, Any]) -> FeatureCoverage | None:
+    """The :class:`FeatureCoverage` of a run's implementation from its header's ``impl.features``; None for the
+    reference itself (the yardstick), a family without :data:`REFERENCE_FEATURES`, or an implementation whose
+    declaration is unknown (no capabilities recorded)."""
+    impl = header.get("impl") or {}
+    ref = REFERENCE_FEATURES.get(str(impl.get("family") or ""))
+    declared = impl.get("features")
+    if ref is None or impl.get("role") == "reference" or not isinstance(declared, Mapping):
+        return None
+    if not any(f in declared for f in ref):
+        return None
+    return FeatureCoverage(family=str(impl["family"]), has=tuple(f for f in ref if declared.get(f) is True),
+                           lacks=tuple(f for f in ref if declared.get(f) is not True))  # fmt: skip
 
 
 @dataclasses.dataclass(frozen=True)
@@ -219,6 +312,9 @@ class Conformance:
         counts_by_kind: defect kind (:data:`DEFECT_KINDS`) → number of defects, kinds with none left out.
         coverage: checks run / applicable.
         reasons: human text: why NOT CONFORMANT / INCOMPLETE / UNAVAILABLE (empty for CONFORMANT).
+        features: which of the reference's features the implementation declares (None: unknown, or the
+            reference itself); a CONFORMANT on a subset reads ``CONFORMANT on 9/26 features``
+            (:meth:`status_label`).
     """
 
     status: str
@@ -226,6 +322,26 @@ class Conformance:
     counts_by_kind: Mapping[str, int]
     coverage: Coverage
     reasons: tuple[str, ...]
+    features: FeatureCoverage | None = None
+
+    def status_label(self) -> str:
+        """The status as reports print it: ``CONFORMANT on 9/26 features`` when the implementation lacks some of
+        the reference's features (so that it cannot be read as full conformance), else :attr:`status`."""
+        f = self.features
+        if self.status == CONFORMANT and f is not None and f.lacks:
+            return f"{CONFORMANT} on {f.figure()} features"
+        return self.status
+
+    def _features_text(self) -> str:
+        """``; features 9/26 (lacks ...); 68 checks n/a (feature absent)`` for the terminal line ("" when the
+        feature coverage is unknown and no check was n/a)."""
+        f, cov = self.features, self.coverage
+        text = ""
+        if f is not None:
+            text += f"; lacks {f.lacks_text()}" if self.status_label() != self.status else f"; {f.text()}"
+        if cov.feature_absent:
+            text += f"; {cov.feature_absent} check{'s' if cov.feature_absent != 1 else ''} n/a (feature absent)"
+        return text
 
     @property
     def defect_ids(self) -> tuple[str, ...]:
@@ -255,18 +371,18 @@ class Conformance:
         """The one terminal line, e.g. ``torch_gru4rec: NOT CONFORMANT — 3 bug, 1 design-difference (TG-3, TG-6);
         coverage 61/88 (69%)``; ``family`` (when given) follows the status in brackets (``reference: CONFORMANT
         [gru4rec] — ...``); at most ``max_ids`` defect ids are listed (then ``+N more``)."""
-        head = f"{impl}: {self.status}" + (f" [{family}]" if family else "") + " — "
+        head = f"{impl}: {self.status_label()}" + (f" [{family}]" if family else "") + " — "
         cov = f"coverage {self.coverage.figure()}"
         if self.status == CONFORMANT:
             na = ", ".join(f"{n} {why}" for why, n in self.coverage.not_applicable.items())
-            return head + cov + (f"; n/a on this run: {na}" if na else "")
+            return head + cov + self._features_text() + (f"; n/a on this run: {na}" if na else "")
         if self.status == UNAVAILABLE:
             return head + ("; ".join(self.reasons) or "not available here")
         if self.status == NOT_CONFORMANT:
             kinds = ", ".join(f"{n} {k}" for k, n in self.counts_by_kind.items())
             ids = self.defect_ids
             shown = ", ".join(ids[:max_ids]) + (f", +{len(ids) - max_ids} more" if len(ids) > max_ids else "")
-            text = head + kinds + (f" ({shown})" if ids else "") + f"; {cov}"
+            text = head + kinds + (f" ({shown})" if ids else "") + f"; {cov}" + self._features_text()
             causes = self.root_causes()
             if causes:
                 text += "; " + ", ".join(f"{len(ds)} may follow from {c}" for c, ds in causes.items())
@@ -276,7 +392,7 @@ class Conformance:
         text = self._not_tested_text()
         if _INTERRUPTED in self.reasons:
             text = f"{_INTERRUPTED}; {text}"
-        return head + f"{text}; {cov}"
+        return head + f"{text}; {cov}" + self._features_text()
 
     def _not_tested_text(self) -> str:
         causes = self.coverage.why_not_tested()
@@ -297,6 +413,7 @@ class Conformance:
             "defect_ids": list(self.defect_ids),
             "coverage": self.coverage.to_json(),
             "reasons": list(self.reasons),
+            "features": self.features.to_json() if self.features is not None else None,
         }
 
     @classmethod
@@ -310,6 +427,7 @@ class Conformance:
             counts_by_kind=_frozen({str(k): int(v) for k, v in (d.get("counts_by_kind") or {}).items()}),
             coverage=Coverage.from_json(d["coverage"]),
             reasons=tuple(str(r) for r in d.get("reasons") or ()),
+            features=FeatureCoverage.from_json(d["features"]) if d.get("features") else None,
         )
 
 
@@ -450,6 +568,52 @@ def _subset_args(command: Sequence[str]) -> list[str]:
     return [x if len(x) <= 60 else x[:57] + "..." for x in out]
 
 
+#: Options of a run that a rerun of one check keeps (they change what or how it measures, or where it reports),
+#: with whether they take a value; every other argument (selection, -x, xdist, --gate, --resume, output) is dropped.
+_RERUN_KEEP = {"--device": True, "--dataset": True, "--xfails": True, "--isolation": True, "--seeds": True,
+               "--call-timeout": True, "--worker-network": True, "--worker-memory-mb": True, "--worker-threads": True,
+               "--sandbox": True, "--xfail-mark": True, "--report-dir": True, "-p": True, "-c": True,
+               "--rootdir": True, "-o": True, "--override-ini": True, "--no-report": False,
+               "--no-report-plots": False, "--allow-unsandboxed": False, "--keep-worker-dirs": False}  # fmt: skip
+#: Options of pytest and its plugins that take a value and are dropped (so their value is not read as a path).
+_DROP_WITH_VALUE = ("-k", "-m", "--deselect", "-n", "--numprocesses", "--dist", "--maxfail", "--junitxml",
+                    "--junit-xml", "--resume", "--basetemp", "-W", "--tb", "-r", "--durations", "--timeout",
+                    "--ignore", "--confcutdir", "--log-level", "--capture")  # fmt: skip
+
+
+def rerun_command(command: Sequence[str], nodeid: str, impl: str) -> str:
+    """The one shell command that reruns just the check ``nodeid`` of implementation ``impl`` as the run
+    ``command`` (the header's ``command``: ``["pytest", *args]``) ran it: ``pytest '<nodeid>' --impl <spec>`` and
+    the options that change how it measures (:data:`_RERUN_KEEP`: ``--device``, ``--dataset``, ``--xfails``,
+    timeouts, ...). ``--impl`` keeps the run's own spelling of the implementation (an import path stays one) when
+    exactly one of its comma-separated values names it or one is an import path; else ``impl``. Arguments are
+    shell-quoted. Never raises."""
+    args = [str(a) for a in command[1:]]
+    kept: list[str] = []
+    impl_values: list[str] = []
+    i = 0
+    while i < len(args):
+        a = args[i]
+        name, eq, value = a.partition("=")
+        if name == "--impl":
+            if not eq and i + 1 < len(args):
+                value, i = args[i + 1], i + 1
+            impl_values += [v.strip() for v in value.split(",") if v.strip()]
+        elif name in _RERUN_KEEP:
+            kept.append(a)
+            if _RERUN_KEEP[name] and not eq and i + 1 < len(args):
+                kept.append(args[i + 1])
+                i += 1
+        elif name.startswith("-p") and len(name) > 2 and not name.startswith("--"):
+            kept.append(a)  # -pno:cacheprovider
+        elif name in _DROP_WITH_VALUE and not eq:
+            i += 1
+        i += 1
+    named = [v for v in impl_values if v == impl] or [v for v in impl_values if ":" in v]
+    spec = named[0] if len(named) == 1 else impl
+    return " ".join(shlex.quote(x) for x in ["pytest", nodeid, "--impl", spec, *kept])
+
+
 def assess(header: Mapping[str, Any], records: Sequence[Mapping[str, Any]],
            end: Mapping[str, Any] | None) -> Conformance:  # fmt: skip
     """The conformance status of the implementation of one run directory.
@@ -468,6 +632,7 @@ def assess(header: Mapping[str, Any], records: Sequence[Mapping[str, Any]],
     recorded = {str(r.get("nodeid")) for r in records}
     by_kind: dict[str, list[int]] = collections.defaultdict(lambda: [0, 0])
     missing_hook: collections.Counter[str] = collections.Counter()
+    refused: collections.Counter[str] = collections.Counter()
     other: collections.Counter[str] = collections.Counter()
     not_applicable: collections.Counter[str] = collections.Counter()
     feature_absent = not_selected = ran = 0
@@ -491,6 +656,10 @@ def assess(header: Mapping[str, Any], records: Sequence[Mapping[str, Any]],
             applicable(kind, True)
             if outcome != "passed":
                 defects.append(_defect(r))
+            continue
+        if outcome == "skipped-unsupported" and r.get("outcome_detail") == "refused":
+            applicable(kind, False)  # refused at run time: not tested, never an absent feature
+            refused[", ".join(r.get("missing") or ()) or "(unnamed)"] += 1
             continue
         if outcome == "skipped-unsupported":
             missing = r.get("missing") if "missing" in r else _legacy_missing(r)
@@ -556,6 +725,7 @@ def assess(header: Mapping[str, Any], records: Sequence[Mapping[str, Any]],
         not_applicable=_frozen(dict(sorted(not_applicable.items()))),
         unknown_not_run=unknown,
         hooks_absent=_frozen({h: str(w) for h, w in (impl.get("hooks_absent") or {}).items() if h in missing_hook}),
+        refused=_frozen(dict(sorted(refused.items()))),
     )
     defects = list(attribute_root_causes(defects, records))
     counts = collections.Counter(d.kind for d in defects)
@@ -567,8 +737,9 @@ def assess(header: Mapping[str, Any], records: Sequence[Mapping[str, Any]],
         reasons.append(f"the adapter cannot be described: {impl['error']}")
     elif why_unavailable and (impl.get("unavailable") or (records and len(unavailable_why) == len(records))):
         reasons.append(f"not available here: {why_unavailable}")
+    features = feature_coverage(header)
     if reasons:
-        return Conformance(UNAVAILABLE, tuple(defects), counts_by_kind, coverage, tuple(reasons))
+        return Conformance(UNAVAILABLE, tuple(defects), counts_by_kind, coverage, tuple(reasons), features)
 
     if defects:
         reasons.append(", ".join(f"{n} {k}" for k, n in counts_by_kind.items()) + " defect(s) found")
@@ -586,7 +757,7 @@ def assess(header: Mapping[str, Any], records: Sequence[Mapping[str, Any]],
         status = INCOMPLETE
     else:
         status = CONFORMANT
-    conformance = Conformance(status, tuple(defects), counts_by_kind, coverage, tuple(reasons))
+    conformance = Conformance(status, tuple(defects), counts_by_kind, coverage, tuple(reasons), features)
     follows = conformance.root_cause_lines()
     if follows:  # right after "N defect(s) found"
         reasons[1:1] = follows

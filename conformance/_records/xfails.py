@@ -15,7 +15,7 @@ id. ``*`` matches any text and ``?`` one character; everything else is literal (
 pattern without wildcards also matches as a prefix ending at ``::``, ``[`` or ``/`` (a file, a class, a
 test with all its parameters).
 
-Integrity (issue 13): :func:`file_provenance` hashes an xfail file and asks git whether the file is tracked and
+Integrity (a run's xfail files must be the committed ones): :func:`file_provenance` hashes an xfail file and asks git whether the file is tracked and
 unmodified; :func:`provenance_problem` says why ``--gate`` must not trust a file the run picked up implicitly
 (untracked, modified, or unverifiable). A file named with ``--xfails`` is trusted as given: the person who
 started the run chose it, and the header records its hash.
@@ -65,7 +65,7 @@ class XfailEntry:
         reason: why it fails (printed in reports).
         kind: one of :data:`KINDS`.
         link: upstream issue / evidence URL, or ``"none"``.
-        defect: defect id of conformance_checks.md B.2 (e.g. ``"RP-7"``), optional.
+        defect: defect id of the study (docs/study.md, 'Implementations and their ids'; e.g. ``"RP-7"``), optional.
         fix_level: study fix level (:data:`FIX_LEVELS`) at which the defect is fixed, optional.
         since: implementation version since which the failure is known, optional.
         fails_as: how the declared failure shows, optional (:data:`FAILS_AS`): ``"assertion"``, the check's own
@@ -328,7 +328,7 @@ def when_context(device: str, impl_version: str, distributions: Iterable[str] = 
 
 
 # ---------------------------------------------------------------------------------------------------------
-# integrity of the registry files (issue 13)
+# integrity of the registry files
 # ---------------------------------------------------------------------------------------------------------
 #: The suite's distribution, whose RECORD (the wheel's list of files with their sha256) vouches for the xfail
 #: files of an installed suite, where there is no git checkout to ask.

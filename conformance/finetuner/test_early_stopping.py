@@ -27,8 +27,7 @@ def test_stops_on_patience_and_restores_best(impl, tiny_bert, slices):
     """On a run whose val loss rises (val = train sentences with wrong labels), training stops when the rule
     says so and the final model reproduces the best epoch's val loss.
 
-    Candidate causes of a final model that does not reproduce the best epoch's val loss, and the probes that
-    decide: weights not restored (it reproduces the last epoch's val loss and the split log shows no training
+    Diagnosis: a final model that does not reproduce the best epoch's val loss: weights not restored (it reproduces the last epoch's val loss and the split log shows no training
     off train: isolated); training after selection, e.g. a retrain on train+dev (the split log records training
     passes off train: the message points at FT-11's leakage check and names no cause of its own); otherwise
     cause not isolated.

@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_val_loss_is_mean_cross_entropy(impl, tiny_bert, slices):
     """The reported val loss equals the mean per-example CE recomputed from the implementation's logits.
 
-    Candidate causes of a difference, and the probes that decide: a loss that is not the mean per-example CE
+    Diagnosis: a loss that is not the mean per-example CE
     (the implementation's own ``evaluate`` of the same final model also differs from the CE of its logits:
     isolated); a reported loss computed on another model than the final one (its ``evaluate`` agrees with the
     logits: the weights changed after the last validation; the split log tells whether training off train

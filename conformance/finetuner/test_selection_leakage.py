@@ -134,7 +134,7 @@ def test_training_passes_only_on_train(impl, tiny_bert, slices, expect):
     on a union such as train+dev (a final model retrained on train+dev after selection), whatever the reported
     figures and the early-stopping record say.
 
-    Candidate causes: one, the finding itself (a training pass the log names on another split); no probe is
+    Diagnosis: one cause, the finding itself (a training pass the log names on another split); no probe is
     needed. Other checks that such training also fails (FT-9's loss of the final model, FT-13's restored
     weights, FT-11's test_reported_scores_computed_on_their_splits) point at this check instead of naming a
     cause of their own.
@@ -171,7 +171,7 @@ def test_reported_scores_computed_on_their_splits(impl, tiny_bert, slices, expec
     reported validation loss of the selected epoch is that of the final model on dev (both recomputed from the
     final model's own logits), so that no reported score comes from another split or another model.
 
-    Candidate causes and the probes that decide: a test score computed on dev (the reported test figures equal
+    Diagnosis: a test score computed on dev (the reported test figures equal
     the final model's on dev: isolated); weights not restored (the final model's dev loss equals the last
     epoch's, the split log shows no training off train: isolated, FT-13 reports it); training after selection
     (the split log records training passes off train: named with FT-11's leakage check); anything else:

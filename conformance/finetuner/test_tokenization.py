@@ -109,7 +109,7 @@ def test_truncation_keeps_first_pieces(impl, family, tiny_models, slices):
     tokens around the first L - 2 word pieces of the text (the last ones when that tokenizer truncates on the
     left), not only L ids ending with SEP.
 
-    Candidate causes of other ids, and the probe that decides: truncation on the wrong side (the ids are the
+    Diagnosis: ids other than the tokenizer's own: truncation on the wrong side (the ids are the
     tokenizer's special tokens around the last pieces instead of the first, or the other way round: isolated);
     pieces kept from the right side but in another number or without the special tokens (the length and SEP are
     judged by ``test_truncation_keeps_sep``: cause not isolated here), except ids that are the first ones of the

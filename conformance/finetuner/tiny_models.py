@@ -1,5 +1,5 @@
 """Tiny random BERT, ALBERT, DistilBERT and RoBERTa models with small vocabularies built from given texts, saved
-as local model directories (finetuner spec §6 "Tiny random model with no download"). Nothing is downloaded.
+as local model directories (docs/finetuner.md, 'Tiny models'). Nothing is downloaded.
 
 The base model (no classification head) is saved, like the MiniLM package's model, so that loading it for
 sequence classification initialises the head from the run seed.

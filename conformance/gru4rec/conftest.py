@@ -109,7 +109,7 @@ def metric_data(conformance_options: Any, pytestconfig: Any, request: pytest.Fix
 
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
     """Δ per dataset: each implementation's relative change against the full-featured reference beside the
-    study's published change for the implementation's declared study row (gru4rec_reference.md §9.4)."""
+    study's published change for the implementation's declared study row (docs/study.md, 'Published accuracy and epoch times')."""
     rows = config.stash.get(_DELTAS, [])
     if not rows:
         return

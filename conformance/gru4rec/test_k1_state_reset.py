@@ -7,6 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from gru4rec_conformance.conformance._harness import diagnosis
 from gru4rec_conformance.conformance.gru4rec._common import (
     ADAGRAD,
     build,
@@ -19,6 +20,7 @@ from gru4rec_conformance.conformance.gru4rec._common import (
     session_parallel,
     target_columns,
 )
+from gru4rec_conformance.conformance.gru4rec._probes import stream_causes
 
 
 def _stream_vs_fresh(adapter, test_df: pd.DataFrame, batch_size: int) -> dict:
@@ -61,7 +63,13 @@ def test_sr1_stream_equals_fresh(impl, d_lag1, expect):
     """The own inference loop scores every test event exactly like fresh-state scoring of its prefix.
 
     The implementation's own inference loop scores every test event exactly as fresh-state scoring of its
-    prefix, for evaluation batch sizes 1, 3 and 7 (no state leak, no false reset)."""
+    prefix, for evaluation batch sizes 1, 3 and 7 (no state leak, no false reset).
+
+    Diagnosis: (1) hidden state leaks or is reset wrongly, (2) the own loop masks the session's future items,
+    the target among them, (3) it removes already-seen items (the input item). Probe "evaluator vs state": the
+    loop's rows against fresh-state scores column by column; columns at -inf (or below -1e20) are masked, the
+    others must agree unless the state differs. Probe "future-target masking": every masked column is classed by
+    its role in the (known) test session: input, earlier item, target, later item, other."""
     model = lag1_model(impl, d_lag1)
     problems = []
     for b in (1, 3, 7):
@@ -79,10 +87,10 @@ def test_sr1_stream_equals_fresh(impl, d_lag1, expect):
                 f"batch {b}: max relative difference {r['max_rel_diff']:.3g}, "
                 f"{r['rank_mismatches']}/{r['n']} target ranks differ"
             )
-    assert not problems, (
-        "score_stream differs from fresh-state scoring (hidden state leaks across sessions or "
-        "is reset when it should not be): " + "; ".join(problems)
-    )
+    if problems:
+        # the loop's rows differ: the state, or an evaluator that alters the scores before ranking (probes)
+        diagnosis.fail("score_stream differs from fresh-state scoring", stream_causes(model, d_lag1.test),
+                       "; ".join(problems))  # fmt: skip
 
 
 @pytest.mark.check("SR-2", kind="K1")
@@ -93,7 +101,13 @@ def test_sr2_first_event_after_switch(impl, d_lag1):
     After session A ends in a lane, the first prediction of session B in that lane equals fresh-state
     scoring of [b1] (one lane, evaluation batch size 1; two test sessions). Which of the two runs second is read
     from the order in which ``score_stream`` yields them, not predicted from start times or ids: an implementation
-    that fills lanes in session-id order would otherwise be checked on the session it ran first."""
+    that fills lanes in session-id order would otherwise be checked on the session it ran first.
+
+    Diagnosis: (1) the state was not reset, (2) the own loop masks the session's future items,
+    the target among them, (3) it removes already-seen items (the input item). Probe "evaluator vs state": the
+    loop's rows against fresh-state scores column by column; columns at -inf (or below -1e20) are masked, the
+    others must agree unless the state differs. Probe "future-target masking": every masked column is classed by
+    its role in the (known) test session: input, earlier item, target, later item, other."""
     model = lag1_model(impl, d_lag1)
     ids = d_lag1.test.groupby("SessionId")["Time"].min().sort_values(kind="stable").index[:2].tolist()
     test = d_lag1.test[d_lag1.test["SessionId"].isin(ids)]
@@ -113,10 +127,12 @@ def test_sr2_first_event_after_switch(impl, d_lag1):
         assert float(row) == want, f"first-event rank {row} after a session switch, fresh-state rank {want}"
         return
     rel = float(np.abs(np.asarray(row, dtype=np.float64) - fresh).max() / max(np.abs(fresh).max(), 1e-12))
-    assert rel < 1e-4, (
-        f"first event of session {second} (after session {first} in the same lane) differs from "
-        f"fresh-state scoring of [{b_items[0]}] by {rel:.3g} relative: the state was not reset"
-    )
+    if not rel < 1e-4:
+        diagnosis.fail(
+            f"first event of session {second} (after session {first} in the same lane) differs from "
+            f"fresh-state scoring of [{b_items[0]}] by {rel:.3g} relative",
+            stream_causes(model, test, batch_size=1),
+        )
 
 
 def _dlong_diagnosis(model, d_long) -> dict:

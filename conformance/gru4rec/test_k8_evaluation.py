@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from gru4rec_conformance.conformance._harness import diagnosis
 from gru4rec_conformance.conformance.gru4rec._common import (
     CUTOFFS,
     build,
@@ -18,6 +19,7 @@ from gru4rec_conformance.conformance.gru4rec._common import (
     suite_metrics,
 )
 from gru4rec_conformance.conformance.gru4rec._data import sessions_frame
+from gru4rec_conformance.conformance.gru4rec._probes import ranking_causes, stream_causes
 
 UNKNOWN_BASE = 990_001
 
@@ -85,10 +87,15 @@ def test_ev1_evaluator_matches_suite_metrics(impl, d_lag1, record_metric):
 
     The implementation's evaluator gives the Recall@N / MRR@N the suite computes from score_prefixes with the
     declared tie mode (within METRIC_TOL), on the test set and on targets placed at rank exactly N and N+1
-    (rank ≤ N, not < N), at an evaluation batch no larger than the test set (larger ones: EV-4)."""
+    (rank ≤ N, not < N), at an evaluation batch no larger than the test set (larger ones: EV-4).
+
+    Diagnosis: (1) the declared tie mode is not applied, (2) a hit is counted at rank < N, (3)-(5) SR-1's causes
+    (state, masked future items, removed seen items). Probe: the own loop's rows (score_stream) ranked by the
+    suite with each tie mode and with rank < N: the rule that reproduces the evaluator's metrics is isolated; when
+    the declared rule reproduces them, the counting is ruled out and SR-1's probes judge the rows."""
     model = _trained(impl, d_lag1)
     mode = _tie_mode(impl)
-    problems = []
+    problems, failing = [], []
     boundary = _rank_boundary_sessions(model, d_lag1)
     for name, test in (("D-LAG1 test", d_lag1.test), ("rank-boundary sessions", boundary)):
         own = model.evaluate(test, cutoffs=CUTOFFS, batch_size=_eval_batch(test))
@@ -101,9 +108,25 @@ def test_ev1_evaluator_matches_suite_metrics(impl, d_lag1, record_metric):
             problems.append(f"{name}: " + ", ".join(bad))
         if int(own.get("n_events", -1)) != int(suite["n_events"]):
             problems.append(f"{name}: n_events: suite {suite['n_events']}, implementation {own.get('n_events')}")
-    assert not problems, (
-        "own evaluator differs from the suite's metrics (suite: the suite's evaluator on the implementation's "
-        f"score_prefixes, tie mode {mode!r}; implementation: its own evaluate()): " + "; ".join(problems)
+        if problems and not failing:
+            failing.append((test, own))  # the first set that fails is the one the probes look at
+    if problems:
+        ((test, own),) = failing
+        diagnosis.fail(
+            "own evaluator differs from the suite's metrics (suite: the suite's evaluator on the implementation's "
+            f"score_prefixes, tie mode {mode!r}; implementation: its own evaluate())",
+            _evaluator_causes(impl, model, test, own, mode),
+            "; ".join(problems),
+        )
+
+
+def _evaluator_causes(impl, model, test: pd.DataFrame, own: dict, mode: str) -> list:
+    """EV-1's candidate causes (run only after a failure): the counting rules (tie mode, cutoff), decided by
+    ranking the own loop's rows with each rule, and the loop's scores (masking, state), decided by comparing them
+    with fresh-state scoring (conformance/gru4rec/_probes.py)."""
+    has = impl.supports("hook:score_stream")
+    return ranking_causes(model, test, own, mode, CUTOFFS, METRIC_TOL, available=has) + stream_causes(
+        model, test, available=has
     )
 
 
@@ -129,7 +152,12 @@ def test_ev1_tie_policy(impl, d_lag1, record_metric):
     suite computes with the declared tie mode (conservative: the target ranks last, recall@N 0 for N < n_items;
     standard: it ranks first; median: in the middle). An evaluator that breaks ties by item index or counts
     only strictly higher scores reports optimistic metrics (the all-equal-scores case of EV-1,
-    docs/checks.md)."""
+    docs/checks.md).
+
+    Diagnosis: (1) the declared tie mode is not applied, (2) a hit is counted at rank < N, (3)-(5) SR-1's causes
+    (state, masked future items, removed seen items). Probe: the own loop's rows (score_stream) ranked by the
+    suite with each tie mode and with rank < N: the rule that reproduces the evaluator's metrics is isolated; when
+    the declared rule reproduces them, the counting is ruled out and SR-1's probes judge the rows."""
     mode = _tie_mode(impl)
     model, n_zeroed = _tied_scores_model(impl, d_lag1)
     prefixes = [[int(i)] for i in d_lag1.test.sort_values("Time")["ItemId"].unique()[:8]]
@@ -152,9 +180,13 @@ def test_ev1_tie_policy(impl, d_lag1, record_metric):
         tie_mode=mode,
         n_items=len(np.asarray(model.item_ids())),
     )
-    assert not bad, (
-        f"with every score tied the own evaluator does not apply the declared tie mode {mode!r}: " + ", ".join(bad)
-    )
+    if bad:
+        diagnosis.fail(
+            f"with every score tied the own evaluator's metrics differ from the suite's with the declared tie "
+            f"mode {mode!r}",
+            _evaluator_causes(impl, model, test, own, mode),
+            ", ".join(bad),
+        )
 
 
 def _with_unknown_items(test: pd.DataFrame, share: float = 0.05, seed: int = 0) -> pd.DataFrame:

@@ -76,7 +76,7 @@ def shuffle_rows(frame: pd.DataFrame, seed: int, item_key: str = "ItemId") -> pd
     """A copy of ``frame`` with its rows in a seeded random order, across and within sessions (every row keeps
     its session, item and Time), except that the first occurrence of each item comes first, in the frame's
     order: the official item map numbers items by first appearance in the frame as given
-    (gru4rec_reference.md §1.2), so this shuffle leaves an implementation that follows it the same columns and
+    (docs/algorithm.md, 'Item map'), so this shuffle leaves an implementation that follows it the same columns and
     the same initial weights, and an order-invariant one must train and evaluate exactly as on ``frame``.
     Returns a new frame with a fresh RangeIndex."""
     firsts = np.flatnonzero(~frame[item_key].duplicated().to_numpy())

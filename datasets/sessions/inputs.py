@@ -41,27 +41,33 @@ class MissingInputError(FileNotFoundError):
 
 #: per original file name: why the study needs it, and how to run without it (None: no documented way)
 NEEDED_FOR: dict[str, tuple[str, str | None]] = {
-    "yoochoose-clicks.dat": ("the challenge's click file holds the bulk of the events (datasets.md §1.1)", None),
+    "yoochoose-clicks.dat": (
+        "the challenge's click file holds the bulk of the events (docs/datasets.md, 'Yoochoose')",
+        None,
+    ),
     "yoochoose-test.dat": (
         "the study concatenates the challenge's test file (about 8.25M clicks of other sessions over the same "
-        "six months) after the click file (datasets.md §1.1); without it the counts stay below the published "
+        "six months) after the click file (docs/datasets.md, 'Yoochoose'); without it the counts stay below the published "
         "29,107,309 train / 71,849 test events",
         "--allow-missing prepares the click file alone (recorded in the manifest; the index quirk needs both "
         "files, so it does not apply)",
     ),
     "2019-Oct.csv": (
-        "the study uses October and November 2019 (datasets.md §1.2); October is the first month of training",
+        "the study uses October and November 2019 (docs/datasets.md, 'Rees46'); October is the first month of training",
         "--allow-missing prepares November alone (its test and validation days are complete; train_full then "
         "covers one month instead of two; recorded in the manifest)",
     ),
     "2019-Nov.csv": (
         "the test split is the sessions starting on 2019-11-30 (fixed tsplit 2019-12-01 00:00 UTC, "
-        "datasets.md §1.2), which only the November file holds",
+        "docs/datasets.md, 'Rees46'), which only the November file holds",
         None,
     ),
-    "release_10_23_2020.csv": ("the Coveo 2020 release is the dataset's only input (datasets.md §1.3)", None),
-    "events.csv": ("RetailRocket's events.csv is the dataset's only input (datasets.md §1.4)", None),
-    "train-item-views.csv": ("Diginetica's train-item-views.csv is the dataset's only input (datasets.md §1.5)", None),
+    "release_10_23_2020.csv": ("the Coveo 2020 release is the dataset's only input (docs/datasets.md, 'Coveo')", None),
+    "events.csv": ("RetailRocket's events.csv is the dataset's only input (docs/datasets.md, 'RetailRocket')", None),
+    "train-item-views.csv": (
+        "Diginetica's train-item-views.csv is the dataset's only input (docs/datasets.md, 'Diginetica')",
+        None,
+    ),
 }
 
 _NO_WAY = {

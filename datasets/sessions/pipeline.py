@@ -1,14 +1,14 @@
-"""The study's preprocessing of the five session datasets, step by step (spec: ../shared/spec/datasets.md §1.0-§1.5;
+"""The study's preprocessing of the five session datasets, step by step (docs/datasets.md, section 5;
 behaviour of hidasib/gru4rec_third_party_comparison:<name>_preproc.py, which produced the published numbers).
 
-Order of steps (§1.0): load -> keep item views (for RetailRocket and Coveo: after sessionising all events) ->
+Order of steps (docs/datasets.md, 'Common steps'): load -> keep item views (for RetailRocket and Coveo: after sessionising all events) ->
 sessions (precomputed ids, or a 1-hour gap, strictly greater, per user) -> consecutive-repeat removal, once ->
 iterative support filter to a fixpoint (sessions of length 1, then items with < 5 events, per round) -> full ->
 time split (test = sessions starting at >= tsplit - tday; train_full = events before it, sessions of length 1
 dropped; test not filtered) -> validation split at tsplit - 2*tday.
 
 Traps reproduced on purpose:
-- ties inside a session are ordered by the dataset's item sort key (§1.0 "Ties and sort keys"), the sort is
+- ties inside a session are ordered by the dataset's item sort key (docs/datasets.md, 'Ties and sort keys'), the sort is
   stable like pandas' multi-column ``sort_values``;
 - (i, j, i) with j filtered becomes (i, i) and stays (no re-deduplication);
 - a gap of exactly 3600 s (3,600,000 ms) does not split a session;
@@ -77,7 +77,7 @@ SPLITS = PARTS[1:]
 DAY_S = 86400
 DAY_MS = 86400 * 1000
 
-#: unit of the Time column per dataset (§1.0 split table)
+#: unit of the Time column per dataset (docs/datasets.md, 'Time units')
 TIME_UNIT = {"yoochoose": "s", "rees46": "s", "coveo": "ms", "retailrocket": "ms", "diginetica": "ms"}
 
 #: tday (length of the test period, in the Time unit) and the fixed tsplit (None: max Time of the full data)
@@ -92,7 +92,7 @@ SPLIT_PARAMS = {
 #: gap that starts a new session (strictly greater), in the Time unit
 SESSION_GAP = {"rees46": 3600, "coveo": 3600 * 1000, "retailrocket": 3600 * 1000}
 
-#: the study's output file prefixes (§1.0 step 9)
+#: the study's output file prefixes ('Common steps', step 9)
 STUDY_PREFIX = {
     "yoochoose": "yoochoose_processed_view",
     "rees46": "rees46_processed_view_userbased",
@@ -274,7 +274,7 @@ class _Events:
 
 
 def dedup_consecutive(session: np.ndarray, item_key: np.ndarray) -> np.ndarray:
-    """Mask of rows that repeat the previous row's session and item (§1.0 step 4); rows must be sorted by
+    """Mask of rows that repeat the previous row's session and item (docs/datasets.md, 'Common steps', step 4); rows must be sorted by
     (session, time, item). Returns a bool array, True = drop. Applied once, never after filtering."""
     mask = np.zeros(len(session), dtype=bool)
     if len(session) > 1:
@@ -318,7 +318,7 @@ def support_filter(
     min_item_support: int = MIN_ITEM_SUPPORT,
     log: list | None = None,
 ) -> tuple[np.ndarray, int]:
-    """The iterative support filter (§1.0 step 5) on rows sorted by session.
+    """The iterative support filter (docs/datasets.md, 'Common steps', step 5) on rows sorted by session.
 
     Each round: (a) drop all events of sessions of length exactly 1; (b) drop all events of items with fewer than
     ``min_item_support`` events. Rounds repeat while the previous round changed the row count (the study's
@@ -374,7 +374,7 @@ def _runs(s: np.ndarray) -> int:
 
 
 def time_split(full: pd.DataFrame, tday: int, tsplit: int | None) -> dict[str, pd.DataFrame]:
-    """§1.0 steps 7-8 on the full processed data (columns SessionId, ItemId, Time; sorted by session).
+    """Steps 7-8 of docs/datasets.md 'Common steps' on the full processed data (columns SessionId, ItemId, Time; sorted by session).
 
     ``tsplit`` None means the max Time of ``full``. Returns dict train_full, test, train_tr, train_valid.
     test = all events of sessions whose first event is at >= tsplit - tday (unfiltered); train_full = events
@@ -438,7 +438,7 @@ def _per_session(ufunc, code: np.ndarray, t: np.ndarray, starts: np.ndarray | No
 
 
 def stats_table(frames: dict[str, pd.DataFrame], name: str) -> pd.DataFrame:
-    """The study's stats.tsv rows (§1.0 step 9), one per frame, named like the study's files.
+    """The study's stats.tsv rows ('Common steps', step 9), one per frame, named like the study's files.
 
     Columns: Dataset, NumEvents, NumSessions, NumItems, NumDays ((max-min Time)/one day), StartTime, EndTime
     (UTC, '%Y-%m-%d %H:%M:%S.%f'), AvgItemViews (events per item), Min/Max/AvgSessionLength, 'MinSessionTime
@@ -610,7 +610,7 @@ def _events_retailrocket(inputs, index_quirk: bool) -> _Events:
 def _events_diginetica(inputs, index_quirk: bool) -> _Events:
     df, _, steps = _concat_inputs("diginetica", inputs)
     s = df["sessionId"].to_numpy(np.int64)
-    # virtual time: the session's earliest eventdate at 00:00 UTC in ms, plus the row's timeframe (§1.5)
+    # virtual time: the session's earliest eventdate at 00:00 UTC in ms, plus the row's timeframe (docs/datasets.md, 'Diginetica')
     day0 = pd.Series(df["eventdate_days"].to_numpy(np.int64)).groupby(s).transform("min").to_numpy()
     t = day0 * DAY_MS + df["timeframe"].to_numpy(np.int64)
     i = df["itemId"].to_numpy(np.int64)
@@ -767,7 +767,7 @@ def empty_result(res: Processed) -> EmptyResultError | None:
                 msg = (
                     f"{res.name}: the support filter removed every event: {rows_before} rows before (after dedup), "
                     f"0 after {res.filter_rounds} round(s){detail}. Every item needs >= {MIN_ITEM_SUPPORT} events and "
-                    "every session >= 2 (datasets.md §1.0 step 5): the input is too small or too sparse for the "
+                    "every session >= 2 (docs/datasets.md, 'Common steps', step 5): the input is too small or too sparse for the "
                     "study's protocol"
                 )
             else:

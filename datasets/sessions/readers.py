@@ -1,5 +1,5 @@
 """Readers for the raw files of the five session datasets of the study (Hidasi & Czapp, RecSys 2023), in their
-original formats (spec: ../shared/spec/datasets.md, Part 1, §1.1-§1.5).
+original formats (docs/datasets.md, section 5: one subsection per dataset).
 
 Each ``read_<name>(path)`` reads ONE raw file (plain, .gz, .bz2, or .zip -- see ``datasets._suite_io.open_raw``)
 block by block with pyarrow and returns a pandas DataFrame in file order with compact dtypes (``progress``, optional:
@@ -37,7 +37,7 @@ __all__ = [
     "read_raw",
 ]
 
-#: raw file names per dataset, in the order the study concatenates them (§1.0 step 1)
+#: raw file names per dataset, in the order the study concatenates them (docs/datasets.md, 'Common steps', step 1)
 RAW_FILES: dict[str, tuple[str, ...]] = {
     "yoochoose": ("yoochoose-clicks.dat", "yoochoose-test.dat"),
     "rees46": ("2019-Oct.csv", "2019-Nov.csv"),
@@ -47,7 +47,7 @@ RAW_FILES: dict[str, tuple[str, ...]] = {
 }
 
 SPECS: dict[str, CsvSpec] = {
-    # §1.1: no header, 4 columns, ISO-8601 UTC with ms and 'Z'
+    # docs/datasets.md 'Yoochoose': no header, 4 columns, ISO-8601 UTC with ms and 'Z'
     "yoochoose": CsvSpec(
         delimiter=",",
         header="none",
@@ -55,7 +55,7 @@ SPECS: dict[str, CsvSpec] = {
         required=("SessionId", "Timestamp", "ItemId"),
         types={"SessionId": pa.int64(), "Timestamp": pa.timestamp("ns", tz="UTC"), "ItemId": pa.int64()},
     ),
-    # §1.2: header; '2019-10-01 00:00:00 UTC'; ids read as strings by the study
+    # 'Rees46': header; '2019-10-01 00:00:00 UTC'; ids read as strings by the study
     "rees46": CsvSpec(
         delimiter=",",
         header="required",
@@ -63,7 +63,7 @@ SPECS: dict[str, CsvSpec] = {
         types={"event_time": pa.timestamp("s"), "product_id": pa.string(), "user_id": pa.string()},
         timestamp_parsers=("%Y-%m-%d %H:%M:%S UTC",),
     ),
-    # §1.3: the 2020 release (release_10_23_2020.csv)
+    # 'Coveo': the 2020 release (release_10_23_2020.csv)
     "coveo": CsvSpec(
         delimiter=",",
         header="required",
@@ -71,14 +71,14 @@ SPECS: dict[str, CsvSpec] = {
         types={"server_timestamp_epoch_ms": pa.int64()},
         nullable=("product_action", "product_skus_hash"),
     ),
-    # §1.4: events.csv, ms epochs, unsorted
+    # 'RetailRocket': events.csv, ms epochs, unsorted
     "retailrocket": CsvSpec(
         delimiter=",",
         header="required",
         required=("timestamp", "visitorid", "event", "itemid"),
         types={"timestamp": pa.int64(), "visitorid": pa.int64(), "itemid": pa.int64()},
     ),
-    # §1.5: ';'-separated; camelCase header, snake_case header (SR-GNN sample) or none
+    # 'Diginetica': ';'-separated; camelCase header, snake_case header (SR-GNN sample) or none
     "diginetica": CsvSpec(
         delimiter=";",
         header="optional",
@@ -148,7 +148,7 @@ def _non_negative_ids(t, src: str) -> np.ndarray:
 
 
 def read_yoochoose(path, progress=None) -> pd.DataFrame:
-    """Read ``yoochoose-clicks.dat`` or ``yoochoose-test.dat`` (§1.1).
+    """Read ``yoochoose-clicks.dat`` or ``yoochoose-test.dat`` (docs/datasets.md, 'Yoochoose').
 
     Returns columns ``SessionId`` int64, ``Time`` int64 (epoch **seconds**, floor of the ms timestamp: the study's
     ``datetime64[ns] // 10**9``), ``ItemId`` int64, in file order. The Category column is not read.
@@ -167,7 +167,7 @@ def read_yoochoose(path, progress=None) -> pd.DataFrame:
 
 
 def read_rees46(path, progress=None) -> pd.DataFrame:
-    """Read one monthly Rees46 file, e.g. ``2019-Oct.csv`` (§1.2).
+    """Read one monthly Rees46 file, e.g. ``2019-Oct.csv`` (docs/datasets.md, 'Rees46').
 
     Returns ``Time`` int64 (epoch **seconds** of ``event_time``, UTC), ``EventType`` categorical (view, cart,
     remove_from_cart, purchase, then any other value in order of appearance), ``ProductId`` int64, ``UserId``
@@ -195,7 +195,7 @@ def read_rees46(path, progress=None) -> pd.DataFrame:
 
 
 def read_coveo(path, progress=None) -> pd.DataFrame:
-    """Read ``release_10_23_2020.csv`` of the Coveo 2020 release (§1.3).
+    """Read ``release_10_23_2020.csv`` of the Coveo 2020 release (docs/datasets.md, 'Coveo').
 
     Returns ``session_id_hash`` (object: str), ``product_action`` (object: str or None), ``product_skus_hash``
     (object: str or None; pipe-separated multi-SKU values are kept whole, as in the study),
@@ -215,7 +215,7 @@ def read_coveo(path, progress=None) -> pd.DataFrame:
 
 
 def read_retailrocket(path, progress=None) -> pd.DataFrame:
-    """Read RetailRocket ``events.csv`` (§1.4).
+    """Read RetailRocket ``events.csv`` (docs/datasets.md, 'RetailRocket').
 
     Returns ``timestamp`` int64 (epoch **milliseconds**), ``visitorid`` int64, ``event`` categorical (view,
     addtocart, transaction, then any other value), ``itemid`` int64, in file order (the file is not
@@ -243,7 +243,7 @@ def read_retailrocket(path, progress=None) -> pd.DataFrame:
 
 
 def read_diginetica(path, progress=None) -> pd.DataFrame:
-    """Read Diginetica ``train-item-views.csv`` (§1.5): ';'-separated, camelCase or snake_case header, or none.
+    """Read Diginetica ``train-item-views.csv`` (docs/datasets.md, 'Diginetica'): ';'-separated, camelCase or snake_case header, or none.
 
     Returns ``sessionId`` int64, ``userId`` float64 (NaN for ``NA``), ``itemId`` int64, ``timeframe`` int64
     (ms since the session's start), ``eventdate_days`` int64 (the ``eventdate`` as days since 1970-01-01 UTC),

@@ -1,6 +1,6 @@
 """Loaders of the real slices in ``<shared>/sessions`` (found through ``datasets.shared_data_dir()``) and a
-synthetic stand-in for the Yoochoose 100k slice when the shared data are absent (spec: ../shared/spec/datasets.md
-Part 2 and §1.6(e)).
+synthetic stand-in for the Yoochoose 100k slice when the shared data are absent (docs/datasets.md,
+'Real slices').
 
 The 100k files are the first 100k lines of yoochoose-clicks.dat prepared by rn5l/session-rec with the OLD RSC15
 protocol (no consecutive-repeat removal, split by session end, unknown test items removed), Time in float
@@ -39,7 +39,7 @@ RAW_SLICES = {
     "yoochoose_100k": "yoochoose/rsc15_100k_prepared",
 }
 
-#: events / sessions / items of the real 100k slice per split (datasets.md §1.6(e) and the slice's README)
+#: events / sessions / items of the real 100k slice per split (docs/datasets.md, 'Real slices', and the slice's README)
 YOOCHOOSE_100K_SHAPE = {
     "train_full": (70_278, 17_794, 2_933),
     "test": (13_568, 3_416, 1_771),

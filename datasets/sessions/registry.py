@@ -1,4 +1,4 @@
-"""The five study datasets as metric-conformance datasets (issue 16 item 1): where each one's data come from, the
+"""The five study datasets as metric-conformance datasets: where each one's data come from, the
 study's best hyperparameters for it (scaled for CPU) and the study's published numbers for it.
 
 Source of each dataset, in order (:func:`metric_frames`):
@@ -15,8 +15,8 @@ Source of each dataset, in order (:func:`metric_frames`):
 
 A notice says which source was used and why (empty only for the Yoochoose 100k slice, the historical default).
 
-Hyperparameters (:func:`mc_config`): the study's best configuration per dataset and loss (gru4rec_reference.md
-§9.1, read from the study table in ``datasets/study/study_results.csv``, rows "GRU4Rec Official / Best params"),
+Hyperparameters (:func:`mc_config`): the study's best configuration per dataset and loss (docs/study.md,
+'Best hyperparameters', read from the study table in ``datasets/study/study_results.csv``, rows "GRU4Rec Official / Best params"),
 scaled as the Yoochoose check always was: one GRU layer of :data:`MC_LAYERS` units instead of 192-512 and
 :data:`MC_EPOCHS` epochs instead of 10; batch size, dropouts, learning rate, momentum, n_sample 2048,
 sample_alpha, bpreg / logq and the final activation as published. With the stand-in sizes above one
@@ -67,7 +67,7 @@ STUDY_EPOCHS = 10
 STANDIN_SEED = 0
 
 #: why each dataset's real slice cannot serve (checked again at run time where a slice exists)
-_NO_REAL = {"coveo": "no Coveo data may be redistributed (datasets.md Part 2), so no real slice is shipped"}
+_NO_REAL = {"coveo": "no Coveo data may be redistributed (docs/datasets.md, 'Coveo'), so no real slice is shipped"}
 
 
 @dataclass(frozen=True)

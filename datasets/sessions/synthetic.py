@@ -1,6 +1,6 @@
 """Seeded synthetic stand-ins of the five session datasets, written as raw files in each dataset's exact raw format
-(spec: ../shared/spec/datasets.md Part 3 for the statistics, Part 1 for the formats), so that the same readers and
-pipeline run in CI and, at ``scale=1``, on inputs of the full datasets' size (§1.6a) for GPU benchmarks.
+(docs/datasets.md, 'Stand-ins' for what they exercise, the per-dataset sections for the formats), so that the same readers and
+pipeline run in CI and, at ``scale=1``, on inputs of the full datasets' size (docs/datasets.md, 'Published statistics') for GPU benchmarks.
 
 What is built in (Part 3):
 - session lengths: a mixture of singletons (about 35%) and a geometric tail (mean about 4), capped at 200;
@@ -53,7 +53,7 @@ class Profile:
     """Calibration of one dataset's stand-in. Counts are those of the full raw data (scale=1)."""
 
     name: str
-    full_events: int  # raw rows of all raw files together (datasets.md §1.6(a))
+    full_events: int  # raw rows of all raw files together (docs/datasets.md, 'Published statistics')
     start_ms: int  # first possible event
     end_ms: int  # the last event (the anchor session ends exactly here)
     items_full: int  # raw catalogue size at full scale
@@ -751,7 +751,7 @@ def generate_raw(
 ) -> dict:
     """Write synthetic raw files of dataset ``name`` into ``out_dir`` in its original raw format.
 
-    ``scale``: fraction of the full raw data's size (§1.6(a)): 1.0 gives about ``PROFILES[name].full_events``
+    ``scale``: fraction of the full raw data's size (docs/datasets.md, 'Published statistics'): 1.0 gives about ``PROFILES[name].full_events``
     raw rows (Yoochoose 41M, Rees46 110M, Coveo 5.4M, RetailRocket 2.8M, Diginetica 1.2M), ``CI_SCALE[name]``
     about 3-4 x 10^4. ``seed``: numpy Generator seed; the same (name, scale, seed, chunk_events) gives the same
     bytes. Generation streams ``chunk_events`` rows at a time (memory stays bounded at any scale).

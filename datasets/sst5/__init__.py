@@ -1,4 +1,4 @@
-"""SST-5 readers (stsa lines and PTB trees), the fine-grained / binary views (finetuner spec §2, §4.2) and a seeded
+"""SST-5 readers (stsa lines and PTB trees), the fine-grained / binary views (docs/finetuner.md, 'The studied pipeline' and 'Reference behaviour') and a seeded
 synthetic stand-in in the stsa format for runs without the shared data."""
 
 # file_sha256: the suite's file hash (hex SHA-256), offered here for manifests of SST-5 files

@@ -1,5 +1,5 @@
 """PTB-style sentiment trees (the Stanford Sentiment Treebank's trees/{train,dev,test}.txt), read the way
-pytreebank 0.2.7 reads them (finetuner spec §2 "Data loading", §4.2 item 1), without downloading anything.
+pytreebank 0.2.7 reads them (docs/finetuner.md, 'The studied pipeline', Data loading; 'Reference behaviour', item 1), without downloading anything.
 
 A tree line looks like ``(3 (2 it) (4 (2 's) (4 great)))``: every node is ``(label children...)`` and a leaf is
 ``(label word)``. As in pytreebank, bracket tokens (-LRB-, -RRB-, -LCB-, -RCB-, -LSB-, -RSB-) become the

@@ -1,5 +1,5 @@
 """A seeded synthetic stand-in for SST-5, written as ``stsa.fine.{train,dev,test}`` files in the exact stsa format,
-so that the fine-tuner checks run in a fresh clone without ``../shared`` (finetuner spec §4.2 item 1 describes the
+so that the fine-tuner checks run in a fresh clone without ``../shared`` (docs/finetuner.md, 'Reference behaviour', item 1 describes the
 real files; shared/data/sst5/README.md their statistics).
 
 What it imitates:

@@ -1,4 +1,4 @@
-"""Reader for the ``stsa`` SST files: one ``<label> <sentence>`` per line (finetuner spec §4.2 item 1, §5.2)."""
+"""Reader for the ``stsa`` SST files: one ``<label> <sentence>`` per line (docs/finetuner.md, 'Reference behaviour' item 1, 'Offline resources')."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Fine-grained and binary views of SST, and the count assertions (finetuner spec §2 "Label mapping", §4.2)."""
+"""Fine-grained and binary views of SST, and the count assertions (docs/finetuner.md, 'The studied pipeline', Label mapping; 'Reference behaviour')."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from .stsa import read_stsa
 #: Binary mapping of the studied code (Munikar ``get_binary_label``): neutral (2) is dropped before mapping.
 BINARY_MAP = {0: 0, 1: 0, 3: 1, 4: 1}
 
-#: Root-level sentence counts of the standard splits (FT-6 in docs/checks.md; finetuner spec §4.2 item 1).
+#: Root-level sentence counts of the standard splits (FT-6 in docs/checks.md; docs/finetuner.md, 'Reference behaviour', item 1).
 EXPECTED_COUNTS = {
     "fine": {"train": 8544, "dev": 1101, "test": 2210},
     "binary": {"train": 6920, "dev": 872, "test": 1821},

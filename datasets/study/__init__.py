@@ -1,5 +1,5 @@
 """The study's published numbers (datasets/study/study_results.csv) and its expected outcome per check
-(datasets/study/study_expected.csv, conformance_checks.md §B.3); sources in datasets/study/README.md.
+(datasets/study/study_expected.csv, docs/study.md, 'Expected outcome per check'); sources in datasets/study/README.md.
 
 Reports print them beside our measurements: for an implementation that declares
 ``study = {"implementation": "Recpack", "variant": "OOB"}`` and a metric recorded with ``dataset`` and
@@ -90,7 +90,7 @@ def published(
             "row": f"{row['implementation']} / {row['variant']}", "dataset": row["dataset"]}  # fmt: skip
 
 
-#: Implementations the §B.3 table names without a ``study`` declaration of their own: the official code's row (the
+#: Implementations the expected-outcome table names without a ``study`` declaration of their own: the official code's row (the
 #: PyTorch port and the Theano original) and GRU4Rec_TensorFlow's upstream ("TF upstream").
 ROW_ALIASES = {"official_pytorch": (OFFICIAL, ""), "theano_official": (OFFICIAL, ""),
                "gru4rec_tensorflow": ("GRU4Rec_Tensorflow", "UPSTREAM")}  # fmt: skip
@@ -111,8 +111,8 @@ def fix_level(study: dict[str, str] | None) -> str | None:
 
 
 def table_key(impl_name: str, study: dict[str, str] | None) -> tuple[str, str] | None:
-    """The §B.3 row ``(implementation, fix level)`` of an implementation: from its declared study row (any row of
-    the official code is the official row), else :data:`ROW_ALIASES` by base name; None when §B.3 has none."""
+    """The expected-outcome row ``(implementation, fix level)`` of an implementation: from its declared study row (any row of
+    the official code is the official row), else :data:`ROW_ALIASES` by base name; None when the table has none."""
     if study and study.get("implementation") == OFFICIAL:
         key: tuple[str, str | None] = (OFFICIAL, "")
     elif study:
@@ -126,24 +126,24 @@ def table_key(impl_name: str, study: dict[str, str] | None) -> tuple[str, str] |
 
 @functools.lru_cache(maxsize=1)
 def expected_rows() -> tuple[dict[str, str], ...]:
-    """The §B.3 table as rows ``{implementation, fix_level, checks ("LF-1/2"), expected (FAIL | pass | n/a), note}``."""
+    """The expected-outcome table as rows ``{implementation, fix_level, checks ("LF-1/2"), expected (FAIL | pass | n/a), note}``."""
     with open(EXPECTED_FILE, newline="", encoding="utf-8") as fh:
         return tuple(csv.DictReader(fh))
 
 
 def expected(impl_name: str, study: dict[str, str] | None) -> list[dict[str, str]]:
-    """The §B.3 expectations for one implementation (:func:`table_key`), in the table's column order; empty when
-    §B.3 has no row for it."""
+    """The expected outcomes for one implementation (:func:`table_key`), in the table's column order; empty when
+    the table has no row for it."""
     key = table_key(impl_name, study)
     return [r for r in expected_rows() if (r["implementation"], r["fix_level"]) == key] if key else []
 
 
-#: Catalogue defect-id prefixes (§B.2); other ``XX-n`` in a note name checks.
+#: Defect-id prefixes of the study's implementations (docs/study.md, 'Implementations and their ids'); other ``XX-n`` in a note name checks.
 _DEFECT_PREFIXES = ("GP", "TG", "TF", "KG", "RP", "MS")
 
 
 def check_ids(column: str, note: str = "") -> list[str]:
-    """The check ids of a §B.3 column, plus the checks its note names as the one to watch: ``LF-1/2`` →
+    """The check ids of an expected-outcome column, plus the checks its note names as the one to watch: ``LF-1/2`` →
     ``["LF-1", "LF-2"]``; ``EB-1/2`` with the note ``EB-4`` → ``["EB-1", "EB-2", "EB-4"]`` (defect ids such as
     ``KG-4`` in a note are not checks and are left out)."""
     prefix, _, numbers = column.partition("-")

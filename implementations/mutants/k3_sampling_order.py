@@ -107,3 +107,29 @@ class SampleAlphaIgnored(MutantAdapter):
                 return np.ones_like(np.asarray(supports, dtype=np.float64))
 
         return {"sampler_class": Cache}
+
+
+@register
+class FreshPerExampleNegatives(MutantAdapter):
+    """Every training example draws one negative of its own, afresh at every step, even with ``n_sample=0``
+    (a per-example sampler added to the in-batch negatives; declared as ``per_example_negatives``). Its symptom in
+    SO-1, the loss of a fixed batch changing between two steps whatever item is shifted, resembles a softmax over
+    the whole catalogue (mutant:score_all_then_sample); the diagnosis names the sampler's randomness."""
+
+    name = "mutant:fresh_per_example_negatives"
+    defect = "fresh per-example negatives every step (sibling of GP-4's catalogue-wide normalisation)"
+    kind = "K3"
+    caught_by = ("SO-1",)
+
+    def capabilities(self):
+        return {**super().capabilities(), "per_example_negatives": True}
+
+    @classmethod
+    def gru_overrides(cls):
+        import torch
+
+        def _sample_block(self, n_steps, n_lanes):
+            size = (n_steps, n_lanes, 1)
+            return torch.randint(0, self.data.n_items, size, generator=self._gen_sample, device=self.device)
+
+        return {**PerRowNegatives.gru_overrides(), "_sample_block": _sample_block}

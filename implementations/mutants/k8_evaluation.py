@@ -172,3 +172,67 @@ class EvalOptimisticTies(MutantAdapter):
                 return super().evaluate(test_df, cutoffs, batch_size, "standard", item_key, session_key, time_key)
 
         return {"evaluator_class": Evaluator}
+
+
+def _session_columns(gru, test_df, item_key, session_key, time_key) -> dict:
+    """Session id → the item columns of its known events in time order (the positions ``batches`` yields)."""
+    import numpy as np
+    import pandas as pd
+
+    ids = pd.Index(np.asarray(gru.item_ids()))
+    df = test_df[test_df[item_key].isin(ids)].sort_values([session_key, time_key], kind="stable")
+    cols = ids.get_indexer(df[item_key].to_numpy())
+    return {sid: cols[idx] for sid, idx in df.groupby(session_key, sort=False).indices.items()}
+
+
+def _masking_evaluator(which: str):
+    """A SessionParallelEvaluator whose loop sets columns of the session to -1e30 (a finite -inf) before anything ranks them:
+    ``"session"``: every item of the session, earlier and later ones (the target among them); ``"input"``: the
+    input item only."""
+    from gru4rec_conformance.reference.gru4rec import SessionParallelEvaluator
+
+    class Evaluator(SessionParallelEvaluator):
+        def batches(self, test_df, batch_size, item_key="ItemId", session_key="SessionId", time_key="Time"):
+            import torch
+
+            sessions = _session_columns(self.gru, test_df, item_key, session_key, time_key)
+            for sess, pos, targets, scores in super().batches(test_df, batch_size, item_key, session_key, time_key):
+                scores = scores.clone()
+                for lane, (sid, p) in enumerate(zip(sess.tolist(), pos.tolist())):
+                    cols = sessions[sid] if which == "session" else sessions[sid][p - 1 : p]
+                    scores[lane, torch.as_tensor(cols, device=scores.device)] = -1e30  # finite: the harness refuses inf
+                yield sess, pos, targets, scores
+
+    return Evaluator
+
+
+@register
+class EvalMasksSession(MutantAdapter):
+    """The own inference loop sets every item of the session, earlier and later ones, to -inf before ranking (a
+    "do not recommend what the session holds" filter that also hides the future targets). Its symptom, the loop
+    disagreeing with fresh-state scoring, resembles a hidden-state leak (SR-1); the diagnosis names the masking."""
+
+    name = "mutant:eval_masks_session"
+    defect = "evaluator masks the session's past and future items (sibling of GP-1's state leak)"
+    kind = "K8"
+    caught_by = ("EV-1", "SR-1", "SR-2")
+
+    @classmethod
+    def gru_overrides(cls):
+        return {"evaluator_class": _masking_evaluator("session")}
+
+
+@register
+class EvalRemovesInputItem(MutantAdapter):
+    """The own inference loop removes the input item from the ranking (sets its column to -inf): repeated items
+    can never be hit, and every other item moves up one rank. Its symptom, the evaluator's metrics disagreeing
+    with the suite's, resembles an ignored tie mode (EV-1); the diagnosis names the removal."""
+
+    name = "mutant:eval_removes_input_item"
+    defect = "evaluator removes the input item from the ranking (sibling of the tie-mode defect)"
+    kind = "K8"
+    caught_by = ("EV-1", "SR-1", "SR-2")
+
+    @classmethod
+    def gru_overrides(cls):
+        return {"evaluator_class": _masking_evaluator("input")}

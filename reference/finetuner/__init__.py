@@ -1,4 +1,4 @@
-"""Reference SST-5 fine-tuner (finetuner spec §4): the oracle the fine-tuner conformance checks compare with."""
+"""Reference SST-5 fine-tuner (docs/finetuner.md, 'Reference behaviour'): the oracle the fine-tuner conformance checks compare with."""
 
 from .config import FinetuneConfig
 from .early_stopping import EarlyStopping, simulate

@@ -1,4 +1,4 @@
-"""Hyperparameters of the reference fine-tuner (finetuner spec §4.2 items 3-8)."""
+"""Hyperparameters of the reference fine-tuner (docs/finetuner.md, 'Reference behaviour', items 3-8)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ MONITORS = {"val_loss": "min", "val_accuracy": "max", "val_macro_f1": "max"}
 class FinetuneConfig:
     """All knobs of one fine-tuning run; every field goes into the run manifest.
 
-    Defaults are the reference spec (§4.2): AdamW lr 2e-5, betas (0.9, 0.999), eps 1e-8, decoupled weight decay
+    Defaults are the reference's (docs/finetuner.md, 'Reference behaviour'): AdamW lr 2e-5, betas (0.9, 0.999), eps 1e-8, decoupled weight decay
     0.01 on non-bias, non-LayerNorm weights, grad-norm clip 1.0, linear warmup over 6% of the steps then linear
     decay, early stopping on validation loss with patience 3 and restore-best. ``replication()`` gives the
     studied code's setting (plain Adam, lr 1e-5, no warmup/decay/clipping, batch 8).
@@ -105,7 +105,7 @@ class FinetuneConfig:
 
     @classmethod
     def replication(cls, **overrides: Any) -> FinetuneConfig:
-        """The studied code's optimisation (spec §2 "Optimizer"): Adam lr 1e-5, no decay, warmup, schedule or
+        """The studied code's optimisation (docs/finetuner.md, 'The studied pipeline', Optimizer): Adam lr 1e-5, no decay, warmup, schedule or
         clipping, batch size 8; selection and stopping stay on validation."""
         base = dict(
             optimizer="adam",

@@ -1,4 +1,4 @@
-"""Early stopping against the best value so far (FT-13 in docs/checks.md; finetuner spec §4.2 item 8)."""
+"""Early stopping against the best value so far (FT-13 in docs/checks.md; docs/finetuner.md, 'Reference behaviour', item 8)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Classification metrics, collapse detection and aggregation over runs (FT-9, FT-19..FT-21 in docs/checks.md;
-finetuner spec §4.2 items 10 and 12, §4.4 Dodge et al. 2019)."""
+docs/finetuner.md, 'Reference behaviour' items 10 and 12, 'Literature': Dodge et al. 2019)."""
 
 from __future__ import annotations
 

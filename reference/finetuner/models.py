@@ -1,5 +1,5 @@
 """Where models come from: local directories or in-memory configs, never the network (FT-23 in docs/checks.md;
-finetuner spec §5, §6)."""
+docs/finetuner.md, 'Offline resources' and 'Tiny models')."""
 
 from __future__ import annotations
 

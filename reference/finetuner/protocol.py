@@ -1,5 +1,5 @@
 """The full protocol: N seeded runs, each selected on validation, test evaluated once per run, artifacts saved
-per run, results aggregated (finetuner spec §4.2 items 9-12, §4.4)."""
+per run, results aggregated (docs/finetuner.md, 'Reference behaviour' items 9-12, 'Literature')."""
 
 from __future__ import annotations
 

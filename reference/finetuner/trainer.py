@@ -1,4 +1,4 @@
-"""The reference fine-tuner: one run of SST-5 fine-tuning as specified in finetuner spec §4.2.
+"""The reference fine-tuner: one run of SST-5 fine-tuning as docs/finetuner.md, 'Reference behaviour', describes it.
 
 Tokenization with the model's own tokenizer (special tokens added once, by the tokenizer), dynamic padding with
 the attention mask always passed, AdamW (or plain Adam) with warmup and linear decay, one run seed for
@@ -93,7 +93,7 @@ def resolve_max_length(tokenizer, max_length: int | None) -> int:
 
 def encode(tokenizer, texts: Sequence[str], max_length: int | None = None) -> Encoded:
     """Tokenize ``texts`` with ``add_special_tokens=True`` and tokenizer truncation to ``max_length`` (which keeps
-    the final SEP/``</s>``); count the truncated texts. No marker is ever added to the text (spec §4.2 item 2).
+    the final SEP/``</s>``); count the truncated texts. No marker is ever added to the text (docs/finetuner.md, 'Reference behaviour', item 2).
 
     Raises ``ValueError`` if a text is not a non-empty string.
     """
@@ -116,7 +116,7 @@ def encode(tokenizer, texts: Sequence[str], max_length: int | None = None) -> En
 
 
 class ReferenceFineTuner:
-    """One fine-tuning run of the reference (spec §4.2).
+    """One fine-tuning run of the reference (docs/finetuner.md, 'Reference behaviour').
 
     Usage: ``ft = ReferenceFineTuner(spec, num_labels=5); ft.build(seed); rec = ft.fit(train, val, config);
     test_metrics = ft.evaluate(test)``. ``split_log`` lists every pass over a split (split, purpose, epoch), the

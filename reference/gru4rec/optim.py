@@ -5,6 +5,11 @@ without momentum); state starts at zero and persists over epochs; constant learn
 (embedding tables) are coalesced — duplicate rows **summed** — and only the touched rows of A, V and θ change
 (untouched rows' momentum neither decays nor acts). The arithmetic is the port's with fused in-place operations
 (agreement with the port to float32 rounding).
+
+Speed (CPU): the dense update writes √(A + ε) into a persistent buffer per parameter instead of a fresh tensor
+per step; the row update gathers rows with ``index_select`` (several times faster than advanced indexing) and
+divides into its own scratch rows. The floating-point operations and their order are unchanged, so the weights
+are bit for bit those of the plain formulation.
 """
 
 from __future__ import annotations
@@ -71,6 +76,32 @@ class IndexedAdagradM:
         with torch.no_grad():
             self.acc = {k: torch.full_like(p, self.initial_accumulator_value) for k, p in params.items()}
             self.mom = {k: torch.zeros_like(p) for k, p in params.items()} if self.momentum > 0 else None
+        self._scratch: dict[str, torch.Tensor] = {}  # √(A + ε) of the dense updates, reused every step
+
+    def _dense_scratch(self, name: str, like: torch.Tensor) -> torch.Tensor:
+        """A persistent buffer shaped like ``like`` for parameter ``name`` (reallocated if the shape, dtype or
+        device changed, e.g. after ``to``)."""
+        scratch = self.__dict__.setdefault("_scratch", {})  # also for a subclass that skips __init__
+        buf = scratch.get(name)
+        if buf is None or buf.shape != like.shape or buf.dtype != like.dtype or buf.device != like.device:
+            buf = scratch[name] = torch.empty_like(like)
+        return buf
+
+    def _row_scratch(self, key: str, like: torch.Tensor, n: int) -> torch.Tensor:
+        """The first ``n`` rows of a persistent buffer with ``like``'s row shape (grown by half again when too
+        small), so that a row update does not allocate (and page-fault) fresh megabytes every step."""
+        scratch = self.__dict__.setdefault("_scratch", {})
+        buf = scratch.get(key)
+        if (
+            buf is None
+            or buf.shape[0] < n
+            or buf.shape[1:] != like.shape[1:]
+            or buf.dtype != like.dtype
+            or buf.device != like.device
+        ):
+            rows = max(n, buf.shape[0] + buf.shape[0] // 2) if buf is not None else n
+            buf = scratch[key] = torch.empty((rows,) + tuple(like.shape[1:]), dtype=like.dtype, device=like.device)
+        return buf[:n]
 
     def current_lr(self) -> float:
         """Learning rate of the next update (constant: the configured η)."""
@@ -102,7 +133,7 @@ class IndexedAdagradM:
         p = self.params[name]
         acc = self.acc[name]
         acc.addcmul_(grad, grad)
-        accs = acc.add(self.eps).sqrt_()
+        accs = torch.add(acc, self.eps, out=self._dense_scratch(name, acc)).sqrt_()
         if self.momentum > 0:
             assert self.mom is not None  # allocated in __init__ when momentum > 0
             mom = self.mom[name]
@@ -117,18 +148,20 @@ class IndexedAdagradM:
         rows of the parameter, its accumulator and its momentum change. Does not count an update."""
         p = self.params[name]
         acc = self.acc[name]
-        accs = acc[idx].addcmul_(val, val)
+        n = idx.shape[0]
+        accs = torch.index_select(acc, 0, idx, out=self._row_scratch(name + ".acc", acc, n)).addcmul_(val, val)
         acc.index_copy_(0, idx, accs)
         accs.add_(self.eps).sqrt_()
         if self.momentum > 0:
             assert self.mom is not None  # allocated in __init__ when momentum > 0
             mom = self.mom[name]
-            moma = mom[idx]
+            moma = torch.index_select(mom, 0, idx, out=self._row_scratch(name + ".mom", mom, n))
             moma.mul_(self.momentum).addcdiv_(val, accs, value=-clr)
             mom.index_copy_(0, idx, moma)
             p.index_add_(0, idx, moma)
         else:
-            p.index_add_(0, idx, val.div(accs).mul_(-clr))
+            # val / √(A + ε) · (−η), written over the scratch rows accs (no longer needed)
+            p.index_add_(0, idx, torch.div(val, accs, out=accs).mul_(-clr))
 
     @torch.no_grad()
     def update_rows_dup(self, name: str, idx: torch.Tensor, g: torch.Tensor, clr: float) -> None:
@@ -155,6 +188,7 @@ class IndexedAdagradM:
             p.index_copy_(0, idx, p.index_select(0, idx).add_(g.div(accs).mul_(-clr)))
 
     def to(self, device) -> None:
+        self._scratch = {}
         self.acc = {k: v.to(device) for k, v in self.acc.items()}
         if self.mom is not None:
             self.mom = {k: v.to(device) for k, v in self.mom.items()}

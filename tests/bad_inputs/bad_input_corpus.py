@@ -1,4 +1,4 @@
-"""The bad-input corpus (issue 8): one row per bad input — where it enters, what it is, how it must be answered.
+"""The bad-input corpus: one row per bad input — where it enters, what it is, how it must be answered.
 
 Every row is executed by ``test_bad_inputs.py`` (CI) and by ``print_bad_input_table.py`` (the table for the issue
 note, with the message actually observed). Answers:

@@ -259,7 +259,7 @@ def test_interleaved_reference_runs_surround_each_implementation(monkeypatch):
 
 def test_padded_data_has_the_real_catalogue_and_few_minibatches():
     d = padded_data("rees46", minibatches=20, batch_size=32)
-    assert d.train["ItemId"].nunique() == 172_756  # the study's item count (§1.6a)
+    assert d.train["ItemId"].nunique() == 172_756  # the study's item count (docs/datasets.md, 'Published statistics')
     assert abs(trained_events(d.train) - 20 * 32) < 0.35 * 20 * 32
     assert set(d.test["ItemId"]) <= set(d.train["ItemId"]) and d.test["Time"].min() > d.train["Time"].max()
     assert d.test["SessionId"].min() > d.train["SessionId"].max()

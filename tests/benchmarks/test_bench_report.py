@@ -29,9 +29,9 @@ def test_report_tables_ratios_and_study_numbers(tmp_path):
     )
     ratio = off["epoch_seconds_over_reference"]
     assert f"| {ratio:.2f} |" in epoch_rows[1]
-    # the study's official best-params run for RetailRocket / cross-entropy (§9.5): 2.77 s, 199935 e/s, 881 mb/s
+    # the study's official best-params run for RetailRocket / cross-entropy (datasets/study/study_results.csv): 2.77 s, 199935 e/s, 881 mb/s
     assert "| 2.77 | 881 | 199935 |" in epoch_rows[0]
-    # published third-party ratios (§9.5): KerasGRU4Rec out of the box 99.74× on RetailRocket cross-entropy
+    # published third-party ratios (same file): KerasGRU4Rec out of the box 99.74× on RetailRocket cross-entropy
     assert "KerasGRU4Rec 99.74×" in md and "Recpack 44.14×" in md
     # sweep table + plot, evaluation table + plot, epoch plot; every referenced PNG exists and is a PNG
     assert "### n_items" in md and "## Evaluation throughput" in md

@@ -101,7 +101,7 @@ def test_matrix_study_columns_and_ordering():
     assert "> 4.0× (≈ 22×, 12 mb)" in lines["**gru4rec_pytorch:oob**"]
     assert "| 1.50× |" in lines["**torch_gru4rec:oob**"]
     assert "| 3.25× |" in lines["**recbole**"]
-    # the study's out-of-the-box ratios, Coveo cross-entropy (§9.5): GRU4REC-pytorch 2.29x, Torch-GRU4Rec 2.46x
+    # the study's out-of-the-box ratios, Coveo cross-entropy (datasets/study/study_results.csv): GRU4REC-pytorch 2.29x, Torch-GRU4Rec 2.46x
     assert lines["**gru4rec_pytorch:oob**"].rstrip().endswith("| 2.29 |")
     assert lines["**torch_gru4rec:oob**"].rstrip().endswith("| 2.46 |")
     assert lines["**recbole**"].rstrip().endswith("| – |")  # not in the study

@@ -13,7 +13,7 @@ from gru4rec_conformance.benchmarks.workload import (
     trained_events,
 )
 
-# gru4rec_reference.md §9.1, typed in from the spec table (independent of reports/data/study_results.csv)
+# docs/study.md 'Best hyperparameters', typed in from that table (independent of reports/data/study_results.csv)
 SPEC_9_1 = {
     ("coveo", "cross-entropy"): dict(
         layers=[512],

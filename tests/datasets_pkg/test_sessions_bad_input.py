@@ -1,5 +1,5 @@
 """Bad raw input: a clear error naming file, line and column (a truncated last line only: a warning), and
-nothing half-written left behind (docs/architecture.md "Errors on bad input", issue 3 "Bad input")."""
+nothing half-written left behind (docs/architecture.md "Errors on bad input")."""
 
 from __future__ import annotations
 

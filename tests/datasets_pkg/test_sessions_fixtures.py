@@ -1,5 +1,5 @@
 """Hand-worked fixtures, one per dataset (datasets.md Part 3 "Recommended approach"): 10-30 raw rows in the
-dataset's raw format whose full pipeline output is written out by hand below, covering the traps of §1.0:
+dataset's raw format whose full pipeline output is written out by hand below, covering the traps of docs/datasets.md, 'Common steps':
 
 - consecutive repeats removed once; (i, j, i) with j filtered becomes (i, i) and stays;
 - ties at one timestamp ordered by the dataset's item sort key (not by file order, not by the id's value where

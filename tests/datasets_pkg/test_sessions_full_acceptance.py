@@ -1,4 +1,4 @@
-"""Full-data acceptance (issue 16 item 4; datasets.md §1.6a): the study's preprocessing of the real full raw files
+"""Full-data acceptance (docs/datasets.md, 'Published statistics'): the study's preprocessing of the real full raw files
 reproduces the published train_full / test statistics (events, sessions, days, items).
 
 The raw files of a dataset are looked for in ``$GRU4REC_FULL_DATA/<name>/`` and in ``<shared>/sessions/<name>/full/``
@@ -22,7 +22,7 @@ from gru4rec_conformance.datasets.sessions.pipeline import prepare
 
 ROOT = Path(__file__).resolve().parents[2]
 PUBLISHED = json.loads((ROOT / "datasets" / "sessions" / "study_stats.json").read_text())["published"]
-#: "exactly, or within a handful of events where the raw files differ" (datasets.md §1.6a)
+#: "exactly, or within a handful of events where the raw files differ" (docs/datasets.md, 'Published statistics')
 SLACK_REL, SLACK_ABS = 5e-4, 10
 
 

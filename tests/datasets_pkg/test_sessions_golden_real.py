@@ -1,4 +1,4 @@
-"""Golden counts on the real slices in <shared>/sessions (datasets.md §1.6(d) and Part 2). Skipped, with the path
+"""Golden counts on the real slices in <shared>/sessions (docs/datasets.md, 'Real slices'). Skipped, with the path
 that was looked at, when the shared data are absent."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""prepare's inputs (issue 16 item 3): explicit ``--file`` paths identified by header/columns, shipped sample names
+"""prepare's inputs : explicit ``--file`` paths identified by header/columns, shipped sample names
 found by content, missing inputs named with why and the documented way to run without them, empty results as
 errors naming the step and the counts, errors on their own line, the files used in the manifest."""
 
@@ -103,7 +103,7 @@ def test_missing_second_input_says_which_file_why_and_the_option(synthetic_raw, 
     msg = str(e.value)
     assert (
         "yoochoose-test.dat" in msg
-        and "§1.1" in msg
+        and "docs/datasets.md" in msg
         and "--allow-missing" in msg
         and e.value.missing == ["yoochoose-test.dat"]
     )

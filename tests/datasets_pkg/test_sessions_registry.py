@@ -1,4 +1,4 @@
-"""The five-dataset registry of the metric checks (issue 16 item 1): sources (prepared folder, real slice, stand-in)
+"""The five-dataset registry of the metric checks : sources (prepared folder, real slice, stand-in)
 with a notice saying which, the study's best hyperparameters per dataset and loss, the study's Δ, ``--dataset all``."""
 
 from __future__ import annotations

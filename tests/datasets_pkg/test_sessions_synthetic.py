@@ -69,7 +69,7 @@ def test_statistics_in_part3_ranges(processed, name):
     full, train, test = res.frames["full"], res.frames["train_full"], res.frames["test"]
     lengths = full.groupby("SessionId").size()
     if name == "coveo":
-        # Coveo's sessions are long (8.52 events/session in the published train set, §1.6a); the Part 3 length
+        # Coveo's sessions are long (8.52 events/session in the published train set, docs/datasets.md 'Published statistics'); the stand-ins' length
         # ranges were measured on Yoochoose, Rees46 and Diginetica slices
         assert 4 <= lengths.median() <= 7 and 10 <= lengths.quantile(0.9) <= 20 and 6 <= lengths.mean() <= 9.5
     else:
@@ -179,7 +179,7 @@ def test_diginetica_header_spellings(tmp_path):
 
 
 def test_full_scale_sizes_are_reachable():
-    """scale=1 targets the full raw sizes (datasets.md §1.6(a)) without generating them here."""
+    """scale=1 targets the full raw sizes (docs/datasets.md, 'Published statistics') without generating them here."""
     for _name, prof in synthetic.PROFILES.items():
         world = synthetic._world(prof, 1.0, np.random.default_rng(0))
         assert world.n_events == prof.full_events

@@ -105,7 +105,16 @@ def test_the_tox_environment_is_read_from_tox_ini():
 def test_environment_errors_are_not_tested_not_defects_and_fail_the_gate(project):
     project.pytester.makepyfile(envdummies=ENV_DUMMIES)
     project.checks(FIT)
-    result = project.run("conformance", "--impl", "envdummies:NumpyTooNew", "--impl", "envdummies:NoRecbole", "--gate")
+    result = project.run(
+        "conformance",
+        "--impl",
+        "envdummies:NumpyTooNew",
+        "--impl",
+        "envdummies:NoRecbole",
+        "--gate",
+        "--isolation",
+        "always",
+    )
     result.assert_outcomes(skipped=4, failed=2)
     for impl, tox in (("recpack", "`tox -e recpack`"), ("recbole", "`tox -e recbole`")):
         run = project.results(impl)

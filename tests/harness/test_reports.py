@@ -295,13 +295,14 @@ def test_gate_exit_status(project, tmp_path):
         'implementation = "outside"\n[[xfail]]\nid = "conformance/gru4rec/test_checks.py::test_known_bug"\n'
         'reason = "known"\nkind = "bug"\nlink = "none"\n'
     )
-    result = project.run("conformance", "--impl", "dummies:Outside", "--xfails", str(xfails), "--gate")
+    gate = ("--gate", "--isolation", "always")  # an outside adapter runs in a worker under --gate
+    result = project.run("conformance", "--impl", "dummies:Outside", "--xfails", str(xfails), *gate)
     assert result.ret == pytest.ExitCode.OK
     result.stdout.fnmatch_lines(["GATE PASSED"])
-    result = project.run("conformance", "--impl", "dummies:Outside", "--gate")  # without the declaration
+    result = project.run("conformance", "--impl", "dummies:Outside", *gate)  # without the declaration
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines(["GATE FAILED: 1 failed (not covered by declared xfails)"])
-    result = project.run("conformance", "--impl", "dummies:Outside", "--gate", "-k", "nothing_matches")
+    result = project.run("conformance", "--impl", "dummies:Outside", *gate, "-k", "nothing_matches")
     assert result.ret != pytest.ExitCode.OK
     result.stdout.fnmatch_lines(["GATE FAILED: no check ran for outside [[]gru4rec[]]*"])
     data = project.results("outside", index=0)

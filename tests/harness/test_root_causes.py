@@ -1,4 +1,4 @@
-"""Root-cause attribution (issue 15): when a prerequisite check failed, the failures of other kinds may follow
+"""Root-cause attribution: when a prerequisite check failed, the failures of other kinds may follow
 from it; the verdict marks them and the reports group them under it."""
 
 from __future__ import annotations

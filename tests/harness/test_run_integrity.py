@@ -1,4 +1,4 @@
-"""Integrity of a run's inputs and records (issue 13): the xfail files a run uses are hashed and checked against
+"""Integrity of a run's inputs and records: the xfail files a run uses are hashed and checked against
 git (``--gate`` trusts only tracked, unmodified files or files named with ``--xfails``), ``--resume`` cuts a torn
 last line of results.jsonl instead of appending to it, a summary that cannot be written makes the run exit
 non-zero, and a failed determinism check makes the report say which verdicts may flap."""

@@ -8,9 +8,12 @@ functions the suite runs, and must fail naming the sampler instead of resets, la
 
 from __future__ import annotations
 
+import inspect
+
 import numpy as np
 import pytest
 
+from gru4rec_conformance.conformance._harness.fixtures import Expect
 from gru4rec_conformance.conformance.gru4rec import _data
 from gru4rec_conformance.conformance.gru4rec.test_k1_state_reset import test_sr3_long_range_dependency as sr3
 from gru4rec_conformance.conformance.gru4rec.test_k7_epoch_batching import test_eb2_tail_learnability as eb2
@@ -132,8 +135,16 @@ class FakeImpl:
 
 
 def _failure(check, *datasets) -> str:
-    with pytest.raises(pytest.fail.Exception) as info:
-        check(FakeImpl(SequenceModel), *datasets, lambda *a, **k: None)
+    """Run a check function as the suite does, with a recorder that keeps nothing; return its failure message."""
+
+    def record(name, value, **context):
+        return {"name": name, "value": None if value is None else float(value)}
+
+    extra = {"expect": Expect(record)}
+    if "record_metric" in inspect.signature(check).parameters:
+        extra["record_metric"] = record
+    with pytest.raises((pytest.fail.Exception, AssertionError)) as info:
+        check(FakeImpl(SequenceModel), *datasets, **extra)
     return str(info.value)
 
 

@@ -1,6 +1,6 @@
-"""The study's expected outcomes (§B.3) computed against result records (``reports.agreement``): how each record
+"""The study's expected outcomes (docs/study.md) computed against result records (``reports.agreement``): how each record
 and each cell maps to an outcome, how outcomes map to agree / disagree / not tested, the table over several runs
-(a §B.3 row without a verdict included), and ``reports study-agreement`` writing CSV and Markdown."""
+(a table row without a verdict included), and ``reports study-agreement`` writing CSV and Markdown."""
 
 from __future__ import annotations
 
@@ -92,7 +92,7 @@ def _verdicts(root: Path) -> None:
     ])  # fmt: skip
     # the official row through the alias of a name without a study declaration
     _write_run(root / "official_pytorch" / "d1fc311", "official_pytorch", None, [_rec("SR-1", "passed")])
-    _write_run(root / "other" / "1.0", "other", None, [_rec("SR-1", "passed")])  # no §B.3 row
+    _write_run(root / "other" / "1.0", "other", None, [_rec("SR-1", "passed")])  # no expected-outcome row
 
 
 def test_cells_and_table_cover_every_b3_row(tmp_path):

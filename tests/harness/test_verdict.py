@@ -1,4 +1,4 @@
-"""The conformance status (issue 19 items 1, 2): CONFORMANT / NOT CONFORMANT / INCOMPLETE / UNAVAILABLE, kept apart
+"""The conformance status : CONFORMANT / NOT CONFORMANT / INCOMPLETE / UNAVAILABLE, kept apart
 from the gate, with coverage (checks run / applicable); the terminal's last lines and the exit status.
 
 Pure unit tests of ``verdict.assess`` on hand-made records, and small pytester runs of the dummy adapters
@@ -24,6 +24,9 @@ from gru4rec_conformance.conformance._records.verdict import (
 HEADER: dict[str, Any] = {"impl": {"name": "x", "unavailable": None, "error": None}, "device": "cpu",
                           "command": ["pytest", "conformance/gru4rec", "--impl", "x"]}  # fmt: skip
 END: dict[str, Any] = {"type": "end", "status": "complete", "not_run": {}}
+#: what the lines say of the dummy "good" adapter's features (tests/harness/test_feature_coverage.py tests them)
+LACKS = "lacks loss:bpr, loss:bpr-max, loss:top1, loss:top1-max, embedding:separate, embedding:shared, +15 more"
+GOOD_FEATURES = f"features 5/26 ({LACKS})"
 
 
 def rec(test: str, outcome: str, kind: str = "K1", **extra: Any) -> dict[str, Any]:
@@ -53,8 +56,8 @@ def test_all_applicable_passed_is_conformant_and_absent_features_gpu_checks_do_n
     assert dict(cov.not_applicable) == {"needs a GPU (run on cpu)": 1, "needs data this run does not have": 1}
     assert dict(cov.by_kind) == {"K1": (1, 1), "K2": (1, 1)}
     assert c.line("x") == (
-        "x: CONFORMANT — coverage 2/2 (100%); n/a on this run: 1 needs a GPU (run on cpu), "
-        "1 needs data this run does not have"
+        "x: CONFORMANT — coverage 2/2 (100%); 2 checks n/a (feature absent); n/a on this run: 1 needs a GPU "
+        "(run on cpu), 1 needs data this run does not have"
     )
     assert (
         assess(HEADER, records[:2], END).line("x", family="gru4rec") == "x: CONFORMANT [gru4rec] — coverage 2/2 (100%)"
@@ -277,7 +280,8 @@ def test_only_declared_failures_is_not_conformant_with_gate_passed(project):
     assert result.ret == pytest.ExitCode.OK
     assert _last_lines(result, 2) == [
         "GATE PASSED",
-        "good: NOT CONFORMANT — 1 bug (GP-3); coverage 2/3 (67%); incomplete: 1 not tested (1 adapter lacks hook trace)",
+        f"good: NOT CONFORMANT — 1 bug (GP-3); coverage 2/3 (67%); {GOOD_FEATURES}; 1 check n/a (feature absent); "
+        "incomplete: 1 not tested (1 adapter lacks hook trace)",
     ]
     data = project.results("good")
     assert data["schema_version"] == "1.2" and data["conformance"]["status"] == NOT_CONFORMANT
@@ -305,7 +309,7 @@ def test_a_k_run_is_incomplete_and_records_what_was_not_selected(project):
     # no xfail applies and no --gate: no gate line
     # applicable: pass, declared, needs_trace (deselected: counted as not selected, whatever hooks it lacks)
     assert _last_lines(result, 1) == [
-        "good: INCOMPLETE — 2 not tested (2 not selected or not reached); coverage 1/3 (33%)"
+        f"good: INCOMPLETE — 2 not tested (2 not selected or not reached); coverage 1/3 (33%); {GOOD_FEATURES}"
     ]
     assert "GATE" not in result.stdout.str()
     data = project.results("good")
@@ -334,7 +338,7 @@ def test_runtime_require_of_a_hook_is_not_testable(project):
     ''')
     result = project.run("conformance", "--impl", "good")
     assert _last_lines(result, 1) == [
-        "good: INCOMPLETE — 1 not tested (1 adapter lacks hook trace); coverage 1/2 (50%)"
+        f"good: INCOMPLETE — 1 not tested (1 adapter lacks hook trace); coverage 1/2 (50%); {GOOD_FEATURES}"
     ]
     assert project.results("good")["results"][0]["missing"] == ["hook:trace"]
 
@@ -346,7 +350,8 @@ def test_reference_run_is_conformant(project):
     result = project.run("conformance", "--impl", "reference")
     assert result.ret == pytest.ExitCode.OK
     assert _last_lines(result, 1) == [
-        "reference: CONFORMANT — coverage 3/3 (100%); n/a on this run: 1 needs a GPU (run on cpu)"
+        "reference: CONFORMANT — coverage 3/3 (100%); 1 check n/a (feature absent); n/a on this run: 1 needs a GPU "
+        "(run on cpu)"
     ]
     assert project.results("reference")["conformance"]["status"] == CONFORMANT
 
@@ -378,7 +383,8 @@ def test_a_check_that_needs_data_the_run_lacks_is_not_applicable_here(project):
     ''')
     result = project.run("conformance", "--impl", "good")
     assert _last_lines(result, 1) == [
-        "good: CONFORMANT — coverage 1/1 (100%); n/a on this run: 2 needs data this run does not have"
+        f"good: CONFORMANT on 5/26 features — coverage 1/1 (100%); {LACKS}; n/a on this run: 2 needs data this run "
+        "does not have"
     ]
     data = project.results("good")
     assert [r["outcome_detail"] for r in data["results"]] == ["data", "data", None]
@@ -414,7 +420,7 @@ def test_unavailable_named_with_impl_fails_the_run_and_impl_all_only_lists_it(pr
     result = project.run("conformance", "--impl", "all", "--isolation", "never")
     assert result.ret == pytest.ExitCode.OK
     assert sorted(_last_lines(result, 3)) == [
-        "good: CONFORMANT — coverage 1/1 (100%)",
+        f"good: CONFORMANT on 5/26 features — coverage 1/1 (100%); {LACKS}",
         "missing: UNAVAILABLE — not available here: set MISSING_PATH to a checkout of example/missing@abc123 "
         "(selected by --impl all: not counted as a failure)",
         "reference: CONFORMANT — coverage 1/1 (100%)",

@@ -128,7 +128,9 @@ def test_scoreboard_sets_subset_and_stale_runs_apart_marks_negative_controls_and
     assert "| rechub (negative control: not a GRU4Rec) | NOT CONFORMANT |" in md
     assert "Shown apart (not a verdict of the current checks):" in md and "a subset run (-k 'sr1')" in md
     assert "recall@20 -60.9% (study " in md
-    assert rows["gp:oob"]["study_b3"] == "2 agree / 0 disagree / 11 not tested"  # the §B.3 tally (reports.agreement)
+    assert (
+        rows["gp:oob"]["study_b3"] == "2 agree / 0 disagree / 11 not tested"
+    )  # the expected-outcome tally (reports.agreement)
 
 
 def _env() -> dict[str, str]:

@@ -214,7 +214,7 @@ def eval_data():
 eval_data()  # fills EVAL_CASE["pairs"]
 
 # ------------------------------------------------------------------------------------------------ end to end
-#: The study's Yoochoose best parameters (gru4rec_reference.md §9.1), layers scaled to [100], 3 epochs.
+#: The study's Yoochoose best parameters (docs/study.md, 'Best hyperparameters'), layers scaled to [100], 3 epochs.
 E2E_PARAMS = {
     "cross-entropy": dict(
         loss="cross-entropy",

@@ -1,4 +1,4 @@
-"""Evaluation of the reference GRU4Rec (gru4rec_reference.md §7): ranks, tie modes, invariances, errors."""
+"""Evaluation of the reference GRU4Rec (docs/algorithm.md, 'Evaluation protocol'): ranks, tie modes, invariances, errors."""
 
 import numpy as np
 import pandas as pd

@@ -1,4 +1,4 @@
-"""Session-parallel iterator and sample cache (gru4rec_reference.md §1.4, §3.2–3.3): properties."""
+"""Session-parallel iterator and sample cache (docs/algorithm.md, 'The session-parallel iterator', 'Negative sampling'): properties."""
 
 import numpy as np
 import pandas as pd

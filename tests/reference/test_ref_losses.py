@@ -1,4 +1,4 @@
-"""Losses of the reference GRU4Rec against independent NumPy transcriptions of gru4rec_reference.md §4."""
+"""Losses of the reference GRU4Rec against independent NumPy transcriptions of docs/algorithm.md, 'Losses'."""
 
 import numpy as np
 import pytest

@@ -1,4 +1,4 @@
-"""Adagrad-momentum of the reference (gru4rec_reference.md §5.1) against the written formulas."""
+"""Adagrad-momentum of the reference (docs/algorithm.md, 'Optimizer') against the written formulas."""
 
 import numpy as np
 import pytest

@@ -22,6 +22,22 @@ naming every attempt) or breaks the protocol on purpose by writing raw frames to
 - ``compile_cache``: append ``params["token"]`` to ``$GRU4REC_COMPILE_CACHE/log`` and report what the file held
   before (``found["cache_before"]``), then try to write beside the compile cache, into the checkout cache root
   (``found["cache_root_write"]``).
+- ``swap_xchg``: replace the exchange folder (``xchg`` in its own directory) by a symbolic link to
+  ``params["victim"]``, a folder of the suite's, and return: a suite that cleans the folder by path after the call
+  deletes the victim's files.
+- ``swap_stderr``: replace its ``stderr.log`` by ``params["kind"]``: ``"link"`` (a symbolic link to
+  ``params["target"]``), ``"fifo"`` (a named pipe nobody writes) or ``"zero"`` (a link to ``/dev/zero``), then raise,
+  so that the suite reads the stderr tail for the error.
+- ``fill_shm``: write ``params["mib"]`` MiB into ``/dev/shm`` (``found["shm"]``: how far it got), then sleep
+  ``params["hold_s"]``.
+- ``hoard_later``: return at once, leaving a thread that allocates ``params["mib"]`` MiB a second later, between
+  calls.
+- ``fork_many``: start ``params["n"]`` ``sleep`` children tagged with ``params["marker"]``, then sleep
+  ``params["hold_s"]``.
+- ``json_bomb``: reply with ``params["mib"]`` MiB of JSON made of empty lists (costly to parse, small on the wire).
+- ``whoami``: report the worker's uid, gid, groups and effective capabilities (``found["who"]``), whether it can
+  signal the suite (``params["pid"]``, signal 0) and write ``params["probe"]`` (a folder of root's).
+- ``env``: report the values of ``params["names"]`` in the worker's environment (``found["env"]``).
 - ``snoop``: read ``/proc/<params["pid"]>/environ`` and every visible ``/proc/*/environ`` looking for
   ``params["secret"]``; connect to the Unix sockets ``params["sockets"]`` (paths, or ``@name`` for abstract).
 """
@@ -148,6 +164,43 @@ class Attacker(TemplateAdapter):
                 hoard.append(np.ones(grow << 17))  # grow MiB of float64, touched
             time.sleep(0.05)
 
+    def _fill_shm(self) -> None:
+        chunk, written = b"x" * (16 << 20), 0
+        try:
+            with open("/dev/shm/hoard", "wb") as fh:
+                while written < int(self.params["mib"]):
+                    fh.write(chunk)
+                    fh.flush()
+                    written += 16
+            self.found["shm"] = f"WRITTEN {written} MiB"
+        except OSError as exc:
+            self.found["shm"] = f"{exc.strerror} after {written} MiB"
+        time.sleep(float(self.params.get("hold_s", 0)))
+
+    def _hoard_later(self) -> None:
+        import threading
+
+        def hoard() -> None:
+            time.sleep(1)
+            self.found["hoard"] = np.ones(int(self.params["mib"]) << 17)  # touched pages
+            time.sleep(3600)
+
+        threading.Thread(target=hoard, daemon=True).start()
+
+    def _fork_many(self) -> None:
+        self.found["children"] = [subprocess.Popen(["sh", "-c", "sleep 600; :", self.params["marker"]]).pid
+                                  for _ in range(int(self.params["n"]))]  # fmt: skip
+        time.sleep(float(self.params.get("hold_s", 0)))
+
+    def _json_bomb(self) -> None:
+        n = (int(self.params["mib"]) << 20) // 3
+        body = b'{"ok":true,"result":[' + b"[]," * n + b"[]]}"
+        os.write(_reply_fd(), _HEADER.pack(len(body)))
+        view = memoryview(body)
+        while view:
+            view = view[os.write(_reply_fd(), view) :]
+        time.sleep(3600)
+
     def _huge_frame(self) -> None:
         os.write(_reply_fd(), _HEADER.pack(int(self.params["bytes"])) + b"{")
         time.sleep(3600)
@@ -174,7 +227,38 @@ class Attacker(TemplateAdapter):
                         "os._exit(0)\n", _child_code(marker + "-grandchild", mib)], check=True)  # fmt: skip
         time.sleep(float(self.params.get("hold_s", 0)))
 
+    # -- worker-writable paths ---------------------------------------------------------------------------
+    def _swap_xchg(self) -> None:
+        xchg = Path.cwd() / "xchg"
+        xchg.rename(Path.cwd() / "xchg.moved")
+        xchg.symlink_to(self.params["victim"], target_is_directory=True)
+
+    def _swap_stderr(self) -> None:
+        log = Path.cwd() / "stderr.log"
+        log.unlink()
+        kind = self.params["kind"]
+        if kind == "fifo":
+            os.mkfifo(log)
+        else:
+            log.symlink_to("/dev/zero" if kind == "zero" else self.params["target"])
+        raise RuntimeError(f"stderr.log replaced ({kind})")
+
     # -- reading what it should not ----------------------------------------------------------------------
+    def _whoami(self) -> None:
+        caps = next(line.split()[1] for line in Path("/proc/self/status").read_text().splitlines()
+                    if line.startswith("CapEff:"))  # fmt: skip
+        self.found["who"] = {"uid": os.getuid(), "euid": os.geteuid(), "gid": os.getgid(), "groups": os.getgroups(),
+                             "cap_eff": caps}  # fmt: skip
+        try:
+            os.kill(int(self.params["pid"]), 0)
+            self.found["signal_suite"] = "ALLOWED"
+        except OSError as exc:
+            self.found["signal_suite"] = type(exc).__name__
+        self.found["probe_write"] = _try_write(Path(self.params["probe"]) / "planted.txt", "x", "w")
+
+    def _env(self) -> None:
+        self.found["env"] = {n: os.environ.get(n) for n in self.params["names"]}
+
     def _snoop(self) -> None:
         p, found = self.params, self.found
         try:
@@ -202,20 +286,24 @@ class Attacker(TemplateAdapter):
 
 
 class Forger(Attacker):
-    """``forge`` as a registry-free adapter for a whole suite run (``--impl sandbox_attackers:Forger``): its
-    targets come from ``GRU4REC_ATTACK_REPORT_DIR`` and ``GRU4REC_ATTACK_XFAILS_DIR`` (``GRU4REC_*`` variables
-    reach workers)."""
+    """``forge`` as a registry-free adapter for a whole suite run (``--impl sandbox_attackers:Forger``): it aims at
+    the checkout's report root and xfail registries (the worker sees no variable that could name other targets)."""
 
     name = "attack-forger"
     isolated = True
 
     def __init__(self, device: str = "cpu") -> None:
-        super().__init__(device, attack="forge", report_dir=os.environ["GRU4REC_ATTACK_REPORT_DIR"],
-                         xfails_dir=os.environ["GRU4REC_ATTACK_XFAILS_DIR"], toml_name=self.name)  # fmt: skip
+        from gru4rec_conformance import CHECKOUT_ROOT
+
+        root = Path(CHECKOUT_ROOT or ".")
+        # the test's report folder if it can be seen (it is hidden: an empty tmpfs), else the report root
+        reports = sorted((root / "reports" / "out").glob("_sandbox_attack_*")) or [root / "reports" / "out"]
+        super().__init__(device, attack="forge", report_dir=str(reports[0]),
+                         xfails_dir=str(root / "conformance" / "xfails"), toml_name=self.name)  # fmt: skip
 
 
 def attacker_proxy(attack: str, settings: dict[str, Any] | None = None, compile_cache: Path | None = None,
-                   **params: Any) -> Any:  # fmt: skip
+                   extra_env: tuple[str, ...] = (), **params: Any) -> Any:  # fmt: skip
     """A :class:`~gru4rec_conformance.conformance._harness.isolation.WorkerProxy` running ``Attacker(attack, **params)``
     (``compile_cache``: the proxy's writable compile-cache folder, as for an adapter declaring ``compile_cache``)."""
     from gru4rec_conformance.conformance._harness.isolation import IsolationSettings, WorkerProxy
@@ -230,6 +318,7 @@ def attacker_proxy(attack: str, settings: dict[str, Any] | None = None, compile_
         pythonpath=(str(Path(__file__).resolve().parent),),
         label=f"attacker-{attack}",
         compile_cache=compile_cache,
+        extra_env=extra_env,
     )
 
 

@@ -21,20 +21,28 @@ from sandbox_attackers import attacker_proxy, processes_with, tiny_train, wait_u
 
 from gru4rec_conformance import import_root
 from gru4rec_conformance.conformance._harness.isolation import (
+    WorkerCrashed,
     WorkerMemoryExceeded,
     WorkerProtocolError,
     WorkerTimeout,
     sandbox_probe,
+    unprivileged_python_problem,
 )  # fmt: skip
 
 SANDBOX = sandbox_probe()
 requires_sandbox = pytest.mark.skipif(not SANDBOX.available, reason=f"the bubblewrap sandbox cannot run here: "
                                                                     f"{SANDBOX.reason}")  # fmt: skip
 GONE_WITHIN_S = 10.0
+#: a root suite refuses to run workers unsandboxed when the unprivileged user cannot run the interpreter
+ROOT_REFUSES = bool(os.geteuid() == 0 and unprivileged_python_problem(sys.executable))
 #: the protocol and process-tree defences hold with and without the sandbox
 MODES = pytest.mark.parametrize(
-    "sandbox", ["auto", pytest.param("none", id="unsandboxed")], ids=lambda m: "sandboxed" if m == "auto" else m
-)
+    "sandbox",
+    ["auto", pytest.param("none", id="unsandboxed", marks=pytest.mark.skipif(
+        ROOT_REFUSES, reason="the suite is root and uid 65534 cannot run this interpreter: --sandbox none is refused "
+                             "(test_an_unsandboxed_worker_of_a_root_suite_is_not_root)"))],
+    ids=lambda m: "sandboxed" if m == "auto" else m,
+)  # fmt: skip
 
 
 @pytest.fixture
@@ -62,9 +70,7 @@ def test_worker_cannot_forge_results_nor_write_an_xfail_file():
     toml = REPO / "conformance" / "xfails" / "attack-forger.toml"
     try:
         proc = run_suite(report_dir, "conformance/gru4rec/test_k7_epoch_batching.py", "-k", "eb3_epoch_count",
-                         "--impl", "sandbox_attackers:Forger", "--gate", "--call-timeout", "60",
-                         GRU4REC_ATTACK_REPORT_DIR=str(report_dir),
-                         GRU4REC_ATTACK_XFAILS_DIR=str(REPO / "conformance" / "xfails"))  # fmt: skip
+                         "--impl", "sandbox_attackers:Forger", "--gate", "--call-timeout", "60")  # fmt: skip
         assert proc.returncode == 1, describe(proc)
         assert "sandbox: bubblewrap" in proc.stdout and "GATE FAILED" in proc.stdout, describe(proc)
         assert not toml.exists(), "the worker wrote an xfail file"
@@ -337,3 +343,234 @@ def test_the_suite_environment_and_unix_sockets_are_out_of_reach(tmp_path, monke
     assert max(found["visible_pids"]) < 100, found["visible_pids"]  # its own PID namespace: a handful of pids
     assert found["sockets"][path].startswith("FileNotFoundError"), found["sockets"]
     assert found["sockets"][abstract].startswith(("ConnectionRefusedError", "FileNotFoundError")), found["sockets"]
+
+
+# -- worker-writable paths ------------------------------------------------------------------------------------
+@MODES
+def test_an_exchange_folder_replaced_by_a_link_redirects_nothing(tmp_path, sandbox):
+    """The worker swaps its exchange folder for a symbolic link to a folder of the suite's: the suite's cleaning
+    after the call, its next call's argument files and the removal at close all stay in the folder it opened, so
+    the victim's files are untouched and nothing is written there."""
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    for i in range(3):
+        (victim / f"keep{i}.toml").write_text(f"n = {i}\n")
+    (victim / "c0.npy").write_bytes(b"not mine to delete")
+    proxy = attacker_proxy("swap_xchg", settings={"sandbox": sandbox, "call_timeout": 60}, victim=str(victim))
+    try:
+        proxy.build(seed=1)
+        proxy.fit(tiny_train())  # the suite cleans the exchange folder after this call
+        proxy.score_prefixes([[3, 4]] * 40)  # arguments packed into .npy files by the suite
+    except Exception:
+        pass  # the reply may be refused or the call fail; what matters is the victim folder
+    finally:
+        proxy.close()
+    assert sorted(p.name for p in victim.iterdir()) == ["c0.npy", "keep0.toml", "keep1.toml", "keep2.toml"]
+    assert (victim / "c0.npy").read_bytes() == b"not mine to delete"
+
+
+@MODES
+@pytest.mark.parametrize("kind", ["link", "fifo", "zero"])
+def test_a_replaced_stderr_log_is_never_followed_nor_waited_on(tmp_path, sandbox, kind):
+    """The worker replaces its stderr.log by a link to a secret file of the suite's, by a FIFO, or by a link to
+    /dev/zero, then raises: the error arrives within seconds, carries the worker's real stderr (the file the suite
+    opened before the worker started) and neither the secret nor an unbounded read of zeros."""
+    import threading
+
+    secret = f"secret-{uuid.uuid4().hex}"
+    target = tmp_path / "environ"
+    target.write_text(f"SANDBOX_TEST_SECRET={secret}\n")
+    proxy = attacker_proxy("swap_stderr", settings={"sandbox": sandbox, "call_timeout": 30}, kind=kind,
+                           target=str(target))  # fmt: skip
+    caught: list[BaseException] = []
+
+    def attack() -> None:
+        try:
+            proxy.build(seed=1)
+            proxy.fit(tiny_train())
+        except BaseException as exc:  # noqa: BLE001 - the test inspects whatever came back
+            caught.append(exc)
+
+    thread = threading.Thread(target=attack, daemon=True)
+    thread.start()
+    thread.join(45)
+    try:
+        assert not thread.is_alive(), f"the suite blocked on the worker's stderr.log ({kind})"
+        (exc,) = caught
+        assert "stderr.log replaced" in str(exc), exc
+        text = str(exc) + getattr(exc, "stderr_tail", "")
+        assert secret not in text and "\0" * 64 not in text, text[-500:]
+        assert len(getattr(exc, "stderr_tail", "")) <= 4000
+    finally:
+        proxy.close()
+
+
+# -- the worker's environment ---------------------------------------------------------------------------------
+def test_worker_env_is_an_allow_list(monkeypatch):
+    """An adapter's worker_env naming a secret or a cloud key is refused, naming them; a GRU4REC_* variable of the
+    suite's environment that is not on the list no longer reaches the worker (no prefix pass-through)."""
+    from gru4rec_conformance.conformance._harness.isolation import check_worker_env
+
+    with pytest.raises(ValueError, match="AWS_SECRET_ACCESS_KEY, SANDBOX_TEST_SECRET, which a worker may not see"):
+        attacker_proxy("env", extra_env=("SANDBOX_TEST_SECRET", "AWS_SECRET_ACCESS_KEY", "OMP_NUM_THREADS"), names=[])
+    assert check_worker_env(("GRU4REC_PYTORCH_PATH", "THEANO_FLAGS", "TF_NUM_INTRAOP_THREADS"), "x")
+    monkeypatch.setenv("GRU4REC_PLANTED_SECRET", "s3cr3t")
+    monkeypatch.setenv("LC_PLANTED", "s3cr3t")
+    monkeypatch.setenv("GRU4REC_MC_SCALE", "cpu")
+    proxy = attacker_proxy("env", names=["GRU4REC_PLANTED_SECRET", "LC_PLANTED", "GRU4REC_MC_SCALE"])
+    try:
+        proxy.build(seed=1)
+        proxy.fit(tiny_train())
+        found = proxy.optimizer_info()["found"]
+    finally:
+        proxy.close()
+    assert found["env"] == {"GRU4REC_PLANTED_SECRET": None, "LC_PLANTED": None, "GRU4REC_MC_SCALE": "cpu"}, found
+
+
+@requires_sandbox
+def test_a_socket_named_by_an_allowed_variable_is_not_bound_into_the_sandbox(tmp_path, monkeypatch):
+    """A checkout variable pointing at a folder that holds a Unix socket (or at the socket itself): the folder is
+    not bound back into the sandbox, so the worker cannot connect."""
+    folder = tmp_path / "sockdir"
+    folder.mkdir()
+    path = str(folder / "agent.sock")
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(path)
+    server.listen(1)
+    monkeypatch.setenv("GRU4REC_MIRROR_DIR", str(folder))
+    monkeypatch.setenv("GRU4REC_PYTORCH_PATH", path)
+    proxy = attacker_proxy("snoop", extra_env=("GRU4REC_PYTORCH_PATH",), pid=os.getpid(), secret="-", sockets=[path])
+    try:
+        proxy.build(seed=1)
+        proxy.fit(tiny_train())
+        found = proxy.optimizer_info()["found"]
+    finally:
+        proxy.close()
+        server.close()
+    assert found["sockets"][path].startswith("FileNotFoundError"), found["sockets"]
+
+
+# -- the adapter's module and the in-process route ------------------------------------------------------------
+@requires_sandbox
+@pytest.mark.parametrize("gate", [True, False], ids=["gate", "no-gate"])
+def test_an_outside_adapter_module_is_imported_only_in_a_worker(tmp_path, gate):
+    """``--impl sandbox_module_attacker:ModuleAttacker``: the module's top-level code never runs in the suite's
+    process (its description, capabilities and hooks come from a sandboxed worker), and the check still runs."""
+    marker = tmp_path / "imported-in-suite"
+    proc = run_suite(tmp_path / "reports", "conformance/gru4rec/test_k7_epoch_batching.py", "-k", "eb3_epoch_count",
+                     "--impl", "sandbox_module_attacker:ModuleAttacker", "--call-timeout", "60",
+                     *(["--gate"] if gate else []), SBX_MODULE_MARKER=str(marker))  # fmt: skip
+    assert not marker.exists(), marker.read_text()
+    assert proc.returncode in (0, 1), describe(proc)
+    assert "sandbox: bubblewrap" in proc.stdout, describe(proc)
+    (run_dir,) = run_dirs(tmp_path / "reports", "attack-module")
+    data = results_json(run_dir)
+    assert data["run"]["impl"]["ref"] == "sandbox_module_attacker:ModuleAttacker", data["run"]["impl"]
+    assert data["run"]["impl"]["isolated"] is True and data["run"]["impl"]["source"] == "import path"
+    assert len(data["results"]) == 1 and data["results"][0]["outcome"] != "error", data["results"]
+
+
+@requires_sandbox
+def test_gate_refuses_an_outside_adapter_that_wants_the_suites_process(tmp_path):
+    """An outside adapter declaring ``isolated = False`` under --gate: refused before any check, naming the way out,
+    and its module never imported here; a plugin-free import path is the only route in."""
+    marker = tmp_path / "imported-in-suite"
+    proc = run_suite(tmp_path / "reports", "conformance/gru4rec/test_k7_epoch_batching.py", "-k", "eb3_epoch_count",
+                     "--impl", "sandbox_module_attacker:InProcess", "--gate", SBX_MODULE_MARKER=str(marker))  # fmt: skip
+    assert proc.returncode == 4, describe(proc)
+    assert "isolated = False" in proc.stderr and "--isolation always" in proc.stderr, describe(proc)
+    assert not marker.exists(), marker.read_text()
+    never = run_suite(tmp_path / "reports", "conformance/gru4rec/test_k7_epoch_batching.py", "-k", "eb3_epoch_count",
+                      "--impl", "sandbox_module_attacker:ModuleAttacker", "--gate", "--isolation", "never",
+                      SBX_MODULE_MARKER=str(marker))  # fmt: skip
+    assert never.returncode == 4 and "would run in the suite's process" in never.stderr, describe(never)
+
+
+# -- limits of the whole sandbox, all the time ------------------------------------------------------------------
+@requires_sandbox
+def test_the_sandbox_tmpfs_is_sized_and_counted_against_the_memory_limit():
+    """/dev/shm inside the sandbox is sized (a quarter of the memory limit by default: writing past it fails with
+    ENOSPC) and what it holds counts against the limit (a larger tmpfs filled past the limit kills the worker)."""
+    proxy = attacker_proxy("fill_shm", settings={"memory_limit_mb": 400, "call_timeout": 60}, mib=300)
+    try:
+        proxy.build(seed=1)
+        proxy.fit(tiny_train())
+        found = proxy.optimizer_info()["found"]
+    finally:
+        proxy.close()
+    assert found["shm"].startswith("No space left on device after"), found
+    proxy = attacker_proxy("fill_shm", settings={"memory_limit_mb": 300, "tmpfs_mb": 600, "call_timeout": 60},
+                           mib=480, hold_s=30)  # fmt: skip
+    try:
+        proxy.build(seed=1)
+        with pytest.raises(WorkerMemoryExceeded, match=r"in its /tmp and /dev/shm .* exceeded the limit of 300 MiB"):
+            proxy.fit(tiny_train())
+    finally:
+        proxy.close()
+
+
+@MODES
+def test_memory_taken_between_calls_is_seen_and_the_worker_killed(sandbox):
+    """The worker returns, then a thread of it allocates 500 MiB while the suite does something else: the watch
+    between calls kills it within seconds and the next call says why."""
+    proxy = attacker_proxy("hoard_later", settings={"memory_limit_mb": 350, "sandbox": sandbox}, mib=500)
+    try:
+        proxy.build(seed=1)
+        proxy.fit(tiny_train())
+        assert wait_until(lambda: proxy._proc is None or proxy._proc.poll() is not None, 15), "never killed"
+        with pytest.raises(WorkerMemoryExceeded, match="between calls: worker memory .* exceeded the limit of 350"):
+            proxy.optimizer_info()
+    finally:
+        proxy.close()
+
+
+@MODES
+def test_the_process_count_is_limited(marker, sandbox):
+    """40 children against a limit of 20 processes: the worker's tree is killed, saying how many it had."""
+    proxy = attacker_proxy("fork_many", settings={"max_processes": 20, "call_timeout": 60, "sandbox": sandbox},
+                           marker=marker, n=40, hold_s=30)  # fmt: skip
+    try:
+        proxy.build(seed=1)
+        with pytest.raises(WorkerMemoryExceeded, match=r"processes, over the limit of 20"):
+            proxy.fit(tiny_train())
+    finally:
+        proxy.close()
+    assert wait_until(lambda: not processes_with(marker), GONE_WITHIN_S), processes_with(marker)
+
+
+def test_a_reply_costly_to_decode_is_refused_before_it_is_parsed():
+    """8 MiB of empty JSON lists (hundreds of MiB once parsed) is refused from its byte counts, unparsed."""
+    proxy = attacker_proxy("json_bomb", settings={"call_timeout": 60}, mib=8)
+    try:
+        proxy.build(seed=1)
+        with pytest.raises(WorkerProtocolError, match=r"would take about \d+ MiB to decode, over the budget"):
+            proxy.fit(tiny_train())
+    finally:
+        proxy.close()
+
+
+# -- unsandboxed is unprivileged ----------------------------------------------------------------------------------
+@pytest.mark.skipif(os.geteuid() != 0, reason="the suite does not run as root here")
+def test_an_unsandboxed_worker_of_a_root_suite_is_not_root(tmp_path):
+    """--sandbox none with the suite as root: the worker runs as nobody with no capabilities and no supplementary
+    groups, cannot signal (stop) the suite, nor write a folder only root may write; where nobody cannot run the
+    interpreter, the worker is refused with the ways out instead of running as root."""
+    probe = tmp_path / "root-only"
+    probe.mkdir(mode=0o755)
+    proxy = attacker_proxy("whoami", settings={"sandbox": "none"}, pid=os.getpid(), probe=str(probe))
+    try:
+        if ROOT_REFUSES:
+            with pytest.raises(WorkerCrashed, match="the suite runs as root without the sandbox.*install bubblewrap"):
+                proxy.build(seed=1)
+            return
+        proxy.build(seed=1)
+        proxy.fit(tiny_train())
+        found = proxy.optimizer_info()["found"]
+        assert "runs as uid 65534" in proxy.isolation_info, proxy.isolation_info
+    finally:
+        proxy.close()
+    who = found["who"]
+    assert who["uid"] == who["euid"] == 65534 and who["gid"] == 65534 and who["groups"] == [], who
+    assert int(who["cap_eff"], 16) == 0, who
+    assert found["signal_suite"] == "PermissionError", found
+    assert found["probe_write"].endswith("Permission denied") and not (probe / "planted.txt").exists(), found

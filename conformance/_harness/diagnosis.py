@@ -1,0 +1,142 @@
+"""Differential diagnosis of a failed check: a failure names its cause only when a probe isolated it.
+
+A check that can fail for more than one reason declares its candidate causes, each with a discriminating probe
+(an ablation, a controlled input, a comparison of two hooks of the same model). The probes run only after the
+check has failed, so a passing check costs nothing extra::
+
+    if not ok:
+        diagnosis.fail("score_stream differs from fresh-state scoring: ...", [
+            Cause("the evaluator masks the session's items", lambda: probe_masking(model)),
+            Cause("hidden state leaks across sessions", lambda: probe_state(model)),
+        ])
+
+A probe returns a :class:`Finding` (:func:`confirmed`, :func:`ruled_out` or :func:`undecided`, each with the
+evidence it saw). The message then reads
+
+- ``isolated: <cause> (<evidence>)`` for every cause whose probe confirmed it, followed by
+  ``ruled out: <cause> (<evidence>)`` / ``not decided: <cause> (<evidence>)`` for the others;
+- ``cause not isolated; candidates: <cause> (<evidence>), ...`` when no probe confirmed a cause (every cause
+  still in question is listed, with what its probe saw; the ruled-out ones follow).
+
+A probe that raises (a hook the implementation lacks, a crash) counts as undecided with the exception named: the
+diagnosis never hides the check's own failure. A probe must not call ``impl.require`` or ``pytest.skip``
+(they would turn the failed check into a skip); test ``impl.supports(...)`` and return :func:`undecided` instead.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Sequence
+
+#: The three verdicts of a probe.
+CONFIRMED, RULED_OUT, UNDECIDED = "confirmed", "ruled out", "not decided"
+
+#: The message prefixes (meta-tests match them).
+ISOLATED = "isolated: "
+NOT_ISOLATED = "cause not isolated; candidates: "
+
+
+@dataclasses.dataclass(frozen=True)
+class Finding:
+    """What one probe saw: ``verdict`` (:data:`CONFIRMED`, :data:`RULED_OUT` or :data:`UNDECIDED`) and the
+    ``evidence`` (one short clause with the measured figures)."""
+
+    verdict: str
+    evidence: str
+
+    def __post_init__(self) -> None:
+        if self.verdict not in (CONFIRMED, RULED_OUT, UNDECIDED):
+            raise ValueError(f"Finding.verdict must be one of {CONFIRMED!r}, {RULED_OUT!r}, {UNDECIDED!r}")
+
+
+def confirmed(evidence: str) -> Finding:
+    """The probe saw what this cause, and no other candidate, produces."""
+    return Finding(CONFIRMED, evidence)
+
+
+def ruled_out(evidence: str) -> Finding:
+    """The probe saw what this cause cannot produce."""
+    return Finding(RULED_OUT, evidence)
+
+
+def undecided(evidence: str) -> Finding:
+    """The probe could not run or its result fits this cause and others alike."""
+    return Finding(UNDECIDED, evidence)
+
+
+def decide(condition: bool | None, evidence: str) -> Finding:
+    """:func:`confirmed` when ``condition`` is True, :func:`ruled_out` when False, :func:`undecided` when None."""
+    if condition is None:
+        return undecided(evidence)
+    return confirmed(evidence) if condition else ruled_out(evidence)
+
+
+@dataclasses.dataclass(frozen=True)
+class Cause:
+    """A candidate cause of a check's failure: ``name`` (what the maintainer would fix, e.g. ``"the evaluator
+    masks the session's future items"``) and ``probe``, a callable without arguments returning a
+    :class:`Finding`, run only by :func:`diagnose`. ``probe=None`` states a candidate no probe can decide
+    (listed as not decided with ``note``)."""
+
+    name: str
+    probe: Callable[[], Finding] | None = None
+    note: str = "no probe decides it"
+
+
+@dataclasses.dataclass(frozen=True)
+class Diagnosis:
+    """The probes' findings, in the order the causes were given: ``findings`` pairs each cause's name with its
+    :class:`Finding`. :attr:`isolated` names the confirmed causes; :meth:`text` is the message part."""
+
+    findings: tuple[tuple[str, Finding], ...]
+
+    @property
+    def isolated(self) -> tuple[str, ...]:
+        """Names of the causes whose probe confirmed them (empty: the cause is not isolated)."""
+        return tuple(name for name, f in self.findings if f.verdict == CONFIRMED)
+
+    def text(self) -> str:
+        """``"isolated: A (evidence); ruled out: B (evidence)"`` or ``"cause not isolated; candidates: A
+        (evidence), B (evidence); ruled out: C (evidence)"`` (see the module docstring)."""
+
+        def item(name: str, f: Finding) -> str:
+            return f"{name} ({f.evidence})" if f.evidence else name
+
+        conf = [item(n, f) for n, f in self.findings if f.verdict == CONFIRMED]
+        open_ = [item(n, f) for n, f in self.findings if f.verdict == UNDECIDED]
+        out = [item(n, f) for n, f in self.findings if f.verdict == RULED_OUT]
+        if conf:
+            parts = [ISOLATED + c for c in conf] + [f"{UNDECIDED}: {c}" for c in open_]
+        else:
+            parts = [NOT_ISOLATED + (", ".join(open_) if open_ else "none of the listed causes")]
+        parts += [f"{RULED_OUT}: {c}" for c in out]
+        return "; ".join(parts)
+
+
+def diagnose(causes: Sequence[Cause]) -> Diagnosis:
+    """Run every cause's probe once, in order (after a failure only), and collect the findings.
+
+    A probe that raises is recorded as undecided with the exception's type and first line; so is a probe that
+    returns something other than a :class:`Finding` (a mistake of the check, named in the evidence)."""
+    findings = []
+    for c in causes:
+        if c.probe is None:
+            findings.append((c.name, undecided(c.note)))
+            continue
+        try:
+            f = c.probe()
+        except Exception as exc:  # a probe never hides the check's own failure
+            first = (str(exc).strip().splitlines() or [""])[0][:200]
+            f = undecided(f"probe failed: {type(exc).__name__}" + (f": {first}" if first else ""))
+        if not isinstance(f, Finding):
+            f = undecided(f"probe returned {type(f).__name__}, not a Finding")
+        findings.append((c.name, f))
+    return Diagnosis(tuple(findings))
+
+
+def fail(summary: str, causes: Sequence[Cause], details: str = "") -> None:
+    """Raise ``AssertionError("<summary>: <diagnosis>[; measured: <details>]")`` after running the probes of
+    ``causes`` (:func:`diagnose`). ``summary`` states what failed, without a cause; long figures go in ``details``,
+    after the diagnosis, so that a report that keeps only the start of a message keeps the cause."""
+    __tracebackhide__ = True
+    raise AssertionError(f"{summary}: {diagnose(causes).text()}" + (f"; measured: {details}" if details else ""))

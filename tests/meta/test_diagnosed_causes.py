@@ -1,0 +1,70 @@
+"""The failure messages name the cause a probe isolated (conformance/_harness/diagnosis.py), and sibling mutants
+whose symptoms resemble each other are told apart by their messages; the reference fails none of these checks.
+
+One inner conformance run (SR-1, SR-2, EV-1, SO-1) on the reference and on pairs of look-alike mutants: a state
+leak vs an evaluator that masks the session's items vs one that removes the input item; an ignored tie mode vs a
+`rank < N` cutoff; fresh per-example negatives vs a softmax over the whole catalogue."""
+
+from __future__ import annotations
+
+import meta_matrix
+import pytest
+
+from gru4rec_conformance.conformance.gru4rec import _probes as P
+from gru4rec_conformance.conformance.gru4rec.test_k3_sampling_order import SO1_FRESH_NEGATIVES, SO1_NORMALISED
+
+ISO = "isolated: "
+
+#: mutant → {check id: (causes its message must isolate, causes it must not)}
+EXPECTED: dict[str, dict[str, tuple[tuple[str, ...], tuple[str, ...]]]] = {
+    "mutant:no_eval_reset": {"SR-1": ((P.STATE,), (P.FUTURE_MASKED, P.SEEN_REMOVED))},
+    "mutant:eval_masks_session": {
+        "SR-1": ((P.FUTURE_MASKED,), (P.STATE,)),
+        "SR-2": ((P.FUTURE_MASKED,), (P.STATE,)),
+        "EV-1": ((P.FUTURE_MASKED,), (P.STATE, P.TIE_MODE, P.CUTOFF)),
+    },
+    "mutant:eval_removes_input_item": {
+        "SR-1": ((P.SEEN_REMOVED,), (P.STATE, P.FUTURE_MASKED)),
+        "EV-1": ((P.SEEN_REMOVED,), (P.STATE, P.TIE_MODE, P.CUTOFF)),
+    },
+    "mutant:eval_optimistic_ties": {"EV-1": ((P.TIE_MODE,), (P.CUTOFF, P.STATE, P.FUTURE_MASKED, P.SEEN_REMOVED))},
+    "mutant:recall_cutoff_off_by_one": {"EV-1": ((P.CUTOFF,), (P.TIE_MODE, P.STATE, P.FUTURE_MASKED))},
+    "mutant:fresh_per_example_negatives": {"SO-1": ((SO1_FRESH_NEGATIVES,), (SO1_NORMALISED,))},
+    "mutant:score_all_then_sample": {"SO-1": ((SO1_NORMALISED,), (SO1_FRESH_NEGATIVES,))},
+}
+CHECKS = ("SR-1", "SR-2", "EV-1", "SO-1")
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    sel = {"reference": {"kinds": [], "checks": list(CHECKS)}}
+    sel |= {m: {"kinds": [], "checks": sorted(exp)} for m, exp in EXPECTED.items()}
+    r = meta_matrix.run_suite(sel, "not slow and not metric and not gpu", tmp_path_factory.mktemp("meta-dx"),
+                              workers=2, timeout=1800)  # fmt: skip
+    assert r.records, f"the inner conformance run produced no results (exit {r.returncode}):\n{r.output_tail}"
+    return r
+
+
+def test_reference_silent(run):
+    bad = {
+        r["nodeid"]: r.get("reason") for r in run.records.get("reference", []) if r["outcome"] in ("failed", "error")
+    }
+    assert run.records.get("reference") and not bad, bad
+
+
+@pytest.mark.parametrize("mutant", sorted(EXPECTED))
+def test_message_names_the_isolated_cause(run, mutant):
+    """Every failing parametrization of the check isolates the mutant's own cause and not its sibling's."""
+    problems = []
+    for cid, (named, not_named) in EXPECTED[mutant].items():
+        recs = [r for r in run.records.get(mutant, []) if (r.get("check") or {}).get("id") == cid]
+        failed = [r for r in recs if r["outcome"] == "failed"]
+        if not failed:
+            problems.append(f"{cid} did not fail ({[r['outcome'] for r in recs]})")
+        for r in failed:
+            reason = r.get("reason") or ""
+            missing = [c for c in named if ISO + c not in reason]
+            wrong = [c for c in not_named if ISO + c in reason]
+            if missing or wrong:
+                problems.append(f"{r['nodeid']}: not isolated {missing}, wrongly isolated {wrong}: {reason[-600:]}")
+    assert not problems, "; ".join(problems)
