@@ -1,5 +1,5 @@
 """Options used by the fine-tuner meta-test (tests/finetuner/test_meta_mutants.py): keep, for each mutant,
-only the checks of its kind or of its defect row, and write one JSON line per check result (``real_sst5_only``:
+only the checks of its kind or of its defect row (and of the rows named by its ``also_rows``), and write one JSON line per check result (``real_sst5_only``:
 the check asserts real SST-5 facts and skips on the synthetic stand-in; ``reason``: a failure's message)."""
 
 from __future__ import annotations
@@ -41,7 +41,9 @@ def pytest_collection_modifyitems(config, items):
         if cls is None or mark is None:
             keep.append(item)
             continue
-        same = (mark.kwargs.get("kind") == cls.kind) if scope == "kind" else (mark.args[0] == f"FT-{cls.defect_row}")
+        # a mutant with a sibling also runs the sibling's row, whose checks must tell the two apart by message
+        rows = {f"FT-{r}" for r in (cls.defect_row, *getattr(cls, "also_rows", ()))}
+        same = (mark.kwargs.get("kind") == cls.kind) if scope == "kind" else (mark.args[0] in rows)
         (keep if same else drop).append(item)
     if drop:
         config.hook.pytest_deselected(items=drop)

@@ -54,6 +54,38 @@ def fresh(impl):
     return impl.new()
 
 
+#: The check that isolates a training pass on a split other than train; other checks' messages point at it.
+LEAKAGE_CHECK = "FT-11 test_training_passes_only_on_train"
+
+
+def off_train_passes(impl, adapter, train_split: str) -> dict[str, list] | None:
+    """Training passes the adapter's ``split_log`` records on a split other than ``train_split``: split name ->
+    the epochs of those passes (empty when every training pass is on ``train_split``). None when the
+    implementation does not declare the ``split_log`` hook (split accesses are not observable)."""
+    if not impl.supports("hook:split_log"):
+        return None
+    out: dict[str, list] = {}
+    for e in adapter.split_log():
+        if e.get("purpose") == "train" and e.get("split") != train_split:
+            out.setdefault(str(e.get("split")), []).append(e.get("epoch"))
+    return out
+
+
+def leakage_evidence(impl, adapter, train_split: str) -> tuple[bool | None, str]:
+    """Whether the split log shows training on a split other than ``train_split`` (None: not observable), and
+    one sentence saying so for a failure message of a check that such training can also fail."""
+    passes = off_train_passes(impl, adapter, train_split)
+    if passes is None:
+        return None, "training on a split other than train is not ruled out (split accesses are not observable)"
+    if passes:
+        where = ", ".join(f"{s!r} (epochs {e})" for s, e in passes.items())
+        return (
+            True,
+            f"split_log records training passes on {where}, a split other than {train_split!r} ({LEAKAGE_CHECK})",
+        )
+    return False, f"split_log records training on {train_split!r} only"
+
+
 def unpadded_length(ids: list[int], mask: list[int] | None, pad_id: int | None) -> int:
     """Length of the real sequence: the mask's sum when there is a mask, else ``ids`` minus trailing pad ids."""
     if mask is not None:

@@ -1,5 +1,5 @@
 """Tokenization checks (FT-1, FT-2 and FT-5, docs/checks.md): special tokens exactly once and added by the
-tokenizer, no marker text, truncation that keeps the final SEP."""
+tokenizer, no marker text, truncation that keeps the final SEP and the word pieces the model's tokenizer keeps."""
 
 from __future__ import annotations
 
@@ -89,3 +89,80 @@ def test_truncation_keeps_sep(impl, tiny_bert, slices):
     n = unpadded_length(ids, mask, sp["pad"])
     assert n == L, f"truncated length {n}, expected max length {L}"
     assert ids[n - 1] == sp["sep"], f"truncated sequence ends with id {ids[n - 1]}, not SEP {sp['sep']}"
+
+
+def _kept_side(kept: list[int], pieces: list[int]) -> str | None:
+    """'first' when ``kept`` is a prefix of ``pieces``, 'last' when a suffix (the first that holds when both do),
+    None when neither."""
+    n = len(kept)
+    if kept == pieces[:n]:
+        return "first"
+    if n and kept == pieces[-n:]:
+        return "last"
+    return None
+
+
+@pytest.mark.check("FT-5", kind=KIND)
+@pytest.mark.parametrize("family", FAMILIES)
+def test_truncation_keeps_first_pieces(impl, family, tiny_models, slices):
+    """A 200-word sentence encoded with max length L is the model's tokenizer's own truncation: its special
+    tokens around the first L - 2 word pieces of the text (the last ones when that tokenizer truncates on the
+    left), not only L ids ending with SEP.
+
+    Diagnosis: ids other than the tokenizer's own: truncation on the wrong side (the ids are the
+    tokenizer's special tokens around the last pieces instead of the first, or the other way round: isolated);
+    pieces kept from the right side but in another number or without the special tokens (the length and SEP are
+    judged by ``test_truncation_keeps_sep``: cause not isolated here), except ids that are the first ones of the
+    untruncated encoding (cut after the special tokens were added, the final SEP lost: isolated); other pieces:
+    cause not isolated.
+    """
+    impl.require(f"model:{family}")
+    spec = tiny_models[family]
+    a = _built(impl, spec)
+    tok = AutoTokenizer.from_pretrained(spec.path, local_files_only=True)
+    long_text = " ".join(" ".join(slices.train.texts).split()[:200])
+    if impl.supports("encode_max_length"):
+        enc = a.encode([long_text], max_length=32)
+        L = 32
+    else:
+        enc = a.encode([long_text])
+        L = enc["max_length"]
+        assert L, f"{a.name} neither honours max_length nor reports its fixed length"
+    ids = enc["input_ids"][0]
+    mask = enc["attention_mask"][0] if enc["attention_mask"] is not None else None
+    real = list(ids[: unpadded_length(ids, mask, enc["special_ids"]["pad"])])
+    pieces = tok(long_text, add_special_tokens=False)["input_ids"]
+    side = tok.truncation_side
+    want = list(tok(long_text, add_special_tokens=True, truncation=True, max_length=L)["input_ids"])
+    keep = L - (len(tok("a")["input_ids"]) - len(tok("a", add_special_tokens=False)["input_ids"]))
+    assert len(pieces) > keep, f"setup: the text has {len(pieces)} word pieces, not more than {keep}"
+    if real == want:
+        return
+    tok.truncation_side = "left" if side == "right" else "right"  # this check's own copy of the tokenizer
+    other = list(tok(long_text, add_special_tokens=True, truncation=True, max_length=L)["input_ids"])
+    wanted = "first" if side == "right" else "last"
+    head = (
+        f"{family}: the truncated ids are not the tokenizer's own truncation to L={L} (it truncates on the {side} "
+        f"and keeps the {wanted} {keep} word pieces): got {real[:4]}...{real[-4:]}, expected {want[:4]}...{want[-4:]}"
+    )
+    if real == other:
+        kept = "last" if wanted == "first" else "first"
+        raise AssertionError(f"{head}; isolated: truncated on the wrong side: the ids keep the {kept} {keep} pieces")
+    full = list(tok(long_text, add_special_tokens=True)["input_ids"])
+    if real == full[: len(real)]:
+        raise AssertionError(
+            f"{head}; isolated: cut after the special tokens were added: the ids are the first {len(real)} of the "
+            "untruncated encoding, so the final special token is lost"
+        )
+    specials = {v for v in enc["special_ids"].values() if v is not None}
+    kept_ids = [t for t in real if t not in specials]
+    found = _kept_side(kept_ids, pieces)
+    what = (
+        f"the {found} {len(kept_ids)} pieces"
+        if found
+        else f"{len(kept_ids)} pieces that are neither the first nor the last"
+    )
+    raise AssertionError(
+        f"{head}; cause not isolated: the ids keep {what} (length {len(real)}, ends with id {real[-1]}; "
+        "test_truncation_keeps_sep judges the length and the final SEP)"
+    )

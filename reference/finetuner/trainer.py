@@ -284,6 +284,11 @@ class ReferenceFineTuner:
         """The epoch whose weights are kept: the best on validation (or the last without restore_best)."""
         return stopper.best_epoch if (cfg.restore_best and stopper.best_epoch > 0) else len(epochs)
 
+    def _restore(self, state: dict) -> None:
+        """Load the selected epoch's weights (restore-best), a state dict saved after that epoch's validation."""
+        assert self.model is not None  # fit requires a built model
+        self.model.load_state_dict(state)
+
     def _fit(self, train: Examples, val: Examples, cfg: FinetuneConfig) -> dict:
         assert self.model is not None and self.seed is not None  # fit requires build(seed)
         data_seed = cfg.run_data_seed if cfg.data_seed is not None else self.seed
@@ -355,7 +360,7 @@ class ReferenceFineTuner:
             raise ValueError(f"no epoch was run (max_epochs={cfg.max_epochs})")
         selected = self._select_epoch(stopper, epochs, cfg)
         if selected != len(epochs) and selected in states:
-            self.model.load_state_dict(states[selected])
+            self._restore(states[selected])
         self.model.eval()
         sel_row = epochs[selected - 1]
         record = {

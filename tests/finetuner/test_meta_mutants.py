@@ -140,9 +140,18 @@ def _caught(results, cls, *, own_row: bool) -> list[str]:
 
 def test_every_defect_row_has_a_mutant():
     rows = sorted(c.defect_row for c in MUTANTS.values())
-    # rows 4, 7, 8, 11 and 21 have a second mutant (a defect the row's first check missed; issue 15)
+    # rows 4, 7, 8, 11 and 21 have a second mutant (a defect the row's first check missed; issue 15); rows 5, 11
+    # and 13 one more each (a defect whose symptom resembles another cause's: left truncation, a retrain on
+    # train+dev, weights not restored)
     assert sorted(set(rows)) == [1, 2, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26]
-    assert len(rows) == 29
+    assert len(rows) == 32
+    for cls in MUTANTS.values():
+        sibling = getattr(cls, "sibling", None)
+        if sibling is not None:
+            assert sibling in MUTANTS and getattr(MUTANTS[sibling], "sibling", None) == cls.name, (
+                f"{cls.name}: its sibling {sibling!r} is not a mutant naming it back"
+            )
+            assert cls.message and MUTANTS[sibling].message, f"{cls.name}/{sibling}: siblings declare their messages"
     assert {c.kind for c in MUTANTS.values()} == set(KINDS)
 
 
@@ -192,3 +201,22 @@ def test_mutant_caught_by_checks_of_its_kind(kind_results, name):
     on the reference."""
     cls = MUTANTS[name]
     assert _caught(kind_results, cls, own_row=False), f"{name} passed every {cls.kind} check"
+
+
+SIBLINGS = sorted(n for n, c in MUTANTS.items() if getattr(c, "sibling", None))
+
+
+@pytest.mark.parametrize("name", SIBLINGS)
+def test_siblings_told_apart_by_their_messages(row_results, name):
+    """A mutant whose symptom resembles its sibling's (``sibling``, ``also_rows``) is never given the sibling's
+    cause: no failure message on it, in its own row or in the sibling's, says the sibling's ``message``; and its own
+    cause is named (``test_mutant_caught_by_its_own_check``)."""
+    cls = MUTANTS[name]
+    other = MUTANTS[cls.sibling]
+    rows = {f"FT-{r}" for r in (cls.defect_row, *cls.also_rows)}
+    ran = [r for r in row_results.get(name, []) if r["check"] in rows]
+    assert any(r["check"] == f"FT-{other.defect_row}" for r in ran), f"no FT-{other.defect_row} check ran on {name}"
+    wrong = [f"{r['nodeid']}: {r['reason']}" for r in ran if other.message in r.get("reason", "")]
+    assert not wrong, f"{name} is given the cause of {other.name} ({other.message!r}):\n" + "\n".join(wrong)
+    own = [r.get("reason", "") for r in row_results.get(other.name, []) if cls.message in r.get("reason", "")]
+    assert not own, f"{other.name} is given the cause of {name} ({cls.message!r}): {own}"

@@ -60,4 +60,25 @@ class MutantEpochOffByOne(MutantAdapter):
     tuner_cls = _OffByOne
 
 
-MUTANTS = [MutantPreviousEpochStopping, MutantEpochOffByOne]
+class _NoRestore(ReferenceFineTuner):
+    def _restore(self, state):
+        pass  # the best epoch is selected and reported, its weights are never loaded
+
+
+@register
+class MutantNoRestore(MutantAdapter):
+    """The best-so-far rule stops and selects correctly, but the final model keeps the last epoch's weights while
+    the record names the best epoch as selected. Resembles ``mutant_ft11_retrain_train_dev`` (the final model does
+    not reproduce the selected epoch's dev loss) with another cause: nothing is trained off the train split."""
+
+    name = "mutant_ft13_no_restore"
+    defect_row = 13
+    kind = "early_stopping"
+    defect = "the best epoch is selected and reported but its weights are never restored (the last epoch's kept)"
+    message = "isolated: weights not restored"
+    tuner_cls = _NoRestore
+    sibling = "mutant_ft11_retrain_train_dev"
+    also_rows = (11,)
+
+
+MUTANTS = [MutantPreviousEpochStopping, MutantEpochOffByOne, MutantNoRestore]

@@ -1,10 +1,11 @@
 """Selection and leakage mutants (caught by FT-11, FT-12 and FT-24, docs/checks.md): the test split used during
-training."""
+training, or training on dev after the selection on dev."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from gru4rec_conformance.datasets.sst5 import Examples
 from gru4rec_conformance.implementations.finetuner.base import FinetunerAdapter
 from gru4rec_conformance.implementations.registry import register
 from gru4rec_conformance.reference.finetuner import ReferenceFineTuner
@@ -110,4 +111,49 @@ class MutantTestEveryEpoch(_TestAwareAdapter):
     tuner_cls = _TestEveryEpoch
 
 
-MUTANTS = [MutantTestSelection, MutantTestSelectionNoHook, MutantSaveOnTestScore, MutantTestEveryEpoch]
+class _RetrainOnTrainDev(ReferenceFineTuner):
+    """After selecting the epoch on dev, a fresh model of the same seed is trained for that many epochs on train
+    and dev together (a split named ``train+dev`` in the split log); the record keeps the selection's figures."""
+
+    def _fit(self, train, val, cfg):
+        rec = super()._fit(train, val, cfg)
+        both = Examples(
+            f"{train.split}+{val.split}",
+            tuple(train.ids) + tuple(f"{val.split}:{i}" for i in val.ids),
+            tuple(train.texts) + tuple(val.texts),
+            tuple(train.labels) + tuple(val.labels),
+            train.num_labels,
+            "train and dev",
+        )
+        assert self.seed is not None  # fit requires build(seed)
+        self.build(self.seed)
+        super()._fit(both, val, cfg.replace(max_epochs=rec["selected_epoch"], patience=None, restore_best=False))
+        self.record = rec
+        return rec
+
+
+@register
+class MutantRetrainOnTrainDev(MutantAdapter):
+    """The selected number of epochs is found on dev, then the final model is retrained from scratch on train +
+    dev, and the record still reports the selection's dev figures. Resembles ``mutant_ft13_no_restore`` (the final
+    model does not reproduce the selected epoch's dev loss) but its cause is a training pass on another split, which
+    only the split log shows."""
+
+    name = "mutant_ft11_retrain_train_dev"
+    defect_row = 11
+    kind = "selection_leakage"
+    defect = "after selection on dev, the final model is retrained on train+dev for the selected number of epochs"
+    message = "trains on a split other than train"
+    tuner_cls = _RetrainOnTrainDev
+    #: the mutant whose symptom resembles this one's, and the rows whose checks must tell the two apart
+    sibling = "mutant_ft13_no_restore"
+    also_rows = (13,)
+
+
+MUTANTS = [
+    MutantTestSelection,
+    MutantTestSelectionNoHook,
+    MutantSaveOnTestScore,
+    MutantTestEveryEpoch,
+    MutantRetrainOnTrainDev,
+]

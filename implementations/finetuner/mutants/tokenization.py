@@ -69,4 +69,27 @@ class MutantRpadTruncation(MutantAdapter):
     tuner_cls = _RpadTruncation
 
 
-MUTANTS = [MutantHandMarkers, MutantLiteralBertMarkers, MutantRpadTruncation]
+class _LeftTruncation(ReferenceFineTuner):
+    def __init__(self, spec, num_labels=5, *, device="cpu"):
+        super().__init__(spec, num_labels, device=device)
+        import copy
+
+        self.tokenizer = copy.deepcopy(self.tokenizer)  # an own copy: the spec's tokenizer may be shared
+        self.tokenizer.truncation_side = "left"
+
+
+@register
+class MutantLeftTruncation(MutantAdapter):
+    """Long inputs are truncated from the left (``truncation_side="left"``): the encoded sequence is L ids long,
+    starts with CLS and ends with SEP, as the model's tokenizer would give it, but keeps the last word pieces of
+    the text instead of the first ones. Resembles a correct truncation in every length and special-token check."""
+
+    name = "mutant_ft5_left_truncation"
+    defect_row = 5
+    kind = "tokenization"
+    defect = "sequences longer than L keep their last L - 2 word pieces instead of the first (truncated from the left)"
+    message = "isolated: truncated on the wrong side"
+    tuner_cls = _LeftTruncation
+
+
+MUTANTS = [MutantHandMarkers, MutantLiteralBertMarkers, MutantRpadTruncation, MutantLeftTruncation]
