@@ -1,4 +1,4 @@
-"""The CI benchmark run (issue 17, item 5): a short timed run, its report, and a ratio comparison with a baseline.
+"""The CI benchmark run: a short timed run, its report, and a ratio comparison with a baseline.
 
     python -m gru4rec_conformance.benchmarks.ci run [--impl NAME --worker-python PATH] [--out DIR]
     python -m gru4rec_conformance.benchmarks.ci ratios BENCH_JSON RATIOS_JSON

@@ -13,7 +13,7 @@ Environment (all optional):
 | variable | meaning | default |
 |---|---|---|
 | ``GRU4REC_BENCH_DEVICE`` | device of every implementation | ``--device`` (cpu) |
-| ``GRU4REC_BENCH_SCALE`` | epoch data: ``ci``, ``ci*F`` or a fraction of the full §1.6a raw size (1 = full) | ``ci`` on CPU, ``1`` on CUDA |
+| ``GRU4REC_BENCH_SCALE`` | epoch data: ``ci``, ``ci*F`` or a fraction of the full raw size (docs/datasets.md, 'Published statistics'; 1 = full) | ``ci`` on CPU, ``1`` on CUDA |
 | ``GRU4REC_BENCH_DATASETS`` | comma-separated datasets of the epoch/evaluation benchmarks | all five |
 | ``GRU4REC_BENCH_LOSSES`` | comma-separated losses | both |
 | ``GRU4REC_BENCH_SWEEPS`` | ``ci`` (2 small points per sweep), ``cpu`` or ``gpu`` sweep grids | ``cpu``/``gpu`` by device |

@@ -11,7 +11,7 @@ benchmark's ``extra_info`` carries the implementation, device, data shape, hyper
 time of the whole timed ``fit`` call) are shown beside them when present.
 
 Sections: one epoch per dataset shape and loss (with the study's official best-params epoch time, events/s and
-minibatches/s, gru4rec_reference.md §9.5, and the study's "× best" ratio of the implementation's study row when it
+minibatches/s, docs/study.md, 'Published accuracy and epoch times', and the study's "× best" ratio of the implementation's study row when it
 declares one), the study's published ratios of the third-party implementations, the scalability sweeps (a table
 each and a PNG of epoch time against the swept quantity, one line per implementation) and the evaluation throughput.
 A skipped case (a results-JSONL skip line or ``gru4rec_bench.skipped``; benchmarks/README.md, "The results JSONL")
@@ -197,7 +197,7 @@ def _header(data: dict, title: str) -> list[str]:
         + f"; CPU {vers.get('cpu', mi.get('cpu', {}).get('brand_raw', '?'))}, {vers.get('cpus', '?')} cores; "
         f"torch {vers.get('torch', '?')} with {vers.get('torch_threads', '?')} thread(s), numpy "
         f"{vers.get('numpy', '?')}, pandas {vers.get('pandas', '?')}, Python {vers.get('python', '?')}",
-        f"- settings: data scale `{settings.get('scale', '?')}` (fraction of the full §1.6a raw size, or `ci` = "
+        f"- settings: data scale `{settings.get('scale', '?')}` (fraction of the full raw size of docs/datasets.md, 'Published statistics', or `ci` = "
         f"a few 10^4 raw rows per dataset), {settings.get('rounds', '?')} timed round(s) after "
         f"{settings.get('warmup', '?')} warm-up round(s) per epoch benchmark (best round shown), sweep grid "
         f"`{settings.get('sweeps', '?')}`",
@@ -299,7 +299,7 @@ def _epoch_section(data: dict) -> list[str]:
         "",
         "*peak MB*: the process's peak resident memory during the fit (its growth during the fit in "
         "brackets; CUDA: peak allocated device memory). *study*: the official implementation with the best "
-        "parameters on the full dataset (§9.5); *study × best*: the study's epoch-time ratio of the "
+        "parameters on the full dataset (docs/study.md, 'Published accuracy and epoch times'); *study × best*: the study's epoch-time ratio of the "
         "implementation's declared study row to that run.",
         "",
     ]
@@ -314,7 +314,7 @@ def _study_section(data: dict) -> list[str]:
     if not pairs:
         return []
     lines = [
-        "## The study's published epoch times (gru4rec_reference.md §9.5)",
+        "## The study's published epoch times (docs/study.md)",
         "",
         "Out-of-the-box third-party implementations against the official implementation with the best "
         "parameters, same dataset and loss (source: datasets/study/study_results.csv).",
@@ -645,7 +645,7 @@ def _study_compare(at: dict, cases: list, keys: list) -> list[str]:
     if not body:
         return []
     return [
-        "### Out of the box: ours beside the study's (gru4rec_reference.md §9.5)",
+        "### Out of the box: ours beside the study's (docs/study.md)",
         "",
         "Ours: CPU time, this machine, scaled-down epochs on the real catalogues; the study: GPU epoch time on the "
         "full datasets, × the official implementation with the best parameters.",

@@ -1,8 +1,8 @@
-"""One training epoch per dataset shape and loss at the study's best parameters (gru4rec_reference.md §9.1), for
+"""One training epoch per dataset shape and loss at the study's best parameters (docs/study.md, 'Best hyperparameters'), for
 the reference and every other selected implementation; full-catalogue evaluation throughput per dataset shape.
 
 Data: synthetic stand-ins of the five datasets in their raw formats, run through the study's preprocessing
-(``benchmarks.workload.epoch_data``) at ``GRU4REC_BENCH_SCALE`` (``ci`` on CPU, the full §1.6a shape on CUDA), or
+(``benchmarks.workload.epoch_data``) at ``GRU4REC_BENCH_SCALE`` (``ci`` on CPU, the full published shape on CUDA), or
 with ``GRU4REC_BENCH_DATA=catalogue`` the study's item counts and a fixed number of minibatches
 (``benchmarks.workload.catalogue_data``; the GPU check).
 Groups ``epoch/<dataset>/<loss>`` and ``eval/<dataset>``; ``extra_info`` holds the implementation, device, data

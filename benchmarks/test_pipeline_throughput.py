@@ -1,5 +1,5 @@
 """Throughput (raw events/s, end to end) and peak memory of the study's preprocessing on synthetic
-Yoochoose-format raw files (issue 3, "Speed"; target: >= 1M raw events/s on 2 cores).
+Yoochoose-format raw files (target: >= 1M raw events/s on 2 cores).
 
 Sizes and places (environment):
 - ``GRU4REC_BENCH_ROWS``: raw rows to generate (default 5,000,000; CI runs a small size with

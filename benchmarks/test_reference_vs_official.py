@@ -1,8 +1,8 @@
 """Training speed of the reference GRU4Rec and of the official PyTorch port, side by side in the same run.
 
-One epoch on a synthetic data set shaped like Coveo (datasets.md §1.6a: 10,868 items, 8.52 events per session;
+One epoch on a synthetic data set shaped like Coveo (docs/datasets.md, 'Published statistics': 10,868 items, 8.52 events per session;
 scaled to ``GRU4REC_BENCH_SCALE`` × 165,673 sessions, default 0.03 ≈ 43k events) with the study's best Coveo
-parameters (gru4rec_reference.md §9.1; BPR-max: layers 512, batch 144, n_sample 2048, ...; cross-entropy:
+parameters (docs/study.md, 'Best hyperparameters'; BPR-max: layers 512, batch 144, n_sample 2048, ...; cross-entropy:
 layers 512, batch 32, logQ, ...). Timed with pytest-benchmark: ``fit`` with one epoch, data preparation and
 initialisation included on both sides (the sample cache is sized to the epoch for both); ``extra_info`` and the
 terminal summary give each side's own epoch time, minibatches/s and events/s, the process CPU time of the whole fit
@@ -47,7 +47,7 @@ DEVICE = os.environ.get("GRU4REC_BENCH_DEVICE", "cpu")
 
 COVEO = {"sessions": 165_673, "items": 10_868, "events_per_session": 8.52}
 
-#: The study's best Coveo parameters (gru4rec_reference.md §9.1, official READMEs' paramfiles).
+#: The study's best Coveo parameters (docs/study.md, 'Best hyperparameters'; the official READMEs' paramfiles).
 PARAMS = {
     "bpr-max": dict(
         loss="bpr-max",

@@ -2,7 +2,7 @@
 size, number of sessions — for the reference and every other selected implementation (group ``sweep/<name>``,
 one point per value; ``python -m gru4rec_conformance.benchmarks.report`` plots time against the value, one line per implementation).
 
-The base configuration is the study's best Diginetica cross-entropy parameters (gru4rec_reference.md §9.1: layers
+The base configuration is the study's best Diginetica cross-entropy parameters (docs/study.md, 'Best hyperparameters': layers
 192, batch 128, n_sample 2048, logQ, dropout 0.45/0.15, learning rate 0.1) on ``benchmarks.workload.sweep_frame``
 data (Zipf items, 4.7 events per session). The catalogue sweep matters most: an implementation that scores every
 item (instead of the b + n_sample sampled columns) looks fine on a small catalogue and falls apart on a large one;

@@ -50,7 +50,7 @@ def bench_device(config) -> str:
     return dev
 
 
-#: hyperparameter sets of an epoch benchmark: the study's best (gru4rec_reference.md §9.1) and, for an adapter that
+#: hyperparameter sets of an epoch benchmark: the study's best (docs/study.md, 'Best hyperparameters') and, for an adapter that
 #: declares its defaults, the implementation's own ("out of the box", only the loss set)
 VARIANTS = ("best", "oob")
 

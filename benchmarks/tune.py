@@ -1,4 +1,4 @@
-"""Hyperparameter optimisation of a GRU4Rec implementation with Optuna, as in the study (gru4rec_reference.md §9.2).
+"""Hyperparameter optimisation of a GRU4Rec implementation with Optuna, as in the study (docs/study.md, 'Hyperparameter search').
 
     python -m gru4rec_conformance.benchmarks.tune --impl reference --dataset diginetica --loss bpr-max --trials 200 \\
         --storage sqlite:///tuning.db [--study-name NAME] [--n-epochs E] [--device cuda] [--no-final]

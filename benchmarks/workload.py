@@ -1,14 +1,14 @@
 """What the benchmarks train on and with which parameters.
 
 - :data:`DATASETS` and :func:`published_shape`: the five datasets of the study and their published train/test
-  shapes (datasets.md §1.6a, ``datasets/sessions/study_stats.json``);
-- :func:`best_params`: the study's best hyperparameters per dataset and loss (gru4rec_reference.md §9.1), read from
+  shapes (docs/datasets.md, 'Published statistics'; ``datasets/sessions/study_stats.json``);
+- :func:`best_params`: the study's best hyperparameters per dataset and loss (docs/study.md, 'Best hyperparameters'), read from
   the "GRU4Rec Official / Best params" rows of ``datasets/study/study_results.csv`` (source in
   ``datasets/study/README.md``), translated to the official PyTorch port's names;
-- :func:`study_epoch_rows`: the study's published epoch times, events/s and minibatches/s (§9.5) from the same file;
+- :func:`study_epoch_rows`: the study's published epoch times, events/s and minibatches/s (docs/study.md, 'Published accuracy and epoch times') from the same file;
 - :func:`epoch_data`: synthetic train/test frames with a dataset's shape, generated in the dataset's raw format and
   run through the study's preprocessing (``datasets.sessions.synthetic`` + ``pipeline.prepare``), cached under
-  ``.cache/benchmarks/synth``; ``scale`` is the fraction of the full raw data (1.0 = the full §1.6a shape);
+  ``.cache/benchmarks/synth``; ``scale`` is the fraction of the full raw data (1.0 = the full published shape);
 - :func:`sweep_frame`: a session frame with a controlled number of sessions, events per session and catalogue size
   for the scalability sweeps.
 
@@ -43,7 +43,7 @@ LOSSES = ("cross-entropy", "bpr-max")
 
 
 def published_shape(name: str) -> dict:
-    """The study's published statistics of ``name`` (datasets.md §1.6a): {'train': {...}, 'test': {...},
+    """The study's published statistics of ``name`` (docs/datasets.md, 'Published statistics'): {'train': {...}, 'test': {...},
     'items': int}. Raises ValueError for an unknown dataset."""
     _check_dataset(name)
     with open(REPO / "datasets" / "sessions" / "study_stats.json", encoding="utf-8") as f:
@@ -64,8 +64,8 @@ def _study_rows() -> tuple:
 def best_params(name: str, loss: str) -> dict:
     """The study's best hyperparameters for (dataset, loss) with the official PyTorch port's names.
 
-    Source: the "GRU4Rec Official / Best params" row of datasets/study/study_results.csv (= gru4rec_reference.md
-    §9.1): constrained_embedding, embedding, layers, batch_size, dropouts, learning_rate, momentum, n_sample,
+    Source: the "GRU4Rec Official / Best params" row of datasets/study/study_results.csv (= docs/study.md,
+    'Best hyperparameters'): constrained_embedding, embedding, layers, batch_size, dropouts, learning_rate, momentum, n_sample,
     sample_alpha, bpreg, logq; ``final_act`` elu-X → ``elu_param`` X, linear → 0 (the port's rule).
     Raises ValueError for an unknown dataset or loss.
     """
@@ -143,7 +143,7 @@ def parse_scale(raw: str | None, name: str, default: str = "ci") -> float:
     """Fraction of the full raw data of ``name`` to generate, from a ``GRU4REC_BENCH_SCALE`` value.
 
     ``'ci'`` = ``CI_SCALE[name]`` (a few 10^4 raw rows); ``'ci*F'`` = F times that; a number = that fraction for
-    every dataset (``1`` = the full §1.6a shape). Raises ValueError naming GRU4REC_BENCH_SCALE for anything else.
+    every dataset (``1`` = the full published shape). Raises ValueError naming GRU4REC_BENCH_SCALE for anything else.
     """
     text = (raw or default).strip()
     try:
@@ -266,7 +266,7 @@ def trained_events(df: pd.DataFrame) -> int:
 
 
 def catalogue_items(name: str, scale: float = 1.0) -> int:
-    """The study's item count of ``name`` (datasets.md §1.6a, ``published_shape(name)['items']``) times ``scale``
+    """The study's item count of ``name`` (docs/datasets.md, 'Published statistics'; ``published_shape(name)['items']``) times ``scale``
     (at least 10). Raises ValueError for an unknown dataset or a scale outside (0, 4]."""
     if not 0 < scale <= 4:
         raise ValueError(f"scale: expected a number in (0, 4], got {scale!r}")
@@ -278,7 +278,7 @@ def catalogue_data(name: str, minibatches: int, batch_size: int, scale: float = 
 
     The catalogue has exactly ``catalogue_items(name, scale)`` items, every one of them inside a trained session
     (a catalogue padded with one-event sessions would add iterator rounds that train nothing, and bias the
-    minibatch rates). Session lengths are 2 + Geometric with the dataset's train events per session (§1.6a);
+    minibatch rates). Session lengths are 2 + Geometric with the dataset's train events per session (published statistics);
     positions get every item once (a random permutation), the rest Zipf(1) draws, in random order. The number of
     transitions is about ``max(1, round(minibatches * scale)) * batch_size`` (so one epoch takes about that many
     minibatches; the shrinking tail adds a few smaller ones), raised where needed so that every item occurs and
@@ -341,7 +341,7 @@ def padded_data(name: str, minibatches: int, batch_size: int, scale: float = 1.0
     """The real catalogue of ``name`` with little training work: CPU benchmarks of many implementations.
 
     About ``max(1, round(minibatches * scale)) * batch_size`` transitions in sessions with the dataset's train
-    events per session (§1.6a; :func:`sweep_frame`: 2 + Geometric lengths, Zipf(1) items over the catalogue), then
+    events per session (published statistics; :func:`sweep_frame`: 2 + Geometric lengths, Zipf(1) items over the catalogue), then
     one one-event session for every item those sessions did not draw (later in time: they train nothing), so the
     catalogue has exactly ``catalogue_items(name, scale)`` items whatever the number of minibatches — unlike
     :func:`catalogue_data`, whose every item is in a trained session (at least as many transitions as items: 5,400

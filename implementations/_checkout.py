@@ -1,4 +1,4 @@
-"""Locating pinned checkouts of GitHub-only implementations (conformance_checks.md §A, issue 5).
+"""Locating pinned checkouts of GitHub-only implementations (docs/implementations.md, 'Code bases from GitHub').
 
 Third-party code is never part of this repository. An adapter of a GitHub-only implementation finds the
 code it wraps at one pinned commit, in this order:

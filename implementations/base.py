@@ -389,7 +389,7 @@ GRU4REC_HYPERPARAMETERS = frozenset(
         "layers", "loss", "batch_size", "learning_rate", "momentum", "dropout_p_embed", "dropout_p_hidden",
         "n_sample", "sample_alpha", "bpreg", "logq", "embedding", "constrained_embedding", "final_act",
         "elu_param", "n_epochs", "optimizer",
-        # further official names (gru4rec_reference.md §6.1, Theano-only ones included)
+        # further official names (docs/algorithm.md, 'Hyperparameters'; Theano-only ones included)
         "hidden_act", "lmbd", "smoothing", "adapt", "adapt_params", "grad_cap", "sigma", "init_as_normal",
         "train_random_order", "time_sort",
     }
@@ -411,7 +411,7 @@ class Capabilities(BaseCapabilities):
     implementation's own evaluator: ``standard``/``conservative``/``median``, ``None`` without one).
     ``gate_layout``: order of the GRU gates in the weight matrices returned by ``get_weights`` (a
     permutation of ``reset``, ``update``, ``candidate``), ``None`` without that hook.
-    ``hyperparameters``: official GRU4Rec names only (gru4rec_reference.md §6.1).
+    ``hyperparameters``: official GRU4Rec names only (docs/algorithm.md, 'Hyperparameters').
 
     Consistency rules (implementations/README.md): ``separate_dropouts`` needs both dropouts; ``sample_alpha`` needs
     ``extra_shared_negatives``; ``bpreg`` needs ``loss:bpr-max``; ``logq`` needs ``loss:cross-entropy``.
@@ -507,8 +507,9 @@ class AdapterBase(abc.ABC):
             worker), so each worker does not compile from scratch. Only this implementation's workers see it
             writable; the suite never reads it.
         description, homepage: printed in reports.
-        study: ``{"implementation": ..., "variant": ...}`` naming the study's rows (reports/data) for this
-            adapter, so reports print the published numbers beside ours; None if not in the study.
+        study: ``{"implementation": ..., "variant": ...}`` naming the study's rows for this adapter
+            (``datasets/study/study_results.csv``, read by ``gru4rec_conformance.datasets.study``), so reports print
+            the published numbers beside ours; None if not in the study.
         reproducibility: static reproducibility-card facts (``installs``, ``offline``, ``pinned``,
             ``hyperparameters``), free-text values.
         REQUIRED, HOOKS: method names of the family's protocol (the worker proxy forwards these).
@@ -864,7 +865,7 @@ register_family(
         capabilities_cls=Capabilities,
         kinds=GRU4REC_KINDS,
         marker_prefixes={"loss": "loss", "embedding": "embedding", "final_act": "final_act", "device": "device"},
-        description="GRU4Rec session-based recommenders (conformance_checks.md)",
+        description="GRU4Rec session-based recommenders (docs/algorithm.md)",
     )
 )
 

@@ -1,6 +1,6 @@
 """cornac 3.0.1 ``cornac.models.GRU4Rec``: a port of the official GRU4Rec PyTorch code (not in the study).
 
-ecosystem_and_style.md §1.3.1: session-parallel mini-batches (``cornac.models.seq_utils.io_iter``), in-batch +
+docs/implementations.md, 'Packages from PyPI', cornac: session-parallel mini-batches (``cornac.models.seq_utils.io_iter``), in-batch +
 shared extra negatives drawn ∝ support^sample_alpha, logQ, cross-entropy / BPR-max / TOP1 / BPR, tied /
 separate / no embedding, ``IndexedAdagradM`` (Adagrad with momentum), separate embedding and hidden dropout.
 

@@ -9,8 +9,8 @@ Registered names:
   ``--eval_hidden_reset --use_correct_loss --use_correct_mask_reset``.
 
 The code is located by ``implementations._checkout`` (env ``GRU4REC_PYTORCH_PATH`` /
-``GRU4REC_PYTORCH_FORK_PATH`` or the cache folder) and driven through its Python API (conformance_checks.md
-§A.1): ``lib.Dataset`` reads a temporary CSV in the format ``main.py`` uses, ``lib.GRU4REC``,
+``GRU4REC_PYTORCH_FORK_PATH`` or the cache folder) and driven through its Python API (docs/implementations.md,
+'Code bases from GitHub'): ``lib.Dataset`` reads a temporary CSV in the format ``main.py`` uses, ``lib.GRU4REC``,
 ``lib.LossFunction``, ``lib.Optimizer`` and ``lib.Trainer.train_epoch`` train (``Trainer.train`` insists on
 evaluating a validation set and writing checkpoints every epoch), ``lib.Evaluation.eval`` is the own
 evaluator. Shims are listed in :meth:`GRU4RecPytorchAdapter.capabilities`; none changes what the code

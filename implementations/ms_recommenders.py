@@ -1,9 +1,9 @@
-"""Microsoft Recommenders' "GRU4Rec" (conformance_checks.md §A.6): cannot run on Python 3.11 — the adapter tries
+"""Microsoft Recommenders' "GRU4Rec" (docs/implementations.md, 'Code bases from GitHub'): cannot run on Python 3.11 — the adapter tries
 the import in its own environment (``tox -e ms_recommenders``) and reports the failure as the verdict.
 
 Evidence (checked with pip against PyPI on Python 3.11, and by importing in the tox environment):
 
-- the ``GRU4RecModel`` of §A.6 (``recommenders/models/deeprec/models/sequential/gru4rec.py``) exists up to
+- the ``GRU4RecModel`` the study examined (``recommenders/models/deeprec/models/sequential/gru4rec.py``) exists up to
   recommenders 1.1.1, whose metadata requires Python < 3.10 (1.0.0: < 3.9); pip on 3.11 offers only 1.2.0
   and 1.2.1;
 - 1.2.0 / 1.2.1 renamed it ``GRUModel`` (``.../sequential/gru.py``, the same TF1-compat model: GRU over
@@ -86,7 +86,7 @@ def why_unavailable() -> str:
     return (
         f"recommenders {version} GRU4RecModel imports on Python {py}, but no adapter drives it: it trains from "
         f"its own text files with item categories and 1+4 sampled negatives and scores only candidate lists "
-        f"(conformance_checks.md MS-1..MS-5), which a translation-only adapter cannot map to full-catalogue "
+        f"(the study's defects MS-1..MS-5, docs/study.md), which a translation-only adapter cannot map to full-catalogue "
         f"ranking"
     )
 

@@ -1,6 +1,6 @@
 """Adapter of the official GRU4Rec PyTorch port (hidasib/GRU4Rec_PyTorch_Official @d1fc311).
 
-Registered name: ``official_pytorch``. The port is the yardstick of conformance_checks.md §A.0: it must pass
+Registered name: ``official_pytorch``. The port is the yardstick (docs/implementations.md, 'Code bases from GitHub'): it must pass
 every check the reference passes; where it does not, the registry (conformance/xfails/official_pytorch.toml)
 names the port's own documented quirk.
 

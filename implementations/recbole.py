@@ -1,6 +1,6 @@
 """recbole 1.2.1 ``recbole.model.sequential_recommender.GRU4Rec`` (Tan et al. 2016 style; not in the study).
 
-ecosystem_and_style.md §1.3.3: every prefix of a session is a separate, padded training sample (the GRU restarts
+docs/implementations.md, 'Packages from PyPI', recbole: every prefix of a session is a separate, padded training sample (the GRU restarts
 from zero for each), the input item embedding is tied to the output (scores = dense(h) · Eᵀ), CE over all items
 or BPR with one sampled negative, embedding dropout only, no GRU biases, Adam by default.
 

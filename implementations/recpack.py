@@ -1,6 +1,6 @@
 """recpack 0.3.6 ``GRU4RecCrossEntropy`` and ``GRU4RecNegSampling`` (one of the study's six; the study used 0.3.5).
 
-Two registered variants, one per recpack class (conformance_checks.md §A.5, ecosystem_and_style.md §1.3.2):
+Two registered variants, one per recpack class (docs/implementations.md, 'Code bases from GitHub' and docs/implementations.md, 'Packages from PyPI'):
 
 - ``recpack:cross_entropy`` — ``recpack.algorithms.GRU4RecCrossEntropy`` (full softmax over all items);
 - ``recpack:neg_sampling`` — ``recpack.algorithms.GRU4RecNegSampling`` (TOP1 / TOP1-max / BPR / BPR-max over

@@ -30,7 +30,7 @@ import numpy as np
 from gru4rec_conformance.implementations.base import Adapter, Capabilities, FitReport, StepTrace, Unsupported
 from gru4rec_conformance.implementations.registry import register
 
-# Final activations of the reference (gru4rec_reference.md §2.4; Theano names) by feature name.
+# Final activations of the reference (docs/algorithm.md, 'Final activations'; Theano names) by feature name.
 _FINAL_ACTS = ("linear", "elu", "tanh", "relu", "leaky", "selu", "softmax")
 _LOSSES = ("cross-entropy", "bpr-max", "top1", "top1-max", "bpr")
 _LOSS_KWARGS = ("bpreg", "elu_param", "final_act", "logq", "column_q")
@@ -86,7 +86,7 @@ class ReferenceAdapter(Adapter):
         return self.gru_class if self.gru_class is not None else _gru4rec_class()
 
     def declared_hyperparameters(self) -> dict[str, Any]:
-        """Official names with the PyTorch port's defaults (gru4rec_reference.md §6.1), plus ``optimizer``."""
+        """Official names with the PyTorch port's defaults (docs/algorithm.md, 'Hyperparameters'), plus ``optimizer``."""
         from gru4rec_conformance.reference.gru4rec.params import DEFAULTS
 
         hp = {k: (list(v) if isinstance(v, list) else v) for k, v in DEFAULTS.items() if k not in ("seed", "device")}

@@ -1,7 +1,8 @@
 """Adapter of the official GRU4Rec, the Theano original (hidasib/GRU4Rec @a4ed5fb, the newest commit on master).
 
 Registered name: ``theano_official``. The reference follows this code where the PyTorch port has quirks
-(conformance_checks.md §A.0); §B.3's "GRU4Rec Official" row is its expected outcome.
+(docs/algorithm.md); the "GRU4Rec Official" row of the study's expected outcomes (docs/study.md, 'Expected
+outcome per check') is its expected outcome.
 
 Backend: Theano 1.0.5, the last Theano release, which needs Python <= 3.9 (``collections`` ABCs removed in 3.10)
 and NumPy < 1.22 / SciPy < 1.8. The suite's harness runs on Python >= 3.10, so the worker runs in a separate
@@ -95,7 +96,7 @@ class TheanoOfficialAdapter(Adapter):
     compile_cache = True  # Theano's compiled C modules, shared by this implementation's workers
     homepage = "https://github.com/hidasib/GRU4Rec"
     description = "Official GRU4Rec, the Theano original (hidasib) @a4ed5fb, Theano 1.0.5 on the CPU"
-    study = None  # §B.3's official row, through reports.study.ROW_ALIASES
+    study = None  # the study's official rows, through gru4rec_conformance.datasets.study.ROW_ALIASES
     reproducibility = {
         "installs": "Theano 1.0.5 (the last release) installs on Python 3.7-3.9 with numpy<1.22 and scipy<1.8; "
         "not on Python >= 3.10; the GPU path needs libgpuarray/pygpu (not installed: CPU only)",

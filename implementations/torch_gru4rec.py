@@ -6,7 +6,7 @@ Registered names:
 - ``torch_gru4rec:oob``: the study's fork czappi44/Torch-GRU4Rec @d183c13 (typo fix, ``linear`` final
   activation, a ``main.py``); the study ran it at OOB only (no fix flags exist).
 
-Driven through the ``Modules`` package (conformance_checks.md §A.2): ``Dataset.Dataset`` reads a
+Driven through the ``Modules`` package (docs/implementations.md, 'Code bases from GitHub'): ``Dataset.Dataset`` reads a
 temporary CSV, ``Dataset.DataGenerator`` is the session-parallel iterator with its sample store,
 ``Model.GRU4Rec``, ``Loss.LossFunction``, ``Optimizer.Optimizer``, and ``Trainer.trainEpoch`` per epoch
 (``Trainer.train`` evaluates a validation generator every epoch and crashes without one, TG-6);

@@ -1,7 +1,7 @@
 """torch-rechub 0.9.0 ``torch_rechub.models.matching.GRU4Rec``: a two-tower retriever named GRU4Rec (negative
 control; not in the study).
 
-ecosystem_and_style.md §1.3.4: the "user" tower runs a bias-free GRU over a pre-padded history, concatenates a
+docs/implementations.md, 'Packages from PyPI', torch-rechub: the "user" tower runs a bias-free GRU over a pre-padded history, concatenates a
 user-id embedding, applies an MLP and L2-normalises; items are L2-normalised embeddings; training is a
 list-wise softmax (mode 2) over the positive and ``neg_ratio`` negatives fixed per sample at preprocessing
 (the pair-wise mode 1 cannot drive this model: its forward returns one tensor); Adam with weight decay by

@@ -3,7 +3,7 @@
 A card says, from the records alone: the conformance status (``conformance._records.verdict``) and the gate; the
 defects found (catalogue id, kind, fix level, the measured figure); the features the implementation lacks and
 refuses loudly (declared absent, or an ``Unsupported`` at build time); the metric Δ against the reference band
-(dataset and loss named) beside the study's published Δ; the study's expected outcome per check (§B.3) beside ours,
+(dataset and loss named) beside the study's published Δ; the study's expected outcome per check (docs/study.md) beside ours,
 with agreement computed; coverage; what was judged (version / commit), the suite version and the environment.
 Interpretation that data cannot carry stays in the hand-written ``README.md`` of the implementation's verdict
 folder, which the card links.
@@ -36,7 +36,7 @@ _NOT_A_LACK = ("needs_categories", "fixed_batch_shape")
 
 
 def study_rows(run: RunData, conformance: Any) -> list[dict[str, str]]:
-    """The §B.3 expectations for this implementation beside our outcome of the same checks, with agreement
+    """The study's expected outcomes (docs/study.md) for this implementation beside our outcome of the same checks, with agreement
     (:func:`gru4rec_conformance.reports.agreement.cells`; ``ours_note`` repeats its ``our_note``)."""
     return [{**cell, "ours_note": cell["our_note"]} for cell in cells(run, conformance)]
 
@@ -214,7 +214,7 @@ def render_markdown(c: dict[str, Any]) -> str:
         ]
     else:
         lines.append("No ranking metric was recorded against the reference.")
-    lines += ["", "## The study's expected outcome per check (§B.3)", ""]
+    lines += ["", "## The study's expected outcome per check (docs/study.md)", ""]
     if c["study_rows"]:
         t = c["study_tally"]
         lines.append(f"Study row: {c['study_decl'] or 'official'} (fix level {c['study_level'] or '–'}). "

@@ -7,7 +7,7 @@ writes ``<out>/scoreboard.md`` and ``scoreboard.html`` (atomically).
 One row per implementation (level included): the newest *complete* run whose checks are this checkout's and that
 ran every selected check (no ``-k`` / ``-m`` / ``--deselect`` subset). Its columns: conformance status
 (``conformance._records.verdict``), defects by kind, coverage, recall@20 and MRR@20 Δ against the reference (dataset
-and loss named) beside the study's published Δ, the tally of the study's expected outcomes per check (§B.3) against
+and loss named) beside the study's published Δ, the tally of the study's expected outcomes per check (docs/study.md) against
 ours (:mod:`reports.agreement`), gate, judged version, suite version. Runs that do not qualify — a
 subset, an interrupted or killed run, a run older than the current checks (stale) — are listed apart, greyed, with
 the reason, when no qualifying run of that implementation is newer. Negative controls (not a GRU4Rec) are marked.
@@ -129,8 +129,8 @@ def board_row(run: RunData, link_base: Path | None = None, cards: dict[str, str]
 
 
 def _b3_cell(run: RunData, conformance: Any) -> str | None:
-    """``"7 agree / 1 disagree / 5 not tested"`` against the study's §B.3 row (:mod:`reports.agreement`), or None
-    when §B.3 has no row for the implementation."""
+    """``"7 agree / 1 disagree / 5 not tested"`` against the study's expected-outcome row (docs/study.md;
+    :mod:`reports.agreement`), or None when the study has no such row for the implementation."""
     rows = cells(run, conformance)
     if not rows:
         return None
@@ -228,7 +228,7 @@ def _name_cell(row: dict[str, Any]) -> str:
 
 
 HEAD = ["implementation", "conformance", "defects bug / design / numerical", "coverage",
-        "Δ vs reference (study Δ)", "study §B.3", "gate", "judged", "suite"]  # fmt: skip
+        "Δ vs reference (study Δ)", "study expected", "gate", "judged", "suite"]  # fmt: skip
 
 
 def _cells(row: dict[str, Any]) -> list[str]:
@@ -279,7 +279,7 @@ def render_markdown(board: dict[str, Any]) -> str:
                  "NOT CONFORMANT when a check found a defect (declared or not); INCOMPLETE when applicable checks did "
                  "not run. Gate: measured vs declared xfails. Defects by the xfail registry's kind. Δ: ours against "
                  "the reference (relative); study Δ: the published change of the same row against the official "
-                 "code on the study's full dataset. Study §B.3: the study's expected outcome per check against ours "
+                 "code on the study's full dataset. Study expected: the study's expected outcome per check (docs/study.md) against ours "
                  "(`python -m gru4rec_conformance.reports study-agreement` writes the cells).")  # fmt: skip
     return "\n".join(lines) + "\n"
 

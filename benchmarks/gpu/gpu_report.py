@@ -33,7 +33,7 @@ from gru4rec_conformance.fileio import atomic_write_text  # noqa: E402
 
 #: the PNGs kept (the device tool's file limit); report.py makes one per sweep besides
 KEEP_PLOTS = {"epoch": "epoch_minibatches_per_s.png", "n_items": "sweep_n_items.png"}
-#: the speed-up the GPU work aims at (issue 6 / issue 18)
+#: the speed-up over the official port that the GPU step aims at (docs/performance.md, 'What one step costs')
 TARGET = 3.0
 
 
@@ -179,7 +179,7 @@ def headline(data: dict) -> list[str]:
         "",
         "Best of the timed rounds (after one warm-up round) of one epoch each, on the same data, in one process; "
         "*speed-up* = official epoch time / reference epoch time. The reference's epoch time includes the one-time "
-        "capture of its CUDA graph (*w/o capture* subtracts it). Data: the study's item counts (§1.6a) with a "
+        "capture of its CUDA graph (*w/o capture* subtracts it). Data: the study's item counts (docs/datasets.md, 'Published statistics') with a "
         "fixed number of minibatches per epoch (benchmarks.workload.catalogue_data).",
         "",
     ]

@@ -21,7 +21,7 @@
 #      parameters (B=32, hidden 512, n_sample 2048) on data with Coveo's item count;
 #   2. all golden training steps on the device, so the speed-up comes with the port's step results;
 #   3. the other nine (dataset, loss) epochs: Yoochoose, Rees46, Coveo, RetailRocket, Diginetica at their real
-#      catalogue sizes (datasets.md §1.6a), both losses, cheapest first;
+#      catalogue sizes (docs/datasets.md, 'Published statistics'), both losses, cheapest first;
 #   4. full-catalogue evaluation throughput of both on the five catalogues;
 #   5. the catalogue-size sweep (10^4 .. 10^6 items), the largest first;
 #   6. (GPU_SPEED_SESSIONS > 0) standard / eager static / graph static step speed, with what budget is left;

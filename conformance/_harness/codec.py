@@ -1,7 +1,7 @@
 """Safe exchange of values between the suite and an adapter worker process.
 
 Only JSON and ``.npy`` files (written and read with ``allow_pickle=False``) cross the boundary; nothing
-coming from an implementation is ever unpickled in the suite's process (issue 8). Supported values:
+coming from an implementation is ever unpickled in the suite's process. Supported values:
 
 - ``None``, bool, int, float (NaN/inf allowed), str; numpy scalars (converted to Python scalars);
 - numeric, boolean and fixed-width string numpy arrays (object arrays are refused);
@@ -14,7 +14,7 @@ coming from an implementation is ever unpickled in the suite's process (issue 8)
 
 Lists of equal-shaped tuples and lists of integer lists are packed column-wise into few ``.npy`` files.
 
-Decoding trusts nothing in the message (issue 13): a class is looked up by name in the fixed registry
+Decoding trusts nothing in the message (the worker may be hostile): a class is looked up by name in the fixed registry
 :data:`EXCHANGE_TYPES` (never imported), and every ``.npy`` file is opened without following links, must be a
 regular file whose header declares a plain numeric, boolean or fixed-width string dtype (no object or structured
 dtype) and whose payload fits the decoder's byte budget (``max_bytes``, summed over one message), checked from the

@@ -1,4 +1,4 @@
-"""Run an adapter in a worker subprocess: the parent-side proxy (issue 8).
+"""Run an adapter in a worker subprocess: the parent-side proxy.
 
 :class:`WorkerProxy` looks like an adapter: every protocol method (``version``, the family's ``REQUIRED``
 and ``HOOKS``) is forwarded to a child process (:mod:`conformance._harness.worker`) that runs the real
@@ -22,7 +22,7 @@ receive loops, whatever the pipe does, so a worker trickling bytes cannot outliv
 After a crash, timeout, memory kill or oversized frame the model state is gone; the next call starts a fresh
 worker (``build``, ``capabilities`` and ``version`` work on it; anything else raises :class:`WorkerStateLost`).
 
-Sandbox (issue 13): where bubblewrap works (:func:`sandbox_probe`), the worker runs under ``bwrap``: the whole
+Sandbox: where bubblewrap works (:func:`sandbox_probe`), the worker runs under ``bwrap``: the whole
 filesystem read-only except its private directory, empty ``/tmp``, ``/var/tmp``, ``/run`` and ``/dev/shm``, a
 fresh ``/dev`` and ``/proc``, its own PID, IPC, UTS, network (unless allowed) and user namespaces (uid 65534),
 no new privileges, a new session, and killed with the suite (``--die-with-parent``). Killing the ``bwrap``

@@ -68,13 +68,13 @@ NOT_REACHED = "not reached"
 _INTERRUPTED = "the run was interrupted"
 #: The check id of the items standing for xfail-registry problems (``collection.XfailRegistryItem``).
 REGISTRY_CHECK_ID = "XFAIL-REGISTRY"
-#: Catalogue defect ids (conformance_checks.md §B.2: GP, TG, TF, KG, RP, MS rows) quoted in an xfail's reason or link.
+#: The study's defect ids (docs/study.md, 'Implementations and their ids': GP, TG, TF, KG, RP, MS) quoted in an xfail's reason or link.
 _DEFECT_ID = re.compile(r"\b(?:GP|TG|TF|KG|RP|MS)-\d+\b")
 _RAN = ("passed", "failed", "xfail", "xpass")
 #: Prerequisite checks, most fundamental first: ``{check id: what it establishes}``. When one failed (every recorded
 #: instance of it: a check parametrized over options counts only when no option works), the failures of checks of
 #: other kinds *may follow from* it: a model that does not run, trains a wrong number of epochs or is not
-#: deterministic fails checks that are about something else (issue 15, root-cause attribution).
+#: deterministic fails checks that are about something else (root-cause attribution).
 PREREQUISITES: Mapping[str, str] = MappingProxyType(
     {"RN-1": "runnability", "EB-3": "epoch count", "DO-1": "determinism"}
 )
@@ -267,7 +267,7 @@ class Defect:
         check: the check's id as xfail files name it (node id relative to the suite's folder).
         kind: ``bug`` / ``design-difference`` / ``numerical`` (the xfail entry's kind), or ``undeclared`` (a
             failure no entry declares).
-        defect_ids: catalogue ids (§B.2, e.g. ``GP-12``) of the entry's ``defect`` and those quoted in its reason
+        defect_ids: the study's defect ids (docs/study.md, e.g. ``GP-12``) of the entry's ``defect`` and those quoted in its reason
             or link; empty if none.
         fix_level: the entry's study fix level (``OOB`` .. ``NEVER``, ``NOT-IN-STUDY``), or None.
         figure: the measured figure when the record has one, e.g. ``recall@20 0.633 vs 0.690 (-8.3%)``.

@@ -2,7 +2,7 @@
 
 The suite owns the data, the metrics and the reference formulas (implementations/README.md): ranks and Recall/MRR
 are computed here with the oracle's evaluator (``reference.gru4rec.evaluation``, the official protocol of
-gru4rec_reference.md §7) from an adapter's ``score_prefixes``, never with the implementation's own code unless a
+docs/algorithm.md, 'Evaluation protocol') from an adapter's ``score_prefixes``, never with the implementation's own code unless a
 check is about that code.
 """
 
@@ -175,7 +175,7 @@ def target_columns(adapter: Any, targets: Sequence[int]) -> np.ndarray:
 
 
 def ranks(scores: np.ndarray, cols: np.ndarray, mode: str = "conservative") -> np.ndarray:
-    """Rank of each row's target column (oracle's tie modes, gru4rec_reference.md §7.6)."""
+    """Rank of each row's target column (oracle's tie modes, docs/algorithm.md, 'Evaluation protocol', item 6)."""
     return oracle_eval.rank(np.asarray(scores), np.asarray(cols, dtype=np.int64), mode)
 
 

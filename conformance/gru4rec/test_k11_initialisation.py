@@ -1,6 +1,6 @@
 """K11 initialisation (docs/checks.md, K11): every weight block is Glorot-uniform U(−σ, σ) with
-σ = √(6/(fan_in + fan_out)) of the block (GRU matrices split per gate), and every bias is 0 (gru4rec_reference.md
-§2.6). Check IN-1.
+σ = √(6/(fan_in + fan_out)) of the block (GRU matrices split per gate), and every bias is 0 (docs/algorithm.md,
+'Initialisation'). Check IN-1.
 
 Blocks are found from shapes alone (the protocol's get_weights has no per-parameter metadata): a 2-D parameter
 with an axis of 3·d (or else 2·d) for a layer size d is split into 3 (2) gate blocks along that axis; any other

@@ -1,11 +1,11 @@
 """K2 loss formula (docs/checks.md, K2): the implementation's loss (after its own output transform) on
-given score matrices equals the reference formulas of gru4rec_reference.md §4. Checks LF-1..LF-6.
+given score matrices equals the reference formulas of docs/algorithm.md, 'Losses'. Checks LF-1..LF-6.
 
 The reference formulas are the oracle's (``reference.gru4rec.losses.loss_on_scores``, float64, mean over rows).
 An implementation may normalise differently (sum over lanes, division by the nominal B): LF-1 fits the scale
 factor c on the gradients (least squares of ∂L/∂R against the reference's), reports it, and requires the gradient
 and the value to be c times the reference's, so a pure rescaling is visible but not confused with a wrong equation
-(§E.5), and a value term without gradient is not absorbed into c. LF-3 and LF-6 derive c from values (their
+(docs/study.md, 'Notes on single defects'), and a value term without gradient is not absorbed into c. LF-3 and LF-6 derive c from values (their
 subject is a value identity).
 """
 

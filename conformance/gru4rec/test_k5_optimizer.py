@@ -1,5 +1,5 @@
 """K5 optimizer (docs/checks.md, K5): Adagrad with a zero initial accumulator and eps 1e-6 inside the
-square root, heavy-ball momentum on the scaled step, a constant learning rate (gru4rec_reference.md §5.1).
+square root, heavy-ball momentum on the scaled step, a constant learning rate (docs/algorithm.md, 'Optimizer').
 Checks OP-1..OP-4, measured on parameter snapshots around ``train_step``."""
 
 from __future__ import annotations

@@ -301,7 +301,7 @@ def test_eb6_lane_order_by_start_time(impl, d_var, expect):
     D-VAR (B=8, one epoch) with session ids unrelated to start times (seeded permutation; rows sorted by id):
     in the trace, the order in which sessions first appear in the lanes (step by step, lane by lane) is the
     order of their first timestamps, as in the official code (sessions argsorted by their minimum time, every
-    epoch; gru4rec_reference.md §1.3). Checked on the first 8 lanes and on the whole epoch."""
+    epoch; docs/algorithm.md, 'Sorting and session order'). Checked on the first 8 lanes and on the whole epoch."""
     B_ = 8
     train = _data.scramble_session_ids(d_var.train, seed=21)
     start = train.groupby("SessionId")["Time"].min().sort_values(kind="stable")

@@ -1,15 +1,15 @@
-"""Metric conformance (issue 4 item 5): the implementation and the reference, fitted with the same hyperparameters
+"""Metric conformance: the implementation and the reference, fitted with the same hyperparameters
 on the same data (``--dataset``; default the real Yoochoose 100k slice, train_full → test), reach the same
 Recall@N and MRR@N (N = 1, 5, 10, 20) within a band derived from the reference's seed-to-seed spread.
 
 Three reference runs per configuration (seeds :data:`REF_SEEDS`) give the band; the implementation runs with the
-``--seeds`` (default 42; the mean over seeds is compared). As in the study (gru4rec_reference.md §9.3), a
+``--seeds`` (default 42; the mean over seeds is compared). As in the study (docs/study.md, 'Matching-features rows'), a
 "matching features" reference — the official configuration restricted to the features the implementation
 declares — separates missing features (MC-2 fails, MC-1 passes) from bugs (MC-1 fails). All metrics are computed
 with the reference evaluator from ``score_prefixes`` (official protocol, conservative ties); MC-3 checks the
 implementation's own evaluator against the same band.
 
-Hyperparameters: the study's best configuration of the dataset and loss (gru4rec_reference.md §9.1; the
+Hyperparameters: the study's best configuration of the dataset and loss (docs/study.md, 'Best hyperparameters'; the
 ``metric_data`` fixture's ``configs``, from ``datasets.sessions.registry.mc_config``) scaled for CPU — one GRU
 layer of 100 units instead of 192-512 and 3 epochs instead of 10; everything else as published (n_sample 2048,
 batch size, shared embedding, the published dropout, learning rate, momentum, sample_alpha, logq / bpreg, final
@@ -44,7 +44,7 @@ RULE = (
 )
 METRICS = [f"{m}@{n}" for n in CUTOFFS for m in ("recall", "mrr")]
 
-#: Study's best Yoochoose configurations (gru4rec_reference.md §9.1), scaled for CPU: layers 480/448 → 100,
+#: Study's best Yoochoose configurations (docs/study.md, 'Best hyperparameters'), scaled for CPU: layers 480/448 → 100,
 #: n_epochs 10 → 3 (= ``registry.mc_config("yoochoose", loss)``; the default when a dataset brings none).
 CONFIGS = {
     "cross-entropy": dict(
@@ -327,7 +327,7 @@ def test_mc3_own_evaluator(impl, reference_impl, metric_data, metric_cache, loss
     )
 
 
-#: Fast-set metric conformance (issue 14): every declared loss gets an MC check outside `slow`. Cross-entropy's
+#: Fast-set metric conformance: every declared loss gets an MC check outside `slow`. Cross-entropy's
 #: MC-1..3 above already run there; BPR-max's three-epoch ones are `slow`, so BPR-max also runs MC-1 after one
 #: epoch (same data, same configuration otherwise), against the band of the reference's seeds after one epoch.
 QUICK_EPOCHS = 1

@@ -1,4 +1,4 @@
-"""K10 runnability mutants (defects, docs/checks.md: TG-1, GP-11; BS-6 from the blind-spot trials, issue 15)."""
+"""K10 runnability mutants (defects, docs/checks.md: TG-1, GP-11; BS-6 from the blind-spot trials)."""
 
 from __future__ import annotations
 
@@ -77,7 +77,7 @@ class CudaEvalCrash(MutantAdapter):
 class EmbeddingSizeTiedToHidden(MutantAdapter):
     """The first GRU layer is built for inputs of the hidden size, not of the separate embedding's size (an
     ``nn.GRU(hidden_size, hidden_size)`` behind an ``nn.Embedding(n_items, embedding_dim)``): right while the two
-    sizes are equal, a shape error in the first forward pass when they differ (blind spot BS-6, issue 15)."""
+    sizes are equal, a shape error in the first forward pass when they differ (blind spot BS-6)."""
 
     name = "mutant:embedding_size_tied_to_hidden"
     defect = "BS-6"

@@ -1,5 +1,5 @@
 """K5 optimizer mutants (defects, docs/checks.md: TF-2, TF-3, TF-4/KG-2, GP-9/TG-3; BS-3..BS-5: machinery GRU4Rec
-does not have, found by blind-spot trials, issue 15)."""
+does not have, found by blind-spot trials)."""
 
 from __future__ import annotations
 
@@ -172,7 +172,7 @@ class GradientNormClipping(MutantAdapter):
     """The gradients of every step are clipped to a global L2 norm of 1 (``clip_grad_norm_(params, 1.0)``, Keras
     ``clipnorm=1``), which GRU4Rec does not do; ``optimizer_info`` still reports no clipping. Adagrad's
     normalisation hides a rescaling that is the same at every step, so only steps with gradient norms above 1,
-    changing from step to step, show it (blind spot BS-3, issue 15)."""
+    changing from step to step, show it (blind spot BS-3)."""
 
     name = "mutant:grad_norm_clipping"
     defect = "BS-3"
@@ -194,7 +194,7 @@ class GradientNormClipping(MutantAdapter):
 class WeightDecay(MutantAdapter):
     """L2 weight decay 1e-4 is added to every gradient (torch ``Adagrad(weight_decay=1e-4)``; the rows of an
     item table only when they get a gradient), which GRU4Rec does not have; ``optimizer_info`` still reports 0
-    (blind spot BS-4, issue 15)."""
+    (blind spot BS-4)."""
 
     name = "mutant:weight_decay"
     defect = "BS-4"
@@ -215,7 +215,7 @@ class WeightDecay(MutantAdapter):
 @register
 class GradientNoise(MutantAdapter):
     """Annealed Gaussian noise is added to every gradient (Neelakantan et al.: variance 1e-4/(1 + t)^0.55 at
-    update t, seeded), which GRU4Rec does not do (blind spot BS-5, issue 15)."""
+    update t, seeded), which GRU4Rec does not do (blind spot BS-5)."""
 
     name = "mutant:gradient_noise"
     defect = "BS-5"

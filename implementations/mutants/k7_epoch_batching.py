@@ -1,5 +1,5 @@
 """K7 epoch-boundary / batching mutants (defects, docs/checks.md: TF-9/GP-12, RP-6; KerasGRU4Rec's epoch
-off-by-one, §A.4)."""
+off-by-one, docs/study.md, 'Fix levels')."""
 
 from __future__ import annotations
 
@@ -73,10 +73,10 @@ class PaddedBatches(MutantAdapter):
 @register
 class EpochsOffByOne(MutantAdapter):
     """Training runs one epoch fewer than asked (``range(1, epochs)``; KerasGRU4Rec, fixed unconditionally in the
-    study's fork, conformance_checks.md §A.4)."""
+    study's fork, docs/study.md, 'Fix levels')."""
 
     name = "mutant:epochs_off_by_one"
-    defect = "KG epoch off-by-one (§A.4)"
+    defect = "KG epoch off-by-one (docs/study.md, 'Fix levels')"
     kind = "K7"
     caught_by = ("EB-3",)
     also_fails = ("HP-1",)
@@ -111,7 +111,7 @@ class EpochsOffByOne(MutantAdapter):
 class RowOrderTrusted(MutantAdapter):
     """The events of a session are taken in the order of the input rows: ``Time`` only places the session's
     start, not its events (``df.sort_values(session_key)`` without the time column). Identical to the reference
-    on rows already sorted by (SessionId, Time), which is all the other checks feed (blind spot BS-1, issue 15)."""
+    on rows already sorted by (SessionId, Time), which is all the other checks feed (blind spot BS-1)."""
 
     name = "mutant:row_order_trusted"
     defect = "BS-1"
@@ -134,9 +134,8 @@ class RowOrderTrusted(MutantAdapter):
 @register
 class LanesBySessionId(MutantAdapter):
     """Sessions enter the minibatch lanes in session-id order instead of by their first event's time (no
-    ``time_sort``, as GRU4REC-pytorch's default; the spec's "chronological session order" row). Identical to
-    the reference wherever session ids follow start times, as in every builder's frame (blind spot BS-2,
-    issue 15)."""
+    ``time_sort``, as GRU4REC-pytorch's default; docs/algorithm.md, 'Sorting and session order'). Identical to
+    the reference wherever session ids follow start times, as in every builder's frame (blind spot BS-2)."""
 
     name = "mutant:lanes_by_session_id"
     defect = "BS-2"

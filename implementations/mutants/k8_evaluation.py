@@ -1,5 +1,5 @@
 """K8 evaluation mutants (defects, docs/checks.md: TF-6, GP-12/KG-4 in evaluation, the `<=` cutoff fix of
-the TensorFlow fork (§E.2), evaluation-batch dependence, id mapping)."""
+the TensorFlow fork (docs/study.md, 'Notes on single defects'), evaluation-batch dependence, id mapping)."""
 
 from __future__ import annotations
 
@@ -34,10 +34,10 @@ class UnknownItemCrash(MutantAdapter):
 @register
 class RecallCutoffOffByOne(MutantAdapter):
     """A hit is counted when rank < N instead of rank ≤ N (the legacy Theano baseline evaluator; fixed in the
-    study's TensorFlow fork, §E.2)."""
+    study's TensorFlow fork, docs/study.md, 'Notes on single defects')."""
 
     name = "mutant:recall_cutoff_off_by_one"
-    defect = "rank < N (TF fork fix `<=`, §E.2)"
+    defect = "rank < N (TF fork fix `<=`, docs/study.md)"
     kind = "K8"
     caught_by = ("EV-1",)
 
@@ -124,7 +124,7 @@ class ItemMapMisaligned(MutantAdapter):
     implementations/base.py: ``item_ids()`` is the column order of score matrices)."""
 
     name = "mutant:item_map_misaligned"
-    defect = "id mapping (§C item 4)"
+    defect = "id mapping (docs/implementations.md, 'Adapter rules')"
     kind = "K8"
     caught_by = ("EV-5",)
     also_fails = ("*",)

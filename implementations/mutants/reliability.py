@@ -1,4 +1,4 @@
-"""Reliability mutants: the reference GRU4Rec made to crash, hang or leak memory (issue 8).
+"""Reliability mutants: the reference GRU4Rec made to crash, hang or leak memory.
 
 They test the harness, not the checks: each runs isolated (``isolated = True``, the worker-process mechanism of
 third-party adapters, ``conformance/_harness/isolation.py``) and must turn into failed checks with the reason and
@@ -48,7 +48,7 @@ class ReliabilityMutant(MutantAdapter):
 
     isolated = True
     kind: ClassVar[str] = "reliability"
-    defect = "harness reliability (issue 8)"
+    defect = "harness reliability"
 
 
 @register

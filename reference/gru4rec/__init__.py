@@ -1,7 +1,7 @@
 """Reference GRU4Rec: the oracle of the conformance suite.
 
 A PyTorch GRU4Rec that behaves like the official implementation (hidasib/GRU4Rec_PyTorch_Official d1fc311;
-the original Theano code where the port has known quirks), specified in ``../shared/spec/gru4rec_reference.md``.
+the original Theano code where the port has known quirks), described in ``docs/algorithm.md``.
 Deliberate differences and extension points: reference/gru4rec/README.md.
 
 Public API::

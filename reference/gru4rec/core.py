@@ -1,7 +1,8 @@
 """``GRU4Rec``: the reference implementation's public API (docs/architecture.md, "reference/gru4rec").
 
-Training follows gru4rec_reference.md §1–§6 and the official PyTorch port (hidasib/GRU4Rec_PyTorch_Official
-d1fc311, ``GRU4Rec.fit``); evaluation §7; save/load §8 (state, item map and hyperparameters instead of a pickle).
+Training follows docs/algorithm.md (input data to hyperparameters) and the official PyTorch port
+(hidasib/GRU4Rec_PyTorch_Official d1fc311, ``GRU4Rec.fit``); evaluation its 'Evaluation protocol'; save/load its
+'Saving and loading' (state, item map and hyperparameters instead of a pickle).
 The components are classes selected through class attributes, so a variant overrides exactly one piece:
 ``iterator_class``, ``sampler_class``, ``model_class``, ``optimizer_class``, ``evaluator_class``, ``loss_classes``
 (see reference/gru4rec/README.md for the list of extension points).
@@ -42,7 +43,7 @@ class TrainingDivergedError(FloatingPointError):
 class GRU4Rec:
     """Reference GRU4Rec (session-based recommendation with GRUs, session-parallel minibatches, sampled losses).
 
-    Constructor arguments are the official hyperparameters (gru4rec_reference.md §6.1, PyTorch-port defaults):
+    Constructor arguments are the official hyperparameters (docs/algorithm.md, 'Hyperparameters'; PyTorch-port defaults):
     ``layers=[100]``, ``loss='cross-entropy'`` (also 'bpr-max', and the Theano losses 'top1', 'top1-max',
     'bpr'), ``batch_size=64``, ``dropout_p_embed=0.0``, ``dropout_p_hidden=0.0``, ``learning_rate=0.05``,
     ``momentum=0.0``, ``sample_alpha=0.5``, ``n_sample=2048``, ``embedding=0`` (int or 'layersize'),
@@ -214,7 +215,7 @@ class GRU4Rec:
         n_epochs: int | None = None,
         trace: Callable[[StepTrace], None] | None = None,
     ) -> FitReport:
-        """Build the item map and the model from ``data`` and train it (gru4rec_reference.md §1–§5).
+        """Build the item map and the model from ``data`` and train it (docs/algorithm.md, 'Input data' to 'Optimizer').
 
         Args:
             data: session events with columns ``session_key`` (ids), ``item_key`` (any hashable ids) and
@@ -272,7 +273,7 @@ class GRU4Rec:
         return self.sampler.take(n_steps) if self.sampler is not None else None
 
     def _columns(self, targets: torch.Tensor, samples: torch.Tensor | None) -> torch.Tensor:
-        """Item columns scored by a training step: [targets of the b lanes ; S shared samples] (spec §3)."""
+        """Item columns scored by a training step: [targets of the b lanes ; S shared samples] (docs/algorithm.md, 'Negative sampling')."""
         return torch.cat([targets, samples]) if samples is not None else targets
 
     def _check_nan(self, acc: torch.Tensor, epoch: int, n_steps: int) -> None:
@@ -425,7 +426,7 @@ class GRU4Rec:
         session_key: str | None = None,
         time_key: str | None = None,
     ) -> dict:
-        """Official session-parallel evaluation (spec §7): {'recall@N', 'mrr@N' per cutoff, 'n_events'}.
+        """Official session-parallel evaluation (docs/algorithm.md, 'Evaluation protocol'): {'recall@N', 'mrr@N' per cutoff, 'n_events'}.
 
         Column names default to those given to ``fit``. ``mode`` is the tie mode ('conservative' default, as
         the port's ``batch_eval``; 'standard'; 'median'). Results do not depend on ``batch_size``.

@@ -1,4 +1,5 @@
-"""Session data preparation and the session-parallel minibatch iterator (gru4rec_reference.md §1).
+"""Session data preparation and the session-parallel minibatch iterator (docs/algorithm.md, 'Input data' to 'The
+session-parallel iterator').
 
 Behaviour follows the official PyTorch port (``SessionDataIterator`` in hidasib/GRU4Rec_PyTorch_Official
 d1fc311): item map in order of first appearance, sessions sorted by id then time, training order = argsort of
@@ -114,7 +115,8 @@ def _offsets_and_order(data: pd.DataFrame, session_key: str, time_key: str):
 
 
 def build_training_data(data: pd.DataFrame, item_key: str, session_key: str, time_key: str) -> SessionData:
-    """Item map, sorting, offsets, session order and supports of a training frame (spec §1.2–1.3).
+    """Item map, sorting, offsets, session order and supports of a training frame (docs/algorithm.md, 'Item map', 'Sorting and
+    session order').
 
     The item map assigns 0..n_items-1 in order of first appearance in ``data`` as given (before sorting).
     ``data`` must have passed :func:`validate_frame`. It is not modified.
@@ -131,7 +133,8 @@ def build_training_data(data: pd.DataFrame, item_key: str, session_key: str, tim
 def build_test_data(
     data: pd.DataFrame, item_ids: np.ndarray, item_key: str, session_key: str, time_key: str
 ) -> SessionData:
-    """Test events mapped to the training item columns; events of unknown items are dropped first (spec §7.1).
+    """Test events mapped to the training item columns; events of unknown items are dropped first (docs/algorithm.md,
+    'Evaluation protocol', item 1).
 
     Returns a SessionData with possibly zero events (the caller decides whether that is an error).
     """
@@ -180,7 +183,8 @@ class Run:
 
 
 class SessionParallelIterator:
-    """Session-parallel lock-step minibatches of one epoch (spec §1.4; the port's ``SessionDataIterator``).
+    """Session-parallel lock-step minibatches of one epoch (docs/algorithm.md, 'The session-parallel iterator'; the
+    port's ``SessionDataIterator``).
 
     Iterating yields :class:`Run` objects. Lanes start with the first ``n_lanes`` sessions of
     ``data.order``; a lane whose session has no transition left takes the next session; when none is left

@@ -1,6 +1,6 @@
 """Next-item evaluation: ranks with tie modes, Recall@N / MRR@N, session-parallel and prefix-scorer evaluators.
 
-Protocol of the official ``evaluation.batch_eval`` (gru4rec_reference.md §7): test events whose item is unknown
+Protocol of the official ``evaluation.batch_eval`` (docs/algorithm.md, 'Evaluation protocol'): test events whose item is unknown
 to training are dropped before sequences are formed; each test session starts from a zero hidden state; every
 event after the first of a session is a prediction point ranked against all training items (nothing excluded);
 rank of the target with an explicit tie mode; Recall@N = share of points with rank ≤ N, MRR@N = mean of
@@ -74,7 +74,7 @@ def rank(scores, targets, mode: str = "conservative") -> np.ndarray:
 
 
 def hits(ranks: np.ndarray, cutoff: int) -> np.ndarray:
-    """Whether each rank is within the top ``cutoff`` (rank ≤ N, spec §7.7)."""
+    """Whether each rank is within the top ``cutoff`` (rank ≤ N, docs/algorithm.md, 'Evaluation protocol', item 7)."""
     return ranks <= cutoff
 
 
@@ -169,7 +169,7 @@ def evaluate_prefix_scorer(
 
 
 class SessionParallelEvaluator:
-    """The reference's own session-parallel inference loop (spec §7.3), used by ``GRU4Rec.evaluate`` and
+    """The reference's own session-parallel inference loop (docs/algorithm.md, 'Evaluation protocol', item 3), used by ``GRU4Rec.evaluate`` and
     ``GRU4Rec.score_stream``.
 
     Extension points (override in a subclass): :meth:`prepare` (unknown-item handling), :meth:`reset_lanes`

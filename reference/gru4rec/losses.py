@@ -1,4 +1,4 @@
-"""Training losses on a sampled score matrix (gru4rec_reference.md §2.4, §4).
+"""Training losses on a sampled score matrix (docs/algorithm.md, 'Final activations' and 'Losses').
 
 R is the b × K training score matrix, K = b + S: column i of row i is row i's target, the other in-batch targets
 and the S shared samples are the negatives (nothing is masked, accidental hits included). Every loss object returns
@@ -62,7 +62,8 @@ def _diag(R: torch.Tensor) -> torch.Tensor:
 
 
 class CrossEntropyLoss:
-    """Cross-entropy over a softmax of the sampled columns, with optional logQ correction (§4.1).
+    """Cross-entropy over a softmax of the sampled columns, with optional logQ correction (docs/algorithm.md, 'Cross-entropy and
+    logQ').
 
     R'_ij = R_ij − logq·log q_j, q_j = support(Y_j) for the b in-batch columns and support(Y_j)^α for the S
     sample columns (applied to every column, target included); p = max-shifted softmax(R');
@@ -122,7 +123,7 @@ def softmax_neg(X: torch.Tensor) -> torch.Tensor:
 
 
 class BPRMaxLoss:
-    """BPR-max (§4.2): Ô = act(R); s = softmax_neg(Ô);
+    """BPR-max (docs/algorithm.md, 'BPR-max'): Ô = act(R); s = softmax_neg(Ô);
     loss = Σ_i [ −log(Σ_j s_ij σ(Ô_ii − Ô_ij) + 1e-24) + bpreg·Σ_j s_ij Ô_ij² ].
 
     Args:

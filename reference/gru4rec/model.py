@@ -1,4 +1,5 @@
-"""The GRU4Rec network: embedding modes, GRU layers, dropout placement, scoring, initialisation (spec §2).
+"""The GRU4Rec network: embedding modes, GRU layers, dropout placement, scoring, initialisation
+(docs/algorithm.md, 'Embedding modes' to 'Initialisation').
 
 Parameters live in a plain ``dict[str, torch.Tensor]`` (``GRU4RecModel.params``), named and laid out as in the
 official PyTorch port so that weights transfer one to one:
@@ -79,12 +80,12 @@ class GRU4RecModel:
 
     # ------------------------------------------------------------------ initialisation
     def init_block(self, rows: int, cols: int, generator: torch.Generator) -> torch.Tensor:
-        """One weight block, Glorot-uniform U(−s, s), s = √(6/(rows+cols)) (spec §2.6), float32 on CPU."""
+        """One weight block, Glorot-uniform U(−s, s), s = √(6/(rows+cols)) (docs/algorithm.md, 'Initialisation'), float32 on CPU."""
         s = math.sqrt(6.0 / (rows + cols))
         return (torch.rand((rows, cols), generator=generator, dtype=torch.float32) * 2 - 1) * s
 
     def init_bias(self, n: int, generator: torch.Generator) -> torch.Tensor:
-        """A bias vector: zeros (spec §2.6)."""
+        """A bias vector: zeros (docs/algorithm.md, 'Initialisation')."""
         return torch.zeros(n, dtype=torch.float32)
 
     def layer_input_size(self, layer: int) -> int:
@@ -126,7 +127,7 @@ class GRU4RecModel:
     # ------------------------------------------------------------------ building blocks
     def dropout_mask(self, shape, p: float, generator: torch.Generator | None) -> torch.Tensor | None:
         """Inverted-dropout multiplier: keep with probability 1−p, kept units scaled by 1/(1−p); None when p = 0
-        (spec §2.5). Drawn as U[0,1) ≥ p (much faster on CPU than ``bernoulli_``; same distribution)."""
+        (docs/algorithm.md, 'Dropout'). Drawn as U[0,1) ≥ p (much faster on CPU than ``bernoulli_``; same distribution)."""
         if p <= 0:
             return None
         m = torch.rand(shape, dtype=torch.float32, device=self.device, generator=generator) >= p
@@ -160,7 +161,8 @@ class GRU4RecModel:
         )
 
     def score_train(self, h: torch.Tensor, y: torch.Tensor, O: torch.Tensor, Bo: torch.Tensor) -> torch.Tensor:
-        """Training scores of the sampled columns only: R = h·O^T + b_O^T, O = Wy[y], b_O = By[y] (spec §2.3.4).
+        """Training scores of the sampled columns only: R = h·O^T + b_O^T, O = Wy[y], b_O = By[y] (docs/algorithm.md, 'Forward pass and
+        scores').
 
         h: (b, d_last); y: (K,) item columns; O: (K, d_last); Bo: (K, 1). Returns (b, K)."""
         return torch.addmm(Bo.T, h, O.T)
@@ -199,7 +201,7 @@ class GRU4RecModel:
         Returns ``(R, H_new, captured)``: R (b, K) scores, H_new the new per-layer states (post-dropout, still
         attached to the graph), captured = {'embedding_out', 'layer_outputs'} or None.
 
-        Dropout placement (the port, spec §2.5): ``dropout_p_embed`` on the input embedding (shared/separate
+        Dropout placement (the port, docs/algorithm.md, 'Dropout'): ``dropout_p_embed`` on the input embedding (shared/separate
         modes) or, in no-embedding mode, on the first layer's output; ``dropout_p_hidden`` on the output of
         every other GRU layer; the dropped-out output is stored as the next hidden state.
         """

@@ -1,4 +1,4 @@
-"""Adagrad with heavy-ball momentum on the scaled step, lazy row-sparse updates (gru4rec_reference.md §5.1).
+"""Adagrad with heavy-ball momentum on the scaled step, lazy row-sparse updates (docs/algorithm.md, 'Optimizer').
 
 As the port's ``IndexedAdagradM``: A ← A + g²; V ← μ·V − η·g/√(A + 1e-6); θ ← θ + V (θ ← θ − η·g/√(A + 1e-6)
 without momentum); state starts at zero and persists over epochs; constant learning rate. Row-sparse gradients

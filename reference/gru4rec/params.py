@@ -1,6 +1,6 @@
 """Hyperparameters of the reference GRU4Rec: official names, defaults and ``set_params`` string semantics.
 
-Source: gru4rec_reference.md §6.1 (defaults of the official PyTorch port, hidasib/GRU4Rec_PyTorch_Official
+Source: docs/algorithm.md, 'Hyperparameters' (defaults of the official PyTorch port, hidasib/GRU4Rec_PyTorch_Official
 d1fc311, ``GRU4Rec.__init__`` and ``GRU4Rec.set_params``). Extensions beyond the port are marked below.
 """
 
@@ -14,7 +14,7 @@ from typing import Any
 import torch
 
 #: Losses implemented. The port has cross-entropy and bpr-max; top1, top1-max and bpr are the original Theano
-#: losses (gru4rec_reference.md §4.3).
+#: losses (docs/algorithm.md, 'Theano-only losses').
 LOSSES = ("cross-entropy", "bpr-max", "top1", "top1-max", "bpr")
 
 #: Official names and PyTorch-port defaults, plus ``final_act`` (Theano name, ``None`` = port behaviour),

@@ -81,7 +81,8 @@ class StepTrace(ExchangeRecord):
 
 @dataclasses.dataclass
 class FitReport(ExchangeRecord):
-    """What one ``fit`` did, one entry per epoch in each list (conformance_checks.md §C item 3).
+    """What one ``fit`` did, one entry per epoch in each list (docs/implementations.md, 'Adapter
+    rules').
 
     Attributes:
         epoch_losses: list[float], mean training loss per trained example in each epoch (unitless; nats for

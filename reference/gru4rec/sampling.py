@@ -1,4 +1,5 @@
-"""Extra negative samples shared by a minibatch, from a pre-generated cache (gru4rec_reference.md §3.2–3.3).
+"""Extra negative samples shared by a minibatch, from a pre-generated cache (docs/algorithm.md, 'Shared extra
+samples' and 'Sample cache').
 
 As the port's ``SampleCache``: P(item) ∝ support^sample_alpha by inverse-CDF sampling (cdf computed in float64,
 last entry forced to 1, stored as float32; the sample is the first index whose cdf exceeds u ~ U[0,1)); the cache

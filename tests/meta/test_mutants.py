@@ -140,7 +140,7 @@ def test_full_mutant_matrix(tmp_path):
 
 def test_hp1_attributes_untrained_model_to_eb3(tmp_path):
     """On a model that trains one epoch fewer than asked (nothing at n_epochs=1), HP-1 fails without blaming the
-    hyperparameter: its message says the failure may follow from EB-3 (issue 15, root-cause attribution). EB-3 fails
+    hyperparameter: its message says the failure may follow from EB-3 (root-cause attribution). EB-3 fails
     too, and the harness groups HP-1 (another kind) under it: results.json, the verdict card and the terminal."""
     from gru4rec_conformance.reports.card import build_card, render_markdown
     from gru4rec_conformance.reports.results import load_run

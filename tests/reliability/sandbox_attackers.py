@@ -1,5 +1,5 @@
-"""Adversarial adapters for the sandbox tests (test-only, never registered): each ``fit`` performs one attack from
-issue 13 inside the worker and either reports what it could do (a dict from ``optimizer_info``, or an exception
+"""Adversarial adapters for the sandbox tests (test-only, never registered): each ``fit`` performs one attack of
+the sandbox tests inside the worker and either reports what it could do (a dict from ``optimizer_info``, or an exception
 naming every attempt) or breaks the protocol on purpose by writing raw frames to the worker's reply pipe.
 
 ``Attacker(attack=NAME, **params)``; the attacks:

@@ -1,6 +1,6 @@
 """Interrupted runs of the real suite (``--impl reference``, 13 cheap K2 checks): killed with SIGKILL half-way, or
 interrupted with SIGINT, a run leaves a readable partial report marked incomplete / interrupted, and
-``--resume RUN_DIR`` completes it without re-running the checks that have a verdict (issue 8, "Done when").
+``--resume RUN_DIR`` completes it without re-running the checks that have a verdict.
 
 The run is held before its 7th check by ``reliability_pause_plugin`` (test-only), so the signal lands exactly
 half-way whatever the machine's load.
@@ -73,7 +73,7 @@ def _resume_and_check(report_dir, run_dir, partial_nodeids):
     assert [r["reused"] for r in data["resumes"]] == [PAUSE_AFTER], data["resumes"]
     assert data["status"] == "complete" and data["counts"]["passed"] == N_CHECKS == data["counts"]["total"]
     summary = (run_dir / "summary.md").read_text(encoding="utf-8")
-    # every selected check passed; the status is INCOMPLETE because -k selected a subset (issue 19)
+    # every selected check passed; the status is INCOMPLETE because -k selected a subset
     assert "**Conformance: INCOMPLETE** — " in summary and f"{N_CHECKS} checks: {N_CHECKS} passed" in summary
     assert "not selected or not reached" in summary and "This report is" not in summary
     assert "INTERRUPTED" not in summary

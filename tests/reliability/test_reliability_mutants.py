@@ -1,6 +1,6 @@
 """The crash, hang and memory-leak mutants on the real suite: each yields a failed check whose reason names what
-happened and whose report entry carries the worker's stderr tail; the run goes on and writes a complete report
-(issue 8, "Done when"). One inner run covers the three mutants: one collection of the suite and seven worker
+happened and whose report entry carries the worker's stderr tail; the run goes on and writes a complete report.
+One inner run covers the three mutants: one collection of the suite and seven worker
 starts (importing torch), about a minute on a loaded 2-core machine."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Attacks on a run's records by the code under test (issue 13), each contained with a clear message.
+"""Attacks on a run's records by the code under test, each contained with a clear message.
 
 The attackers are in-process adapters of a temporary project (a git repository: checks, adapters and conftest
 committed), loaded by import path and run in a pytest subprocess:
@@ -10,7 +10,7 @@ committed), loaded by import path and run in a pytest subprocess:
   an append would. ``--resume`` cuts the torn line (the resume record says where and how much), never appends
   to it, completes the run and exits 0; the folder renders.
 
-A sandboxed worker cannot write there at all (the other half of issue 13); these tests show the second line of
+A sandboxed worker cannot write there at all (the sandbox's half of the defence); these tests show the second line of
 defence, which also holds for adapters that run in the suite's process.
 """
 

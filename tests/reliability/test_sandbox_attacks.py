@@ -1,4 +1,4 @@
-"""The attacks of issue 13, each by an adversarial adapter (``sandbox_attackers``), each contained with a clear
+"""Attacks by the code under test, each by an adversarial adapter (``sandbox_attackers``), each contained with a clear
 message: forged verdicts and xfail files, code run in the suite through the reply decoder, limits bypassed by a
 trickling or oversized reply, processes escaping the worker or outliving the suite, and reads of the suite's
 environment or of a Unix socket. Tests that need the bubblewrap sandbox skip, saying why, where it cannot run;

@@ -1,4 +1,5 @@
-"""The standard training step of the reference GRU4Rec (gru4rec_reference.md §1–§5; the official port's loop).
+"""The standard training step of the reference GRU4Rec (docs/algorithm.md, 'The session-parallel iterator' to
+'Optimizer'; the official port's loop).
 
 Each session-parallel run moves the lanes' hidden states (``_apply_keep``), copies the run's items to the device,
 draws the run's shared samples (``_sample_block``) and applies one update per step (``_step``) after zeroing the

@@ -1,5 +1,6 @@
 """Fixed-shape training step of the reference GRU4Rec: the same updates as ``GRU4Rec._step``, in a form a CUDA graph
-can capture and replay (the GPU fast path; gru4rec_reference.md §1.4–§5, performance_notes.md).
+can capture and replay (the GPU fast path; docs/algorithm.md, 'The session-parallel iterator' to 'Optimizer';
+docs/performance.md, 'What one step costs').
 
 The standard step (:class:`~.standard.StandardStep`) changes tensor shapes whenever the batch shrinks at the end of an
 epoch, copies every run's lane inputs from NumPy to the device (a host synchronisation on CUDA for pageable
