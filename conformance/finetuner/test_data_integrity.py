@@ -57,7 +57,7 @@ def test_full_splits_evaluated_whole(impl, tiny_bert, sst5_real):
         assert list(res["ids"]) == list(ex.ids), f"{split}: prediction ids differ from the split's ids"
 
 
-#: What a fine-tuner's model call must give (finetuner spec §3 row 8, §4.2 item 4).
+#: What a fine-tuner's model call must give (docs/finetuner.md, 'Defect rows' row 8 and 'Reference behaviour' item 4).
 OUTPUT_CONTRACT = (
     "the model call returns a ModelOutput whose .logits (B, C) and .loss are read by attribute; tuple-unpacking or "
     "iterating it yields its key strings ('loss', 'logits'), not tensors"

@@ -217,7 +217,7 @@ register_family(
         capabilities_cls=FinetunerCapabilities,
         kinds=FINETUNER_KINDS,
         marker_prefixes={"model": "model"},
-        description="SST-5 fine-tuning of BERT-family models (finetuner.md)",
+        description="SST-5 fine-tuning of BERT-family models (docs/finetuner.md)",
         requires=("transformers", "sklearn"),
         extra="finetuner",
     )

@@ -1,4 +1,4 @@
-"""Adapter ``hf_trainer``: the typical Hugging Face ``Trainer`` recipe for SST-5 (finetuner spec §4.3).
+"""Adapter ``hf_trainer``: the typical Hugging Face ``Trainer`` recipe for SST-5 (docs/finetuner.md, 'Comparison with the Hugging Face Trainer').
 
 The recipe: ``set_seed`` then ``AutoModelForSequenceClassification.from_pretrained``; tokenize with truncation;
 ``Trainer`` with ``DataCollatorWithPadding`` (the default when a processing class is given), ``eval_strategy`` and

@@ -20,7 +20,7 @@ class ReferenceAdapter(FinetunerAdapter):
 
     name = "reference"
     role = "reference"
-    description = "reference SST-5 fine-tuner (finetuner.md §4.2)"
+    description = "reference SST-5 fine-tuner (docs/finetuner.md, 'Reference behaviour')"
     tuner_cls: type[ReferenceFineTuner] = ReferenceFineTuner
 
     def __init__(self, device: str = "cpu") -> None:

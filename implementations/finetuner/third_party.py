@@ -1,4 +1,4 @@
-"""Adapters of the studied GitHub code bases (finetuner spec §1), run as they are from a checkout:
+"""Adapters of the studied GitHub code bases (docs/finetuner.md, 'Studied code'), run as they are from a checkout:
 
 - ``munikar``: munikarmanish/bert-sentiment (the package ``bert_sentiment``; pytorch-transformers 1.2);
 - ``cheang_bert``: bw-tech/Language-Representation-Models-for-Fine-Grained-Sentiment-Classification,
@@ -45,7 +45,7 @@ from .base import FinetunerAdapter, Unsupported
 if TYPE_CHECKING:  # adapter modules import cheaply (registry)
     from gru4rec_conformance.reference.finetuner import ModelSpec
 
-#: What the studied code does regardless of any configuration (finetuner spec §2): values a check may ask for.
+#: What the studied code does regardless of any configuration (docs/finetuner.md, 'The studied pipeline'): values a check may ask for.
 FIXED = {
     "optimizer": "adam",
     "learning_rate": 1e-5,

@@ -140,7 +140,7 @@ def _caught(results, cls, *, own_row: bool) -> list[str]:
 
 def test_every_defect_row_has_a_mutant():
     rows = sorted(c.defect_row for c in MUTANTS.values())
-    # rows 4, 7, 8, 11 and 21 have a second mutant (a defect the row's first check missed; issue 15); rows 5, 11
+    # rows 4, 7, 8, 11 and 21 have a second mutant (a defect the row's first check missed); rows 5, 11
     # and 13 one more each (a defect whose symptom resembles another cause's: left truncation, a retrain on
     # train+dev, weights not restored)
     assert sorted(set(rows)) == [1, 2, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26]

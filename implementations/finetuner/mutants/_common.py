@@ -18,4 +18,4 @@ class MutantAdapter(ReferenceAdapter):
     message: str | None = None
 
     def version(self) -> str:
-        return f"reference with spec §3 row {self.defect_row} defect: {self.defect}"
+        return f"reference with the defect of row {self.defect_row} (docs/finetuner.md): {self.defect}"
