@@ -30,6 +30,9 @@ SUITE_CHECKS_ROOT = Path(__file__).resolve().parents[2]
 ENV_IMPL = "GRU4REC_CONFORMANCE_IMPL"
 DEFAULT_SEEDS = (42,)
 MAX_SEED = 2**32
+#: ``--first-run``'s timeout of every worker call, in seconds, unless ``--call-timeout`` is given: a hang of a new
+#: implementation is reported (with the worker's stacks) within minutes instead of the kinds' generous defaults.
+FIRST_RUN_CALL_TIMEOUT_S = 120.0
 MARKERS = {
     "check": "check(ID, kind=KIND, card=None, timeout=None): conformance check id and defect kind (K1..K11, metric, ...)",
     "feature": "feature(*names): needs declared features (flags, 'loss:bpr-max', 'hook:trace', 'hparam:momentum')",
@@ -66,6 +69,8 @@ class Options:
         is_xdist_worker: this process is a pytest-xdist worker (the controller writes the reports).
         resume: ``--resume`` run directories, as given.
         xfail_files: ``--xfails`` files, as given.
+        first_run: ``--first-run`` (short call timeouts, fast checks first, a draft xfail file at the end:
+            :mod:`.first_run`).
     """
 
     selection: list[str] | None
@@ -83,6 +88,7 @@ class Options:
     resume: list[str]
     xfail_files: list[str]
     allow_unsandboxed: bool = False
+    first_run: bool = False
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -187,6 +193,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         + ")",
     )
     g.addoption(
+        "--first-run",
+        action="store_true",
+        dest="conformance_first_run",
+        help=f"first run of a new implementation: every worker call times out after {FIRST_RUN_CALL_TIMEOUT_S:g}s "
+        "unless --call-timeout is given (the worker's stacks are shown), fast checks run first, and a DRAFT xfail "
+        "file listing every failure is written next to the report for review",
+    )
+    g.addoption(
         "--worker-memory-mb",
         dest="conformance_worker_memory",
         type=float,
@@ -250,9 +264,13 @@ def read_options(config: pytest.Config) -> Options:
     report_root = Path(report_dir) if report_dir else Path(config.rootpath) / "reports" / "out"
     # the worker gets no path to the run folders nor to the registries (isolation: hidden_paths)
     hidden = (str(report_root.resolve()), *(str(r / "conformance" / "xfails") for r in check_roots(config)))
+    first_run = bool(config.getoption("conformance_first_run", False))
+    call_timeout = config.getoption("conformance_call_timeout")
+    if call_timeout is None and first_run:
+        call_timeout = FIRST_RUN_CALL_TIMEOUT_S
     settings = IsolationSettings(
         hidden_paths=hidden,
-        call_timeout=config.getoption("conformance_call_timeout"),
+        call_timeout=call_timeout,
         memory_limit_mb=config.getoption("conformance_worker_memory"),
         network=config.getoption("conformance_worker_network"),
         keep_dirs=config.getoption("conformance_keep_worker_dirs"),
@@ -275,6 +293,7 @@ def read_options(config: pytest.Config) -> Options:
         resume=list(config.getoption("conformance_resume")),
         xfail_files=list(config.getoption("conformance_xfails")),
         allow_unsandboxed=bool(config.getoption("conformance_allow_unsandboxed")),
+        first_run=first_run,
     )
 
 

@@ -447,7 +447,7 @@ def final_lines(state: State) -> list[str]:
             line += " (selected by --impl all: not counted as a failure)"
         lines.append(line)
         lines += [f"  {text}" for text in c.root_cause_lines()]  # failures grouped under a failed prerequisite
-    return lines
+    return lines + state.draft_lines  # --first-run: where the draft xfail files are
 
 
 def failure_lines(state: State, records: Sequence[ResultRecord]) -> list[str]:

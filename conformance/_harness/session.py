@@ -15,6 +15,7 @@ from types import FrameType
 
 import pytest
 
+from gru4rec_conformance.conformance._harness import first_run
 from gru4rec_conformance.conformance._harness.collection import xfail_file_info
 from gru4rec_conformance.conformance._harness.handle import (
     HarnessError,
@@ -89,6 +90,8 @@ def pytest_configure(config: pytest.Config) -> None:
     if not options.is_xdist_worker:  # hashed before any adapter code runs; the gate compares them at the end
         for spec in state.specs:
             state.xfail_infos[(spec.family, spec.name)] = xfail_file_info(state, spec)
+    if options.first_run:
+        first_run.register(state)
     prepare_resume(state)
     if not options.is_xdist_worker:
         start_recording(state)
@@ -176,3 +179,4 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         signal.signal(signal.SIGTERM, state.old_sigterm)
         state.old_sigterm = None
     stop_recording(state)
+    first_run.unregister(state)

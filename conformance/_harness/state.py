@@ -68,6 +68,7 @@ class State:
             ``-k`` / ``-m`` / ``--deselect``; merged from the xdist workers.
         deselected: node ids deselected by ``-k`` / ``-m`` / ``--deselect`` (not by the harness itself).
         conformance: ``(family, name)`` → the implementation's conformance status, set at session finish.
+        draft_lines: ``--first-run``'s lines naming the draft xfail files it wrote (the last lines of the output).
     """
 
     config: pytest.Config
@@ -90,6 +91,7 @@ class State:
     planned: dict[tuple[str, str], dict[str, NotRunEntry]] = dataclasses.field(default_factory=dict)
     deselected: set[str] = dataclasses.field(default_factory=set)
     conformance: dict[tuple[str, str], Conformance] = dataclasses.field(default_factory=dict)
+    draft_lines: list[str] = dataclasses.field(default_factory=list)
 
     def handle_for(self, param: ImplParam) -> ImplHandle:
         return self.handles[(param.family, param.name or "")]

@@ -574,7 +574,8 @@ _RERUN_KEEP = {"--device": True, "--dataset": True, "--xfails": True, "--isolati
                "--call-timeout": True, "--worker-network": True, "--worker-memory-mb": True, "--worker-threads": True,
                "--sandbox": True, "--xfail-mark": True, "--report-dir": True, "-p": True, "-c": True,
                "--rootdir": True, "-o": True, "--override-ini": True, "--no-report": False,
-               "--no-report-plots": False, "--allow-unsandboxed": False, "--keep-worker-dirs": False}  # fmt: skip
+               "--no-report-plots": False, "--allow-unsandboxed": False, "--keep-worker-dirs": False,
+               "--first-run": False}  # fmt: skip
 #: Options of pytest and its plugins that take a value and are dropped (so their value is not read as a path).
 _DROP_WITH_VALUE = ("-k", "-m", "--deselect", "-n", "--numprocesses", "--dist", "--maxfail", "--junitxml",
                     "--junit-xml", "--resume", "--basetemp", "-W", "--tb", "-r", "--durations", "--timeout",

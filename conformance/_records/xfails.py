@@ -40,12 +40,15 @@ from gru4rec_conformance import CHECKOUT_ROOT
 from gru4rec_conformance.conformance._records.records import XfailFileInfo
 
 __all__ = ["XfailEntry", "XfailFile", "XfailRegistryError", "load_xfail_file", "default_xfail_path",
-           "is_check_id_pattern", "check_key_forms", "strip_impl_param", "strip_dataset_param", "pattern_matches", "xfail_label", "KINDS", "FIX_LEVELS", "FAILS_AS", "file_provenance", "provenance_problem",
+           "is_check_id_pattern", "check_key_forms", "strip_impl_param", "strip_dataset_param", "pattern_matches", "xfail_label", "KINDS", "FIX_LEVELS", "FAILS_AS", "PLACEHOLDER", "file_provenance", "provenance_problem",
            "git_state"]  # fmt: skip
 
 KINDS = ("bug", "design-difference", "numerical")
 FIX_LEVELS = ("OOB", "INF", "MIN", "MAJ", "NEVER", "NOT-IN-STUDY")
 FAILS_AS = ("assertion", "crash")
+#: The value a generated draft xfail file (``--first-run``) gives ``kind`` and ``link``: refused by the registry, so
+#: a draft cannot back a gate until a person has chosen every entry's kind and link.
+PLACEHOLDER = "TODO"
 ENTRY_KEYS = {"id", "reason", "kind", "link", "defect", "fix_level", "since", "fails_as", "when"}
 WHEN_KEYS_EXACT = {"device", "platform"}
 WHEN_KEYS_VERSION = {"python", "impl_version"}  # plus installed distribution names (numpy, pandas, torch, ...)
@@ -184,6 +187,11 @@ def load_xfail_file(path: Path, expected_impl: str | None = None) -> XfailFile:
         for key in ("id", "reason", "kind", "link"):
             if not isinstance(raw.get(key), str) or not raw[key].strip():
                 raise XfailRegistryError(f"{where}: '{key}' is required (a non-empty string)")
+        for key in ("kind", "link"):
+            if raw[key].strip() == PLACEHOLDER:
+                choose = f"one of {list(KINDS)}" if key == "kind" else "the upstream issue or evidence, or 'none'"
+                raise XfailRegistryError(f"{where}: {key} {PLACEHOLDER!r} is a placeholder of a generated draft "
+                                         f"(--first-run); review the entry and set its {key} to {choose}")  # fmt: skip
         if raw["kind"] not in KINDS:
             raise XfailRegistryError(f"{where}: kind {raw['kind']!r} is not one of {list(KINDS)}")
         if raw.get("fix_level") is not None and raw["fix_level"] not in FIX_LEVELS:
