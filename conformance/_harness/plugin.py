@@ -3,7 +3,9 @@
 Options (``pytest --help``, group "conformance"): ``--impl`` (repeatable, ``all``, ``module:Class``; env
 ``GRU4REC_CONFORMANCE_IMPL``), ``--device``, ``--dataset``, ``--seeds``, ``--gate``, ``--resume RUN_DIR``,
 ``--xfail-mark``, ``--xfails``, ``--report-dir``, ``--no-report``, ``--isolation``, ``--call-timeout``,
-``--worker-memory-mb``, ``--worker-network``, ``--worker-threads``, ``--keep-worker-dirs``.
+``--worker-memory-mb``, ``--worker-network``, ``--worker-threads``, ``--keep-worker-dirs``, ``--first-run``
+(short call timeouts, fast checks first, a draft xfail file at the end: :mod:`.first_run`, registered as a plugin
+object of its own, like the reporter).
 
 What it does, in hook order (the module that implements each step in brackets):
 
