@@ -27,10 +27,19 @@ from gru4rec_conformance.implementations._thirdparty import (
     load_parameter_arrays,
     parameter_arrays,
 )
-from gru4rec_conformance.implementations.base import Adapter, FitReport, StepTrace, Unsupported
+from gru4rec_conformance.implementations.base import (
+    Adapter,
+    FitReport,
+    StepTrace,
+    Unsupported,
+    installed_version,
+    require_installed,
+)
 
 __all__ = [
     "TorchModuleAdapter",
+    "PackagedTorchAdapter",
+    "torch_framework",
     "constant_lr_info",
     "FitObserver",
     "OwnEvaluatorByCutoff",
@@ -162,6 +171,38 @@ class TorchModuleAdapter(Adapter):
             "weight_decay": float(g.get("weight_decay", 0.0)),
             "learning_rate": float(g["lr"]),
         }
+
+
+class PackagedTorchAdapter(TorchModuleAdapter):
+    """A :class:`TorchModuleAdapter` whose implementation is a package installed from PyPI (cornac, recbole,
+    recpack, torch-rechub).
+
+    A subclass sets :attr:`package`. Given here: ``version()`` (the installed distribution's version, ``"not
+    installed"`` without it), :meth:`_require_package` (the subclass's ``capabilities()`` calls it first, so that an
+    environment without the package gives an UNAVAILABLE verdict) and the ``hparams`` (``{}``) and ``seed`` (0)
+    that the subclass's ``build`` sets.
+    """
+
+    package: ClassVar[tuple[str, str, str]] = ("", "", "")
+    """(import name, distribution name, how to provide it), e.g. ``("cornac", "cornac", "run the checks with
+    `tox -e cornac` ...")``: the arguments of :func:`require_installed`."""
+
+    def __init__(self, device: str = "cpu", **options: Any) -> None:
+        super().__init__(device=device, **options)
+        self.hparams: dict[str, Any] = {}
+        self.seed = 0
+
+    def version(self) -> str:
+        return installed_version(self.package[1])
+
+    def _require_package(self) -> None:
+        """ImplementationUnavailable (with :attr:`package`'s way to provide it) when the module is missing."""
+        require_installed(*self.package)
+
+
+def torch_framework() -> dict[str, str]:
+    """The ``framework`` capability of a torch implementation: ``{"name": "torch", "version": <installed>}``."""
+    return {"name": "torch", "version": installed_version("torch")}
 
 
 def constant_lr_info(opt: Any) -> dict[str, Any]:

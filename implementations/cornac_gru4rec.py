@@ -30,14 +30,17 @@ from typing import Any
 
 import numpy as np
 
-from gru4rec_conformance.implementations._torchbase import FitObserver, TorchModuleAdapter, layered_forward_result
+from gru4rec_conformance.implementations._torchbase import (
+    FitObserver,
+    PackagedTorchAdapter,
+    layered_forward_result,
+    torch_framework,
+)
 from gru4rec_conformance.implementations.base import (
     Capabilities,
     FitReport,
     StepTrace,
     Unsupported,
-    installed_version,
-    require_installed,
 )
 from gru4rec_conformance.implementations.registry import register
 
@@ -66,7 +69,7 @@ _DEFAULTS: dict[str, Any] = {
 
 
 @register
-class CornacGRU4RecAdapter(TorchModuleAdapter):
+class CornacGRU4RecAdapter(PackagedTorchAdapter):
     """cornac 3.0.1 ``cornac.models.GRU4Rec`` (PyTorch), driven through its public ``fit``/``score`` API."""
 
     name = "cornac"
@@ -75,6 +78,7 @@ class CornacGRU4RecAdapter(TorchModuleAdapter):
     isolated = True
     description = "cornac 3.0.1 cornac.models.GRU4Rec (a port of the official PyTorch GRU4Rec)"
     homepage = "https://pypi.org/project/cornac/3.0.1/"
+    package = ("cornac", "cornac", "run the checks with `tox -e cornac` (installs cornac==3.0.1)")
     study = None
     reproducibility = {
         "installs": "yes: cornac==3.0.1 from PyPI with torch==2.13.0 (+pandas) on Python 3.11, numpy 2 / pandas 3",
@@ -87,8 +91,6 @@ class CornacGRU4RecAdapter(TorchModuleAdapter):
 
     def __init__(self, device: str = "cpu", **options: Any) -> None:
         super().__init__(device=device, **options)
-        self.hparams: dict[str, Any] = {}
-        self.seed = 0
         # cornac objects (cornac is untyped): the fitted GRU4Rec, its SequentialDataset, the negative sampler's
         # (item indices, distribution) and the IndexedAdagradM of train_step
         self.model: Any = None
@@ -99,11 +101,8 @@ class CornacGRU4RecAdapter(TorchModuleAdapter):
         self._opt: Any = None
 
     # -- declarations ------------------------------------------------------------------------------------
-    def version(self) -> str:
-        return installed_version("cornac")
-
     def capabilities(self) -> dict[str, Any]:
-        require_installed("cornac", "cornac", "run the checks with `tox -e cornac` (installs cornac==3.0.1)")
+        self._require_package()
         flags = Capabilities.flags("session_parallel", "in_batch_negatives", "extra_shared_negatives",
                                    "sample_alpha", "logq", "adagrad_momentum", "dropout_embed", "dropout_hidden",
                                    "separate_dropouts", "bpreg", "full_ranking")  # fmt: skip
@@ -113,7 +112,7 @@ class CornacGRU4RecAdapter(TorchModuleAdapter):
             **flags,
             "final_acts": ["linear", "elu"],
             "devices": ["cpu", "cuda"],
-            "framework": {"name": "torch", "version": installed_version("torch")},
+            "framework": torch_framework(),
             "shims": [
                 "session frame sorted by (SessionId, Time) and passed as SIT tuples to SequentialDataset.build",
                 "torch.manual_seed(seed) before fit: cornac's seed drives only its sampler/shuffle RNG, dropout "

@@ -59,18 +59,17 @@ import numpy as np
 
 from gru4rec_conformance.implementations._torchbase import (
     FitObserver,
-    TorchModuleAdapter,
+    PackagedTorchAdapter,
     diagonal_split,
     loss_and_gradient,
     refuse_loss_arguments,
+    torch_framework,
 )
 from gru4rec_conformance.implementations.base import (
     Capabilities,
     FitReport,
     StepTrace,
     Unsupported,
-    installed_version,
-    require_installed,
 )
 from gru4rec_conformance.implementations.registry import register
 
@@ -80,7 +79,7 @@ _MAX_LEN = 50  # RecBole's MAX_ITEM_LIST_LENGTH default (properties/dataset/samp
 
 
 @register
-class RecboleGRU4RecAdapter(TorchModuleAdapter):
+class RecboleGRU4RecAdapter(PackagedTorchAdapter):
     """recbole 1.2.1 GRU4Rec through RecBole's own Config / dataset / Trainer pipeline."""
 
     name = "recbole"
@@ -89,6 +88,7 @@ class RecboleGRU4RecAdapter(TorchModuleAdapter):
     isolated = True
     description = "recbole 1.2.1 GRU4Rec (Tan et al. 2016: padded prefix samples, tied embedding, Adam)"
     homepage = "https://pypi.org/project/recbole/1.2.1/"
+    package = ("recbole", "recbole", "run the checks with `tox -e recbole` (installs recbole==1.2.1 with numpy 1.26)")
     study = None
     reproducibility = {
         "installs": "only re-pinned: on a fresh Python 3.11 install the import fails (ray<=2.6.3 needs numpy<2 "
@@ -102,8 +102,6 @@ class RecboleGRU4RecAdapter(TorchModuleAdapter):
 
     def __init__(self, device: str = "cpu", **options: Any) -> None:
         super().__init__(device=device, **options)
-        self.hparams: dict[str, Any] = {}
-        self.seed = 0
         self.model: Any = None  # recbole objects (recbole is untyped): the GRU4Rec module and its Dataset
         self.dataset: Any = None
         self._item_ids: np.ndarray | None = None
@@ -116,19 +114,14 @@ class RecboleGRU4RecAdapter(TorchModuleAdapter):
         self._rank_position: np.ndarray | None = None
         self._traces: list[StepTrace] | None = None
 
-    def version(self) -> str:
-        return installed_version("recbole")
-
     def capabilities(self) -> dict[str, Any]:
-        require_installed(
-            "recbole", "recbole", "run the checks with `tox -e recbole` (installs recbole==1.2.1 with numpy 1.26)"
-        )
+        self._require_package()
         return {
             "losses": ["cross-entropy", "bpr"],
             "embedding_modes": ["shared"],
             **Capabilities.flags("dropout_embed", "full_ranking"),
             "devices": ["cpu"],
-            "framework": {"name": "torch", "version": installed_version("torch")},
+            "framework": torch_framework(),
             "shims": [
                 "session frame written as a RecBole atomic .inter file (timestamp = event rank), read by "
                 "RecBole's Config/create_dataset; every prefix sample trains (no RecBole split)",

@@ -41,17 +41,16 @@ import numpy as np
 
 from gru4rec_conformance.implementations._torchbase import (
     FitObserver,
-    TorchModuleAdapter,
+    PackagedTorchAdapter,
     diagonal_split,
     loss_and_gradient,
+    torch_framework,
 )
 from gru4rec_conformance.implementations.base import (
     Capabilities,
     FitReport,
     StepTrace,
     Unsupported,
-    installed_version,
-    require_installed,
 )
 from gru4rec_conformance.implementations.registry import register
 
@@ -71,7 +70,7 @@ _VARIANTS: dict[str, _Variant] = {
 }  # fmt: skip
 
 
-class RecpackAdapter(TorchModuleAdapter):
+class RecpackAdapter(PackagedTorchAdapter):
     """recpack 0.3.6 GRU4Rec (one class per registered variant), driven through ``fit``/``predict``."""
 
     name = "recpack"
@@ -80,6 +79,7 @@ class RecpackAdapter(TorchModuleAdapter):
     isolated = True
     description = "recpack 0.3.6 GRU4Rec (GRU4RecCrossEntropy / GRU4RecNegSampling)"
     homepage = "https://pypi.org/project/recpack/0.3.6/"
+    package = ("recpack", "recpack", "run the checks with `tox -e recpack` (installs recpack==0.3.6 with numpy 1.26)")
     study = {"implementation": "Recpack", "variant": "OOB"}
     reproducibility = {
         "installs": "yes: recpack==0.3.6 with torch==2.13.0 on Python 3.11 (resolves numpy 1.26, pandas 2.3); "
@@ -96,16 +96,11 @@ class RecpackAdapter(TorchModuleAdapter):
         if variant not in _VARIANTS:
             raise ValueError(f"variant: {variant!r} is not one of {sorted(_VARIANTS)}")
         self.variant = variant
-        self.hparams: dict[str, Any] = {}
-        self.seed = 0
         self.algo: Any = None  # the fitted recpack GRU4Rec* object (recpack is untyped)
         self._item_ids: np.ndarray | None = None
         self._index: dict[int, int] = {}
 
     # -- declarations ------------------------------------------------------------------------------------
-    def version(self) -> str:
-        return installed_version("recpack")
-
     def _declared_hyperparameters(self) -> dict[str, Any]:
         v = _VARIANTS[self.variant]
         hp: dict[str, Any] = {
@@ -118,9 +113,7 @@ class RecpackAdapter(TorchModuleAdapter):
         return hp
 
     def capabilities(self) -> dict[str, Any]:
-        require_installed(
-            "recpack", "recpack", "run the checks with `tox -e recpack` (installs recpack==0.3.6 with numpy 1.26)"
-        )
+        self._require_package()
         v = _VARIANTS[self.variant]
         return {
             "losses": list(v["losses"]),
@@ -128,7 +121,7 @@ class RecpackAdapter(TorchModuleAdapter):
             **Capabilities.flags("dropout_embed", "dropout_hidden", "full_ranking"),
             "per_example_negatives": True,  # per-position independent uniform negatives (spec A.5)
             "devices": ["cpu"],
-            "framework": {"name": "torch", "version": installed_version("torch")},
+            "framework": torch_framework(),
             "shims": [
                 "keep_last=True: recpack's best-epoch reload (torch.load of a pickled module) fails on torch>=2.6",
                 "one-session validation tuple (recpack requires validation_data; unused with keep_last=True)",

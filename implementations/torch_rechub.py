@@ -54,17 +54,16 @@ import numpy as np
 
 from gru4rec_conformance.implementations._torchbase import (
     FitObserver,
-    TorchModuleAdapter,
+    PackagedTorchAdapter,
     loss_and_gradient,
     refuse_loss_arguments,
+    torch_framework,
 )
 from gru4rec_conformance.implementations.base import (
     Capabilities,
     FitReport,
     StepTrace,
     Unsupported,
-    installed_version,
-    require_installed,
 )
 from gru4rec_conformance.implementations.registry import register
 
@@ -74,7 +73,7 @@ _OPTIMIZERS = ("adam", "adagrad", "sgd")
 
 
 @register
-class TorchRechubGRU4RecAdapter(TorchModuleAdapter):
+class TorchRechubGRU4RecAdapter(PackagedTorchAdapter):
     """torch-rechub 0.9.0 matching ``GRU4Rec`` with ``MatchTrainer`` (list-wise mode 2)."""
 
     name = "torch_rechub"
@@ -83,6 +82,11 @@ class TorchRechubGRU4RecAdapter(TorchModuleAdapter):
     isolated = True
     description = "torch-rechub 0.9.0 GRU4Rec (two-tower retriever; negative control)"
     homepage = "https://pypi.org/project/torch-rechub/0.9.0/"
+    package = (
+        "torch_rechub",
+        "torch-rechub",
+        "run the checks with `tox -e torch_rechub` (installs torch-rechub==0.9.0)",
+    )
     study = None
     HOOKS_ABSENT = {
         "score_stream": "torch-rechub has no session inference loop: its GRU4Rec encodes a padded history into one "
@@ -101,8 +105,6 @@ class TorchRechubGRU4RecAdapter(TorchModuleAdapter):
 
     def __init__(self, device: str = "cpu", **options: Any) -> None:
         super().__init__(device=device, **options)
-        self.hparams: dict[str, Any] = {}
-        self.seed = 0
         self.model: Any = None  # torch-rechub objects (untyped): the GRU4Rec module and its MatchTrainer
         self.trainer: Any = None
         self._item_ids: np.ndarray | None = None
@@ -110,19 +112,14 @@ class TorchRechubGRU4RecAdapter(TorchModuleAdapter):
         self._tmp: str | None = None
         self._item_counts: dict[int, int] = {}
 
-    def version(self) -> str:
-        return installed_version("torch-rechub")
-
     def capabilities(self) -> dict[str, Any]:
-        require_installed(
-            "torch_rechub", "torch-rechub", "run the checks with `tox -e torch_rechub` (installs torch-rechub==0.9.0)"
-        )
+        self._require_package()
         return {
             "losses": ["cross-entropy"],
             "embedding_modes": ["shared"],
             **Capabilities.flags("full_ranking"),
             "devices": ["cpu"],
-            "framework": {"name": "torch", "version": installed_version("torch")},
+            "framework": torch_framework(),
             "shims": [
                 "items remapped to 1..I (0 = padding); samples built by generate_seq_feature_match (mode 2), "
                 "whose per-session 'test' sample (the last transition) is discarded",

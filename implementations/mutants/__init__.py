@@ -19,7 +19,7 @@ from typing import Any, ClassVar, cast
 
 from gru4rec_conformance.implementations.reference import ReferenceAdapter
 
-__all__ = ["MutantAdapter", "mutant_classes"]
+__all__ = ["MutantAdapter", "batch_evaluator", "mutant_classes"]
 
 
 class MutantAdapter(ReferenceAdapter):
@@ -65,6 +65,32 @@ class MutantAdapter(ReferenceAdapter):
     def gru_overrides(cls) -> dict[str, Any]:
         """Class attributes of the defective ``GRU4Rec`` subclass (component classes or methods)."""
         raise NotImplementedError(f"{cls.__name__} must define gru_overrides()")
+
+
+def batch_evaluator(metrics: Any) -> Any:
+    """A ``SessionParallelEvaluator`` subclass whose ``evaluate`` (the reference's signature and argument checks)
+    returns ``metrics(evaluator, batches, cutoffs, mode)``: ``batches`` the evaluator's own
+    ``(sessions, positions, targets, scores)`` minibatches of the test frame, ``cutoffs`` the checked list. For
+    the mutants whose defect sits in how the minibatches' ranks become metrics (imports torch)."""
+    from gru4rec_conformance.reference.gru4rec import SessionParallelEvaluator
+    from gru4rec_conformance.reference.gru4rec.evaluation import check_cutoffs, check_mode
+
+    class Evaluator(SessionParallelEvaluator):
+        def evaluate(
+            self,
+            test_df,
+            cutoffs=(1, 5, 10, 20),
+            batch_size=512,
+            mode="conservative",
+            item_key="ItemId",
+            session_key="SessionId",
+            time_key="Time",
+        ):
+            check_mode(mode)
+            cutoffs = check_cutoffs(cutoffs)
+            return metrics(self, self.batches(test_df, batch_size, item_key, session_key, time_key), cutoffs, mode)
+
+    return Evaluator
 
 
 def mutant_classes() -> list[type[MutantAdapter]]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gru4rec_conformance.implementations.mutants import MutantAdapter
+from gru4rec_conformance.implementations.mutants import MutantAdapter, batch_evaluator
 from gru4rec_conformance.implementations.registry import register
 
 
@@ -41,36 +41,23 @@ class CudaEvalCrash(MutantAdapter):
 
     @classmethod
     def gru_overrides(cls):
-        from gru4rec_conformance.reference.gru4rec import SessionParallelEvaluator
-        from gru4rec_conformance.reference.gru4rec.evaluation import check_cutoffs, check_mode, metrics_from_ranks
+        from gru4rec_conformance.reference.gru4rec.evaluation import metrics_from_ranks
 
-        class Evaluator(SessionParallelEvaluator):
-            def evaluate(
-                self,
-                test_df,
-                cutoffs=(1, 5, 10, 20),
-                batch_size=512,
-                mode="conservative",
-                item_key="ItemId",
-                session_key="SessionId",
-                time_key="Time",
-            ):
-                import numpy as np
+        def metrics(evaluator, batches, cutoffs, mode):
+            import numpy as np
 
-                check_mode(mode)
-                cutoffs = check_cutoffs(cutoffs)
-                ranks = []
-                for _, _, targets, scores in self.batches(test_df, batch_size, item_key, session_key, time_key):
-                    s = scores.numpy()  # the defect: no .cpu() before .numpy()
-                    t = s[np.arange(len(s)), targets.numpy()][:, None]
-                    ranks.append(
-                        (s >= t).sum(1).astype(np.float64)
-                        if mode == "conservative"
-                        else (s > t).sum(1).astype(np.float64) + 1
-                    )
-                return metrics_from_ranks(np.concatenate(ranks), cutoffs, self.hits)
+            ranks = []
+            for _, _, targets, scores in batches:
+                s = scores.numpy()  # the defect: no .cpu() before .numpy()
+                t = s[np.arange(len(s)), targets.numpy()][:, None]
+                ranks.append(
+                    (s >= t).sum(1).astype(np.float64)
+                    if mode == "conservative"
+                    else (s > t).sum(1).astype(np.float64) + 1
+                )
+            return metrics_from_ranks(np.concatenate(ranks), cutoffs, evaluator.hits)
 
-        return {"evaluator_class": Evaluator}
+        return {"evaluator_class": batch_evaluator(metrics)}
 
 
 @register

@@ -3,7 +3,7 @@ the TensorFlow fork (docs/study.md, 'Notes on single defects'), evaluation-batch
 
 from __future__ import annotations
 
-from gru4rec_conformance.implementations.mutants import MutantAdapter
+from gru4rec_conformance.implementations.mutants import MutantAdapter, batch_evaluator
 from gru4rec_conformance.implementations.registry import register
 
 
@@ -66,31 +66,18 @@ class EvalBatchDependent(MutantAdapter):
     def gru_overrides(cls):
         import numpy as np
 
-        from gru4rec_conformance.reference.gru4rec import SessionParallelEvaluator
-        from gru4rec_conformance.reference.gru4rec.evaluation import check_cutoffs, check_mode, metrics_from_ranks, rank
+        from gru4rec_conformance.reference.gru4rec.evaluation import metrics_from_ranks, rank
 
-        class Evaluator(SessionParallelEvaluator):
-            def evaluate(
-                self,
-                test_df,
-                cutoffs=(1, 5, 10, 20),
-                batch_size=512,
-                mode="conservative",
-                item_key="ItemId",
-                session_key="SessionId",
-                time_key="Time",
-            ):
-                check_mode(mode)
-                cutoffs = check_cutoffs(cutoffs)
-                per_batch = [
-                    metrics_from_ranks(rank(scores, targets, mode), cutoffs, self.hits)
-                    for _, _, targets, scores in self.batches(test_df, batch_size, item_key, session_key, time_key)
-                ]
-                out = {k: float(np.mean([m[k] for m in per_batch])) for k in per_batch[0] if k != "n_events"}
-                out["n_events"] = sum(m["n_events"] for m in per_batch)
-                return out
+        def metrics(evaluator, batches, cutoffs, mode):
+            per_batch = [
+                metrics_from_ranks(rank(scores, targets, mode), cutoffs, evaluator.hits)
+                for _, _, targets, scores in batches
+            ]
+            out = {k: float(np.mean([m[k] for m in per_batch])) for k in per_batch[0] if k != "n_events"}
+            out["n_events"] = sum(m["n_events"] for m in per_batch)
+            return out
 
-        return {"evaluator_class": Evaluator}
+        return {"evaluator_class": batch_evaluator(metrics)}
 
 
 @register
@@ -156,22 +143,17 @@ class EvalOptimisticTies(MutantAdapter):
 
     @classmethod
     def gru_overrides(cls):
-        from gru4rec_conformance.reference.gru4rec import SessionParallelEvaluator
+        import numpy as np
 
-        class Evaluator(SessionParallelEvaluator):
-            def evaluate(
-                self,
-                test_df,
-                cutoffs=(1, 5, 10, 20),
-                batch_size=512,
-                mode="conservative",
-                item_key="ItemId",
-                session_key="SessionId",
-                time_key="Time",
-            ):
-                return super().evaluate(test_df, cutoffs, batch_size, "standard", item_key, session_key, time_key)
+        from gru4rec_conformance.reference.gru4rec.evaluation import metrics_from_ranks, rank
 
-        return {"evaluator_class": Evaluator}
+        def metrics(evaluator, batches, cutoffs, mode):
+            ranks = [
+                rank(scores, targets, "standard") for _, _, targets, scores in batches
+            ]  # the declared mode ignored
+            return metrics_from_ranks(np.concatenate(ranks), cutoffs, evaluator.hits)
+
+        return {"evaluator_class": batch_evaluator(metrics)}
 
 
 def _session_columns(gru, test_df, item_key, session_key, time_key) -> dict:

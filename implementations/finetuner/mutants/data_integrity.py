@@ -58,17 +58,28 @@ class MutantTupleUnpack(MutantAdapter):
     tuner_cls = _TupleUnpack
 
 
+def _forward_logits(tuner, features, batch_size, generator, logits_of):
+    """The reference's ``_forward_logits`` with two of its choices as parameters: ``generator`` orders the
+    minibatches (None: input order) and ``logits_of(model output)`` reads the logits tensor."""
+    assert tuner.model is not None  # predict/evaluate/fit require a built model
+    tuner.model.eval()
+    out = []
+    with torch.no_grad():
+        for _, batch in tuner._batches(features, batch_size, generator):
+            batch.pop("labels", None)
+            output = tuner.model(**{k: v.to(tuner.device) for k, v in batch.items()})
+            out.append(logits_of(output).float().cpu().numpy())
+    return np.concatenate(out, axis=0) if out else np.zeros((0, tuner.num_labels), np.float32)
+
+
+def _first_unpacked(output):
+    logits, *_ = output  # a ModelOutput unpacks to its key strings: the key 'logits'
+    return logits
+
+
 class _EvalOutputUnpacked(ReferenceFineTuner):
     def _forward_logits(self, features, batch_size):
-        assert self.model is not None  # predict/evaluate/fit require a built model
-        self.model.eval()
-        out = []
-        with torch.no_grad():
-            for _, batch in self._batches(features, batch_size, None):
-                batch.pop("labels", None)
-                logits, *_ = self.model(**{k: v.to(self.device) for k, v in batch.items()})  # the key 'logits'
-                out.append(logits.float().cpu().numpy())
-        return np.concatenate(out, axis=0) if out else np.zeros((0, self.num_labels), np.float32)
+        return _forward_logits(self, features, batch_size, None, _first_unpacked)
 
 
 @register
@@ -96,16 +107,9 @@ class MutantBinaryKeepsNeutral(MutantAdapter):
 
 class _ShuffledPredictionLoader(ReferenceFineTuner):
     def _forward_logits(self, features, batch_size):
-        assert self.model is not None  # predict/evaluate/fit require a built model
-        self.model.eval()
-        out = []
-        with torch.no_grad():
-            # a shuffling evaluation loader (shuffle=True, as the studied code's dev/test DataLoaders); the order
-            # is never undone
-            for _, batch in self._batches(features, batch_size, torch.Generator().manual_seed(0)):
-                batch.pop("labels", None)
-                out.append(self.model(**{k: v.to(self.device) for k, v in batch.items()}).logits.float().cpu().numpy())
-        return np.concatenate(out, axis=0) if out else np.zeros((0, self.num_labels), np.float32)
+        # a shuffling evaluation loader (shuffle=True, as the studied code's dev/test DataLoaders); the order is
+        # never undone
+        return _forward_logits(self, features, batch_size, torch.Generator().manual_seed(0), lambda o: o.logits)
 
 
 @register
