@@ -117,7 +117,7 @@ def maintainer_repo(tmp_path) -> Path:
     shutil.copy(REPO / "implementations" / "template.py", repo / "mypkg" / "conformance.py")
     (repo / "mypkg" / "buggy.py").write_text(
         "from gru4rec_conformance.implementations.mutants.k1_state_reset import NoEvalReset\n\n\n"
-        "class Buggy(NoEvalReset):\n    name = 'buggy'\n    role = 'implementation'\n"
+        "class Buggy(NoEvalReset):\n    name = 'buggy'\n    role = 'implementation'\n    isolated = True\n"
     )
     return repo
 

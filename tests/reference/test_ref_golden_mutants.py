@@ -78,6 +78,8 @@ LEFT_OUT = {
     "mutant:eval_batch_dependent": "evaluator only",
     "mutant:eval_drops_tail": "evaluator only",
     "mutant:eval_optimistic_ties": "evaluator only",
+    "mutant:eval_masks_session": "evaluator only (masks the session's items before ranking)",
+    "mutant:eval_removes_input_item": "evaluator only (removes the input item from the ranking)",
     "mutant:recall_cutoff_off_by_one": "evaluator only",
     "mutant:unknown_item_crash": "evaluator only",
     "mutant:item_map_misaligned": "item_ids() sorted by id; the step data's items first appear in id order",
@@ -87,6 +89,8 @@ LEFT_OUT = {
     # cannot run a golden step at all (so there is nothing to compare):
     "mutant:hidden_size_hardcoded": "100 units whatever layers says: set_weights refuses the recorded weights",
     "mutant:per_row_negatives": "expects per-lane samples; train_step with one shared sample vector fails",
+    "mutant:fresh_per_example_negatives": "per-lane samples as per_row_negatives: train_step with one shared "
+    "sample vector fails",
     "mutant:embedding_size_tied_to_hidden": "first layer sized for the hidden size: set_weights refuses the recorded "
     "weights of a separate embedding of another size",
 }
@@ -94,6 +98,7 @@ LEFT_OUT = {
 CANNOT_RUN = {
     "mutant:hidden_size_hardcoded": "xe_shared_logq0",
     "mutant:per_row_negatives": "xe_shared_logq0",
+    "mutant:fresh_per_example_negatives": "xe_shared_logq0",
     "mutant:embedding_size_tied_to_hidden": "bprmax_separate_2layers_mom",
 }
 
