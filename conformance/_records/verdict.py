@@ -486,16 +486,26 @@ def _short_reason(record: Mapping[str, Any]) -> str:
 
 
 def _figure(record: Mapping[str, Any]) -> str | None:
-    """The measured figure of a record: its recall@20 metric if any, else its first metric with a reference."""
+    """The measured figure of a record: the metrics outside their band (``within`` False), joined by ``; ``, when
+    any is; else its recall@20 metric if any, else its first metric with a reference. A passing metric never
+    stands for a check that failed on another one."""
     metrics = [m for m in record.get("metrics") or () if isinstance(m.get("value"), (int, float))]
     with_ref = [m for m in metrics if isinstance(m.get("reference"), (int, float))]
-    pick = next((m for m in with_ref if str(m.get("name", "")).lower() == "recall@20"), None)
-    pick = pick or (with_ref[0] if with_ref else None)
-    if pick is None:
+    picks = [m for m in with_ref if m.get("within") is False]
+    if not picks:
+        pick = next((m for m in with_ref if str(m.get("name", "")).lower() == "recall@20"), None)
+        pick = pick or (with_ref[0] if with_ref else None)
+        picks = [pick] if pick is not None else []
+    if not picks:
         return None
-    value, ref = float(pick["value"]), float(pick["reference"])
+    return "; ".join(_metric_text(m) for m in picks)
+
+
+def _metric_text(metric: Mapping[str, Any]) -> str:
+    """``name value vs reference (Δ%)`` of one metric entry with a numeric value and reference."""
+    value, ref = float(metric["value"]), float(metric["reference"])
     rel = f" ({(value - ref) / abs(ref):+.1%})" if ref else ""
-    return f"{pick['name']} {value:.4g} vs {ref:.4g}{rel}"
+    return f"{metric['name']} {value:.4g} vs {ref:.4g}{rel}"
 
 
 def _defect(record: Mapping[str, Any]) -> Defect:

@@ -86,6 +86,20 @@ def test_declared_failures_are_not_conformant_with_kinds_ids_fix_level_and_figur
     assert Conformance.from_json(json.loads(json.dumps(c.to_json()))) == c
 
 
+def test_a_defects_figure_is_the_metric_that_failed_not_a_passing_one():
+    # recall@20 inside its band, MRR@20 outside it: the figure must show MRR@20, the cause of the failure
+    passing = {"name": "recall@20", "value": 0.6155, "reference": 0.6223, "tolerance": 0.02, "within": True}
+    failing = {"name": "mrr@20", "value": 0.1806, "reference": 0.2703, "tolerance": 0.01, "within": False}
+    failing_5 = {"name": "mrr@5", "value": 0.1, "reference": 0.2, "tolerance": 0.01, "within": False}
+    c = assess(HEADER, [rec("a", "failed", metrics=[passing, failing]),
+                        rec("b", "failed", metrics=[passing, failing, failing_5])], END)  # fmt: skip
+    assert c.defects[0].figure == "mrr@20 0.1806 vs 0.2703 (-33.2%)"
+    assert c.defects[1].figure == "mrr@20 0.1806 vs 0.2703 (-33.2%); mrr@5 0.1 vs 0.2 (-50.0%)"
+    # no band verdict recorded: recall@20 as before
+    c = assess(HEADER, [rec("a", "failed", metrics=[{**failing, "within": None}, {**passing, "within": None}])], END)
+    assert c.defects[0].figure == "recall@20 0.6155 vs 0.6223 (-1.1%)"
+
+
 def test_an_xpass_still_carries_its_declared_defect():
     c = assess(HEADER, [rec("a", "xpass", xfail=XFAIL)], END)
     assert c.status == NOT_CONFORMANT and c.defects[0].outcome == "xpass" and c.defects[0].kind == "bug"

@@ -107,6 +107,16 @@ def test_card_names_status_defects_metrics_and_the_study_side_by_side(tmp_path):
     assert 'class="status st-NOT-CONFORMANT"' in html and "GRU4REC-pytorch / OOB" in html
 
 
+def test_a_cards_defect_row_shows_the_metric_that_failed(tmp_path):
+    # recall inside its band, MRR outside it: the "Defects found" row must not show the passing recall@20
+    mc1 = _result("conformance/gru4rec/test_mc.py::test_mc1[gp:oob]", "MC-1", "metric", "failed",
+                  metrics=_metrics("matching features: no logQ", 0.68, 0.25))  # fmt: skip
+    card = build_card(load_run(_write_run(tmp_path / "gp.oob" / "20261201T100000Z", results=[mc1])))
+    (row,) = card["defects"]
+    assert row["figure"] == "mrr@5 0.25 vs 0.37 (-32.4%); mrr@20 0.25 vs 0.37 (-32.4%)"
+    assert "recall@20" not in render_markdown(card).split("## Defects found")[1].split("##")[0]
+
+
 def test_scoreboard_sets_subset_and_stale_runs_apart_marks_negative_controls_and_merges_roots(tmp_path):
     a, b = tmp_path / "machine-a", tmp_path / "machine-b"
     _write_run(a / "gp.oob" / "20261201T100000Z", started="2026-12-01T10:00:00Z")
