@@ -79,12 +79,12 @@ def write_plots(run: RunData, directory: Path) -> dict[str, str]:
     written["kinds"] = "plots/kinds.png"
 
     # -- feature x outcome heatmap ---------------------------------------------------------------------
-    declared = run.header.get("impl", {}).get("features") or {}
     per_feature: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
     for r in results:
         for f in r.get("features", []):
             per_feature[f][r["outcome"]] += 1
-    features = [f for f in declared if f in per_feature] + sorted(f for f in per_feature if f not in declared)
+    rows = feature_rows(run)
+    features = [f for f, _ in rows]
     if features:
         import numpy as np
 
@@ -103,7 +103,7 @@ def write_plots(run: RunData, directory: Path) -> dict[str, str]:
                 if counts[i, j]:
                     ax.text(j, i, str(int(counts[i, j])), ha="center", va="center", fontsize=8, color="white")
         ax.set_xticks(range(len(OUTCOMES)), OUTCOMES, rotation=30, ha="right", fontsize=8)
-        labels = [f"{f}{'' if declared.get(f) else ' (undeclared)'}" for f in features]
+        labels = [label for _, label in rows]
         ax.set_yticks(range(len(features)), labels, fontsize=8)
         ax.set_title(f"{title}: feature × outcome")
         _save(fig, directory / "features.png")
@@ -114,6 +114,31 @@ def write_plots(run: RunData, directory: Path) -> dict[str, str]:
     if write_metrics_figure(run, directory / "metrics.png"):
         written["metrics"] = "plots/metrics.png"
     return written
+
+
+def feature_rows(run: RunData) -> list[tuple[str, str]]:
+    """The rows of ``features.png``: ``(feature, label)`` for each feature a recorded check needs, the declared
+    flags first in their declared order, then the others sorted.
+
+    The label is the feature's name, with `` (declared absent)`` when the implementation declared it false and
+    `` (undeclared)`` when its declaration does not name it. A ``hparam:<name>`` feature is declared when ``<name>``
+    is among the declared hyperparameters (``capabilities.hyperparameters``), as the harness judges it.
+    """
+    impl = run.header.get("impl") or {}
+    flags = impl.get("features") or {}
+    hparams = (impl.get("capabilities") or {}).get("hyperparameters") or {}
+    needed = list(dict.fromkeys(f for r in run.results for f in r.get("features") or ()))
+    ordered = [f for f in flags if f in needed] + sorted(f for f in needed if f not in flags)
+
+    def label(feature: str) -> str:
+        prefix, _, name = feature.partition(":")
+        if feature in flags:
+            return feature if flags[feature] else f"{feature} (declared absent)"
+        if prefix == "hparam" and name in hparams:
+            return feature
+        return f"{feature} (undeclared)"
+
+    return [(f, label(f)) for f in ordered]
 
 
 def _pyplot() -> Any:

@@ -117,6 +117,23 @@ def test_a_cards_defect_row_shows_the_metric_that_failed(tmp_path):
     assert "recall@20" not in render_markdown(card).split("## Defects found")[1].split("##")[0]
 
 
+def test_features_plot_labels_declared_hyperparameters_as_declared(tmp_path):
+    from gru4rec_conformance.reports.plots import feature_rows
+
+    feats = [["loss:cross-entropy", "hparam:momentum"], ["logq", "hparam:bpreg"], ["hparam:n_sample"]]
+    results = [_result(f"conformance/gru4rec/test_k1.py::test_{i}[gp:oob]", f"SR-{i}", "K1", "passed", features=f)
+               for i, f in enumerate(feats)]  # fmt: skip
+    run = load_run(_write_run(tmp_path / "gp.oob" / "20261201T100000Z", results=results))
+    run.header["impl"]["capabilities"] = {"hyperparameters": {"momentum": 0.0, "bpreg": 1.0}}
+    assert feature_rows(run) == [
+        ("loss:cross-entropy", "loss:cross-entropy"),
+        ("logq", "logq (declared absent)"),
+        ("hparam:bpreg", "hparam:bpreg"),
+        ("hparam:momentum", "hparam:momentum"),
+        ("hparam:n_sample", "hparam:n_sample (undeclared)"),
+    ]
+
+
 def test_scoreboard_sets_subset_and_stale_runs_apart_marks_negative_controls_and_merges_roots(tmp_path):
     a, b = tmp_path / "machine-a", tmp_path / "machine-b"
     _write_run(a / "gp.oob" / "20261201T100000Z", started="2026-12-01T10:00:00Z")
