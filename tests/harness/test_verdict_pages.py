@@ -160,6 +160,44 @@ def test_scoreboard_sets_subset_and_stale_runs_apart_marks_negative_controls_and
     )  # the expected-outcome tally (reports.agreement)
 
 
+def test_the_scoreboard_tables_fit_the_window_scrolling_in_their_own_container(tmp_path):
+    import html.parser
+    import re
+
+    from gru4rec_conformance.reports.scoreboard import render_html as board_html
+
+    _write_run(tmp_path / "gp.oob" / "20261201T100000Z")
+    _write_run(tmp_path / "gp.oob" / "20261201T110000Z", started="2026-12-01T11:00:00Z",
+               command=("pytest", "conformance", "-k", "sr1"))  # fmt: skip
+    page = board_html(build_scoreboard([tmp_path]))
+
+    class Tables(html.parser.HTMLParser):
+        def __init__(self) -> None:
+            super().__init__()
+            self.stack: list[tuple[str, str]] = []
+            self.parents: list[str] = []
+
+        def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+            if tag == "table":
+                self.parents.append(self.stack[-1][1] if self.stack else "")
+            if tag not in ("br", "img", "meta"):
+                self.stack.append((tag, dict(attrs).get("class") or ""))
+
+        def handle_endtag(self, tag: str) -> None:
+            while self.stack and self.stack.pop()[0] != tag:
+                pass
+
+    tables = Tables()
+    tables.feed(page)
+    assert len(tables.parents) == 2 and all(p == "table-wrap" for p in tables.parents)  # verdicts, shown apart
+    style = re.sub(r"/\*.*?\*/", "", page.split("<style>")[1].split("</style>")[0], flags=re.S)
+    css = {sel.strip(): body for sel, body in re.findall(r"([^{}]+)\{([^}]*)\}", style)}
+    wrap = css[".table-wrap"].replace(" ", "")
+    assert "overflow-x:auto" in wrap and "max-width:100%" in wrap
+    cells = css["th, td"].replace(" ", "")
+    assert "overflow-wrap:anywhere" in cells and "nowrap" not in cells and "nowrap" not in css["th"]
+
+
 def _env() -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": child_pythonpath(os.environ.get("PYTHONPATH"))}
 
