@@ -11,6 +11,7 @@ from transformers import AutoTokenizer
 
 from gru4rec_conformance.conformance.finetuner.support import fresh
 from gru4rec_conformance.datasets.sst5 import EXPECTED_COUNTS, Examples
+from gru4rec_conformance.reference.finetuner.metrics import count_mismatch
 
 KIND = "data_integrity"
 
@@ -26,6 +27,8 @@ def test_no_example_dropped_and_truncation_reported(impl, tiny_bert, slices):
         cfg["max_length"] = L
     rec = a.run(slices.train, slices.val, slices.test, cfg, seed=0, model_spec=tiny_bert, num_labels=5)
     test = rec["test"]
+    counts = _count_problems(test, len(slices.test), "test examples")
+    assert not counts, "; ".join(counts)
     assert test["n"] == len(slices.test), f"test evaluated on {test['n']} of {len(slices.test)} examples"
     assert list(test["ids"]) == list(slices.test.ids), "prediction rows do not match the test ids one to one"
     assert len(test["predictions"]) == len(slices.test)
@@ -51,6 +54,8 @@ def test_full_splits_evaluated_whole(impl, tiny_bert, sst5_real):
     for split in ("dev", "test"):
         ex = sst5_real[split]
         res = a.evaluate(ex)
+        counts = _count_problems(res, len(ex), f"{split} examples")
+        assert not counts, "; ".join(counts)
         assert res["n"] == EXPECTED_COUNTS["fine"][split] == len(ex), (
             f"{split}: evaluated {res['n']} examples, expected {EXPECTED_COUNTS['fine'][split]}"
         )
@@ -139,6 +144,21 @@ def test_binary_root_counts(impl, sst5_real):
         assert set(b.labels) <= {0, 1}
 
 
+def _count_problems(res: dict, n_examples: int, what: str) -> list[str]:
+    """What an ``evaluate`` result says of its size when it is not one prediction (and one id) per example: one
+    line naming the counts, e.g. ``the implementation returned 105 predictions for 35 test examples (3× as
+    many)``; empty when ``predictions`` and ``ids`` (where given) have ``n_examples`` entries."""
+    problems = []
+    for key, noun in (("predictions", "predictions"), ("ids", "ids")):
+        got = res.get(key)
+        if got is None:
+            continue
+        problem = count_mismatch(len(got), n_examples, what)
+        if problem:
+            problems.append(problem.replace(" predictions ", f" {noun} ", 1))
+    return problems
+
+
 def _order_problems(got: np.ndarray, want: np.ndarray, what: str, atol: float = 1e-5) -> list[str]:
     """Rows of ``got`` that differ from ``want`` by more than ``atol`` (one line naming the first rows)."""
     d = np.abs(np.asarray(got, dtype=np.float64) - np.asarray(want, dtype=np.float64)).max(axis=1)
@@ -166,7 +186,10 @@ def test_predictions_in_input_order(impl, tiny_bert, slices):
     problems = _order_problems(together, alone, "predict(split) vs one at a time")
     problems += _order_problems(in_perm, alone[perm], "predict(permuted split) vs one at a time")
     res = a.evaluate(permuted)
-    if list(res["ids"]) != list(permuted.ids):
+    counts = _count_problems(res, len(permuted), "examples")
+    if counts:
+        pass  # not one row per example: the order of evaluate's rows cannot be judged
+    elif list(res["ids"]) != list(permuted.ids):
         problems.append("evaluate returns the ids in another order than the split's")
     else:
         top2 = np.sort(alone, axis=1)[:, -2:]
@@ -175,4 +198,6 @@ def test_predictions_in_input_order(impl, tiny_bert, slices):
         wrong = [i for i, p, k in zip(res["ids"], res["predictions"], perm) if clear[k] and int(p) != want[i]]
         if wrong:
             problems.append(f"evaluate: {len(wrong)} predictions differ, matched by example id (first {wrong[:3]})")
-    assert not problems, "predictions are not in input order: " + "; ".join(problems)
+    said = ["evaluate does not give one row per example: " + "; ".join(counts)] if counts else []
+    said += ["predictions are not in input order: " + "; ".join(problems)] if problems else []
+    assert not said, "; ".join(said)

@@ -9,6 +9,25 @@ from collections.abc import Sequence
 import numpy as np
 
 
+def count_mismatch(n_predictions: int, n_examples: int, what: str = "examples") -> str | None:
+    """One sentence saying that ``n_predictions`` predictions came for ``n_examples`` ``what`` (with the ratio when
+    it is a whole multiple, e.g. ``3× as many``), or None when the counts agree."""
+    if n_predictions == n_examples:
+        return None
+    ratio = ""
+    if n_examples and n_predictions % n_examples == 0:
+        ratio = f" ({n_predictions // n_examples}× as many)"
+    return f"the implementation returned {n_predictions} predictions for {n_examples} {what}{ratio}"
+
+
+def _require_counts(n_predictions: int, n_examples: int) -> None:
+    """Raise ``ValueError`` naming both counts when they differ (before numpy or scikit-learn would fail on the
+    shapes with a message that names neither)."""
+    problem = count_mismatch(n_predictions, n_examples)
+    if problem:
+        raise ValueError(problem)
+
+
 def mean_cross_entropy(logits: np.ndarray, labels: Sequence[int] | np.ndarray) -> float:
     """Mean per-example cross-entropy (natural log) of ``logits`` (N, C) against int ``labels`` (N,), computed in
     float64 with a stable log-softmax. Independent of any batch size (FT-9, docs/checks.md).
@@ -17,6 +36,8 @@ def mean_cross_entropy(logits: np.ndarray, labels: Sequence[int] | np.ndarray) -
     """
     z = np.asarray(logits, dtype=np.float64)
     y = np.asarray(labels, dtype=np.int64)
+    if z.ndim == 2 and y.ndim == 1:
+        _require_counts(z.shape[0], y.shape[0])
     if z.ndim != 2 or z.shape[0] != y.shape[0] or z.shape[0] == 0:
         raise ValueError(f"logits {z.shape} and labels {y.shape} must be (N, C) and (N,), N > 0")
     m = z.max(axis=1, keepdims=True)
@@ -30,11 +51,15 @@ def classification_report(logits: np.ndarray, labels: Sequence[int], num_labels:
 
     Returns a dict with keys accuracy, macro_f1, per_class_f1 (list), confusion_matrix (list of lists),
     mean_ce, n, predictions (list of int).
+
+    Raises ``ValueError`` naming both counts when ``logits`` has another number of rows than ``labels``.
     """
     from sklearn.metrics import accuracy_score, confusion_matrix, f1_score
 
     z = np.asarray(logits)
     y = np.asarray(labels, dtype=np.int64)
+    if z.ndim >= 1:
+        _require_counts(z.shape[0], len(y))
     pred = z.argmax(axis=1)
     classes = list(range(num_labels))
     return {
@@ -60,9 +85,11 @@ def collapse_reasons(
     """Why a run counts as collapsed (FT-19, docs/checks.md), empty if it does not.
 
     Flags: at most one distinct predicted class; accuracy <= majority rate + margin; mean CE >= ln(C) - margin.
+    Raises ``ValueError`` naming both counts when there are not as many predictions as labels.
     """
     pred = np.asarray(predictions)
     y = np.asarray(labels)
+    _require_counts(len(pred), len(y))
     reasons = []
     if len(np.unique(pred)) <= 1:
         reasons.append(f"{len(np.unique(pred))} distinct predicted class")

@@ -14,7 +14,7 @@ from gru4rec_conformance.datasets.sst5 import Examples
 from gru4rec_conformance.fileio import atomic_write_json, atomic_write_text
 
 from .config import FinetuneConfig
-from .metrics import aggregate_runs, collapse_reasons
+from .metrics import aggregate_runs, collapse_reasons, count_mismatch
 from .models import ModelSpec
 from .trainer import ReferenceFineTuner, _json_default
 
@@ -39,22 +39,29 @@ def run_once(
     """Build with ``seed``, fit on train/val, then evaluate test exactly once on the selected model.
 
     Returns the run record extended with run_id, seed, test (metrics dict), test_accuracy, test_macro_f1,
-    test_collapse_reasons, split_log and, when ``out_dir`` is given, ``artifact_dir`` / ``artifacts`` (the
+    test_collapse_reasons (None when the fine-tuner returned another number of test predictions than examples),
+    split_log and, when ``out_dir`` is given, ``artifact_dir`` / ``artifacts`` (the
     selected checkpoint via save_pretrained, run.json and test_predictions.csv).
     """
     ft = tuner_cls(spec, num_labels=train.num_labels)
     ft.build(seed)
     rec = dict(ft.fit(train, val, config))
     test_metrics = ft.evaluate(test)
+    # a fine-tuner that gives another number of test predictions than examples is reported by the checks that
+    # count them (FT-6); its collapse cannot be judged against the labels
+    miscounted = count_mismatch(len(test_metrics["predictions"]), len(test), "test examples")
+    test_collapse = None
+    if not miscounted:
+        test_collapse = collapse_reasons(
+            test_metrics["predictions"], test.labels, test_metrics["mean_ce"], test.num_labels
+        )
     rec.update(
         run_id=run_id,
         seed=seed,
         test=test_metrics,
         test_accuracy=test_metrics["accuracy"],
         test_macro_f1=test_metrics["macro_f1"],
-        test_collapse_reasons=collapse_reasons(
-            test_metrics["predictions"], test.labels, test_metrics["mean_ce"], test.num_labels
-        ),
+        test_collapse_reasons=test_collapse,
         split_log=list(ft.split_log),
         epochs_run=len(rec["epochs"]),
     )

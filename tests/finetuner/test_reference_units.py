@@ -95,6 +95,24 @@ def test_mean_cross_entropy_matches_torch():
     assert math.isclose(mean_cross_entropy(np.zeros((3, 5)), [0, 1, 2]), math.log(5))
 
 
+def test_metrics_name_both_counts_when_there_are_more_predictions_than_examples():
+    # a fine-tuner that evaluates the test split three times: 105 rows for 35 labels; the suite's metrics say so
+    # instead of failing inside numpy or scikit-learn on the shapes
+    from gru4rec_conformance.reference.finetuner.metrics import classification_report
+
+    labels = [0, 1, 2, 3, 4] * 7
+    said = "the implementation returned 105 predictions for 35 examples (3× as many)"
+    with pytest.raises(ValueError, match=r"105 predictions for 35 examples \(3× as many\)") as e:
+        classification_report(np.zeros((105, 5)), labels, 5)
+    assert str(e.value) == said
+    with pytest.raises(ValueError, match=r"105 predictions for 35 examples \(3× as many\)"):
+        collapse_reasons([0] * 105, labels, 1.0, 5)
+    with pytest.raises(ValueError, match=r"105 predictions for 35 examples"):
+        mean_cross_entropy(np.zeros((105, 5)), labels)
+    with pytest.raises(ValueError, match=r"the implementation returned 34 predictions for 35 examples$"):
+        classification_report(np.zeros((34, 5)), labels, 5)
+
+
 def test_describe_and_expected_max():
     d = describe([0.4, 0.5, 0.6])
     assert d["n"] == 3 and math.isclose(d["std"], 0.1) and d["median"] == 0.5 and d["min"] == 0.4

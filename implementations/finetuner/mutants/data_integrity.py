@@ -122,8 +122,35 @@ class MutantShuffledPredictions(MutantAdapter):
     tuner_cls = _ShuffledPredictionLoader
 
 
+class _TestEvaluatedThrice(ReferenceFineTuner):
+    def evaluate(self, examples):
+        # the evaluation loop runs over the split three times and keeps every pass's rows (an epoch loop around
+        # it that is never left): three predictions, ids and labels per example
+        self._require_model()
+        enc = self.encode(examples.texts)
+        logits = np.concatenate([self._forward_logits(enc.features(), self.config.eval_batch_size)] * 3)
+        thrice = Examples(examples.split, examples.ids * 3, examples.texts * 3, examples.labels * 3,
+                          examples.num_labels, examples.source)  # fmt: skip
+        self.split_log.append({"split": examples.split, "purpose": "evaluate", "epoch": None})
+        res = self._metrics(logits, thrice)
+        res["ids"] = list(thrice.ids)
+        res["n_truncated"] = enc.n_truncated
+        return res
+
+
+@register
+class MutantTestEvaluatedThrice(MutantAdapter):
+    name = "mutant_ft6_test_evaluated_thrice"
+    defect_row = 6
+    kind = "data_integrity"
+    defect = "the test split is evaluated three times and every pass's predictions are returned"
+    message = "predictions for 35 test examples (3× as many)"
+    tuner_cls = _TestEvaluatedThrice
+
+
 MUTANTS = [
     MutantDropLongExamples,
+    MutantTestEvaluatedThrice,
     MutantTupleUnpack,
     MutantEvalOutputUnpacked,
     MutantBinaryKeepsNeutral,
