@@ -37,30 +37,29 @@ KEEP_PLOTS = {"epoch": "epoch_minibatches_per_s.png", "n_items": "sweep_n_items.
 TARGET = 3.0
 
 
-def read_jsonl(path: Path) -> list[dict]:
-    """The rows of a JSON-lines file; a line that is not JSON (a run killed mid-write) is skipped."""
+def _json_rows(path: Path) -> list[dict]:
+    """The JSON objects of a JSON-lines file (none when it is missing); a line that is not JSON (a run killed
+    mid-write) is skipped."""
     rows = []
     for line in path.read_text(encoding="utf-8").splitlines() if path.is_file() else ():
         try:
             row = json.loads(line)
         except ValueError:
             continue
-        if isinstance(row, dict) and "group" in row and "extra_info" in row:
+        if isinstance(row, dict):
             rows.append(row)
     return rows
+
+
+def read_jsonl(path: Path) -> list[dict]:
+    """The benchmark rows (``group`` and ``extra_info``) of a JSON-lines file; see :func:`_json_rows`."""
+    return [row for row in _json_rows(path) if "group" in row and "extra_info" in row]
 
 
 def dropped_for_time(path: Path) -> list[dict]:
     """The skip lines of ``path`` (results.jsonl) whose reason says the stage's time box dropped the case."""
-    rows = []
-    for line in path.read_text(encoding="utf-8").splitlines() if path.is_file() else ():
-        try:
-            row = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(row, dict) and row.get("skipped") and str(row.get("reason", "")).startswith(DROPPED):
-            rows.append(row)
-    return rows
+    return [row for row in _json_rows(path)
+            if row.get("skipped") and str(row.get("reason", "")).startswith(DROPPED)]  # fmt: skip
 
 
 def dropped_section(rows: list[dict]) -> list[str]:

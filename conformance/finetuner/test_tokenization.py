@@ -70,19 +70,23 @@ def test_no_marker_text(impl, family, tiny_models, slices):
     assert n == len(pieces) + 2, f"one-word input {word!r}: {n} ids, expected 1 + {len(pieces)} pieces + 1"
 
 
+def _encode_long(impl, a, slices):
+    """Encode a 200-word sentence from the train split: (text, encoding, max length L). L is 32 when the
+    implementation takes ``max_length``, else the fixed length it reports (the check fails when it reports none)."""
+    long_text = " ".join(" ".join(slices.train.texts).split()[:200])
+    if impl.supports("encode_max_length"):
+        return long_text, a.encode([long_text], max_length=32), 32
+    enc = a.encode([long_text])
+    L = enc["max_length"]
+    assert L, f"{a.name} neither honours max_length nor reports its fixed length"
+    return long_text, enc, L
+
+
 @pytest.mark.check("FT-5", kind=KIND)
 def test_truncation_keeps_sep(impl, tiny_bert, slices):
     """A 200-word sentence encoded with max length L is exactly L ids long and ends with the SEP id."""
     a = _built(impl, tiny_bert)
-    words = " ".join(slices.train.texts).split()
-    long_text = " ".join(words[:200])
-    if impl.supports("encode_max_length"):
-        enc = a.encode([long_text], max_length=32)
-        L = 32
-    else:
-        enc = a.encode([long_text])
-        L = enc["max_length"]
-        assert L, f"{a.name} neither honours max_length nor reports its fixed length"
+    _, enc, L = _encode_long(impl, a, slices)
     sp = enc["special_ids"]
     ids = enc["input_ids"][0]
     mask = enc["attention_mask"][0] if enc["attention_mask"] is not None else None
@@ -120,14 +124,7 @@ def test_truncation_keeps_first_pieces(impl, family, tiny_models, slices):
     spec = tiny_models[family]
     a = _built(impl, spec)
     tok = AutoTokenizer.from_pretrained(spec.path, local_files_only=True)
-    long_text = " ".join(" ".join(slices.train.texts).split()[:200])
-    if impl.supports("encode_max_length"):
-        enc = a.encode([long_text], max_length=32)
-        L = 32
-    else:
-        enc = a.encode([long_text])
-        L = enc["max_length"]
-        assert L, f"{a.name} neither honours max_length nor reports its fixed length"
+    long_text, enc, L = _encode_long(impl, a, slices)
     ids = enc["input_ids"][0]
     mask = enc["attention_mask"][0] if enc["attention_mask"] is not None else None
     real = list(ids[: unpadded_length(ids, mask, enc["special_ids"]["pad"])])
