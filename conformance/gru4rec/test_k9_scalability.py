@@ -3,6 +3,7 @@ cost does not grow with the catalogue. Checks SC-2 (deterministic, white-box) an
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable
 from typing import Any
@@ -11,6 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from gru4rec_conformance.conformance._harness import diagnosis
 from gru4rec_conformance.conformance._harness.cputime import cpu_call
 from gru4rec_conformance.conformance.gru4rec._common import build
 from gru4rec_conformance.conformance.gru4rec._data import sessions_frame
@@ -139,15 +141,23 @@ def _clock(impl: Any, model: Any, method: str, *args: Any, **kwargs: Any) -> flo
     return cpu_call(model, method, *args, **kwargs)[1]
 
 
-def _train_step_ratio(impl: Any, large: int) -> dict[str, Any]:
-    """SC-1 through ``train_step``: one model per catalogue (fit with n_epochs=0 on the same number of events),
-    blocks of :data:`SC1_BLOCK` steps on random (input, target) items; a block's value is its median step."""
+def _step_models(impl: Any, large: int, optional: dict | None = None) -> tuple[dict[int, Any], dict[int, np.ndarray]]:
+    """One model per catalogue (:data:`SC1_SMALL` and ``large`` items), fit with n_epochs=0 on the same number of
+    events; ``optional`` replaces SC1_HPARAMS' optional values. Returns (size → model, size → item ids)."""
     n_events = large + 8_000
     models, ids = {}, {}
     for n in (SC1_SMALL, large):
-        models[n] = build(impl, *SC1_HPARAMS)
+        models[n] = build(impl, SC1_HPARAMS[0], optional if optional is not None else SC1_HPARAMS[1])
         models[n].fit(_catalogue(n, n_events), n_epochs=0)
         ids[n] = np.asarray(models[n].item_ids())
+    return models, ids
+
+
+def _train_step_ratio(impl: Any, large: int) -> dict[str, Any]:
+    """SC-1 through ``train_step``: one model per catalogue (:func:`_step_models`), blocks of :data:`SC1_BLOCK`
+    steps on random (input, target) items; a block's value is its median step. The result also carries the
+    models (``"models"``, ``"ids"``) for the diagnosis."""
+    models, ids = _step_models(impl, large)
     rng = np.random.default_rng(1)
 
     def block(n: int, steps: int = SC1_BLOCK) -> float:
@@ -159,7 +169,7 @@ def _train_step_ratio(impl: Any, large: int) -> dict[str, Any]:
 
     for n in models:
         block(n, SC1_WARMUP)
-    return _interleaved(block, SC1_SMALL, large, SC1_ROUNDS, min_rounds=3)
+    return {**_interleaved(block, SC1_SMALL, large, SC1_ROUNDS, min_rounds=3), "models": models, "ids": ids}
 
 
 def _fit_ratio(impl: Any, large: int) -> dict[str, Any]:
@@ -175,8 +185,176 @@ def _fit_ratio(impl: Any, large: int) -> dict[str, Any]:
     return _interleaved(one_fit, SC1_SMALL, large, SC1_FIT_ROUNDS, min_rounds=1)
 
 
+#: SC-1's candidate causes (meta-tests match them).
+SC1_FULL_SCORING = "all items are scored every step (the step's score tensor grows with the catalogue; SC-2 tests it)"
+SC1_DENSE_UPDATE = (
+    "the step's gradient or optimizer update is dense over the whole item table (the cost grows outside the "
+    "forward pass)"
+)
+SC1_SAMPLER = "the negative sampler's per-step cost grows with the catalogue (e.g. its distribution rebuilt per step)"
+#: Diagnosis timing (after a failure only): ABBA rounds, calls of each hook per catalogue and round.
+SC1_PROBE_ROUNDS, SC1_PROBE_CALLS = 4, 5
+#: A part of the step "grows" when, at the large catalogue, it adds at least SC1_GROWS small-catalogue steps (half
+#: of the 2 that a failing ratio of 3 needs) and is "flat" below SC1_FLAT; in between its probe does not decide.
+SC1_GROWS, SC1_FLAT = (SC1_LIMIT - 1) / 2, 0.5
+
+
+def _pairs(ids: np.ndarray, rng: np.random.Generator, b: int = 32) -> tuple[np.ndarray, np.ndarray]:
+    return ids[rng.integers(len(ids), size=b)], ids[rng.integers(len(ids), size=b)]
+
+
+def _hook_times(impl: Any, models: dict[int, Any], ids: dict[int, np.ndarray], methods: tuple[str, ...]) -> dict:
+    """Median seconds per call of each of ``methods`` (``train_forward``, ``train_step``) per catalogue size:
+    :data:`SC1_PROBE_ROUNDS` ABBA rounds of :data:`SC1_PROBE_CALLS` calls of each, on the same random (input,
+    target) pairs (train_forward gets them as 2-item prefixes), after one warm-up call each.
+    Returns ``{method: {n_items: seconds}}``."""
+    rng = np.random.default_rng(2)
+    sizes = sorted(models)
+    times: dict[str, dict[int, list[float]]] = {m: {n: [] for n in sizes} for m in methods}
+
+    def call(method: str, n: int, x: np.ndarray, y: np.ndarray) -> float:
+        if method == "train_forward":
+            return _clock(impl, models[n], method, [[a, b] for a, b in zip(x.tolist(), y.tolist())], seed=0)
+        return _clock(impl, models[n], method, x, y)
+
+    for n in sizes:
+        for m in methods:
+            call(m, n, *_pairs(ids[n], rng))
+    for r in range(SC1_PROBE_ROUNDS):
+        for n in sizes if r % 2 == 0 else sizes[::-1]:
+            for _ in range(SC1_PROBE_CALLS):
+                x, y = _pairs(ids[n], rng)
+                for m in methods:
+                    times[m][n].append(call(m, n, x, y))
+    return {m: {n: float(np.median(v)) for n, v in per.items()} for m, per in times.items()}
+
+
+def _sc1_causes(impl: Any, models: dict[int, Any], ids: dict[int, np.ndarray]) -> list[diagnosis.Cause]:
+    """SC-1's causes, probed after a failure on the two catalogues' models (size → adapter).
+
+    - :data:`SC1_FULL_SCORING`: the widest score tensor of one ``train_forward`` per catalogue
+      (``score_tensor_shape``): more than twice the columns at the large catalogue isolates it, the same width
+      rules it out; without the shape, train_forward's time alone cannot tell scoring from a dense gradient
+      computed there, so it rules the cause out only when that time is flat.
+    - :data:`SC1_DENSE_UPDATE`: train_step and train_forward timed apart (CPU time, repeated, interleaved): the
+      step's time outside train_forward (the optimizer update, and the backward where train_forward runs none)
+      growing by at least :data:`SC1_GROWS` small steps isolates it, once full scoring (whose dense output
+      gradient grows there as well) and the sampler are ruled out.
+    - :data:`SC1_SAMPLER`: the same step timed on two more models without extra negatives (n_sample=0): a growth
+      that goes away without them isolates the sampler; one that stays rules it out."""
+    sizes = sorted(models)
+    small_n, large_n = sizes[0], sizes[-1]
+    has_fwd, has_step = impl.supports("hook:train_forward"), impl.supports("hook:train_step")
+    sampled = "n_sample" in impl.capabilities.hyperparameters and impl.supports("extra_shared_negatives")
+
+    @functools.cache
+    def split() -> dict:
+        return _hook_times(impl, models, ids, ("train_forward", "train_step") if has_step else ("train_forward",))
+
+    def ms(x: float) -> str:
+        return f"{x * 1e3:.2f} ms"
+
+    def added(t: dict) -> tuple[float, float]:
+        """(train_forward's added cost, the rest's added cost) at the large catalogue, in small-catalogue steps."""
+        fwd, step = t["train_forward"], t.get("train_step")
+        unit = max((step or fwd)[small_n], 1e-9)
+        f = (fwd[large_n] - fwd[small_n]) / unit
+        r = ((step[large_n] - fwd[large_n]) - (step[small_n] - fwd[small_n])) / unit if step else float("nan")
+        return f, r
+
+    @functools.cache
+    def widths() -> dict[int, int | None]:
+        out = {}
+        rng = np.random.default_rng(3)
+        for n in sizes:
+            x, y = _pairs(ids[n], rng)
+            shape = (
+                models[n]
+                .train_forward([[a, b] for a, b in zip(x.tolist(), y.tolist())], seed=0)
+                .get("score_tensor_shape")
+            )
+            out[n] = None if shape is None else int(tuple(shape)[-1])
+        return out
+
+    def scoring_grows() -> bool | None:
+        w = widths()
+        return None if None in w.values() else w[large_n] > 2 * max(w[small_n] or 0, 1)
+
+    def full_scoring() -> diagnosis.Finding:
+        if not has_fwd:
+            return diagnosis.undecided("needs the train_forward hook")
+        w, f = widths(), added(split())[0]
+        timed = f"train_forward's time goes {ms(split()['train_forward'][small_n])} -> " \
+                f"{ms(split()['train_forward'][large_n])} ({f:+.1f} small steps)"  # fmt: skip
+        grows = scoring_grows()
+        if grows is None:
+            if f < SC1_FLAT:
+                return diagnosis.ruled_out(f"train_forward reports no score_tensor_shape; {timed}: flat")
+            return diagnosis.undecided(f"train_forward reports no score_tensor_shape; {timed}, which full scoring "
+                                       "and a dense gradient computed in it give alike")  # fmt: skip
+        return diagnosis.decide(grows, f"the widest score tensor of a step has {w[small_n]} columns with "
+                                f"{small_n} items and {w[large_n]} with {large_n}; {timed}")  # fmt: skip
+
+    @functools.cache
+    def without_samples() -> dict | None:
+        if not (sampled and has_step):
+            return None
+        m0, ids0 = _step_models(impl, large_n, {**SC1_HPARAMS[1], "n_sample": 0})
+        step0 = _hook_times(impl, m0, ids0, ("train_step",))["train_step"]
+        return {"ratio0": step0[large_n] / max(step0[small_n], 1e-9), "step0": step0}
+
+    def step_ratio() -> float:
+        step = split()["train_step"]
+        return step[large_n] / max(step[small_n], 1e-9)
+
+    def sampler() -> diagnosis.Finding:
+        if not has_step:
+            return diagnosis.undecided("needs the train_step hook")
+        w0 = without_samples()
+        if w0 is None:
+            return diagnosis.undecided("needs n_sample (extra shared negatives) to time the step without them")
+        text = f"train_step grows {step_ratio():.1f}x with n_sample={SC1_HPARAMS[1]['n_sample']} and " \
+               f"{w0['ratio0']:.1f}x with n_sample=0"  # fmt: skip
+        if w0["ratio0"] >= SC1_LIMIT:
+            return diagnosis.ruled_out(text)
+        if w0["ratio0"] < 1 + SC1_FLAT and step_ratio() >= SC1_LIMIT:
+            return diagnosis.confirmed(text)
+        return diagnosis.undecided(text)
+
+    def dense_update() -> diagnosis.Finding:
+        if not (has_step and has_fwd):
+            return diagnosis.undecided("needs the train_step and train_forward hooks (the update is timed as their "
+                                       "difference)")  # fmt: skip
+        t = split()
+        f, r = added(t)
+        rest = {n: t["train_step"][n] - t["train_forward"][n] for n in sizes}
+        text = f"train_step minus train_forward goes {ms(rest[small_n])} -> {ms(rest[large_n])} ({r:+.1f} small " \
+               f"steps; train_forward {f:+.1f})"  # fmt: skip
+        if scoring_grows():
+            return diagnosis.undecided(f"{text}; with full scoring the output table's gradient is dense as well, "
+                                       "so the split does not separate the two")  # fmt: skip
+        if r < SC1_FLAT:
+            return diagnosis.ruled_out(text)
+        if r < SC1_GROWS or scoring_grows() is None:
+            return diagnosis.undecided(text + ("" if r < SC1_GROWS else "; the score tensor's width is not reported"))
+        w0 = without_samples()
+        if w0 is None:
+            return diagnosis.undecided(f"{text}; the sampler is not ruled out (no n_sample to time the step without "
+                                       "extra negatives)")  # fmt: skip
+        if w0["ratio0"] < SC1_LIMIT:
+            return diagnosis.ruled_out(f"{text}, but without extra negatives the step grows {w0['ratio0']:.1f}x only")
+        return diagnosis.confirmed(f"{text}, with the score tensor flat and the growth kept without extra negatives "
+                                   f"({w0['ratio0']:.1f}x)")  # fmt: skip
+
+    return [
+        diagnosis.Cause(SC1_FULL_SCORING, full_scoring),
+        diagnosis.Cause(SC1_DENSE_UPDATE, dense_update),
+        diagnosis.Cause(SC1_SAMPLER, sampler),
+    ]
+
+
 @pytest.mark.check("SC-1", kind="K9")
-def test_sc1_step_time_flat_in_catalogue(impl, conformance_options, record_metric):
+def test_sc1_step_time_flat_in_catalogue(impl, conformance_options, expect):
     """Training cost stays flat when the catalogue grows (2k → 128k items per train_step, 2k → 32k per fit).
 
     The CPU time of a training step (B=32, S=256, hidden 64) grows less than 3x from a 2k to a 128k-item
@@ -189,7 +367,15 @@ def test_sc1_step_time_flat_in_catalogue(impl, conformance_options, record_metri
 
     Limit 3, from the measured spread (SC1_MEASURED, with the other core busy): the reference's medians were
     0.99-1.13 through train_step (20 of 20 runs passed; single rounds up to 1.89) and 1.01-1.31 through fit; the
-    full-catalogue mutants gave 17-28 through train_step and 9.7 through fit."""
+    full-catalogue mutants gave 17-28 through train_step and 9.7 through fit.
+
+    Diagnosis: (1) all items scored every step, (2) a dense gradient or dense optimizer update of the whole item
+    table, (3) a sampler whose per-step cost grows with the catalogue. Probes, on a model per catalogue: the
+    widest score tensor of one train_forward at each size (score_tensor_shape; wider at the large one isolates
+    full scoring); train_forward and train_step timed apart (CPU time, ABBA-repeated): the step's cost outside
+    train_forward growing, with the score tensor flat, isolates the dense update; the step timed again without
+    extra negatives (n_sample=0): a growth that goes away isolates the sampler, one that stays rules it out.
+    Without train_step the update and the sampler stay undecided."""
     if impl.supports("hook:train_step"):
         method, large = "train_step", (SC1_LARGE_GPU if conformance_options.device == "cuda" else SC1_LARGE)
         res = _train_step_ratio(impl, large)
@@ -201,10 +387,11 @@ def test_sc1_step_time_flat_in_catalogue(impl, conformance_options, record_metri
     ratio = res["ratio"]
     clock = "wall clock" if impl.device == "cuda" else "CPU time"
     small_t, large_t = float(np.median(res["small"])), float(np.median(res["large"]))
-    record_metric(
+    flat = expect.holds(
         f"{method} {clock} ratio {large // 1000}k / {SC1_SMALL // 1000}k items",
         ratio,
         reference=1.0,
+        lt=SC1_LIMIT,
         rule=f"pass if median of per-round ratios < {SC1_LIMIT:g}",
         method=method,
         clock=clock,
@@ -213,9 +400,16 @@ def test_sc1_step_time_flat_in_catalogue(impl, conformance_options, record_metri
         rounds=len(res["ratios"]),
         ratios=" ".join(f"{x:.2f}" for x in res["ratios"]),
     )
-    assert ratio < SC1_LIMIT, (
+    if flat:
+        return
+    if "models" in res:
+        models, ids = res["models"], res["ids"]
+    else:  # the fit variant's probes need a model per catalogue (built only now, after the failure)
+        models, ids = _step_models(impl, large)
+    diagnosis.fail(
         f"{what} takes {large_t * 1e3:.2f} ms {clock} with {large} items vs {small_t * 1e3:.2f} ms with "
         f"{SC1_SMALL} (median ratio {ratio:.1f}x over {len(res['ratios'])} interleaved rounds: "
-        f"{', '.join(f'{x:.1f}' for x in res['ratios'])}; limit {SC1_LIMIT:g}): the cost grows with the catalogue "
-        f"(all items scored every step). Limit: {SC1_MEASURED[method]}"
+        f"{', '.join(f'{x:.1f}' for x in res['ratios'])}; limit {SC1_LIMIT:g}): the cost grows with the catalogue",
+        _sc1_causes(impl, models, ids),
+        details=f"limit: {SC1_MEASURED[method]}",
     )

@@ -38,3 +38,39 @@ class FullCatalogueScoringBlackBox(FullCatalogueScoring):
     name = "mutant:full_catalogue_scoring_blackbox"
     caught_by = ("SC-2", "SC-1")
     train_step = Adapter.train_step
+
+
+@register
+class DenseItemTableUpdate(MutantAdapter):
+    """Every training step turns the row-sparse gradients of the item tables (output weights and bias, input
+    embedding) into dense gradients of the whole table and runs a dense Adagrad update over every row, as an
+    embedding without sparse gradients under a dense optimizer does. The weights are the reference's (a zero
+    gradient row gets a zero step; with momentum the touched rows are then updated lazily, as in the reference),
+    only the cost is O(n_items) per step, outside the forward pass. Its symptom in SC-1, step time growing with
+    the catalogue, resembles full-catalogue scoring (mutant:full_catalogue_scoring) while SC-2 passes; the
+    diagnosis names the dense update."""
+
+    name = "mutant:dense_item_table_update"
+    defect = "dense item-table gradient and optimizer update every step (sibling of TG-2's full scoring)"
+    kind = "K9"
+    caught_by = ("SC-1",)
+
+    @classmethod
+    def gru_overrides(cls):
+        import torch
+
+        from gru4rec_conformance.reference.gru4rec.optim import IndexedAdagradM
+
+        class Optimizer(IndexedAdagradM):
+            @torch.no_grad()
+            def update_rows(self, name, idx, val, clr):
+                p = self.params[name]
+                dense = torch.zeros_like(p).index_add_(0, idx, val.reshape(-1, *p.shape[1:]))
+                if self.momentum == 0:
+                    self.update_dense(name, dense, clr)
+                    return
+                # the dense pass over the whole table (its cost), then the lazy rows (the reference's values)
+                torch.add(self.acc[name], dense * dense).add_(self.eps).sqrt_()
+                super().update_rows(name, idx, val, clr)
+
+        return {"optimizer_class": Optimizer}

@@ -1,9 +1,10 @@
 """The failure messages name the cause a probe isolated (conformance/_harness/diagnosis.py), and sibling mutants
 whose symptoms resemble each other are told apart by their messages; the reference fails none of these checks.
 
-One inner conformance run (SR-1, SR-2, EV-1, SO-1) on the reference and on pairs of look-alike mutants: a state
-leak vs an evaluator that masks the session's items vs one that removes the input item; an ignored tie mode vs a
-`rank < N` cutoff; fresh per-example negatives vs a softmax over the whole catalogue."""
+One inner conformance run (SR-1, SR-2, EV-1, SO-1, SC-1) on the reference and on pairs of look-alike mutants: a
+state leak vs an evaluator that masks the session's items vs one that removes the input item; an ignored tie mode
+vs a `rank < N` cutoff; fresh per-example negatives vs a softmax over the whole catalogue; full-catalogue scoring
+(through train_step and black-box through fit) vs a dense update of the whole item table."""
 
 from __future__ import annotations
 
@@ -12,6 +13,11 @@ import pytest
 
 from gru4rec_conformance.conformance.gru4rec import _probes as P
 from gru4rec_conformance.conformance.gru4rec.test_k3_sampling_order import SO1_FRESH_NEGATIVES, SO1_NORMALISED
+from gru4rec_conformance.conformance.gru4rec.test_k9_scalability import (
+    SC1_DENSE_UPDATE,
+    SC1_FULL_SCORING,
+    SC1_SAMPLER,
+)
 
 ISO = "isolated: "
 
@@ -31,8 +37,11 @@ EXPECTED: dict[str, dict[str, tuple[tuple[str, ...], tuple[str, ...]]]] = {
     "mutant:recall_cutoff_off_by_one": {"EV-1": ((P.CUTOFF,), (P.TIE_MODE, P.STATE, P.FUTURE_MASKED))},
     "mutant:fresh_per_example_negatives": {"SO-1": ((SO1_FRESH_NEGATIVES,), (SO1_NORMALISED,))},
     "mutant:score_all_then_sample": {"SO-1": ((SO1_NORMALISED,), (SO1_FRESH_NEGATIVES,))},
+    "mutant:full_catalogue_scoring": {"SC-1": ((SC1_FULL_SCORING,), (SC1_DENSE_UPDATE, SC1_SAMPLER))},
+    "mutant:full_catalogue_scoring_blackbox": {"SC-1": ((SC1_FULL_SCORING,), (SC1_DENSE_UPDATE, SC1_SAMPLER))},
+    "mutant:dense_item_table_update": {"SC-1": ((SC1_DENSE_UPDATE,), (SC1_FULL_SCORING, SC1_SAMPLER))},
 }
-CHECKS = ("SR-1", "SR-2", "EV-1", "SO-1")
+CHECKS = ("SR-1", "SR-2", "EV-1", "SO-1", "SC-1")
 
 
 @pytest.fixture(scope="module")

@@ -86,6 +86,8 @@ LEFT_OUT = {
     "mutant:cuda_eval_crash": "evaluator on CUDA only",
     "mutant:declared_loss_crashes": "'top1' loss only; no golden case uses it",
     "mutant:small_uniform_init": "initialisation only; the golden step injects the weights",
+    "mutant:dense_item_table_update": "a dense pass over the item tables with the reference's values (zero-gradient "
+    "rows get a zero step; with momentum the touched rows are then updated lazily): only the cost differs",
     # cannot run a golden step at all (so there is nothing to compare):
     "mutant:hidden_size_hardcoded": "100 units whatever layers says: set_weights refuses the recorded weights",
     "mutant:per_row_negatives": "expects per-lane samples; train_step with one shared sample vector fails",
