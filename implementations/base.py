@@ -190,6 +190,11 @@ def set_field(vocab: Iterable[str], prefix: str, doc: str, default: Iterable[str
     )
 
 
+def count_field(doc: str) -> Any:
+    """A positive whole number, or None for "not stated" (printed in reports, not a feature)."""
+    return dataclasses.field(default=None, metadata={"kind": "count", "doc": doc})
+
+
 def choice_field(vocab: Iterable[Any], default: Any, doc: str) -> Any:
     """One value of a closed vocabulary (printed in reports, not a feature)."""
     return dataclasses.field(default=default, metadata={"kind": "choice", "vocab": tuple(vocab), "doc": doc})
@@ -203,7 +208,8 @@ class BaseCapabilities:
 
     - *flag* fields (bool): the feature is available; feature name = field name;
     - *set* fields (subset of a closed vocabulary): feature names ``"<prefix>:<value>"``;
-    - *choice* fields: one value of a closed vocabulary (not a feature, printed in the report).
+    - *choice* fields: one value of a closed vocabulary (not a feature, printed in the report);
+    - *count* fields: a whole number >= 1 or None (not stated; not a feature, printed in the report).
 
     Common fields:
         devices: subset of {"cpu", "cuda"}; feature names ``device:cpu`` / ``device:cuda``.
@@ -274,6 +280,10 @@ class BaseCapabilities:
         if kind == "choice":
             if value not in field.metadata["vocab"]:
                 raise CapabilityError(f"{where}: {value!r} is not one of {list(field.metadata['vocab'])}")
+            return value
+        if kind == "count":
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+                raise CapabilityError(f"{where} must be a whole number >= 1 or None, got {value!r}")
             return value
         if kind == "framework":
             if not isinstance(value, Mapping) or set(value) - {"name", "version"} or "name" not in value:
@@ -405,6 +415,8 @@ class Capabilities(BaseCapabilities):
     ``separate_dropouts``, ``bpreg``, ``full_ranking``, ``needs_categories``, ``fixed_batch_shape``,
     ``needs_sorted_input``, ``per_example_negatives``, ``negatives_exclude_own_items`` (the last two describe
     the negatives of a model that is not session-parallel; checks name them in their diagnoses).
+    Count: ``negatives_per_example`` (how many negatives each training example draws of its own, with
+    ``per_example_negatives``; None = not stated).
     Set features: ``losses`` (``loss:<name>``), ``embedding_modes`` (``embedding:<mode>``), ``final_acts``
     (``final_act:<name>``), ``devices`` (``device:<name>``). Choices: ``score_semantics`` (``raw`` or
     ``post-activation``: what ``score_prefixes`` returns), ``eval_tie_mode`` (tie mode of the
@@ -441,6 +453,7 @@ class Capabilities(BaseCapabilities):
     needs_sorted_input: bool = flag_field("fit/evaluate need rows sorted by (SessionId, Time); EB-5 is n/a")
     per_example_negatives: bool = flag_field("every training example draws negatives of its own (not shared)")
     negatives_exclude_own_items: bool = flag_field("sampled negatives never include the example's own session's items")
+    negatives_per_example: Any = count_field("negatives each training example draws of its own (per_example_negatives)")
     score_semantics: str = choice_field(("raw", "post-activation"), "raw", "what score_prefixes returns")
     eval_tie_mode: Any = choice_field((None, "standard", "conservative", "median"), None, "own evaluator's tie mode")
     gate_layout: Any = dataclasses.field(default=None, metadata={"kind": "layout"})
@@ -465,6 +478,8 @@ class Capabilities(BaseCapabilities):
             (self.sample_alpha and not self.extra_shared_negatives, "sample_alpha needs extra_shared_negatives"),
             (self.bpreg and "bpr-max" not in self.losses, "bpreg needs 'bpr-max' in losses"),
             (self.logq and "cross-entropy" not in self.losses, "logq needs 'cross-entropy' in losses"),
+            (self.negatives_per_example is not None and not self.per_example_negatives,
+             "negatives_per_example needs per_example_negatives"),
         ]  # fmt: skip
         for broken, message in rules:
             if broken:

@@ -249,12 +249,14 @@ def session_parallel(impl: Any) -> bool:
 
 def declared_negatives(impl: Any) -> str:
     """How the declared negatives of a model that is not session-parallel look, for its diagnoses: e.g.
-    ``"declared: per-example negatives that exclude the session's own items"``, ``""`` when nothing is declared."""
+    ``"declared: per-example negatives (1 per example) that exclude the session's own items"`` (the count when
+    ``negatives_per_example`` states it), ``""`` when nothing is declared."""
     per_example = impl.supports("per_example_negatives")
     exclude = impl.supports("negatives_exclude_own_items")
     if not (per_example or exclude):
         return ""
-    kind = "per-example negatives" if per_example else "negatives"
+    n = getattr(impl.capabilities, "negatives_per_example", None)
+    kind = ("per-example negatives" + (f" ({n} per example)" if n else "")) if per_example else "negatives"
     return f"declared: {kind}" + (" that exclude the session's own items" if exclude else "")
 
 

@@ -4,9 +4,13 @@ rows does not matter and sessions enter the lanes by start time. Checks EB-1..EB
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
+import pandas as pd
 import pytest
 
+from gru4rec_conformance.conformance._harness import diagnosis
 from gru4rec_conformance.conformance.gru4rec import _data
 from gru4rec_conformance.conformance.gru4rec._common import (
     build,
@@ -74,7 +78,15 @@ def test_eb2_tail_learnability(impl, d_tail, record_metric, expect):
     The final, longest session of the training data is learnt (D-TAIL, 10 epochs): fresh-state Recall@5 on
     its 39 z-chain transitions >= 0.8 (a loader that ends the epoch when a lane cannot be refilled scores ~0).
     The diagnosis uses the same model's Recall@5 on the D-LAG1 cycle (is anything learnt?), the z-chain recall
-    per half (is the chain cut?) and the fit report's transitions per epoch."""
+    per half (is the chain cut?) and the fit report's transitions per epoch.
+
+    Diagnosis (a model declared not session-parallel, which has no lanes or epoch tail): (1) negatives that
+    exclude the session's own items, (2) too few negatives per example, (3) a history cut or long sequences
+    dropped. Probes: a refit with the final session cut into its 39 transitions as 2-item sessions (recovery
+    isolates the long session; named the own-item exclusion once the cut is ruled out); with n_sample declared, a
+    refit with 8 times the negatives (recovery isolates the count; the declared negatives_per_example is listed);
+    the fit report (every transition trained rules a cut out; fewer, with the 2-item-session refit learning the
+    chain, isolate it)."""
     model = build(impl, optional=small(impl, n_epochs=10))
     rep = model.fit(d_tail.train)
     z_prefixes, z_targets = d_tail.meta["z_prefixes"], d_tail.meta["z_targets"]
@@ -114,16 +126,12 @@ def test_eb2_tail_learnability(impl, d_tail, record_metric, expect):
             "not learn at these settings at all (the hyperparameters used are listed in this check's report)"
         )
     elif not session_parallel(impl):
-        # no lanes to refill and no epoch tail of lanes: the causes below do not apply
-        cut = (
-            f"up to {T - min(trained)} transitions per epoch are not trained, " if trained and min(trained) < T else ""
-        )
-        cause = not_session_parallel_means(
-            impl,
-            f"{cut}not an epoch tail cut by lanes that cannot be refilled: the final session's 40 items occur in no "
-            "other session, so a negative sampler that excludes the session's own items never uses them as "
-            "negatives and cannot tell the next item from the session's other items; a history cut to a maximum "
-            "sequence length or long sequences dropped also show this way (first half vs second half above)",
+        # no lanes to refill and no epoch tail of lanes: the lane causes below do not apply
+        diagnosis.fail(
+            measured
+            + ": "
+            + not_session_parallel_means(impl, "not an epoch tail cut by lanes that cannot be refilled"),
+            _eb2_sequence_causes(impl, d_tail, r5, first, second, trained, T),
         )
     elif trained and min(trained) < T:
         cause = (
@@ -142,6 +150,94 @@ def test_eb2_tail_learnability(impl, d_tail, record_metric, expect):
             "compare EB-1 and EB-4"
         )
     pytest.fail(f"{measured}: {cause}")
+
+
+#: EB-2's causes for a model that is not session-parallel (meta-tests match them).
+EB2_OWN_ITEMS = (
+    "the negatives exclude the session's own items: the final session's 40 items occur in no other session, so "
+    "they are never negatives of its examples and the next item is not told apart from the session's other items"
+)
+EB2_FEW_NEGATIVES = "too few negatives per example to tell the next item from the others"
+EB2_HISTORY_CUT = "a history cut to a maximum sequence length, or long sequences dropped"
+#: EB-2's diagnosis: a control refit counts as learnt from this Recall@5 on (EB-2's own bar).
+EB2_LEARNT = 0.8
+
+
+def _eb2_sequence_causes(impl, d_tail, r5, first, second, trained, T) -> list[diagnosis.Cause]:
+    """EB-2's causes for a model declared not session-parallel, probed after a failure.
+
+    - :data:`EB2_HISTORY_CUT`: the fit report's transitions per epoch (a cut in training, or a dropped sequence,
+      trains fewer; a cut at inference cannot hide the last item, all a first-order chain needs): every transition
+      trained rules it out; fewer, with the 2-item-session refit below learning the chain, isolate it.
+    - :data:`EB2_OWN_ITEMS`: a controlled input, the same configuration refit on D-TAIL with the final session
+      cut into its 39 transitions as 2-item sessions (the same transitions, epochs and items; each example's own
+      session then holds only its input and target): Recall@5 of the next item from each single chain item
+      reaching 0.8 isolates the long session as the cause, named the own-item exclusion once the history cut is
+      ruled out (the declaration ``negatives_exclude_own_items`` is listed).
+    - :data:`EB2_FEW_NEGATIVES`: with ``n_sample`` declared, a refit with 8 times the negatives (64 from 0);
+      recovery isolates the count. Otherwise the declared ``negatives_per_example`` is listed, undecided."""
+    caps = impl.capabilities
+    excl = "declared" if impl.supports("negatives_exclude_own_items") else "not declared"
+    count = getattr(caps, "negatives_per_example", None)
+    count_text = f"declared {count} per example" if count else "the count per example not stated"
+    cfg = small(impl, n_epochs=10)
+    z = list(d_tail.meta["z_items"])
+    pair_prefixes, pair_targets = [[a] for a in z[:-1]], z[1:]
+
+    def cut() -> diagnosis.Finding:
+        # a cut in training, or a dropped sequence, trains fewer transitions (a cut at inference cannot hide the
+        # last item, which is all a first-order chain needs)
+        text = (f"transitions trained per epoch {trained} of {T} (fit report); Recall@5 first half {first:.3f}, "
+                f"second half {second:.3f}")  # fmt: skip
+        if not trained:
+            return diagnosis.undecided(text)
+        if min(trained) >= T:
+            return diagnosis.ruled_out(text + ": every transition trained")
+        if pairs_recall() >= EB2_LEARNT:
+            return diagnosis.confirmed(f"{text}; the 2-item-session refit learns the chain ({pairs_recall():.3f})")
+        return diagnosis.undecided(text)
+
+    @functools.cache
+    def pairs_recall() -> float:
+        df = d_tail.train
+        long_sid = df.loc[df["ItemId"] == z[0], "SessionId"].iloc[0]
+        rest = df[df["SessionId"] != long_sid]
+        t0 = int(df["Time"].max()) + 1
+        pairs = _data.sessions_frame([[a, b] for a, b in zip(z[:-1], z[1:])], int(df["SessionId"].max()) + 1, t0)
+        model = build(impl, optional=cfg)
+        model.fit(pd.concat([rest, pairs], ignore_index=True))
+        return recall_at(model, pair_prefixes, pair_targets, 5)
+
+    def own_items() -> diagnosis.Finding:
+        rc = pairs_recall()
+        text = (f"with the final session cut into 2-item sessions (the same transitions) Recall@5 is {rc:.3f} vs "
+                f"{r5:.3f}; own-item exclusion {excl}")  # fmt: skip
+        if rc < EB2_LEARNT:
+            return diagnosis.undecided(text + ": not learnt either, so the long session is not the cause alone")
+        if cut().verdict != diagnosis.RULED_OUT:
+            return diagnosis.undecided(text + ", which a history cut or dropped long sequences explain as well")
+        if excl != "declared":
+            return diagnosis.undecided(text + ": the long session is the cause, but an exclusion is not declared")
+        return diagnosis.confirmed(text)
+
+    def few_negatives() -> diagnosis.Finding:
+        if "n_sample" not in caps.hyperparameters:
+            return diagnosis.undecided(f"{count_text}; no n_sample to vary it")
+        n0 = int(cfg.get("n_sample", caps.hyperparameters.get("n_sample") or 0) or 0)
+        n1 = 8 * n0 if n0 else 64
+        model = build(impl, optional={**cfg, "n_sample": n1})
+        model.fit(d_tail.train)
+        r = recall_at(model, d_tail.meta["z_prefixes"], d_tail.meta["z_targets"], 5)
+        return diagnosis.decide(
+            True if r >= EB2_LEARNT else None,
+            f"{count_text}; with n_sample {n1} instead of {n0} Recall@5 is {r:.3f} vs {r5:.3f}",
+        )
+
+    return [
+        diagnosis.Cause(EB2_OWN_ITEMS, own_items),
+        diagnosis.Cause(EB2_FEW_NEGATIVES, few_negatives),
+        diagnosis.Cause(EB2_HISTORY_CUT, cut),
+    ]
 
 
 @pytest.mark.check("EB-3", kind="K7")

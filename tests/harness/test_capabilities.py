@@ -31,6 +31,18 @@ def test_capabilities_validate_the_closed_vocabulary():
     assert ok.gate_layout == ("update", "reset", "candidate") and ok.to_dict()["eval_tie_mode"] == "conservative"
 
 
+def test_negatives_per_example_is_a_count_of_a_per_example_sampler():
+    caps = Capabilities.from_mapping({"per_example_negatives": True, "negatives_per_example": 1})
+    assert caps.negatives_per_example == 1 and caps.to_dict()["negatives_per_example"] == 1
+    assert Capabilities.from_mapping({}).negatives_per_example is None
+    assert "negatives_per_example" not in Capabilities.feature_vocabulary()  # a count, not a feature
+    for bad in (0, -2, 1.5, True, "1"):
+        with pytest.raises(CapabilityError, match="field 'negatives_per_example' must be a whole number >= 1"):
+            Capabilities.from_mapping({"per_example_negatives": True, "negatives_per_example": bad}, source="X")
+    with pytest.raises(CapabilityError, match="negatives_per_example needs per_example_negatives"):
+        Capabilities.from_mapping({"negatives_per_example": 4}, source="X")
+
+
 def test_fit_report_checks_per_epoch_lengths():
     assert FitReport([1.0, 0.5], [3, 3], [10, 10], [0.1, 0.1]).n_epochs == 2
     with pytest.raises(ValueError, match="per-epoch lists differ in length"):
