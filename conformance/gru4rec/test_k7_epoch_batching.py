@@ -80,7 +80,7 @@ def test_eb2_tail_learnability(impl, d_tail, record_metric, expect):
     The diagnosis uses the same model's Recall@5 on the D-LAG1 cycle (is anything learnt?), the z-chain recall
     per half (is the chain cut?) and the fit report's transitions per epoch.
 
-    Diagnosis (a model declared not session-parallel, which has no lanes or epoch tail): (1) negatives that
+    Diagnosis: for a model declared not session-parallel (no lanes, no epoch tail): (1) negatives that
     exclude the session's own items, (2) too few negatives per example, (3) a history cut or long sequences
     dropped. Probes: a refit with the final session cut into its 39 transitions as 2-item sessions (recovery
     isolates the long session; named the own-item exclusion once the cut is ruled out); with n_sample declared, a

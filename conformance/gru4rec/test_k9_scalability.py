@@ -277,8 +277,8 @@ def _sc1_causes(impl: Any, models: dict[int, Any], ids: dict[int, np.ndarray]) -
         return out
 
     def scoring_grows() -> bool | None:
-        w = widths()
-        return None if None in w.values() else w[large_n] > 2 * max(w[small_n] or 0, 1)
+        w_small, w_large = widths()[small_n], widths()[large_n]
+        return None if w_small is None or w_large is None else w_large > 2 * max(w_small, 1)
 
     def full_scoring() -> diagnosis.Finding:
         if not has_fwd:
