@@ -83,6 +83,8 @@ def _so1_causes(impl, d_lag1, req, opt, model, p0, shifted, batch, tol) -> list[
     reproduces the loss)."""
     declared = ", ".join(f for f in ("per_example_negatives", "negatives_exclude_own_items", "in_batch_negatives",
                                      "extra_shared_negatives") if impl.supports(f)) or "none"  # fmt: skip
+    if getattr(impl.capabilities, "negatives_per_example", None):
+        declared += f" ({impl.capabilities.negatives_per_example} per example)"
 
     def step(weights, m=None) -> float:
         if m is None:

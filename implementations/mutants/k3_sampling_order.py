@@ -122,7 +122,7 @@ class FreshPerExampleNegatives(MutantAdapter):
     caught_by = ("SO-1",)
 
     def capabilities(self):
-        return {**super().capabilities(), "per_example_negatives": True}
+        return {**super().capabilities(), "per_example_negatives": True, "negatives_per_example": 1}
 
     @classmethod
     def gru_overrides(cls):
