@@ -84,9 +84,8 @@ class SequenceModel(Adapter):
                 logits = self.out(h)  # (b, L-1, n)
                 target = x[:, 1:]
                 valid = torch.arange(L - 1)[None, :] < torch.tensor([len(s) - 1 for s in batch])[:, None]
-                keep = ~own[:, None, :] | torch.nn.functional.one_hot(target, n).bool()  # own items out, target in
-                logits = logits.masked_fill(~keep, float("-inf"))
-                loss = torch.nn.functional.cross_entropy(logits[valid], target[valid])
+                logits, label = self._masked_logits(logits, own, target)
+                loss = torch.nn.functional.cross_entropy(logits[valid], label[valid])
                 opt.zero_grad()
                 loss.backward()
                 opt.step()
@@ -97,6 +96,13 @@ class SequenceModel(Adapter):
             rep.n_events_trained.append(events)
             rep.epoch_seconds.append(0.0)
         return rep
+
+    def _masked_logits(self, logits, own, target):
+        """The training logits (b, L-1, K) and their labels (b, L-1): the softmax over the target and every item
+        outside the position's own session."""
+        n = logits.shape[-1]
+        keep = ~own[:, None, :] | torch.nn.functional.one_hot(target, n).bool()  # own items out, target in
+        return logits.masked_fill(~keep, float("-inf")), target
 
     def item_ids(self):
         return self.items
@@ -112,6 +118,20 @@ class SequenceModel(Adapter):
                     _, h = self.gru(self.emb(torch.tensor([known])), h)
                 out[r] = self.out(h[-1, 0]).numpy()
         return out
+
+
+class OneNegativeModel(SequenceModel):
+    """:class:`SequenceModel` with one sampled negative per position (uniform over the items outside the position's
+    own session) instead of all of them: a cross-entropy over (target, negative)."""
+
+    name = "test:one_negative_model"
+
+    def _masked_logits(self, logits, own, target):
+        gen = torch.Generator().manual_seed(self.seed)
+        noise = torch.rand(logits.shape, generator=gen).masked_fill(own[:, None, :], -1.0)
+        neg = noise.argmax(dim=-1, keepdim=True)  # one uniform draw among the items outside the session
+        pair = torch.cat([logits.gather(-1, target[..., None]), logits.gather(-1, neg)], dim=-1)
+        return pair, torch.zeros_like(target)
 
 
 class FakeImpl:
@@ -134,8 +154,9 @@ class FakeImpl:
         return adapter
 
 
-def _failure(check, *datasets) -> str:
-    """Run a check function as the suite does, with a recorder that keeps nothing; return its failure message."""
+def _failure(check, *datasets, impl=None) -> str:
+    """Run a check function as the suite does, with a recorder that keeps nothing; return its failure message
+    (``impl``: a :class:`FakeImpl`, by default of :class:`SequenceModel`)."""
 
     def record(name, value, **context):
         return {"name": name, "value": None if value is None else float(value)}
@@ -144,7 +165,7 @@ def _failure(check, *datasets) -> str:
     if "record_metric" in inspect.signature(check).parameters:
         extra["record_metric"] = record
     with pytest.raises((pytest.fail.Exception, AssertionError)) as info:
-        check(FakeImpl(SequenceModel), *datasets, **extra)
+        check(impl or FakeImpl(SequenceModel), *datasets, **extra)
     return str(info.value)
 
 
@@ -198,3 +219,15 @@ def test_mc1_says_no_matching_reference_exists_for_per_example_negatives():
     impl.capabilities = Capabilities.from_mapping({**CAPS, "per_example_negatives": False,
                                                    "negatives_exclude_own_items": False})  # fmt: skip
     _require_matching_reference(impl)  # in-batch negatives only: the matching reference exists
+
+
+def test_eb2_lists_the_negatives_count_and_never_a_history_cut():
+    """One negative per example that excludes the session's own items: EB-2 names the count among its candidates
+    (with the declared negatives_per_example) and never isolates a history cut (every transition is trained)."""
+    from gru4rec_conformance.conformance.gru4rec.test_k7_epoch_batching import EB2_FEW_NEGATIVES, EB2_HISTORY_CUT
+
+    impl = FakeImpl(OneNegativeModel)
+    impl.capabilities = Capabilities.from_mapping({**CAPS, "negatives_per_example": 1})
+    message = _failure(eb2, _data.d_tail(), impl=impl)
+    assert EB2_FEW_NEGATIVES + " (declared 1 per example" in message, message
+    assert "ruled out: " + EB2_HISTORY_CUT in message and "isolated: " + EB2_HISTORY_CUT not in message, message
