@@ -10,7 +10,7 @@ number of pairs, the median ``|ours − study|`` and the sign agreement.
 Where a row's gap exceeds :data:`GAP_PP` points on either metric, :func:`differences` lists what the suite measured
 that differs from the study, read from the records only: the data (source, train and test events against the
 study's published sizes, ``datasets/sessions/study_stats.json``), the epochs and layer size of the run's profile
-(the run's ``--profile`` or ``GRU4REC_MC_SCALE``, through ``datasets.sessions.registry.mc_config``), hyperparameters
+(:func:`reports.compact.run_profile`, through ``datasets.sessions.registry.mc_config``), hyperparameters
 the study set that the adapter does not declare (they ran at the implementation's defaults), values the
 implementation refused at run time (the checks' "optional hyperparameter dropped" notes) and values of the study's
 own row for the implementation that differ from ours.
@@ -28,11 +28,12 @@ from typing import Any
 
 from gru4rec_conformance.datasets import study
 from gru4rec_conformance.datasets.sessions import registry
+from gru4rec_conformance.reports.compact import run_profile
 from gru4rec_conformance.reports.matrix import matrix_rows
 from gru4rec_conformance.reports.render import md_table
 from gru4rec_conformance.reports.results import RunData
 
-__all__ = ["GAP_PP", "METRICS", "comparison_rows", "summary", "differences", "run_scale", "render_markdown"]
+__all__ = ["GAP_PP", "METRICS", "comparison_rows", "summary", "differences", "render_markdown"]
 
 #: Gap (percentage points of relative Δ) above which a row says what the suite measured that differs.
 GAP_PP = 10.0
@@ -48,16 +49,6 @@ def _published_sizes() -> dict[str, Any]:
     """The study's dataset sizes (``{key: {"train": {"events", ...}, "test": {...}, "items"}}``)."""
     with open(_STATS, encoding="utf-8") as fh:
         return dict(json.load(fh).get("published") or {})
-
-
-def run_scale(run: RunData) -> str:
-    """The metric checks' scale of a run, from its header: ``--profile`` (``options.profile``), else the
-    ``GRU4REC_MC_SCALE`` environment variable recorded with the run, else ``cpu`` (the default)."""
-    profile = (run.header.get("options") or {}).get("profile")
-    if profile:
-        return "study" if profile == "study" else "cpu"
-    env = str((run.header.get("env") or {}).get(registry.SCALE_ENV) or "").strip()
-    return env if env in ("cpu", "study") else "cpu"
 
 
 def _key(dataset: str) -> str | None:
@@ -143,7 +134,7 @@ def differences(run: RunData, dataset: str, loss: str, facts: dict[str, Any] | N
         size = f"{test or '?'} test events (study {p_test or 0:,})"
     out.append(f"data: {src}, {size}")
     try:
-        cfg = registry.mc_config(key, loss, run_scale(run))
+        cfg = registry.mc_config(key, loss, run_profile(run))
     except ValueError:
         cfg = {}
     epochs = facts.get("n_epochs") or cfg.get("n_epochs")
