@@ -58,7 +58,7 @@ from gru4rec_conformance.reports.results import RunData
 from gru4rec_conformance.reports.selection import collect_runs, is_matrix, newest_per_key
 
 __all__ = ["FAIL", "XFAIL", "PASS", "NA", "NOT_RUN", "Ours", "classify", "our_outcome", "agreement",
-           "not_tested_reason", "cells", "tally", "agreement_table", "render_csv", "render_markdown",
+           "not_tested_reason", "not_run_category", "cells", "tally", "agreement_table", "render_csv", "render_markdown",
            "write_agreement", "CSV_FIELDS"]  # fmt: skip
 
 FAIL, XFAIL, PASS, NA, NOT_RUN = "fail", "xfail", "pass", "n/a", "not run"
@@ -117,8 +117,9 @@ def classify(record: dict[str, Any]) -> tuple[str, str]:
     return NOT_RUN, ("error" if outcome == "error" else reason.split(":")[0].strip()) or "skipped"
 
 
-def _category(outcome: str, why: str) -> str:
-    """The not-tested category of one record that did not run (:func:`classify`'s ``why``)."""
+def not_run_category(outcome: str, why: str) -> str:
+    """The not-tested category of one record that did not run, from :func:`classify`'s ``(outcome, why)``:
+    ``absent feature (...)``, ``missing hook (...)``, ``refused (...)`` or ``could not run (...)``."""
     if outcome == NA:
         return f"absent feature ({why})"
     if why.startswith("hook:"):
@@ -153,7 +154,7 @@ def our_outcome(results: Sequence[dict[str, Any]], ids: Sequence[str], conforman
                       for i in d.defect_ids})  # fmt: skip
     named = f" ({', '.join(defects)})" if defects else ""
     not_run = collections.Counter(w for k, w in kinds if k == NOT_RUN)
-    untested = "; ".join(dict.fromkeys(_category(k, w) for k, w in kinds if k in (NA, NOT_RUN)))
+    untested = "; ".join(dict.fromkeys(not_run_category(k, w) for k, w in kinds if k in (NA, NOT_RUN)))
     if count[FAIL]:
         extra = f", {count[XFAIL]} xfail" if count[XFAIL] else ""
         return Ours(FAIL, f"{count[FAIL]}/{n} failed{extra}{named}")

@@ -33,7 +33,7 @@ from gru4rec_conformance.reports.matrix import matrix_rows
 from gru4rec_conformance.reports.render import md_table
 from gru4rec_conformance.reports.results import RunData
 
-__all__ = ["GAP_PP", "METRICS", "comparison_rows", "summary", "differences", "render_markdown"]
+__all__ = ["GAP_PP", "METRICS", "comparison_rows", "summary", "differences", "mc2_not_measured", "render_markdown"]
 
 #: Gap (percentage points of relative Δ) above which a row says what the suite measured that differs.
 GAP_PP = 10.0
@@ -79,7 +79,7 @@ def _facts(run: RunData) -> dict[tuple[str, str], dict[str, Any]]:
     return out
 
 
-def _mc2_why(run: RunData, dataset: str, loss: str) -> str | None:
+def mc2_not_measured(run: RunData, dataset: str, loss: str) -> str | None:
     """Why MC-2 measured nothing on ``dataset`` and ``loss``: ``"crash (IndexError)"``, ``"n/a (loss:bpr-max)"``,
     the outcome otherwise; None when the run has no such record."""
     key = _key(dataset)
@@ -205,7 +205,7 @@ def comparison_rows(runs: Iterable[RunData]) -> list[dict[str, Any]]:
                     gaps.append(gap)
             row["max_gap_pp"] = max(gaps) if gaps else None
             mc2 = r["checks"].get("MC-2")
-            why = None if gaps else _mc2_why(run, r["dataset"], r["loss"])
+            why = None if gaps else mc2_not_measured(run, r["dataset"], r["loss"])
             row["not_measured"] = None if gaps else f"MC-2 {why or mc2 or 'not in the run'}"
             big = row["max_gap_pp"] is not None and row["max_gap_pp"] > GAP_PP
             row["differs"] = (
