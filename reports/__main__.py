@@ -4,9 +4,10 @@
 - ``scoreboard [ROOT ...] [--out reports/out] [--verdicts reports/verdicts]``: cross-implementation scoreboard of
   the run folders under the roots (default: ``--out`` and the committed verdicts; several roots merge the runs of
   several machines), written to ``<out>/scoreboard.md`` + ``.html`` (:mod:`reports.scoreboard`);
-- ``render ROOT [ROOT ...] --out DIR``: verdict cards, summaries, plots, the study figure and the scoreboard of
-  every implementation and judged version under the roots, written into DIR (:mod:`reports.publish`); exits 2
-  when a folder cannot be read (the message names the file and line);
+- ``render ROOT [ROOT ...] --out DIR [--readmes]``: verdict cards, summaries, plots, the study figure and the
+  scoreboard of every implementation and judged version under the roots, written into DIR (:mod:`reports.publish`);
+  exits 2 when a folder cannot be read (the message names the file and line); ``--readmes`` also rewrites the
+  generated status block of each ``ROOT/<impl>/README.md`` from the records (:mod:`reports.readme_status`);
 - ``render RUN_DIR [RUN_DIR ...]`` (no ``--out``): rewrite results.json and the summaries of run directories in
   place from their results.jsonl, e.g. after a run was killed (the report is then marked incomplete);
 - ``compact ROOT [ROOT ...] [--into reports/verdicts]``: keep the newest complete run per implementation and
@@ -46,6 +47,8 @@ def main(argv: list[str] | None = None) -> int:
     rd.add_argument("run_dirs", nargs="+", type=Path, help="roots of run folders (with --out), or run directories")
     rd.add_argument("--out", type=Path, default=None, help="write every page here; without it: rewrite in place")
     rd.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
+    rd.add_argument("--readmes", action="store_true",
+                    help="also rewrite the generated status block of each ROOT/<impl>/README.md from the records")  # fmt: skip
     cp = sub.add_parser("compact", help="keep the newest complete run per implementation and judged version")
     cp.add_argument("roots", nargs="+", type=Path)
     cp.add_argument("--into", type=Path, default=REPORTS_DIR / "verdicts", help="default: reports/verdicts")
@@ -98,6 +101,14 @@ def main(argv: list[str] | None = None) -> int:
         for e in errors:
             print(f"error: {e}", file=sys.stderr)
         print(f"rendered {len(written)} verdict(s) into {args.out} (scoreboard.html, */card.html)")
+        if args.readmes:
+            from gru4rec_conformance.reports.readme_status import update_readmes
+            from gru4rec_conformance.reports.selection import collect_runs
+
+            updated, current = update_readmes(args.run_dirs, collect_runs(args.run_dirs))
+            for readme in updated:
+                print(f"updated the generated status block of {readme}")
+            print(f"{len(updated)} README(s) updated, {len(current)} already current")
         return 2 if errors else 0
     status = 0
     for run_dir in args.run_dirs:

@@ -14,8 +14,9 @@ Our outcome of one cell comes from the run's result records of the cell's check 
 - ``xfail``: the check failed as the xfail registry declares (the defect's catalogue ids are named);
 - ``pass``: the check passed (``passed``, or ``xpass``: a declared defect that did not reproduce);
 - ``n/a``: skipped because the implementation declares the feature absent (the reason names the feature);
-- ``not run``: skipped for any other reason — the adapter lacks a hook the check needs, a GPU or ``slow`` check
-  outside the run, an error (no measurement) — or no record at all (the check was not in this run).
+- ``not run``: skipped for any other reason — the adapter lacks a hook the check needs, the implementation refused
+  a value at run time, a GPU or ``slow`` check outside the run, an error (no measurement) — or no record at all
+  (the check was not in this run).
 
 and the cell takes, in this order: ``fail`` if any record failed, else ``xfail`` if any xfailed, else ``pass`` if any
 passed (*complete* when no applicable record was left not run), else ``n/a`` if every record is n/a, else ``not run``.
@@ -26,12 +27,15 @@ Agreement (:func:`agreement`), per the study's expectation:
 study expects      fail       xfail      pass (complete)  pass (partial)   n/a         not run
 =================  =========  =========  ===============  ===============  ==========  ==========
 ``FAIL``           agree      agree      disagree         not tested       not tested  not tested
-``pass`` / ``n/a`` disagree   disagree   agree            agree            agree       not tested
+``pass`` / ``n/a`` disagree   disagree   agree            agree            not tested  not tested
 =================  =========  =========  ===============  ===============  ==========  ==========
 
-A partial pass cannot refute an expected failure (the part that did not run may be the one that fails); a
-declared-absent feature cannot be tested, so it neither confirms nor refutes an expected failure, and it agrees with
-"passes or does not apply".
+A cell is agree or disagree only when a check of it ran. A partial pass cannot refute an expected failure (the part
+that did not run may be the one that fails); a declared-absent feature is not tested whatever the study expects (no
+check of the cell ran, so nothing was measured to agree with). Every "not tested" cell says why
+(:func:`not_tested_reason`): ``absent feature``, ``missing hook``, ``refused`` (by the implementation at run time),
+``could not run`` (an error, a GPU or slow check outside the run, no record) or ``partial`` (an expected failure
+whose checks passed only in part).
 """
 
 from __future__ import annotations
@@ -53,13 +57,14 @@ from gru4rec_conformance.reports.render import md_cell
 from gru4rec_conformance.reports.results import RunData
 from gru4rec_conformance.reports.selection import collect_runs, is_matrix, newest_per_key
 
-__all__ = ["FAIL", "XFAIL", "PASS", "NA", "NOT_RUN", "Ours", "classify", "our_outcome", "agreement", "cells", "tally",
-           "agreement_table", "render_csv", "render_markdown", "write_agreement", "CSV_FIELDS"]  # fmt: skip
+__all__ = ["FAIL", "XFAIL", "PASS", "NA", "NOT_RUN", "Ours", "classify", "our_outcome", "agreement",
+           "not_tested_reason", "not_run_category", "cells", "tally", "agreement_table", "render_csv", "render_markdown",
+           "write_agreement", "CSV_FIELDS"]  # fmt: skip
 
 FAIL, XFAIL, PASS, NA, NOT_RUN = "fail", "xfail", "pass", "n/a", "not run"
 #: Columns of study_agreement.csv, in order.
 CSV_FIELDS = ("study_implementation", "fix_level", "implementation", "judged", "checks", "check_ids", "expected",
-              "study_note", "ours", "complete", "our_note", "agreement")  # fmt: skip
+              "study_note", "ours", "complete", "our_note", "agreement", "why_not_tested")  # fmt: skip
 
 
 @dataclasses.dataclass(frozen=True)
@@ -70,11 +75,15 @@ class Ours:
         outcome: :data:`FAIL`, :data:`XFAIL`, :data:`PASS`, :data:`NA` or :data:`NOT_RUN`.
         note: what the records say, e.g. ``"2/3 xfail (GP-1)"``, ``"3 passed, 1 not run (hook:train_step)"``.
         complete: for :data:`PASS`, whether every applicable record ran (False: some were not run).
+        untested: why the records that did not run did not run, by category (``"absent feature (logq)"``,
+            ``"missing hook (hook:train_step)"``, ``"refused (n_sample)"``, ``"could not run (error)"``), joined
+            by ``"; "``; empty when every record ran.
     """
 
     outcome: str
     note: str
     complete: bool = True
+    untested: str = ""
 
 
 def _missing(record: dict[str, Any]) -> list[str]:
@@ -99,11 +108,25 @@ def classify(record: dict[str, Any]) -> tuple[str, str]:
         return PASS, "xpass" if outcome == "xpass" else ""
     if outcome == "skipped-unsupported":
         missing = _missing(record)
+        if record.get("outcome_detail") == "refused":  # requirements met, a value refused at run time: not absent
+            return NOT_RUN, "refused: " + (", ".join(missing) or "(unnamed)")
         if missing and all(m.startswith("hook:") for m in missing):
             return NOT_RUN, ", ".join(missing)
         return NA, ", ".join(missing) or str(record.get("reason") or "feature absent")
     reason = str(record.get("reason") or outcome or "")
     return NOT_RUN, ("error" if outcome == "error" else reason.split(":")[0].strip()) or "skipped"
+
+
+def not_run_category(outcome: str, why: str) -> str:
+    """The not-tested category of one record that did not run, from :func:`classify`'s ``(outcome, why)``:
+    ``absent feature (...)``, ``missing hook (...)``, ``refused (...)`` or ``could not run (...)``."""
+    if outcome == NA:
+        return f"absent feature ({why})"
+    if why.startswith("hook:"):
+        return f"missing hook ({why})"
+    if why.startswith("refused: "):
+        return f"refused ({why.removeprefix('refused: ')})"
+    return f"could not run ({why or 'skipped'})"
 
 
 def _why(counter: collections.Counter[str]) -> str:
@@ -123,7 +146,7 @@ def our_outcome(results: Sequence[dict[str, Any]], ids: Sequence[str], conforman
     """
     rs = [r for r in results if (r.get("check") or {}).get("id") in ids]
     if not rs:
-        return Ours(NOT_RUN, "not in this run")
+        return Ours(NOT_RUN, "not in this run", untested="could not run (not in this run)")
     kinds = [classify(r) for r in rs]
     count = collections.Counter(k for k, _ in kinds)
     n = len(rs)
@@ -131,6 +154,7 @@ def our_outcome(results: Sequence[dict[str, Any]], ids: Sequence[str], conforman
                       for i in d.defect_ids})  # fmt: skip
     named = f" ({', '.join(defects)})" if defects else ""
     not_run = collections.Counter(w for k, w in kinds if k == NOT_RUN)
+    untested = "; ".join(dict.fromkeys(not_run_category(k, w) for k, w in kinds if k in (NA, NOT_RUN)))
     if count[FAIL]:
         extra = f", {count[XFAIL]} xfail" if count[XFAIL] else ""
         return Ours(FAIL, f"{count[FAIL]}/{n} failed{extra}{named}")
@@ -144,16 +168,16 @@ def our_outcome(results: Sequence[dict[str, Any]], ids: Sequence[str], conforman
             parts.append(f"{count[NA]} n/a")
         if not_run:
             parts.append(f"{count[NOT_RUN]} not run ({_why(not_run)})")
-        return Ours(PASS, ", ".join(parts), complete=not count[NOT_RUN])
+        return Ours(PASS, ", ".join(parts), complete=not count[NOT_RUN], untested=untested)
     if count[NA] == n:
-        return Ours(NA, "feature absent: " + _why(collections.Counter(w for _, w in kinds)))
-    return Ours(NOT_RUN, _why(not_run) + (f" ({count[NA]} n/a)" if count[NA] else ""))
+        return Ours(NA, "feature absent: " + _why(collections.Counter(w for _, w in kinds)), untested=untested)
+    return Ours(NOT_RUN, _why(not_run) + (f" ({count[NA]} n/a)" if count[NA] else ""), untested=untested)
 
 
 def agreement(expected: str, ours: Ours) -> str:
     """:data:`study.AGREE`, :data:`study.DISAGREE` or :data:`study.NOT_TESTED` for the study's ``expected``
     (``FAIL``, ``pass`` or ``n/a``) against our outcome (the table in the module docstring)."""
-    if ours.outcome == NOT_RUN:
+    if ours.outcome in (NOT_RUN, NA):  # no check of the cell ran: nothing measured to agree or disagree with
         return study.NOT_TESTED
     flagged = ours.outcome in (FAIL, XFAIL)
     if expected == "FAIL":
@@ -161,6 +185,16 @@ def agreement(expected: str, ours: Ours) -> str:
             return study.AGREE
         return study.DISAGREE if ours.outcome == PASS and ours.complete else study.NOT_TESTED
     return study.DISAGREE if flagged else study.AGREE
+
+
+def not_tested_reason(expected: str, ours: Ours) -> str:
+    """Why a cell is "not tested" (:func:`agreement`), empty when it is agree or disagree: the categories of the
+    records that did not run (``absent feature (...)``, ``missing hook (...)``, ``refused (...)``, ``could not run
+    (...)``), prefixed ``partial:`` for an expected failure whose checks passed only in part."""
+    if agreement(expected, ours) != study.NOT_TESTED:
+        return ""
+    why = ours.untested or f"could not run ({ours.note or 'no record'})"
+    return f"partial: {why}" if ours.outcome == PASS else why
 
 
 def _ours_label(ours: Ours) -> str:
@@ -172,7 +206,8 @@ def cells(run: RunData, conformance: Any = None) -> list[dict[str, str]]:
 
     Each cell: ``checks`` (the column, ``LF-1/2``), ``check_ids`` (``LF-1 LF-2``), ``expected`` (``FAIL`` / ``pass`` /
     ``n/a``), ``study_note``, ``ours`` (``fail`` / ``xfail`` / ``pass`` / ``pass (partial)`` / ``n/a`` / ``not run``),
-    ``complete`` (``yes`` / ``no``), ``our_note`` and ``agreement``.
+    ``complete`` (``yes`` / ``no``), ``our_note``, ``agreement`` and ``why_not_tested`` (:func:`not_tested_reason`;
+    empty unless the cell is not tested).
     """
     conf = conformance if conformance is not None else run.conformance()
     out = []
@@ -181,7 +216,8 @@ def cells(run: RunData, conformance: Any = None) -> list[dict[str, str]]:
         ours = our_outcome(run.results, ids, conf)
         out.append({"checks": row["checks"], "check_ids": " ".join(ids), "expected": row["expected"],
                     "study_note": row["note"], "ours": _ours_label(ours), "complete": "yes" if ours.complete else "no",
-                    "our_note": ours.note, "agreement": agreement(row["expected"], ours)})  # fmt: skip
+                    "our_note": ours.note, "agreement": agreement(row["expected"], ours),
+                    "why_not_tested": not_tested_reason(row["expected"], ours)})  # fmt: skip
     return out
 
 
@@ -221,7 +257,8 @@ def agreement_table(runs: Sequence[RunData]) -> list[dict[str, str]]:
                 out.append({"study_implementation": key[0], "fix_level": key[1], "implementation": "–",
                             "judged": "–", "checks": row["checks"], "check_ids": " ".join(ids),
                             "expected": row["expected"], "study_note": row["note"], "ours": NOT_RUN, "complete": "yes",
-                            "our_note": "no verdict", "agreement": study.NOT_TESTED})  # fmt: skip
+                            "our_note": "no verdict", "agreement": study.NOT_TESTED,
+                            "why_not_tested": "could not run (no verdict)"})  # fmt: skip
     return out
 
 
@@ -232,6 +269,12 @@ def render_csv(rows: Sequence[dict[str, str]]) -> str:
     writer.writeheader()
     writer.writerows({k: r.get(k, "") for k in CSV_FIELDS} for r in rows)
     return buf.getvalue()
+
+
+def agreement_text(cell: dict[str, str]) -> str:
+    """A cell's agreement as printed: ``agree``, ``disagree`` or ``not tested: <why>``."""
+    why = cell.get("why_not_tested") or ""
+    return f"{cell['agreement']}: {why}" if why else cell["agreement"]
 
 
 def _md(text: Any) -> str:
@@ -262,7 +305,7 @@ def render_markdown(rows: Sequence[dict[str, str]]) -> str:
         lines += [f"## {simpl} ({_level(level)}): {impl} @ {judged}", "",
                   "| checks | study expects | study note | ours | our note | agreement |", "|---|---|---|---|---|---|"]  # fmt: skip
         lines += [f"| {_md(r['checks'])} | {_md(r['expected'])} | {_md(r['study_note'])} | {_md(r['ours'])} | "
-                  f"{_md(r['our_note'])} | {_md(r['agreement'])} |" for r in group]  # fmt: skip
+                  f"{_md(r['our_note'])} | {_md(agreement_text(r))} |" for r in group]  # fmt: skip
         lines.append("")
     lines += ["## How our outcome and the agreement are computed", "",
               "Per result record of the cell's checks: failed → fail; xfail (declared defect) → xfail; passed or "
@@ -271,8 +314,10 @@ def render_markdown(rows: Sequence[dict[str, str]]) -> str:
               "record failed, else xfail, else pass (partial when some applicable record did not run), else n/a "
               "when every record is n/a, else not run.", "",
               "Study expects FAIL: fail or xfail agree; a complete pass disagrees; a partial pass, n/a or not run is "
-              "not tested. Study expects pass or n/a: fail or xfail disagree; pass, partial pass or n/a agree; not "
-              "run is not tested.", ""]  # fmt: skip
+              "not tested. Study expects pass or n/a: fail or xfail disagree; pass or partial pass agree; n/a or "
+              "not run is not tested (a cell agrees or disagrees only when one of its checks ran). A not-tested "
+              "cell names why: absent feature, missing hook, refused (by the implementation at run time), could "
+              "not run, or partial.", ""]  # fmt: skip
     return "\n".join(lines)
 
 

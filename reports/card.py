@@ -20,7 +20,7 @@ from typing import Any
 
 from gru4rec_conformance.conformance._records.verdict import PREREQUISITES
 from gru4rec_conformance.datasets import study
-from gru4rec_conformance.reports.agreement import cells
+from gru4rec_conformance.reports.agreement import agreement_text, cells
 from gru4rec_conformance.reports.agreement import tally as agreement_tally
 from gru4rec_conformance.reports.compact import dataset_matrix, judged_version
 from gru4rec_conformance.reports.facts import headline_metrics, negative_control, suite_currency
@@ -222,7 +222,7 @@ def render_markdown(c: dict[str, Any]) -> str:
                      "(how outcomes map: `gru4rec_conformance.reports.agreement`).")  # fmt: skip
         lines += [""] + _table(["checks", "study expects", "study note", "ours", "our note", "agreement"],
                                [[r["checks"], r["expected"], r["study_note"] or "–", r["ours"], r["ours_note"],
-                                 r["agreement"]] for r in c["study_rows"]])  # fmt: skip
+                                 agreement_text(r)] for r in c["study_rows"]])  # fmt: skip
     else:
         lines.append("The study's table has no row for this implementation and level.")
     lines += ["", "## Coverage", ""]

@@ -79,6 +79,16 @@ def dataset_matrix(run: RunData) -> str | None:
     return _safe("-".join(dict.fromkeys(names)))
 
 
+def run_profile(run: RunData) -> str:
+    """The metric checks' profile of a run, from its header: ``--profile`` (``options.profile``), else the
+    ``GRU4REC_MC_SCALE`` recorded in its environment, else ``cpu`` (the default, also for runs older than the
+    option). ``study``: the study's published hyperparameters (layer size, 10 epochs); ``cpu``: scaled down."""
+    profile = str((run.header.get("options") or {}).get("profile") or "").strip()
+    if not profile:
+        profile = str((run.header.get("env") or {}).get("GRU4REC_MC_SCALE") or "").strip()
+    return "study" if profile == "study" else "cpu"
+
+
 def verdict_key(run: RunData) -> Path:
     """The folder of a run's verdict, relative to the verdicts root.
 
@@ -87,7 +97,9 @@ def verdict_key(run: RunData) -> Path:
     the reference. Every part is made a safe folder name (``transformers 5.24.0`` → ``transformers-5.24.0``).
     A run on other metric datasets than the default (:func:`dataset_matrix`) gets its own key, the last part
     suffixed ``+datasets-<tag>`` (``official_pytorch/d1fc311+datasets-all``), so a five-dataset metric run never
-    replaces, nor is replaced by, the verdict run of the same version.
+    replaces, nor is replaced by, the verdict run of the same version. A run with the study profile
+    (:func:`run_profile`) is suffixed ``+study`` (``reference/gru4rec+datasets-all+study``): full-size runs and the
+    scaled-down ones stand side by side.
     """
     impl = run.impl
     name = str(impl.get("name") or run.directory.parent.name)
@@ -98,6 +110,8 @@ def verdict_key(run: RunData) -> Path:
     tag = dataset_matrix(run)
     if tag is not None:
         parts[-1] += f"+datasets-{tag}"
+    if run_profile(run) == "study":
+        parts[-1] += "+study"
     return Path(*parts)
 
 

@@ -30,6 +30,9 @@ from gru4rec_conformance.reports.matrix import render_markdown as matrix_markdow
 from gru4rec_conformance.reports.render import render_html as _render
 from gru4rec_conformance.reports.results import RunData
 from gru4rec_conformance.reports.selection import collect_runs, is_matrix
+from gru4rec_conformance.reports.study_compare import GAP_PP, comparison_rows
+from gru4rec_conformance.reports.study_compare import render_markdown as comparison_markdown
+from gru4rec_conformance.reports.study_compare import summary as study_summary
 
 REPORTS_DIR = Path(__file__).resolve().parent
 __all__ = ["REPORTS_DIR", "apart_reasons", "board_row", "build_scoreboard", "render_markdown",
@@ -157,7 +160,8 @@ def build_scoreboard(
     the qualifying row per implementation, reference first, negative controls last; ``apart`` the newer runs that
     do not qualify (each row's ``apart`` says why). ``cards`` maps a verdict key to the link of its card;
     ``runs`` skips reading the roots. ``matrix``: the rows of the runs on several metric datasets
-    (:func:`reports.matrix.matrix_rows`), which are never verdict rows.
+    (:func:`reports.matrix.matrix_rows`), which are never verdict rows; ``study_comparison``: the same runs'
+    Δ beside the study's, with its summary (:func:`reports.study_compare.comparison_rows`).
     """
     root_list = [Path(roots)] if isinstance(roots, (str, Path)) else [Path(r) for r in roots]
     if verdicts_root is not None:
@@ -185,9 +189,10 @@ def build_scoreboard(
     order = ["gru4rec", "finetuner"]  # the catalogue's family order, then any other
     families = sorted(dict.fromkeys(r["family"] for r in rows + apart),
                       key=lambda f: (order.index(f) if f in order else len(order), f))  # fmt: skip
+    standing = standing_matrix_runs(runs)
     return {"rows": rows, "apart": apart, "families": families, "unreadable": unreadable,
             "roots": [str(r) for r in root_list],
-            "matrix": matrix_rows(standing_matrix_runs(runs))}  # fmt: skip
+            "matrix": matrix_rows(standing), "study_comparison": comparison_rows(standing)}  # fmt: skip
 
 
 def _pct(x: float | None) -> str:
@@ -273,6 +278,8 @@ def render_markdown(board: dict[str, Any]) -> str:
         lines += matrix_markdown(board["matrix"])
         if board.get("matrix_figure"):
             lines += [f"![Δ per dataset]({board['matrix_figure']})", ""]
+    if board.get("study_comparison"):
+        lines += comparison_markdown(board["study_comparison"])
     if board.get("unreadable"):
         lines += ["Unreadable run folders (left out):", ""] + [f"- {u}" for u in board["unreadable"]] + [""]
     lines.append("Conformance: CONFORMANT only when every applicable check ran and passed without an xfail; "
@@ -285,8 +292,16 @@ def render_markdown(board: dict[str, Any]) -> str:
 
 
 def render_html(board: dict[str, Any]) -> str:
-    return _render({**board, "metric_cell": metric_cell, "defect_cell": _defect_cell, "pct": _pct},
-                   template="scoreboard.html.j2")  # fmt: skip
+    comparison = None
+    if board.get("study_comparison"):
+        rows = board["study_comparison"]
+        s = study_summary(rows)
+        groups = [("all", s["overall"])] + [(f"dataset {k}", g) for k, g in s["by_dataset"].items()]
+        groups += [(f"data {k}", g) for k, g in s["by_source"].items()]
+        comparison = {"rows": rows, "groups": groups, "gap_pp": f"{GAP_PP:g}",
+                      "pp": lambda x: "–" if x is None else f"{x:.1f}"}  # fmt: skip
+    return _render({**board, "metric_cell": metric_cell, "defect_cell": _defect_cell, "pct": _pct,
+                    "study_comparison": comparison}, template="scoreboard.html.j2")  # fmt: skip
 
 
 def write_scoreboard(

@@ -28,6 +28,9 @@ from gru4rec_conformance.implementations.registry import Registry
 SUITE_CHECKS_ROOT = Path(__file__).resolve().parents[2]
 
 ENV_IMPL = "GRU4REC_CONFORMANCE_IMPL"
+#: ``--profile`` values: the metric checks' scale (``datasets.sessions.registry.mc_config``): ``cpu`` the study's
+#: best hyperparameters with one 100-unit layer and 3 epochs, ``study`` as published (layer size, 10 epochs).
+PROFILES = ("cpu", "study")
 DEFAULT_SEEDS = (42,)
 MAX_SEED = 2**32
 #: ``--first-run``'s timeout of every worker call, in seconds, unless ``--call-timeout`` is given: a hang of a new
@@ -71,6 +74,8 @@ class Options:
         xfail_files: ``--xfails`` files, as given.
         first_run: ``--first-run`` (short call timeouts, fast checks first, a draft xfail file at the end:
             :mod:`.first_run`).
+        profile: ``--profile`` (one of :data:`PROFILES`), None when not given (the metric checks then read
+            ``GRU4REC_MC_SCALE``, default ``cpu``).
     """
 
     selection: list[str] | None
@@ -89,6 +94,7 @@ class Options:
     xfail_files: list[str]
     allow_unsandboxed: bool = False
     first_run: bool = False
+    profile: str | None = None
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -116,6 +122,15 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="NAME[,NAME...]",
         help="dataset(s) of the metric-conformance checks (default: each check's own): a name, a prepared folder, "
         "NAME=FOLDER, 'all' (the five study datasets) or a comma list; several parametrize the checks",
+    )
+    g.addoption(
+        "--profile",
+        dest="conformance_profile",
+        default=None,
+        metavar="|".join(PROFILES),
+        help="settings of the metric checks: 'study' trains with the study's published hyperparameters per dataset "
+        "and loss (layer size, 10 epochs; for full-size data on a GPU), 'cpu' (default) with one 100-unit layer "
+        "and 3 epochs (env GRU4REC_MC_SCALE)",
     )
     g.addoption(
         "--seeds",
@@ -294,6 +309,7 @@ def read_options(config: pytest.Config) -> Options:
         xfail_files=list(config.getoption("conformance_xfails")),
         allow_unsandboxed=bool(config.getoption("conformance_allow_unsandboxed")),
         first_run=first_run,
+        profile=config.getoption("conformance_profile", None),
     )
 
 
@@ -311,6 +327,10 @@ def check_options(options: Options) -> None:
         raise pytest.UsageError(
             f"--sandbox / GRU4REC_SANDBOX must be auto, bwrap or none, got {options.settings.sandbox!r}"
         )
+    if options.profile is not None and options.profile not in PROFILES:
+        close = difflib.get_close_matches(options.profile, PROFILES, n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise pytest.UsageError(f"--profile {options.profile!r}: unknown profile; known: {', '.join(PROFILES)}{hint}")
     if options.gate and options.xfail_mark == "skip":
         raise pytest.UsageError("--gate needs strict xfails: do not combine it with --xfail-mark=skip")
     _check_worker_limits(options.settings)

@@ -85,7 +85,8 @@ def metric_data(conformance_options: Any, pytestconfig: Any, request: pytest.Fix
     """The metric-conformance dataset: one of ``--dataset`` (default: the real Yoochoose 100k slice; the synthetic
     stand-in with a printed notice when ``../shared`` is absent; ``all``: the five study datasets, see
     ``datasets.sessions.registry``). ``{"name", "key", "train", "test", "notice", "source", "configs", "deltas"}``:
-    ``configs`` maps each loss to the study's best hyperparameters for the dataset (CPU-scaled); ``deltas`` is the
+    ``configs`` maps each loss to the study's best hyperparameters for the dataset (CPU-scaled, or as published
+    with ``--profile study``: ``datasets.sessions.registry.mc_config``); ``deltas`` is the
     session's list the checks append their Δ-vs-study rows to."""
     token = getattr(request, "param", None)
     try:
@@ -101,7 +102,8 @@ def metric_data(conformance_options: Any, pytestconfig: Any, request: pytest.Fix
             with capman.global_and_fixture_disabled() if capman is not None else contextlib.nullcontext():
                 tr.write_line(f"\nNOTICE (metric conformance): {m.notice}", yellow=True, bold=True)
     key = m.key if m.key in _data.METRIC_DATASETS else "yoochoose"  # a plain folder: Yoochoose's settings
-    configs = {loss: _data.mc_config(key, loss) for loss in ("cross-entropy", "bpr-max")}
+    profile = getattr(conformance_options, "profile", None)  # --profile; None: GRU4REC_MC_SCALE, else cpu
+    configs = {loss: _data.mc_config(key, loss, profile) for loss in ("cross-entropy", "bpr-max")}
     deltas = pytestconfig.stash.setdefault(_DELTAS, [])
     return {"name": m.label, "key": m.key, "train": m.train, "test": m.test, "notice": m.notice,
             "source": m.source, "configs": configs, "deltas": deltas}  # fmt: skip

@@ -40,6 +40,8 @@ HOOK = "unsupported by gp:oob: needs hook:train_step (not declared)"
          "1 passed, 1 not run (needs a GPU)"),
         ([_rec("SR-1", "skipped-unsupported", NA)], ag.NA, True, "feature absent: logq"),
         ([_rec("SR-1", "skipped-unsupported", HOOK)], ag.NOT_RUN, True, "hook:train_step"),
+        ([_rec("SR-1", "skipped-unsupported", "refused", missing=["n_sample"], outcome_detail="refused")], ag.NOT_RUN,
+         True, "refused: n_sample"),
         ([_rec("SR-1", "error", "RuntimeError: boom")], ag.NOT_RUN, True, "error"),
         ([_rec("SR-2", "passed")], ag.NOT_RUN, True, "not in this run"),
     ],
@@ -61,13 +63,33 @@ def test_records_map_to_one_outcome_per_cell(records, outcome, complete, note):
         ("pass", ag.Ours(ag.FAIL, ""), "disagree"),
         ("pass", ag.Ours(ag.XFAIL, ""), "disagree"),
         ("pass", ag.Ours(ag.PASS, "", complete=False), "agree"),
-        ("pass", ag.Ours(ag.NA, ""), "agree"),
+        ("pass", ag.Ours(ag.NA, ""), "not tested"),  # a declared-absent feature ran no check: nothing agrees
+        ("n/a", ag.Ours(ag.NA, ""), "not tested"),
         ("n/a", ag.Ours(ag.PASS, ""), "agree"),
         ("n/a", ag.Ours(ag.NOT_RUN, ""), "not tested"),
     ],
 )
 def test_outcomes_map_to_agree_disagree_not_tested(expected, ours, verdict):
     assert ag.agreement(expected, ours) == verdict
+    assert bool(ag.not_tested_reason(expected, ours)) == (verdict == "not tested")  # every not tested says why
+
+
+@pytest.mark.parametrize(
+    ("expected", "records", "why"),
+    [
+        ("pass", [_rec("SR-1", "skipped-unsupported", NA)], "absent feature (logq)"),
+        ("FAIL", [_rec("SR-1", "skipped-unsupported", HOOK)], "missing hook (hook:train_step)"),
+        ("pass", [_rec("SR-1", "skipped-unsupported", "", missing=["layers:[24, 12]"], outcome_detail="refused")],
+         "refused (layers:[24, 12])"),
+        ("pass", [_rec("SR-1", "error", "RuntimeError: boom")], "could not run (error)"),
+        ("pass", [], "could not run (not in this run)"),
+        ("FAIL", [_rec("SR-1", "passed"), _rec("SR-1", "skipped", "needs a GPU: run with --device cuda")],
+         "partial: could not run (needs a GPU)"),
+        ("pass", [_rec("SR-1", "passed"), _rec("SR-1", "skipped-unsupported", NA)], ""),  # one ran: it agrees
+    ],
+)  # fmt: skip
+def test_a_cell_not_tested_names_why(expected, records, why):
+    assert ag.not_tested_reason(expected, ag.our_outcome(records, ["SR-1"])) == why
 
 
 def _write_run(folder: Path, name: str, study: dict[str, str] | None, records: list[dict[str, Any]]) -> Path:
