@@ -979,10 +979,16 @@ def _plots(data: dict, folder: Path) -> dict:
 
 
 def build_markdown(
-    data: dict, plots: dict | None = None, title: str = "GRU4Rec benchmarks", notes: str | None = None
+    data: dict,
+    plots: dict | None = None,
+    title: str = "GRU4Rec benchmarks",
+    notes: str | None = None,
+    suite_cost: dict | None = None,
 ) -> str:
     """The Markdown report of a loaded pytest-benchmark JSON (``plots``: {name: relative PNG path}; ``notes``:
-    Markdown placed after the implementations section, e.g. the explanations of a committed run)."""
+    Markdown placed after the implementations section, e.g. the explanations of a committed run; ``suite_cost``: a
+    ``suite_cost.json`` of ``benchmarks/suite_cost.py``, whose section — the main job's CPU time cold and warm and
+    its slowest checks — ends the report)."""
     plots = plots or {}
     lines = _header(data, title)
     lines += _impl_section(data, plots)
@@ -995,6 +1001,10 @@ def build_markdown(
     lines += _sweep_section(data, plots)
     lines += _eval_section(data, plots)
     lines += _shims_section(data)
+    if suite_cost is not None:
+        from gru4rec_conformance.benchmarks.suite_cost import render
+
+        lines += ["", render(suite_cost).rstrip()]
     return "\n".join(lines).rstrip() + "\n"
 
 
@@ -1018,6 +1028,7 @@ def write_report(
     plots: bool = True,
     compact: bool = False,
     notes: str | None = None,
+    suite_cost: dict | None = None,
 ) -> Path:
     """Write ``report.md``, ``benchmark.json`` and ``plots/*.png`` into a new ``<out_root>/<UTC timestamp>/``
     folder and return it. ``compact``: the copied JSON without pytest-benchmark's per-round timing arrays
@@ -1033,7 +1044,7 @@ def write_report(
     else:
         with atomic_path(folder / "benchmark.json") as tmp:
             shutil.copyfile(json_path, tmp)
-    atomic_write_text(folder / "report.md", build_markdown(data, made, title, notes))
+    atomic_write_text(folder / "report.md", build_markdown(data, made, title, notes, suite_cost))
     return folder
 
 
@@ -1052,13 +1063,30 @@ def main(argv=None) -> int:
     ap.add_argument("--no-plots", action="store_true")
     ap.add_argument("--compact", action="store_true", help="copy the JSON without the per-round timing arrays")
     ap.add_argument("--notes", type=Path, help="a Markdown file placed after the implementations section")
+    ap.add_argument(
+        "--suite-cost", type=Path, help="a suite_cost.json (benchmarks/suite_cost.py): the suite's own cost"
+    )
     args = ap.parse_args(argv)
     if not args.json.is_file():
         ap.error(f"{args.json}: no such file")
     notes = args.notes.read_text(encoding="utf-8") if args.notes else None
+    cost = None
+    if args.suite_cost is not None:
+        try:
+            cost = json.loads(args.suite_cost.read_text(encoding="utf-8"))
+            if not isinstance(cost, dict) or not isinstance(cost.get("runs"), list):
+                raise ValueError("not a suite_cost.json (no 'runs' list)")
+        except (OSError, ValueError) as exc:
+            ap.error(f"--suite-cost {args.suite_cost}: {exc}")
     try:
         folder = write_report(
-            args.json, args.out_root, args.title, plots=not args.no_plots, compact=args.compact, notes=notes
+            args.json,
+            args.out_root,
+            args.title,
+            plots=not args.no_plots,
+            compact=args.compact,
+            notes=notes,
+            suite_cost=cost,
         )
     except ValueError as exc:
         ap.error(str(exc))

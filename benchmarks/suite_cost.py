@@ -24,6 +24,7 @@ import json
 import os
 import platform
 import resource
+import shlex
 import subprocess
 import sys
 import time
@@ -107,7 +108,12 @@ def measure(out: Path, args: Sequence[str] = MAIN_JOB, cwd: Path | None = None) 
         raise FileExistsError(f"{cache} is not empty: the cold run needs a fresh oracle cache (choose another --out)")
     cache.mkdir(exist_ok=True)
     here = Path(cwd or Path.cwd())
-    env = {**os.environ, "GRU4REC_ORACLE_CACHE_DIR": str(cache.resolve())}
+    # the children import this same suite (its package folder first on the path), whatever else is installed
+    import gru4rec_conformance
+
+    package_parent = str(Path(gru4rec_conformance.__file__).resolve().parent.parent)
+    path = os.pathsep.join(p for p in (package_parent, os.environ.get("PYTHONPATH", "")) if p)
+    env = {**os.environ, "GRU4REC_ORACLE_CACHE_DIR": str(cache.resolve()), "PYTHONPATH": path}
     full = [*args, "--report-dir", str((out / "reports").resolve())]
     runs = []
     for label in ("cold", "warm"):
@@ -140,7 +146,7 @@ def render(data: dict[str, Any], top: int = DEFAULT_TOP) -> str:
     runs = {r["label"]: r for r in data["runs"]}
     cold, warm = runs.get("cold"), runs.get("warm")
     lines = ["## The suite's own cost (main job)", "",
-             f"`{' '.join(data['command'])}`, run twice in one checkout with a fresh oracle cache: **cold** (empty "
+             f"`{shlex.join(data['command'])}`, run twice in one checkout with a fresh oracle cache: **cold** (empty "
              "cache: the reference's metric-band fits run) and **warm** (the cache the cold run filled). CPU = user + "
              "system seconds of pytest and the children it waited for; wall seconds beside it (other load on the "
              "machine changes them).", "",
