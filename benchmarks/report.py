@@ -556,26 +556,50 @@ def _impl_section(data: dict, plots: dict) -> list[str]:
         "",
     ]
     header = ["implementation", "variant", "data, limit"] + [f"{d} {lo}" for d, lo in cases]
-    header += ["geo. mean", "study OOB geo. mean (oob rows)"]
+    header += ["geo. mean (complete epochs)", "cases averaged", "with stopped epochs", "study OOB geo. mean (oob rows)"]
     body = []
     order: dict = {}
     for impl, variant in keys:
         cells: list[str] = []
-        ours: list[float | None] = []
-        theirs: list[float | None] = []
+        measured: dict[tuple, float] = {}
+        bounds: dict[tuple, float] = {}
+        estimates: dict[tuple, float] = {}
         for d, lo in cases:
             r = at.get((impl, variant, d, lo))
             skip = skips.get((impl, variant, d, lo))
             cells.append(skipped_cell(skip["reason"], impl) if r is None and skip is not None else ratio_cell(r))
-            if r is not None:
-                ours.append(ratio_of(r)[0])
-                sx = _study_x(impl, "OOB", d, lo) if variant == "oob" else None
-                if sx is not None:
-                    theirs.append(sx)
-        g, gs = _geomean(ours), _geomean(theirs)
-        order[(impl, variant)] = (g, gs)
+            if r is None or r.get("failed"):
+                continue
+            ratio, limited = ratio_of(r)
+            if ratio is None:
+                continue
+            if not limited:
+                measured[(d, lo)] = ratio
+            else:
+                bounds[(d, lo)] = stopped_bound(r) or ratio
+                estimates[(d, lo)] = ratio
+        theirs = [_study_x(impl, "OOB", d, lo) for d, lo in measured] if variant == "oob" else []
+        g, gs = _geomean(list(measured.values())), _geomean(theirs)
+        order[(impl, variant)] = {
+            "mean": g,
+            "study": gs,
+            "cases": list(measured),
+            "stopped": len(bounds),
+            "bound": _geomean([*measured.values(), *bounds.values()]) if bounds else None,
+            "estimate": _geomean([*measured.values(), *estimates.values()]) if bounds else None,
+        }
         labels = OrderedDict.fromkeys(data_label(r) for r in rows if (r["impl"], r["variant"]) == (impl, variant))
-        body.append([f"**{impl}**", variant, " / ".join(labels) or "–", *cells, _f(g), _f(gs)])
+        body.append([f"**{impl}**", variant, " / ".join(labels) or "–", *cells, _f(g), _cases_cell(list(measured), cases),
+                     _stopped_cell(order[(impl, variant)]), _f(gs)])  # fmt: skip
+    lines += _table(header, body) + [""]
+    lines += [
+        "*geo. mean (complete epochs)*: the geometric mean of the measured ratios only, over the cases named in *cases "
+        "averaged* (rows average different cases: compare rows over the cells, not only their means). *with stopped "
+        "epochs*: the row's k stopped epochs added, as **≥ B×** (the geometric mean with each stopped case at its lower "
+        "bound: a bound on the mean over all the row's cases) and ≈ E× (each at its estimate: an extrapolation, never a "
+        "measurement). *study OOB geo. mean*: the study's published ratios over the same cases as our mean.",
+        "",
+    ]
     lines += _table(header, body) + [""]
     lines += _skip_notes(skips)
     dropped: OrderedDict[str, set] = OrderedDict()
@@ -593,6 +617,38 @@ def _impl_section(data: dict, plots: dict) -> list[str]:
     lines += _study_compare(at, cases, keys)
     lines += _ordering(order)
     return lines
+
+
+#: short names of the losses in the "cases averaged" cells
+_LOSS_TAGS = {"cross-entropy": "XE", "bpr-max": "BPR-max"}
+
+
+def _case_tag(dataset: str | None, loss: str | None) -> str:
+    return f"{dataset} {_LOSS_TAGS.get(str(loss), loss)}"
+
+
+def _cases_cell(measured: list, cases: list) -> str:
+    """Which cases a row's mean averages: ``all 10``, ``none``, or ``3 of 10: coveo XE, …`` (every case named)."""
+    if not measured:
+        return "none"
+    if len(measured) == len(cases):
+        return f"all {len(cases)}"
+    return f"{len(measured)} of {len(cases)}: " + ", ".join(_case_tag(d, lo) for d, lo in measured)
+
+
+def _stopped_cell(o: dict) -> str:
+    """``–`` without stopped epochs, else ``k stopped: ≥ B× (≈ E×)`` (see the matrix's note)."""
+    if not o["stopped"]:
+        return "–"
+    est = f" (≈ {_two_digits(o['estimate'])}×)" if o["estimate"] and o["estimate"] > (o["bound"] or 0) else ""
+    return f"{o['stopped']} stopped: ≥ {_two_digits(o['bound'])}×{est}"
+
+
+def stopped_bound(r: dict) -> float | None:
+    """The lower bound of an epoch stopped at the limit (CPU spent up to the stop over the reference's epoch), or
+    None when not recorded."""
+    low = r.get("cpu_seconds_over_reference_min", r.get("epoch_seconds_over_reference_min"))
+    return float(low) if isinstance(low, (int, float)) else None
 
 
 def _impl_skips(data: dict, at: dict) -> OrderedDict:
@@ -630,8 +686,28 @@ def _skip_notes(skips: OrderedDict) -> list[str]:
     return lines + [""]
 
 
+#: the runner name of the official PyTorch port measured beside the reference (benchmarks/runners.py)
+OFFICIAL_IMPLS = ("official", "official_pytorch")
+
+
+def official_factor(
+    at: dict, dataset: str | None, loss: str | None, data: str | None = None
+) -> tuple[float | None, bool]:
+    """``(official/reference CPU ratio, stopped)`` measured in this report for the case (the official port at the
+    best parameters; with ``data``, only on data of that :func:`data_label`), or ``(None, False)`` when the report
+    has no such epoch."""
+    for name in OFFICIAL_IMPLS:
+        r = at.get((name, "best", dataset, loss))
+        if r is not None and not r.get("failed") and (data is None or data_label(r) == data):
+            ratio, limited = ratio_of(r)
+            if ratio is not None:
+                return ratio, limited
+    return None, False
+
+
 def _study_compare(at: dict, cases: list, keys: list) -> list[str]:
-    """Per case: our out-of-the-box ratio beside the study's published OOB × official-best epoch time."""
+    """Per case: our out-of-the-box ratio beside the study's published OOB × official-best epoch time, with the
+    official/reference factor this report measured and our ratio converted to × official with it."""
     body = []
     for impl, variant in keys:
         if variant != "oob" or study_name(impl) is None:
@@ -641,39 +717,89 @@ def _study_compare(at: dict, cases: list, keys: list) -> list[str]:
             sx = _study_x(impl, "OOB", d, lo)
             if r is None:  # a loss the implementation lacks, or a case not run
                 continue
-            body.append([f"**{impl}**", d, lo, ratio_cell(r), f"{_f(sx)}×" if sx is not None else "–"])
+            factor, factor_stopped = official_factor(at, d, lo, data_label(r))
+            body.append([f"**{impl}**", d, lo, ratio_cell(r),
+                         "–" if factor is None else f"{_f(factor)}×" + (" (stopped)" if factor_stopped else ""),
+                         _over_official(r, factor, factor_stopped), f"{_f(sx)}×" if sx is not None else "–"])  # fmt: skip
     if not body:
         return []
     return [
         "### Out of the box: ours beside the study's (docs/study.md)",
         "",
         "Ours: CPU time, this machine, scaled-down epochs on the real catalogues; the study: GPU epoch time on the "
-        "full datasets, × the official implementation with the best parameters.",
+        "full datasets, × the official implementation with the best parameters. *official × reference*: the official "
+        "port's epoch at the best parameters over the reference's, measured in this report for the same case on the same "
+        "data; *ours × official* divides our ratio by it (the study's baseline): a bound stays a bound (**>**), an "
+        "estimate an estimate (**≈**); *–*: no complete official epoch on that case and data.",
         "",
-        *_table(["implementation", "dataset", "loss", "ours × reference", "study × official"], body),
+        *_table(
+            [
+                "implementation",
+                "dataset",
+                "loss",
+                "ours × reference",
+                "official × reference (this report)",
+                "ours × official (derived)",
+                "study × official",
+            ],
+            body,
+        ),  # fmt: skip
         "",
     ]
+
+
+def _over_official(r: dict, factor: float | None, factor_stopped: bool) -> str:
+    """Our ratio to the reference divided by the measured official/reference factor; ``–`` without a complete
+    official epoch or with a failed case."""
+    if factor is None or factor_stopped or factor <= 0 or r.get("failed"):
+        return "–"
+    ratio, limited = ratio_of(r)
+    if ratio is None:
+        return "–"
+    if not limited:
+        return f"{_two_digits(ratio / factor)}×"
+    low = stopped_bound(r)
+    est = r.get("cpu_seconds_over_reference_est")
+    text = f"> {_two_digits(low / factor)}×" if low is not None else ""
+    if isinstance(est, (int, float)) and (low is None or est > low):
+        text += f" (≈ {_two_digits(est / factor)}×)"
+    return text.strip() or "–"
 
 
 def _ordering(order: dict) -> list[str]:
-    """The implementations ranked by our geometric-mean ratio and by the study's, with the pairs whose order
-    differs."""
-    ours = sorted((k for k, (g, _) in order.items() if g is not None), key=lambda k: order[k][0])
-    if not ours:
+    """The implementations ranked by our geometric mean over their complete epochs and by the study's over the same
+    cases, with the pairs whose order differs; a row with stopped epochs carries its bound, one with only stopped
+    epochs is listed apart (never ranked by an estimate)."""
+    ours = sorted((k for k, o in order.items() if o["mean"] is not None), key=lambda k: order[k]["mean"])
+    only_stopped = [k for k, o in order.items() if o["mean"] is None and o["stopped"]]
+    if not ours and not only_stopped:
         return []
-    lines = [
-        "### Ordering",
-        "",
-        "Ours (geometric mean of the ratios above, fastest first): "
-        + " < ".join(f"{i}/{v} ({order[(i, v)][0]:.2f}×)" for i, v in ours),
-        "",
-    ]
-    # one study value per study implementation: its OOB geometric mean over the cases we ran
-    ranked = [(k, order[k][1]) for k in ours if order[k][1] is not None and k[1] == "oob"]
+
+    def label(k: tuple) -> str:
+        o = order[k]
+        n = len(o["cases"])
+        extra = f"; {o['stopped']} stopped, with them ≥ {_two_digits(o['bound'])}×" if o["stopped"] else ""
+        return f"{k[0]}/{k[1]} ({o['mean']:.2f}× over {n} case{'s' if n != 1 else ''}{extra})"
+
+    lines = ["### Ordering", ""]
+    if ours:
+        lines += [
+            "Ours (geometric mean of the complete epochs' ratios, fastest first; rows average different cases, named "
+            "in the matrix): " + " < ".join(label(k) for k in ours),
+            "",
+        ]
+    if only_stopped:
+        lines += [
+            "Not ranked (every epoch stopped at the limit; lower bounds only): "
+            + "; ".join(f"{i}/{v} (≥ {_two_digits(order[(i, v)]['bound'])}×)" for i, v in only_stopped),
+            "",
+        ]
+    # one study value per study implementation: its OOB geometric mean over the cases of our mean
+    ranked = [(k, order[k]["study"]) for k in ours if order[k]["study"] is not None and k[1] == "oob"]
     if len(ranked) >= 2:
         study_sorted = sorted(ranked, key=lambda t: t[1])
         lines += [
-            "The study (OOB × official, geometric mean over the same cases): "
+            "The study (OOB × official, geometric mean over the same cases as ours): "
             + " < ".join(f"{i}/{v} ({x:.2f}×)" for (i, v), x in study_sorted),
             "",
         ]
@@ -853,10 +979,16 @@ def _plots(data: dict, folder: Path) -> dict:
 
 
 def build_markdown(
-    data: dict, plots: dict | None = None, title: str = "GRU4Rec benchmarks", notes: str | None = None
+    data: dict,
+    plots: dict | None = None,
+    title: str = "GRU4Rec benchmarks",
+    notes: str | None = None,
+    suite_cost: dict | None = None,
 ) -> str:
     """The Markdown report of a loaded pytest-benchmark JSON (``plots``: {name: relative PNG path}; ``notes``:
-    Markdown placed after the implementations section, e.g. the explanations of a committed run)."""
+    Markdown placed after the implementations section, e.g. the explanations of a committed run; ``suite_cost``: a
+    ``suite_cost.json`` of ``benchmarks/suite_cost.py``, whose section — the main job's CPU time cold and warm and
+    its slowest checks — ends the report)."""
     plots = plots or {}
     lines = _header(data, title)
     lines += _impl_section(data, plots)
@@ -869,6 +1001,10 @@ def build_markdown(
     lines += _sweep_section(data, plots)
     lines += _eval_section(data, plots)
     lines += _shims_section(data)
+    if suite_cost is not None:
+        from gru4rec_conformance.benchmarks.suite_cost import render
+
+        lines += ["", render(suite_cost).rstrip()]
     return "\n".join(lines).rstrip() + "\n"
 
 
@@ -892,6 +1028,7 @@ def write_report(
     plots: bool = True,
     compact: bool = False,
     notes: str | None = None,
+    suite_cost: dict | None = None,
 ) -> Path:
     """Write ``report.md``, ``benchmark.json`` and ``plots/*.png`` into a new ``<out_root>/<UTC timestamp>/``
     folder and return it. ``compact``: the copied JSON without pytest-benchmark's per-round timing arrays
@@ -907,7 +1044,7 @@ def write_report(
     else:
         with atomic_path(folder / "benchmark.json") as tmp:
             shutil.copyfile(json_path, tmp)
-    atomic_write_text(folder / "report.md", build_markdown(data, made, title, notes))
+    atomic_write_text(folder / "report.md", build_markdown(data, made, title, notes, suite_cost))
     return folder
 
 
@@ -926,13 +1063,30 @@ def main(argv=None) -> int:
     ap.add_argument("--no-plots", action="store_true")
     ap.add_argument("--compact", action="store_true", help="copy the JSON without the per-round timing arrays")
     ap.add_argument("--notes", type=Path, help="a Markdown file placed after the implementations section")
+    ap.add_argument(
+        "--suite-cost", type=Path, help="a suite_cost.json (benchmarks/suite_cost.py): the suite's own cost"
+    )
     args = ap.parse_args(argv)
     if not args.json.is_file():
         ap.error(f"{args.json}: no such file")
     notes = args.notes.read_text(encoding="utf-8") if args.notes else None
+    cost = None
+    if args.suite_cost is not None:
+        try:
+            cost = json.loads(args.suite_cost.read_text(encoding="utf-8"))
+            if not isinstance(cost, dict) or not isinstance(cost.get("runs"), list):
+                raise ValueError("not a suite_cost.json (no 'runs' list)")
+        except (OSError, ValueError) as exc:
+            ap.error(f"--suite-cost {args.suite_cost}: {exc}")
     try:
         folder = write_report(
-            args.json, args.out_root, args.title, plots=not args.no_plots, compact=args.compact, notes=notes
+            args.json,
+            args.out_root,
+            args.title,
+            plots=not args.no_plots,
+            compact=args.compact,
+            notes=notes,
+            suite_cost=cost,
         )
     except ValueError as exc:
         ap.error(str(exc))

@@ -11,3 +11,14 @@ from gru4rec_conformance.conformance._harness.isolation import sandbox_probe
 # The tests of the sandbox itself skip there, and the refusal test clears this variable.
 if not sandbox_probe().available:
     os.environ.setdefault("GRU4REC_ALLOW_UNSANDBOXED", "1")
+
+# The suite's own tests never read or fill the user's oracle cache (~/.cache/gru4rec-conformance/oracle): every
+# test process (and each inner run it starts) gets a temporary one, unless the caller named one (.ci/run does).
+if not os.environ.get("GRU4REC_ORACLE_CACHE_DIR"):
+    import atexit
+    import shutil
+    import tempfile
+
+    _oracle_tmp = tempfile.mkdtemp(prefix="gru4rec-test-oracle-")
+    os.environ["GRU4REC_ORACLE_CACHE_DIR"] = _oracle_tmp
+    atexit.register(shutil.rmtree, _oracle_tmp, True)

@@ -1,5 +1,5 @@
-"""The fixtures checks use: ``impl``, ``reference_impl``, ``record_metric``, ``expect``, ``conformance_options``
-and ``progress``."""
+"""The fixtures checks use: ``impl``, ``reference_impl``, ``record_metric``, ``expect``, ``conformance_options``,
+``progress`` and ``oracle_cache``."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ import pytest
 
 from gru4rec_conformance.conformance._harness.collection import family_of
 from gru4rec_conformance.conformance._harness.handle import HarnessError, Impl, ImplHandle
+from gru4rec_conformance.conformance._harness.oracle_cache import OracleCache
 from gru4rec_conformance.conformance._harness.recording import PROP_METRIC
 from gru4rec_conformance.conformance._harness.running import mark_unsupported, static_info
 from gru4rec_conformance.conformance._harness.state import ImplParam, state_of
@@ -111,6 +112,29 @@ def reference_impl(request: pytest.FixtureRequest) -> Impl:
         )
         state.reference_handles[family] = handle
     return _impl_view(request, handle)
+
+
+#: ``AdapterSpec.ref`` of the suite's own reference adapter: the only one whose results the oracle cache keeps.
+SUITE_REFERENCE_REFS = frozenset({"gru4rec_conformance.implementations.reference:ReferenceAdapter"})
+
+
+@pytest.fixture(scope="session")
+def oracle_cache(pytestconfig: pytest.Config) -> Iterator[OracleCache]:
+    """The disk cache of the reference's oracle results (:mod:`.oracle_cache`): in ``--oracle-cache-dir`` (default
+    the user's cache folder), disabled with ``--no-oracle-cache``. Checks store only what the suite computed from
+    the reference's outputs, looked up by :func:`is_suite_reference`. Its counts end up in the terminal summary."""
+    o = state_of(pytestconfig).options
+    cache = OracleCache(o.oracle_cache_dir, int(o.oracle_cache_mb * (1 << 20)))
+    yield cache
+    if cache.hits or cache.misses or cache.writes or not cache.enabled:
+        state_of(pytestconfig).notes.append(cache.summary())
+
+
+def is_suite_reference(view: Impl) -> bool:
+    """Whether ``view`` drives the suite's own reference adapter (not a mutant, a variant or a registered
+    replacement): only its results may enter the oracle cache."""
+    spec = view.handle.spec
+    return spec.ref in SUITE_REFERENCE_REFS and not spec.init_kwargs and spec.role == "reference"
 
 
 class RecordMetric(Protocol):

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from gru4rec_conformance.conformance._harness import oracle_cache
 from gru4rec_conformance.conformance._harness.isolation import (
     DEFAULT_TIMEOUTS_S,
     SANDBOX_MODES,
@@ -76,6 +77,9 @@ class Options:
             :mod:`.first_run`).
         profile: ``--profile`` (one of :data:`PROFILES`), None when not given (the metric checks then read
             ``GRU4REC_MC_SCALE``, default ``cpu``).
+        oracle_cache_dir: folder of the disk cache of the reference's oracle results (:mod:`.oracle_cache`);
+            None with ``--no-oracle-cache``.
+        oracle_cache_mb: its size limit in MiB (``--oracle-cache-mb``).
     """
 
     selection: list[str] | None
@@ -95,6 +99,8 @@ class Options:
     allow_unsandboxed: bool = False
     first_run: bool = False
     profile: str | None = None
+    oracle_cache_dir: Path | None = None
+    oracle_cache_mb: float = oracle_cache.DEFAULT_MAX_MB
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -257,6 +263,30 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="let --gate run isolated adapters although the sandbox cannot be used (their verdict can be forged; "
         "env GRU4REC_ALLOW_UNSANDBOXED=1, e.g. on CI runners that forbid user namespaces)",
     )
+    g.addoption(
+        "--no-oracle-cache",
+        action="store_true",
+        dest="conformance_no_oracle_cache",
+        help="neither read nor write the disk cache of the reference's oracle results (the metric checks' "
+        "reference fits then run in this session)",
+    )
+    g.addoption(
+        "--oracle-cache-dir",
+        dest="conformance_oracle_cache_dir",
+        default=None,
+        metavar="DIR",
+        help=f"folder of the oracle cache (default: env {oracle_cache.ENV_DIR}, else "
+        "$XDG_CACHE_HOME/gru4rec-conformance/oracle, ~/.cache when unset)",
+    )
+    g.addoption(
+        "--oracle-cache-mb",
+        dest="conformance_oracle_cache_mb",
+        type=float,
+        default=os.environ.get(oracle_cache.ENV_MAX_MB, "").strip() or None,
+        metavar="MiB",
+        help=f"size limit of the oracle cache; the oldest entries are deleted beyond it (default "
+        f"{oracle_cache.DEFAULT_MAX_MB:g}; env {oracle_cache.ENV_MAX_MB})",
+    )
     g.addoption("--keep-worker-dirs", action="store_true", dest="conformance_keep_worker_dirs",
                 help="keep worker temporary directories (debugging)")  # fmt: skip
 
@@ -277,8 +307,13 @@ def read_options(config: pytest.Config) -> Options:
     """The options of ``config``. Raises ``pytest.UsageError`` for unparsable ``--seeds``."""
     report_dir = config.getoption("conformance_report_dir")
     report_root = Path(report_dir) if report_dir else Path(config.rootpath) / "reports" / "out"
-    # the worker gets no path to the run folders nor to the registries (isolation: hidden_paths)
-    hidden = (str(report_root.resolve()), *(str(r / "conformance" / "xfails") for r in check_roots(config)))
+    no_cache = bool(config.getoption("conformance_no_oracle_cache", False))
+    raw_cache = config.getoption("conformance_oracle_cache_dir", None)
+    cache_dir = None if no_cache else (Path(raw_cache).expanduser() if raw_cache else oracle_cache.default_dir())
+    cache_mb = config.getoption("conformance_oracle_cache_mb", None)
+    # the worker gets no path to the run folders, the registries nor the oracle cache (isolation: hidden_paths)
+    hidden = (str(report_root.resolve()), *(str(r / "conformance" / "xfails") for r in check_roots(config)),
+              *([str(cache_dir.resolve())] if cache_dir is not None else []))  # fmt: skip
     first_run = bool(config.getoption("conformance_first_run", False))
     call_timeout = config.getoption("conformance_call_timeout")
     if call_timeout is None and first_run:
@@ -310,6 +345,8 @@ def read_options(config: pytest.Config) -> Options:
         allow_unsandboxed=bool(config.getoption("conformance_allow_unsandboxed")),
         first_run=first_run,
         profile=config.getoption("conformance_profile", None),
+        oracle_cache_dir=cache_dir,
+        oracle_cache_mb=float(cache_mb) if cache_mb is not None else oracle_cache.DEFAULT_MAX_MB,
     )
 
 
@@ -333,6 +370,9 @@ def check_options(options: Options) -> None:
         raise pytest.UsageError(f"--profile {options.profile!r}: unknown profile; known: {', '.join(PROFILES)}{hint}")
     if options.gate and options.xfail_mark == "skip":
         raise pytest.UsageError("--gate needs strict xfails: do not combine it with --xfail-mark=skip")
+    if not (options.oracle_cache_mb > 0 and options.oracle_cache_mb < float("inf")):
+        raise pytest.UsageError(f"--oracle-cache-mb / {oracle_cache.ENV_MAX_MB} {options.oracle_cache_mb:g}: the "
+                                "size limit must be a positive number of MiB (or pass --no-oracle-cache)")  # fmt: skip
     _check_worker_limits(options.settings)
 
 
@@ -394,6 +434,19 @@ def check_run_inputs(options: Options) -> None:
             raise pytest.UsageError(str(exc)) from None
     if options.report_enabled and not options.is_xdist_worker:
         _check_report_dir(options.report_dir)
+    if options.oracle_cache_dir is not None:
+        _check_oracle_cache_dir(options.oracle_cache_dir)
+
+
+def _check_oracle_cache_dir(folder: Path) -> None:
+    """The oracle cache folder must be (or be creatable as) a writable folder; it is made now, before any worker
+    starts, so that the sandbox can hide it from the workers."""
+    what = f"--oracle-cache-dir / {oracle_cache.ENV_DIR} {folder}"
+    try:
+        oracle_cache.check_folder(folder)
+        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    except (ValueError, OSError) as exc:
+        raise pytest.UsageError(f"{what}: {exc} (pass --no-oracle-cache to run without the cache)") from None
 
 
 def _check_report_dir(root: Path) -> None:

@@ -26,7 +26,7 @@ What it does, in hook order (the module that implements each step in brackets):
    applies ``--gate`` [:mod:`.gate`].
 
 Fixtures [:mod:`.fixtures`]: ``impl`` (:class:`~conformance._harness.handle.Impl`), ``reference_impl``,
-``record_metric``, ``expect``, ``conformance_options``, ``progress``.
+``record_metric``, ``expect``, ``conformance_options``, ``progress``, ``oracle_cache``.
 
 How the hooks get registered: pytest registers this module as the plugin and collects hook implementations and
 fixtures by name from its namespace, so the modules' functions are imported here, one implementation per hook
@@ -56,6 +56,7 @@ from gru4rec_conformance.conformance._harness.fixtures import (
     conformance_options,
     expect,
     impl,
+    oracle_cache,
     progress,
     record_metric,
     reference_impl,
@@ -86,7 +87,7 @@ __all__ = [
     "pytest_runtest_call", "pytest_runtest_makereport",
     "pytest_report_header", "pytest_sessionfinish", "pytest_terminal_summary",
     # fixtures
-    "conformance_options", "expect", "impl", "progress", "record_metric", "reference_impl",
+    "conformance_options", "expect", "impl", "oracle_cache", "progress", "record_metric", "reference_impl",
     # for conftests and tools (benchmarks/conftest.py reads the state)
     "ENV_IMPL", "MARKERS", "STATE_KEY", "SUITE_CHECKS_ROOT", "ConformanceOptions", "Expect", "ImplParam", "Progress",
     "State", "XfailRegistryItem", "check_id",

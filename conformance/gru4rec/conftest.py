@@ -87,7 +87,8 @@ def metric_data(conformance_options: Any, pytestconfig: Any, request: pytest.Fix
     ``datasets.sessions.registry``). ``{"name", "key", "train", "test", "notice", "source", "configs", "deltas"}``:
     ``configs`` maps each loss to the study's best hyperparameters for the dataset (CPU-scaled, or as published
     with ``--profile study``: ``datasets.sessions.registry.mc_config``); ``deltas`` is the
-    session's list the checks append their Δ-vs-study rows to."""
+    session's list the checks append their Δ-vs-study rows to; ``hash`` is the frames' content hash
+    (:func:`frames_hash`, part of the oracle cache's keys)."""
     token = getattr(request, "param", None)
     try:
         if token is None:
@@ -106,7 +107,23 @@ def metric_data(conformance_options: Any, pytestconfig: Any, request: pytest.Fix
     configs = {loss: _data.mc_config(key, loss, profile) for loss in ("cross-entropy", "bpr-max")}
     deltas = pytestconfig.stash.setdefault(_DELTAS, [])
     return {"name": m.label, "key": m.key, "train": m.train, "test": m.test, "notice": m.notice,
-            "source": m.source, "configs": configs, "deltas": deltas}  # fmt: skip
+            "source": m.source, "configs": configs, "deltas": deltas,
+            "hash": frames_hash(m.train, m.test)}  # fmt: skip
+
+
+def frames_hash(*frames: Any) -> str:
+    """A sha256 hex digest of the frames' columns, dtypes, index and values, in order (``pandas.util.
+    hash_pandas_object`` per row): two datasets share it only when every row is the same."""
+    import hashlib
+
+    import pandas as pd
+
+    h = hashlib.sha256()
+    for df in frames:
+        h.update(repr([(str(c), str(t)) for c, t in df.dtypes.items()]).encode())
+        h.update(pd.util.hash_pandas_object(df, index=True).to_numpy().tobytes())
+        h.update(b"|")
+    return h.hexdigest()
 
 
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:

@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from gru4rec_conformance.conformance._harness.fixtures import is_suite_reference
 from gru4rec_conformance.conformance.gru4rec._common import ADAGRAD, COUPLED, CUTOFFS, build, suite_metrics
 
 REF_SEEDS = (1, 2, 3)
@@ -162,6 +163,20 @@ def band(values: list[float], rel_floor: float = REL_FLOOR, n_events: int | None
 OPTIMIZER_KEYS = COUPLED["optimizer"]
 
 
+def _fit_key(label: str, cfg: dict, seed: int, data: dict, own_eval: bool, device: str) -> dict:
+    """The oracle cache's key of one fit: who, the data (name and content hash), configuration, seed, device and
+    torch's thread count (float reductions may differ with it)."""
+    try:
+        import torch
+
+        threads = int(torch.get_num_threads())
+    except ImportError:  # pragma: no cover - the reference needs torch; its key is never made without it
+        threads = 0
+    return {"what": "metric-fit", "label": label, "data": data["name"], "data_hash": data.get("hash", ""),
+            "config": json.loads(json.dumps(cfg, sort_keys=True)), "seed": int(seed), "own_eval": bool(own_eval),
+            "device": device, "torch_threads": threads}  # fmt: skip
+
+
 def _run(
     factory: Any,
     label: str,
@@ -172,41 +187,82 @@ def _run(
     own_eval: bool,
     adagrad_optional: bool = False,
     progress: Any = None,
+    disk: Any = None,
 ) -> dict:
     """Fit and evaluate one model (cached by label, data, configuration, seed); ``progress``: the check's
-    ``progress`` fixture, which shows each fit (minutes on the real data) in the terminal."""
+    ``progress`` fixture, which shows each fit (minutes on the real data) in the terminal. ``disk``: the
+    ``oracle_cache`` fixture, passed for the suite's own reference only (never for the implementation under test):
+    the result is read from it when a run with the same key wrote it, and written to it after a fit."""
     key = (label, data["name"], json.dumps(cfg, sort_keys=True), int(seed), bool(own_eval))
-    if key not in cache:
-        who = label.removeprefix("impl:").split("@", 1)[0]
-        what = f"{who} seed {seed}: fit {cfg.get('n_epochs', '?')} epochs on {data['name']} and evaluate"
-        with progress.task(what) if progress is not None else contextlib.nullcontext():
-            if adagrad_optional:
-                required = {k: v for k, v in cfg.items() if k not in OPTIMIZER_KEYS}
-                optional = {**ADAGRAD, **{k: cfg[k] for k in OPTIMIZER_KEYS if k in cfg}}
-                model = build(factory, required, optional, seed)
-            else:
-                model = factory.build(seed=seed, **cfg)
-            rep = model.fit(data["train"])
-            if progress is not None:
-                epochs = ", ".join(f"{x:.1f}" for x in rep.epoch_seconds)
-                progress.note(f"{who} seed {seed}: epochs took {epochs} s; evaluating")
-            out: dict[str, Any] = {
-                "suite": suite_metrics(model, data["test"], CUTOFFS, mode="conservative"),
-                "own": model.evaluate(data["test"], cutoffs=CUTOFFS, batch_size=512) if own_eval else None,
-                "epoch_seconds": [float(x) for x in rep.epoch_seconds],
-            }
-        bad = [k for k in METRICS if not math.isfinite(out["suite"][k])]
-        assert not bad, f"{label} (seed {seed}): non-finite metrics {bad}"
-        cache[key] = out
-    return cache[key]
+    if key in cache:
+        return cache[key]
+    disk_key = _fit_key(label, cfg, seed, data, own_eval, getattr(factory, "device", "cpu")) if disk else None
+    stored = disk.get(disk_key) if disk_key is not None else None
+    if stored is not None and _valid_result(stored, own_eval):
+        cache[key] = stored
+        return stored
+    who = label.removeprefix("impl:").split("@", 1)[0]
+    what = f"{who} seed {seed}: fit {cfg.get('n_epochs', '?')} epochs on {data['name']} and evaluate"
+    with progress.task(what) if progress is not None else contextlib.nullcontext():
+        if adagrad_optional:
+            required = {k: v for k, v in cfg.items() if k not in OPTIMIZER_KEYS}
+            optional = {**ADAGRAD, **{k: cfg[k] for k in OPTIMIZER_KEYS if k in cfg}}
+            model = build(factory, required, optional, seed)
+        else:
+            model = factory.build(seed=seed, **cfg)
+        rep = model.fit(data["train"])
+        if progress is not None:
+            epochs = ", ".join(f"{x:.1f}" for x in rep.epoch_seconds)
+            progress.note(f"{who} seed {seed}: epochs took {epochs} s; evaluating")
+        out: dict[str, Any] = {
+            "suite": suite_metrics(model, data["test"], CUTOFFS, mode="conservative"),
+            "own": model.evaluate(data["test"], cutoffs=CUTOFFS, batch_size=512) if own_eval else None,
+            "epoch_seconds": [float(x) for x in rep.epoch_seconds],
+        }
+    bad = [k for k in METRICS if not math.isfinite(out["suite"][k])]
+    assert not bad, f"{label} (seed {seed}): non-finite metrics {bad}"
+    if disk_key is not None:
+        disk.put(disk_key, _plain(out))
+    cache[key] = out
+    return out
+
+
+def _plain(value: Any) -> Any:
+    """``value`` with numpy scalars as Python numbers (what the oracle cache stores as JSON)."""
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, np.generic):
+        return value.item()
+    return value
+
+
+def _valid_result(value: dict, own_eval: bool) -> bool:
+    """Whether a stored result has what the checks read: finite suite metrics and epoch times (an entry of an
+    older layout is recomputed instead of failing a check)."""
+    suite = value.get("suite")
+    if not isinstance(suite, dict) or not all(isinstance(suite.get(m), (int, float)) for m in METRICS):
+        return False
+    return isinstance(value.get("epoch_seconds"), list) and (value.get("own") is not None) == own_eval
 
 
 def _conformance_runs(
-    impl, reference_impl, metric_data, metric_cache, loss: str, progress: Any = None, n_epochs: int | None = None
+    impl,
+    reference_impl,
+    metric_data,
+    metric_cache,
+    loss: str,
+    progress: Any = None,
+    n_epochs: int | None = None,
+    oracle_cache: Any = None,
 ) -> dict:
     """The implementation's runs (``--seeds``) and the reference's (full and matching features, :data:`REF_SEEDS`)
     for the dataset's study-best settings of ``loss`` (``metric_data["configs"]``; :data:`CONFIGS` are Yoochoose's);
-    ``n_epochs`` replaces the configuration's epochs for all of them (the fast variants)."""
+    ``n_epochs`` replaces the configuration's epochs for all of them (the fast variants). ``oracle_cache``: the
+    fixture of that name; the reference's runs go through it when ``reference_impl`` is the suite's own reference,
+    the implementation's never do."""
+    disk = oracle_cache if oracle_cache is not None and is_suite_reference(reference_impl) else None
     base = metric_data.get("configs", CONFIGS)[loss]
     if n_epochs is not None:
         base = {**base, "n_epochs": int(n_epochs)}
@@ -220,11 +276,11 @@ def _conformance_runs(
         for s in impl.seeds
     ]
     ref_full = [
-        _run(reference_impl, "reference", base, s, metric_data, metric_cache, False, progress=progress)
+        _run(reference_impl, "reference", base, s, metric_data, metric_cache, False, progress=progress, disk=disk)
         for s in REF_SEEDS
     ]
     ref_match = [
-        _run(reference_impl, "reference", match_cfg, s, metric_data, metric_cache, False, progress=progress)
+        _run(reference_impl, "reference", match_cfg, s, metric_data, metric_cache, False, progress=progress, disk=disk)
         for s in REF_SEEDS
     ]
     return {
@@ -300,7 +356,7 @@ def _context(metric_data: dict, loss: str, runs: dict, comparison: str) -> dict:
 @pytest.mark.check("MC-1", kind="metric")
 @pytest.mark.metric
 @pytest.mark.parametrize("loss", LOSSES)
-def test_mc1_same_features(impl, reference_impl, metric_data, metric_cache, loss, expect, progress):
+def test_mc1_same_features(impl, reference_impl, metric_data, metric_cache, loss, expect, progress, oracle_cache):
     """Real-data Recall@N and MRR@N match the reference with the same features (a miss is a bug).
 
     Recall@N / MRR@N (N = 1, 5, 10, 20) equal the reference restricted to the implementation's declared
@@ -311,7 +367,7 @@ def test_mc1_same_features(impl, reference_impl, metric_data, metric_cache, loss
     negatives_per_example, negatives_exclude_own_items) no matching reference exists: the check says so and is
     not tested (a skip), since the gap to a reference with other negatives is not a bug."""
     _require_matching_reference(impl)
-    runs = _conformance_runs(impl, reference_impl, metric_data, metric_cache, loss, progress)
+    runs = _conformance_runs(impl, reference_impl, metric_data, metric_cache, loss, progress, oracle_cache=oracle_cache)
     ctx = _context(metric_data, loss, runs, "matching features: " + ("; ".join(runs["notes"]) or "all features"))
     bad = _compare(runs["impl"], runs["match"], "suite", expect, ctx)
     assert not bad, (
@@ -323,12 +379,12 @@ def test_mc1_same_features(impl, reference_impl, metric_data, metric_cache, loss
 @pytest.mark.check("MC-2", kind="metric")
 @pytest.mark.metric
 @pytest.mark.parametrize("loss", LOSSES)
-def test_mc2_all_features(impl, reference_impl, metric_data, metric_cache, loss, expect, progress):
+def test_mc2_all_features(impl, reference_impl, metric_data, metric_cache, loss, expect, progress, oracle_cache):
     """Real-data Recall@N and MRR@N match the full-featured reference (a miss: missing features or bugs).
 
     Recall@N / MRR@N (N = 1, 5, 10, 20) equal the full-featured reference (the study's best configuration,
     CPU-scaled) within the reference's seed band: a failure with MC-1 passing means missing features."""
-    runs = _conformance_runs(impl, reference_impl, metric_data, metric_cache, loss, progress)
+    runs = _conformance_runs(impl, reference_impl, metric_data, metric_cache, loss, progress, oracle_cache=oracle_cache)
     sampler = unmatched_sampler(impl.capabilities)
     missing = "; ".join(
         runs["notes"]
@@ -350,13 +406,13 @@ def test_mc2_all_features(impl, reference_impl, metric_data, metric_cache, loss,
 @pytest.mark.metric
 @pytest.mark.hook("evaluate")
 @pytest.mark.parametrize("loss", LOSSES)
-def test_mc3_own_evaluator(impl, reference_impl, metric_data, metric_cache, loss, expect, progress):
+def test_mc3_own_evaluator(impl, reference_impl, metric_data, metric_cache, loss, expect, progress, oracle_cache):
     """The own evaluator reports real-data Recall@N and MRR@N within the reference band.
 
     The implementation's own evaluator, on the same fitted models, reports Recall@N / MRR@N within the band
     of the reference with the same features (its inference loop and metric code on real data)."""
     _require_matching_reference(impl)
-    runs = _conformance_runs(impl, reference_impl, metric_data, metric_cache, loss, progress)
+    runs = _conformance_runs(impl, reference_impl, metric_data, metric_cache, loss, progress, oracle_cache=oracle_cache)
     ctx = _context(metric_data, loss, runs, "own evaluator vs matching features")
     bad = _compare(runs["impl"], runs["match"], "own", expect, ctx)
     assert not bad, (
@@ -380,14 +436,25 @@ QUICK_LOSSES = [pytest.param("bpr-max", marks=pytest.mark.loss("bpr-max"), id="b
 @pytest.mark.check("MC-1", kind="metric")
 @pytest.mark.metric
 @pytest.mark.parametrize("loss", QUICK_LOSSES)
-def test_mc1_same_features_one_epoch(impl, reference_impl, metric_data, metric_cache, loss, expect, progress):
+def test_mc1_same_features_one_epoch(
+    impl, reference_impl, metric_data, metric_cache, loss, expect, progress, oracle_cache
+):
     """Real-data Recall@N and MRR@N after one epoch match the reference with the same features (fast set).
 
     As MC-1 with the configuration trained for one epoch instead of three, for the losses whose three-epoch
     check is slow (BPR-max): the band comes from the reference's seeds after one epoch, with a 4% relative floor
     (QUICK_REL_FLOOR: seeds spread more after one epoch)."""
     _require_matching_reference(impl)
-    runs = _conformance_runs(impl, reference_impl, metric_data, metric_cache, loss, progress, n_epochs=QUICK_EPOCHS)
+    runs = _conformance_runs(
+        impl,
+        reference_impl,
+        metric_data,
+        metric_cache,
+        loss,
+        progress,
+        n_epochs=QUICK_EPOCHS,
+        oracle_cache=oracle_cache,
+    )
     notes = "; ".join(runs["notes"]) or "all features"
     ctx = {**_context(metric_data, loss, runs, f"matching features: {notes}"), "n_epochs": QUICK_EPOCHS}
     bad = _compare(runs["impl"], runs["match"], "suite", expect, ctx, rel_floor=QUICK_REL_FLOOR)

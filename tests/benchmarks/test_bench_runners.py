@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from gru4rec_conformance.benchmarks import runners as R
@@ -187,3 +188,23 @@ def test_peak_rss_reset_is_harmless():
 def test_cache_size_holds_one_epoch():
     assert R.cache_size({"n_sample": 2048, "batch_size": 32}, 3200) == 2048 * (100 + 32)
     assert R.cache_size({"n_sample": 0, "batch_size": 32}, 3200) == 1
+
+
+def test_epoch_sample_cache_is_the_epochs_steps_without_slack():
+    """The timed epochs' sample cache holds exactly the rows one epoch consumes: n_sample × the reference's own step
+    count (which the official port shares), never batch_size × n_sample extra ids; the reference then needs no
+    second generation of samples."""
+    from gru4rec_conformance.reference.gru4rec import GRU4Rec
+
+    rng = np.random.default_rng(0)
+    lengths = rng.integers(2, 9, size=60)
+    train = pd.DataFrame({"SessionId": np.repeat(np.arange(60), lengths),
+                          "ItemId": rng.integers(0, 40, size=int(lengths.sum())),
+                          "Time": np.arange(int(lengths.sum()), dtype=np.float64)})  # fmt: skip
+    hp = {"n_sample": 16, "batch_size": 8}
+    steps = R.epoch_steps(train, 8)
+    g = GRU4Rec(layers=[8], batch_size=8, n_sample=16, n_epochs=1, seed=1)
+    rep = g.fit(train, sample_cache_max_size=R.epoch_sample_cache(hp, train))
+    assert rep.n_steps == [steps] and R.epoch_sample_cache(hp, train) == 16 * steps
+    assert g.sampler.n_refreshes == 1, "the epoch needed a second generation of samples"
+    assert R.epoch_sample_cache({"n_sample": 0, "batch_size": 8}, train) == 1
