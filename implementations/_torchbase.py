@@ -40,6 +40,7 @@ __all__ = [
     "TorchModuleAdapter",
     "PackagedTorchAdapter",
     "torch_framework",
+    "raw_gru_declarations",
     "constant_lr_info",
     "FitObserver",
     "OwnEvaluatorByCutoff",
@@ -179,10 +180,11 @@ class PackagedTorchAdapter(TorchModuleAdapter):
 
     A subclass sets :attr:`package`. Given here: ``version()`` (the installed distribution's version, ``"not
     installed"`` without it), :meth:`_require_package` (the subclass's ``capabilities()`` calls it first, so that an
-    environment without the package gives an UNAVAILABLE verdict) and the ``hparams`` (``{}``) and ``seed`` (0)
-    that the subclass's ``build`` sets.
+    environment without the package gives an UNAVAILABLE verdict), the ``hparams`` (``{}``) and ``seed`` (0) that
+    the subclass's ``build`` sets through :meth:`_new_build`, and ``isolated`` (third-party code runs in a worker).
     """
 
+    isolated = True  # third-party code runs in a worker
     package: ClassVar[tuple[str, str, str]] = ("", "", "")
     """(import name, distribution name, how to provide it), e.g. ``("cornac", "cornac", "run the checks with
     `tox -e cornac` ...")``: the arguments of :func:`require_installed`."""
@@ -199,10 +201,24 @@ class PackagedTorchAdapter(TorchModuleAdapter):
         """ImplementationUnavailable (with :attr:`package`'s way to provide it) when the module is missing."""
         require_installed(*self.package)
 
+    def _new_build(self, hp: dict[str, Any], seed: int) -> None:
+        """Keep a ``build``'s resolved hyperparameters ``hp`` and ``seed`` and forget the trained items
+        (``_item_ids`` None, ``_index`` {}); the subclass drops its own fitted objects."""
+        self.hparams = hp
+        self.seed = int(seed)
+        self._item_ids = None
+        self._index: dict[int, int] = {}
+
 
 def torch_framework() -> dict[str, str]:
     """The ``framework`` capability of a torch implementation: ``{"name": "torch", "version": <installed>}``."""
     return {"name": "torch", "version": installed_version("torch")}
+
+
+def raw_gru_declarations() -> dict[str, Any]:
+    """The ``capabilities()`` entries of a packaged torch GRU4Rec that scores with the raw output layer, has no
+    tie-aware evaluator of its own and runs ``nn.GRU`` (gates in its [r; z; n] order)."""
+    return {"score_semantics": "raw", "eval_tie_mode": None, "gate_layout": ["reset", "update", "candidate"]}
 
 
 def constant_lr_info(opt: Any) -> dict[str, Any]:

@@ -102,7 +102,6 @@ class GRU4RecPytorchAdapter(OwnEvaluatorByCutoff, TorchModuleAdapter):
 
     name = "gru4rec_pytorch"
     label = "gru4rec_pytorch"
-    role = "implementation"
     isolated = True
     checkouts = ("gru4rec_pytorch", "gru4rec_pytorch_fork")
     worker_env = ("GRU4REC_PYTORCH_PATH", "GRU4REC_PYTORCH_FORK_PATH")

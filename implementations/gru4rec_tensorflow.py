@@ -85,7 +85,6 @@ class GRU4RecTensorflowUpstream(Adapter):
     """Upstream GRU4Rec_TensorFlow: registered so that the suite reports why it cannot run."""
 
     name = "gru4rec_tensorflow"
-    role = "implementation"
     isolated = True
     checkouts = ("gru4rec_tensorflow",)
     worker_env = ("GRU4REC_TENSORFLOW_PATH",)
@@ -153,7 +152,6 @@ class GRU4RecTensorflowFork(OwnEvaluatorByCutoff):
     name = "gru4rec_tensorflow:oob"
     label = "gru4rec_tensorflow"
     level = "oob"
-    role = "implementation"
     isolated = True
     checkouts = ("gru4rec_tensorflow_fork",)
     worker_env = ("GRU4REC_TENSORFLOW_FORK_PATH", "TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS")

@@ -83,7 +83,6 @@ class KerasGRU4RecAdapter(OwnEvaluatorByCutoff):
     name = "keras_gru4rec"
     label = "keras_gru4rec"
     level = "upstream"
-    role = "implementation"
     isolated = True
     checkouts = ("keras_gru4rec", "keras_gru4rec_fork")
     worker_env = ("KERAS_GRU4REC_PATH", "KERAS_GRU4REC_FORK_PATH", "TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS")

@@ -61,7 +61,6 @@ class OfficialPytorchAdapter(TorchModuleAdapter):
 
     name = "official_pytorch"
     label = "official_pytorch"
-    role = "implementation"
     isolated = True
     checkouts = ("gru4rec_pytorch_official",)
     worker_env = ("OFFICIAL_GRU4REC_PATH",)

@@ -89,7 +89,6 @@ class TheanoOfficialAdapter(Adapter):
     """hidasib/GRU4Rec @a4ed5fb (Theano), driven like run.py, on the CPU."""
 
     name = "theano_official"
-    role = "implementation"
     isolated = True
     checkouts = ("gru4rec_theano",)
     worker_env = ("GRU4REC_THEANO_PATH", "THEANO_FLAGS")

@@ -84,7 +84,6 @@ class TorchGRU4RecAdapter(OwnEvaluatorByCutoff, TorchModuleAdapter):
 
     name = "torch_gru4rec"
     label = "torch_gru4rec"
-    role = "implementation"
     isolated = True
     checkouts = ("torch_gru4rec", "torch_gru4rec_fork")
     worker_env = ("TORCH_GRU4REC_PATH", "TORCH_GRU4REC_FORK_PATH")
