@@ -44,6 +44,7 @@ __all__ = [
     "constant_lr_info",
     "FitObserver",
     "OwnEvaluatorByCutoff",
+    "ItemMapIndex",
     "hidden_tensor",
     "item_indices",
 ]
@@ -296,6 +297,42 @@ class FitObserver:
             epoch_seconds=list(self.seconds),
             trace=self.trace,
         )
+
+
+class ItemMapIndex:
+    """Item translation of an adapter whose implementation keeps its own item map (a frame of item id → item
+    index, built by its dataset during ``fit``). A subclass gives :meth:`_item_map` and ``label`` (the name its
+    error messages start with); put it before :class:`TorchModuleAdapter` in the bases so that its
+    :meth:`item_ids` applies."""
+
+    label: ClassVar[str] = ""
+
+    def _item_map(self) -> tuple[Any, str, str] | None:
+        """(item map frame, item id column, item index column), or None before ``fit``."""
+        raise NotImplementedError
+
+    def _mapped(self) -> tuple[np.ndarray, dict[int, int]]:
+        m = self._item_map()
+        if m is None:
+            raise RuntimeError(f"{self.label}: call fit() first")
+        return item_map_ids(*m)
+
+    def item_ids(self) -> np.ndarray:
+        """The trained items' ids in index order (int64); RuntimeError ``"<label>: call fit() first"`` before."""
+        return self._mapped()[0]
+
+    def _index_of(self) -> dict[int, int]:
+        """Item id → the implementation's item index."""
+        return self._mapped()[1]
+
+    def _indices(self, ids: Any, what: str) -> np.ndarray:
+        """Item ids → the implementation's item indices (int64); ValueError for an id unknown to training."""
+        return item_indices(self._index_of(), ids, what)
+
+    def _known_indices(self, prefixes: Sequence[Sequence[int]]) -> list[list[int]]:
+        """Each prefix as the item indices of its items known to training (unknown ones dropped)."""
+        index = self._index_of()
+        return [[index[int(i)] for i in p if int(i) in index] for p in prefixes]
 
 
 class OwnEvaluatorByCutoff(Adapter):
