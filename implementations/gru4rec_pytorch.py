@@ -34,7 +34,7 @@ import numpy as np
 
 from gru4rec_conformance.implementations import _thirdparty as tp
 from gru4rec_conformance.implementations import _torchbase as tb
-from gru4rec_conformance.implementations._checkout import CHECKOUTS, import_path, locate
+from gru4rec_conformance.implementations._checkout import import_path, locate, located_version
 from gru4rec_conformance.implementations._torchbase import (
     EpochCounts,
     ItemMapIndex,
@@ -110,9 +110,7 @@ class GRU4RecPytorchAdapter(ItemMapIndex, OwnEvaluatorByCutoff, TorchModuleAdapt
 
     # -- declarations -------------------------------------------------------------------------------------
     def version(self) -> str:
-        locate(self._checkout_key)
-        c = CHECKOUTS[self._checkout_key]
-        return f"{c.repo}@{c.short}" + (f" level={self.level}" if self.fork else "")
+        return located_version(self._checkout_key) + (f" level={self.level}" if self.fork else "")
 
     def capabilities(self) -> dict[str, Any]:
         locate(self._checkout_key)

@@ -42,7 +42,7 @@ from typing import Any, TypedDict
 
 import numpy as np
 
-from gru4rec_conformance.implementations._checkout import CHECKOUTS, locate
+from gru4rec_conformance.implementations._checkout import CHECKOUTS, locate, located_version
 from gru4rec_conformance.implementations._thirdparty import (
     TempDir,
     check_session_frame,
@@ -182,9 +182,7 @@ class GRU4RecTensorflowFork(OwnEvaluatorByCutoff):
         self._loss_graphs: dict[tuple, Any] = {}
 
     def version(self) -> str:
-        locate("gru4rec_tensorflow_fork")
-        c = CHECKOUTS["gru4rec_tensorflow_fork"]
-        return f"{c.repo}@{c.short} level={self.level}"
+        return located_version("gru4rec_tensorflow_fork") + f" level={self.level}"
 
     def _modules(self):
         if self._mods is None:

@@ -42,7 +42,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from gru4rec_conformance.implementations._checkout import CHECKOUTS, locate
+from gru4rec_conformance.implementations._checkout import locate, located_version
 from gru4rec_conformance.implementations._thirdparty import (
     check_session_frame,
     layers_list,
@@ -110,9 +110,7 @@ class KerasGRU4RecAdapter(OwnEvaluatorByCutoff):
         self._loss_fns: dict[tuple[int, int], Any] = {}
 
     def version(self) -> str:
-        locate(self._key)
-        c = CHECKOUTS[self._key]
-        return f"{c.repo}@{c.short}" + (f" level={self.level}" if self.fork else "")
+        return located_version(self._key) + (f" level={self.level}" if self.fork else "")
 
     def capabilities(self) -> dict[str, Any]:
         locate(self._key)

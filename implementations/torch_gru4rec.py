@@ -30,7 +30,7 @@ import numpy as np
 
 from gru4rec_conformance.implementations import _thirdparty as tp
 from gru4rec_conformance.implementations import _torchbase as tb
-from gru4rec_conformance.implementations._checkout import CHECKOUTS, import_path, locate
+from gru4rec_conformance.implementations._checkout import import_path, locate, located_version
 from gru4rec_conformance.implementations._torchbase import (
     EpochCounts,
     ItemMapIndex,
@@ -93,9 +93,7 @@ class TorchGRU4RecAdapter(ItemMapIndex, OwnEvaluatorByCutoff, TorchModuleAdapter
         return self.checkout_key.endswith("_fork")
 
     def version(self) -> str:
-        locate(self.checkout_key)
-        c = CHECKOUTS[self.checkout_key]
-        return f"{c.repo}@{c.short}"
+        return located_version(self.checkout_key)
 
     def capabilities(self) -> dict[str, Any]:
         locate(self.checkout_key)
