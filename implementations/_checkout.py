@@ -32,7 +32,7 @@ from pathlib import Path
 
 from gru4rec_conformance.implementations.base import ImplementationUnavailable, cache_dir
 
-__all__ = ["Checkout", "CHECKOUTS", "locate", "import_path"]
+__all__ = ["Checkout", "CHECKOUTS", "locate", "located_version", "import_path"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -234,6 +234,18 @@ def locate(key: str) -> Path:
         if found is not None:
             return found
     raise ImplementationUnavailable(checkout.how_to_provide())
+
+
+def located_version(key: str) -> str:
+    """``"<owner/name>@<commit[:7]>"`` of the pinned checkout ``CHECKOUTS[key]``, once :func:`locate` found it (an
+    adapter's ``version()``).
+
+    Raises:
+        ImplementationUnavailable: as :func:`locate`, when the checkout cannot be provided.
+    """
+    locate(key)
+    c = CHECKOUTS[key]
+    return f"{c.repo}@{c.short}"
 
 
 _PREPARED: set[str] = set()

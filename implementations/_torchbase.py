@@ -40,9 +40,11 @@ __all__ = [
     "TorchModuleAdapter",
     "PackagedTorchAdapter",
     "torch_framework",
+    "raw_gru_declarations",
     "constant_lr_info",
     "FitObserver",
     "OwnEvaluatorByCutoff",
+    "ItemMapIndex",
     "hidden_tensor",
     "item_indices",
 ]
@@ -179,10 +181,11 @@ class PackagedTorchAdapter(TorchModuleAdapter):
 
     A subclass sets :attr:`package`. Given here: ``version()`` (the installed distribution's version, ``"not
     installed"`` without it), :meth:`_require_package` (the subclass's ``capabilities()`` calls it first, so that an
-    environment without the package gives an UNAVAILABLE verdict) and the ``hparams`` (``{}``) and ``seed`` (0)
-    that the subclass's ``build`` sets.
+    environment without the package gives an UNAVAILABLE verdict), the ``hparams`` (``{}``) and ``seed`` (0) that
+    the subclass's ``build`` sets through :meth:`_new_build`, and ``isolated`` (third-party code runs in a worker).
     """
 
+    isolated = True  # third-party code runs in a worker
     package: ClassVar[tuple[str, str, str]] = ("", "", "")
     """(import name, distribution name, how to provide it), e.g. ``("cornac", "cornac", "run the checks with
     `tox -e cornac` ...")``: the arguments of :func:`require_installed`."""
@@ -199,10 +202,24 @@ class PackagedTorchAdapter(TorchModuleAdapter):
         """ImplementationUnavailable (with :attr:`package`'s way to provide it) when the module is missing."""
         require_installed(*self.package)
 
+    def _new_build(self, hp: dict[str, Any], seed: int) -> None:
+        """Keep a ``build``'s resolved hyperparameters ``hp`` and ``seed`` and forget the trained items
+        (``_item_ids`` None, ``_index`` {}); the subclass drops its own fitted objects."""
+        self.hparams = hp
+        self.seed = int(seed)
+        self._item_ids = None
+        self._index: dict[int, int] = {}
+
 
 def torch_framework() -> dict[str, str]:
     """The ``framework`` capability of a torch implementation: ``{"name": "torch", "version": <installed>}``."""
     return {"name": "torch", "version": installed_version("torch")}
+
+
+def raw_gru_declarations() -> dict[str, Any]:
+    """The ``capabilities()`` entries of a packaged torch GRU4Rec that scores with the raw output layer, has no
+    tie-aware evaluator of its own and runs ``nn.GRU`` (gates in its [r; z; n] order)."""
+    return {"score_semantics": "raw", "eval_tie_mode": None, "gate_layout": ["reset", "update", "candidate"]}
 
 
 def constant_lr_info(opt: Any) -> dict[str, Any]:
@@ -280,6 +297,42 @@ class FitObserver:
             epoch_seconds=list(self.seconds),
             trace=self.trace,
         )
+
+
+class ItemMapIndex:
+    """Item translation of an adapter whose implementation keeps its own item map (a frame of item id → item
+    index, built by its dataset during ``fit``). A subclass gives :meth:`_item_map` and ``label`` (the name its
+    error messages start with); put it before :class:`TorchModuleAdapter` in the bases so that its
+    :meth:`item_ids` applies."""
+
+    label: ClassVar[str] = ""
+
+    def _item_map(self) -> tuple[Any, str, str] | None:
+        """(item map frame, item id column, item index column), or None before ``fit``."""
+        raise NotImplementedError
+
+    def _mapped(self) -> tuple[np.ndarray, dict[int, int]]:
+        m = self._item_map()
+        if m is None:
+            raise RuntimeError(f"{self.label}: call fit() first")
+        return item_map_ids(*m)
+
+    def item_ids(self) -> np.ndarray:
+        """The trained items' ids in index order (int64); RuntimeError ``"<label>: call fit() first"`` before."""
+        return self._mapped()[0]
+
+    def _index_of(self) -> dict[int, int]:
+        """Item id → the implementation's item index."""
+        return self._mapped()[1]
+
+    def _indices(self, ids: Any, what: str) -> np.ndarray:
+        """Item ids → the implementation's item indices (int64); ValueError for an id unknown to training."""
+        return item_indices(self._index_of(), ids, what)
+
+    def _known_indices(self, prefixes: Sequence[Sequence[int]]) -> list[list[int]]:
+        """Each prefix as the item indices of its items known to training (unknown ones dropped)."""
+        index = self._index_of()
+        return [[index[int(i)] for i in p if int(i) in index] for p in prefixes]
 
 
 class OwnEvaluatorByCutoff(Adapter):

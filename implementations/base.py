@@ -485,6 +485,12 @@ class Capabilities(BaseCapabilities):
             if broken:
                 raise CapabilityError(f"{source}: inconsistent declaration: {message}")
 
+    OFFICIAL_FLAGS: ClassVar[tuple[str, ...]] = (
+        "session_parallel", "in_batch_negatives", "extra_shared_negatives", "sample_alpha", "logq",
+        "adagrad_momentum", "dropout_embed", "dropout_hidden", "separate_dropouts", "bpreg", "full_ranking",
+    )  # fmt: skip
+    """The flag features of the official GRU4Rec's training and scoring (the reference's, and a faithful port's)."""
+
     @classmethod
     def flags(cls, *names: str) -> dict[str, bool]:
         """Every flag feature as a declaration: True for ``names``, False for all the others, in field order.

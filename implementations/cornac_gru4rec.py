@@ -34,14 +34,10 @@ from gru4rec_conformance.implementations._torchbase import (
     FitObserver,
     PackagedTorchAdapter,
     layered_forward_result,
+    raw_gru_declarations,
     torch_framework,
 )
-from gru4rec_conformance.implementations.base import (
-    Capabilities,
-    FitReport,
-    StepTrace,
-    Unsupported,
-)
+from gru4rec_conformance.implementations.base import Capabilities, FitReport, StepTrace, Unsupported
 from gru4rec_conformance.implementations.registry import register
 
 _LOSSES = ("cross-entropy", "bpr-max", "top1", "bpr")
@@ -74,8 +70,6 @@ class CornacGRU4RecAdapter(PackagedTorchAdapter):
 
     name = "cornac"
     label = "CornacGRU4RecAdapter"
-    role = "implementation"
-    isolated = True
     description = "cornac 3.0.1 cornac.models.GRU4Rec (a port of the official PyTorch GRU4Rec)"
     homepage = "https://pypi.org/project/cornac/3.0.1/"
     package = ("cornac", "cornac", "run the checks with `tox -e cornac` (installs cornac==3.0.1)")
@@ -103,9 +97,7 @@ class CornacGRU4RecAdapter(PackagedTorchAdapter):
     # -- declarations ------------------------------------------------------------------------------------
     def capabilities(self) -> dict[str, Any]:
         self._require_package()
-        flags = Capabilities.flags("session_parallel", "in_batch_negatives", "extra_shared_negatives",
-                                   "sample_alpha", "logq", "adagrad_momentum", "dropout_embed", "dropout_hidden",
-                                   "separate_dropouts", "bpreg", "full_ranking")  # fmt: skip
+        flags = Capabilities.flags(*Capabilities.OFFICIAL_FLAGS)
         return {
             "losses": list(_LOSSES),
             "embedding_modes": ["none", "separate", "shared"],
@@ -131,9 +123,7 @@ class CornacGRU4RecAdapter(PackagedTorchAdapter):
                 "sample draw, loss function, a fresh IndexedAdagradM: cornac keeps no optimizer after fit)",
             ],
             "hyperparameters": {k: (list(v) if isinstance(v, list) else v) for k, v in _DEFAULTS.items()},
-            "score_semantics": "raw",
-            "eval_tie_mode": None,
-            "gate_layout": ["reset", "update", "candidate"],
+            **raw_gru_declarations(),
         }
 
     # -- required surface --------------------------------------------------------------------------------
@@ -147,11 +137,8 @@ class CornacGRU4RecAdapter(PackagedTorchAdapter):
         hp["layers"] = [int(layers)] if isinstance(layers, (int, np.integer)) else [int(x) for x in layers]
         if self.device not in ("cpu", "cuda"):
             raise Unsupported(f"device:{self.device}")
-        self.hparams = hp
-        self.seed = int(seed)
+        self._new_build(hp, seed)
         self.model = None
-        self._item_ids = None
-        self._index = {}
 
     def _make(self, n_epochs: int):
         from cornac.models import GRU4Rec

@@ -32,33 +32,14 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from gru4rec_conformance.implementations._checkout import CHECKOUTS, import_path, locate
-from gru4rec_conformance.implementations._thirdparty import (
-    TempDir,
-    check_session_frame,
-    patched,
-    rows_touched,
-    seed_everything,
-    spy_generator,
-    write_sessions,
-)
+from gru4rec_conformance.implementations import _thirdparty as tp
+from gru4rec_conformance.implementations import _torchbase as tb
+from gru4rec_conformance.implementations._checkout import import_path, locate, located_version
 from gru4rec_conformance.implementations._torchbase import (
-    ONE_LAYER_ONLY,
     EpochCounts,
+    ItemMapIndex,
     OwnEvaluatorByCutoff,
     TorchModuleAdapter,
-    act_family,
-    add_score_rows,
-    constant_lr_info,
-    hidden_tensor,
-    item_indices,
-    item_map_ids,
-    lane_labels,
-    lane_parallel_scores,
-    loss_and_gradient,
-    one_width_gru_hparams,
-    prefix_array,
-    run_trainer_epochs,
 )
 from gru4rec_conformance.implementations.base import Capabilities, FitReport, StepTrace, Unsupported
 from gru4rec_conformance.implementations.registry import register
@@ -97,12 +78,11 @@ def _final_act_name(final_act: Any, elu_param: Any, loss: str) -> str:
     return name
 
 
-class GRU4RecPytorchAdapter(OwnEvaluatorByCutoff, TorchModuleAdapter):
+class GRU4RecPytorchAdapter(ItemMapIndex, OwnEvaluatorByCutoff, TorchModuleAdapter):
     """GRU4REC-pytorch (hungpthanh) and its fix-level fork (czappi44): see the module docstring."""
 
     name = "gru4rec_pytorch"
     label = "gru4rec_pytorch"
-    role = "implementation"
     isolated = True
     checkouts = ("gru4rec_pytorch", "gru4rec_pytorch_fork")
     worker_env = ("GRU4REC_PYTORCH_PATH", "GRU4REC_PYTORCH_FORK_PATH")
@@ -125,14 +105,12 @@ class GRU4RecPytorchAdapter(OwnEvaluatorByCutoff, TorchModuleAdapter):
         self.level = level
         self.fork = level != "upstream"
         self._checkout_key = "gru4rec_pytorch_fork" if self.fork else "gru4rec_pytorch"
-        self._tmp: TempDir | None = None
+        self._tmp: tp.TempDir | None = None
         self.model: Any = None  # the checkout's lib.GRU4REC (untyped third-party code)
 
     # -- declarations -------------------------------------------------------------------------------------
     def version(self) -> str:
-        locate(self._checkout_key)
-        c = CHECKOUTS[self._checkout_key]
-        return f"{c.repo}@{c.short}" + (f" level={self.level}" if self.fork else "")
+        return located_version(self._checkout_key) + (f" level={self.level}" if self.fork else "")
 
     def capabilities(self) -> dict[str, Any]:
         locate(self._checkout_key)
@@ -221,17 +199,17 @@ class GRU4RecPytorchAdapter(OwnEvaluatorByCutoff, TorchModuleAdapter):
         assert self._tmp is not None
         path = self._tmp.path / f"{name}.csv"
         if self.fork:
-            write_sessions(df, path, "\t")
+            tp.write_sessions(df, path, "\t")
             return lib.Dataset(str(path), sep="\t", session_key="SessionId", item_key="ItemId", time_key="Time",
                                itemmap=itemmap)  # fmt: skip
-        write_sessions(df, path, ",", ("SessionID", "ItemID", "Time"))
+        tp.write_sessions(df, path, ",", ("SessionID", "ItemID", "Time"))
         return lib.Dataset(str(path), itemmap=itemmap)
 
     # -- required ------------------------------------------------------------------------------------------
     def build(self, seed: int, **hparams: Any) -> None:
         hp = self.resolve_hparams(hparams)
         acts = self.capabilities()["final_acts"]
-        layers, loss, act, emb = one_width_gru_hparams(hp, LOSS_NAMES, _final_act_name, acts, "final_act")
+        layers, loss, act, emb = tb.one_width_gru_hparams(hp, LOSS_NAMES, _final_act_name, acts, "final_act")
         opt = str(hp["optimizer"]).lower()
         opt_names = {"adagrad": "Adagrad", "adam": "Adam", "rmsprop": "RMSProp", "sgd": "SGD", "adadelta": "Adadelta"}
         if opt not in opt_names:
@@ -246,7 +224,7 @@ class GRU4RecPytorchAdapter(OwnEvaluatorByCutoff, TorchModuleAdapter):
             n_epochs=int(hp["n_epochs"]),
         )  # fmt: skip
         if self._tmp is None:
-            self._tmp = TempDir("gru4rec-pytorch-")
+            self._tmp = tp.TempDir("gru4rec-pytorch-")
         self.model = None
         self._train: Any = None  # the checkout's lib.Dataset (untyped third-party code)
 
@@ -254,9 +232,9 @@ class GRU4RecPytorchAdapter(OwnEvaluatorByCutoff, TorchModuleAdapter):
         lib = self._lib()
         import torch
 
-        df = check_session_frame(train_df)
+        df = tp.check_session_frame(train_df)
         s = self.settings
-        seed_everything(self.seed)
+        tp.seed_everything(self.seed)
         train = self._dataset(df, "train")
         self._train = train
         n_items = len(train.items)
@@ -293,7 +271,7 @@ class GRU4RecPytorchAdapter(OwnEvaluatorByCutoff, TorchModuleAdapter):
                     counts.events += int(len(item[0]))
                     lanes.update(loc)
 
-                return spy_generator(super().__iter__(), seen)
+                return tp.spy_generator(super().__iter__(), seen)
 
         forward = model.forward
 
@@ -304,13 +282,13 @@ class GRU4RecPytorchAdapter(OwnEvaluatorByCutoff, TorchModuleAdapter):
 
         def epoch_run(epoch: int) -> Any:
             with (
-                patched(self.optim.optimizer, "step", counting_step),
-                patched(lib, "DataLoader", SpyLoader),
-                patched(model, "forward", traced_forward),
+                tp.patched(self.optim.optimizer, "step", counting_step),
+                tp.patched(lib, "DataLoader", SpyLoader),
+                tp.patched(model, "forward", traced_forward),
             ):
                 return trainer.train_epoch(epoch)
 
-        run_trainer_epochs(report, epochs, counts, epoch_run)
+        tb.run_trainer_epochs(report, epochs, counts, epoch_run)
         model.eval()
         torch.set_grad_enabled(True)
         return report
@@ -327,13 +305,8 @@ class GRU4RecPytorchAdapter(OwnEvaluatorByCutoff, TorchModuleAdapter):
                          h_in_norms=norms, n_active=int(len(iters)), negative_ids=np.zeros(0, dtype=np.int64),
                          learning_rate=float(self.settings["lr"]))  # fmt: skip
 
-    def item_ids(self) -> np.ndarray:
-        if self._train is None:
-            raise RuntimeError("gru4rec_pytorch: call fit() first")
-        return item_map_ids(self._train.itemmap, self._train.item_key, "item_idx")[0]
-
-    def _index_of(self) -> dict[int, int]:
-        return item_map_ids(self._train.itemmap, self._train.item_key, "item_idx")[1]
+    def _item_map(self) -> tuple[Any, str, str] | None:
+        return None if self._train is None else (self._train.itemmap, self._train.item_key, "item_idx")
 
     def score_prefixes(self, prefixes: Sequence[Sequence[int]]) -> np.ndarray:
         if self.model is None:
@@ -342,11 +315,10 @@ class GRU4RecPytorchAdapter(OwnEvaluatorByCutoff, TorchModuleAdapter):
 
         model = self.model
         model.eval()
-        index = self._index_of()
-        seqs = [[index[int(i)] for i in p if int(i) in index] for p in prefixes]
+        seqs = self._known_indices(prefixes)
         with torch.no_grad():
             zero_scores = model.final_activation(model.h2o(torch.zeros(1, model.hidden_size))).numpy()[0]
-            return lane_parallel_scores(seqs, len(index), model.batch_size, zero_scores,
+            return tb.lane_parallel_scores(seqs, len(self._index_of()), model.batch_size, zero_scores,
                                         lambda n: model.init_hidden(),
                                         lambda inp, hidden: model(torch.as_tensor(inp), hidden),
                                         fixed_width=True)  # fmt: skip
@@ -357,7 +329,7 @@ class GRU4RecPytorchAdapter(OwnEvaluatorByCutoff, TorchModuleAdapter):
         (session_id, position, target_item, scores_row) when ``keep_rows``."""
         lib = self._lib()
         model = self.model
-        df = check_session_frame(test_df, "test_df")
+        df = tp.check_session_frame(test_df, "test_df")
         test = self._dataset(df, "test", itemmap=self._train.itemmap)
         flags = self._flags()
         ev_kw = {"eval_hidden_reset": flags["eval_hidden_reset"],
@@ -376,22 +348,22 @@ class GRU4RecPytorchAdapter(OwnEvaluatorByCutoff, TorchModuleAdapter):
                     def first(iters):
                         return test.click_offsets[test.session_idx_arr[iters]]
 
-                    labels.append(lane_labels(loc, first, sess_col, items_col))
+                    labels.append(tb.lane_labels(loc, first, sess_col, items_col))
 
-                return spy_generator(super().__iter__(), seen)
+                return tp.spy_generator(super().__iter__(), seen)
 
         inner_evaluate = lib.evaluate
 
         def recording_evaluate(logit, target, k=20):
             if keep_rows:
-                add_score_rows(rows, labels[-1], item_ids, logit)
+                tb.add_score_rows(rows, labels[-1], item_ids, logit)
             return inner_evaluate(logit, target, k=k)
 
         old_b, old_buf = model.batch_size, model.onehot_buffer
         try:
             model.batch_size = int(batch_size)
             model.onehot_buffer = model.init_emb()
-            with patched(lib, "DataLoader", SpyLoader), patched(lib, "evaluate", recording_evaluate):
+            with tp.patched(lib, "DataLoader", SpyLoader), tp.patched(lib, "evaluate", recording_evaluate):
                 loss, recall, mrr = evaluation.eval(test, int(batch_size))
         finally:
             model.batch_size, model.onehot_buffer = old_b, old_buf
@@ -419,15 +391,15 @@ class GRU4RecPytorchAdapter(OwnEvaluatorByCutoff, TorchModuleAdapter):
         holder = lib.GRU4REC(2, 1, 2, final_act=act_name, num_layers=1, use_cuda=False, batch_size=1,
                              dropout_hidden=0.0, **kw)  # fmt: skip
         if not hasattr(holder, "final_activation"):
-            raise Unsupported(f"final_act:{act_family(act_name)}")
+            raise Unsupported(f"final_act:{tb.act_family(act_name)}")
         loss_kw = {"use_correct_loss": flags["use_correct_loss"]} if self.fork else {}
         fn = lib.LossFunction(loss_type=LOSS_NAMES[loss], use_cuda=False, **loss_kw)
-        return loss_and_gradient(R, lambda t: fn(holder.final_activation(t)))
+        return tb.loss_and_gradient(R, lambda t: fn(holder.final_activation(t)))
 
     def optimizer_info(self) -> dict:
         """The torch optimizer's first parameter group (``lib.Optimizer.optimizer``), lower-case vocabulary."""
         self._require_evaluable()
-        return constant_lr_info(self.optim.optimizer)
+        return tb.constant_lr_info(self.optim.optimizer)
 
     def _fitted_model(self) -> Any:
         """The checkout's ``lib.GRU4REC``, whose parameters ``get_weights`` shows as float32 arrays under their torch
@@ -436,10 +408,6 @@ class GRU4RecPytorchAdapter(OwnEvaluatorByCutoff, TorchModuleAdapter):
         ``bias_hh_l<k>`` (3·d,), row blocks [r; z; n] of ``nn.GRU`` (= gate_layout), ``h2o.weight`` (n_items, d) and
         ``h2o.bias`` (n_items,). Item axes in :meth:`item_ids` order."""
         return self.model
-
-    def _indices(self, ids: Any, what: str) -> np.ndarray:
-        """Item ids → the module's item_idx; ValueError for an id unknown to training."""
-        return item_indices(self._index_of(), ids, what)
 
     @contextmanager
     def _lanes(self, b: int) -> Iterator[Any]:
@@ -474,7 +442,7 @@ class GRU4RecPytorchAdapter(OwnEvaluatorByCutoff, TorchModuleAdapter):
             if hidden is None:
                 h = model.init_hidden()
             else:
-                h = hidden_tensor(hidden)
+                h = tb.hidden_tensor(hidden)
             self.optim.zero_grad()
             logit, _ = model(torch.LongTensor(x), h.detach())
             loss = self.loss_func(logit[:, torch.LongTensor(t).view(-1)])
@@ -497,8 +465,8 @@ class GRU4RecPytorchAdapter(OwnEvaluatorByCutoff, TorchModuleAdapter):
 
         model = self._require_model()
         if int(model.num_layers) != 1:
-            raise Unsupported("train_forward:layers", ONE_LAYER_ONLY)
-        arr = prefix_array(self._index_of(), prefix_batch)
+            raise Unsupported("train_forward:layers", tb.ONE_LAYER_ONLY)
+        arr = tb.prefix_array(self._index_of(), prefix_batch)
         b = len(arr)
         captured: dict[str, Any] = {}
         with torch.random.fork_rng(devices=[]), self._lanes(b) as model:
@@ -527,7 +495,7 @@ class GRU4RecPytorchAdapter(OwnEvaluatorByCutoff, TorchModuleAdapter):
             "scores": scores.detach().cpu().numpy(),
             "columns": self.item_ids()[arr[:, -1]],
             "score_tensor_shape": tuple(int(n) for n in captured["shape"]),
-            "output_rows_touched": rows_touched(g),
+            "output_rows_touched": tp.rows_touched(g),
         }
 
 

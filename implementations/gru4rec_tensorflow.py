@@ -42,7 +42,7 @@ from typing import Any, TypedDict
 
 import numpy as np
 
-from gru4rec_conformance.implementations._checkout import CHECKOUTS, locate
+from gru4rec_conformance.implementations._checkout import CHECKOUTS, locate, located_version
 from gru4rec_conformance.implementations._thirdparty import (
     TempDir,
     check_session_frame,
@@ -85,7 +85,6 @@ class GRU4RecTensorflowUpstream(Adapter):
     """Upstream GRU4Rec_TensorFlow: registered so that the suite reports why it cannot run."""
 
     name = "gru4rec_tensorflow"
-    role = "implementation"
     isolated = True
     checkouts = ("gru4rec_tensorflow",)
     worker_env = ("GRU4REC_TENSORFLOW_PATH",)
@@ -153,7 +152,6 @@ class GRU4RecTensorflowFork(OwnEvaluatorByCutoff):
     name = "gru4rec_tensorflow:oob"
     label = "gru4rec_tensorflow"
     level = "oob"
-    role = "implementation"
     isolated = True
     checkouts = ("gru4rec_tensorflow_fork",)
     worker_env = ("GRU4REC_TENSORFLOW_FORK_PATH", "TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS")
@@ -184,9 +182,7 @@ class GRU4RecTensorflowFork(OwnEvaluatorByCutoff):
         self._loss_graphs: dict[tuple, Any] = {}
 
     def version(self) -> str:
-        locate("gru4rec_tensorflow_fork")
-        c = CHECKOUTS["gru4rec_tensorflow_fork"]
-        return f"{c.repo}@{c.short} level={self.level}"
+        return located_version("gru4rec_tensorflow_fork") + f" level={self.level}"
 
     def _modules(self):
         if self._mods is None:

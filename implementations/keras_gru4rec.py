@@ -42,7 +42,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from gru4rec_conformance.implementations._checkout import CHECKOUTS, locate
+from gru4rec_conformance.implementations._checkout import locate, located_version
 from gru4rec_conformance.implementations._thirdparty import (
     check_session_frame,
     layers_list,
@@ -83,7 +83,6 @@ class KerasGRU4RecAdapter(OwnEvaluatorByCutoff):
     name = "keras_gru4rec"
     label = "keras_gru4rec"
     level = "upstream"
-    role = "implementation"
     isolated = True
     checkouts = ("keras_gru4rec", "keras_gru4rec_fork")
     worker_env = ("KERAS_GRU4REC_PATH", "KERAS_GRU4REC_FORK_PATH", "TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS")
@@ -111,9 +110,7 @@ class KerasGRU4RecAdapter(OwnEvaluatorByCutoff):
         self._loss_fns: dict[tuple[int, int], Any] = {}
 
     def version(self) -> str:
-        locate(self._key)
-        c = CHECKOUTS[self._key]
-        return f"{c.repo}@{c.short}" + (f" level={self.level}" if self.fork else "")
+        return located_version(self._key) + (f" level={self.level}" if self.fork else "")
 
     def capabilities(self) -> dict[str, Any]:
         locate(self._key)

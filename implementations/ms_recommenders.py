@@ -96,7 +96,6 @@ class MsRecommendersAdapter(Adapter):
     """Microsoft Recommenders' "GRU4Rec": records why it cannot run (see the module docstring)."""
 
     name = "ms_recommenders"
-    role = "implementation"
     isolated = True
     description = "Microsoft Recommenders GRU4RecModel (1.1.1, Python 3.9) / GRUModel (1.2.x), TensorFlow 1-compat"
     homepage = "https://pypi.org/project/recommenders/1.1.1/"

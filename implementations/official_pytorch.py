@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from gru4rec_conformance.implementations._checkout import CHECKOUTS, import_path, locate
+from gru4rec_conformance.implementations._checkout import import_path, locate, located_version
 from gru4rec_conformance.implementations._thirdparty import (
     check_session_frame,
     layers_list,
@@ -61,7 +61,6 @@ class OfficialPytorchAdapter(TorchModuleAdapter):
 
     name = "official_pytorch"
     label = "official_pytorch"
-    role = "implementation"
     isolated = True
     checkouts = ("gru4rec_pytorch_official",)
     worker_env = ("OFFICIAL_GRU4REC_PATH",)
@@ -90,17 +89,13 @@ class OfficialPytorchAdapter(TorchModuleAdapter):
         return gru4rec_pytorch, evaluation
 
     def version(self) -> str:
-        locate("gru4rec_pytorch_official")
-        c = CHECKOUTS["gru4rec_pytorch_official"]
-        return f"{c.repo}@{c.short}"
+        return located_version("gru4rec_pytorch_official")
 
     def capabilities(self) -> dict[str, Any]:
         locate("gru4rec_pytorch_official")
         import torch
 
-        flags = Capabilities.flags("session_parallel", "in_batch_negatives", "extra_shared_negatives",
-                                   "sample_alpha", "logq", "adagrad_momentum", "dropout_embed", "dropout_hidden",
-                                   "separate_dropouts", "bpreg", "full_ranking")  # fmt: skip
+        flags = Capabilities.flags(*Capabilities.OFFICIAL_FLAGS)
         return {
             "losses": ["cross-entropy", "bpr-max"],
             "embedding_modes": ["none", "separate", "shared"],

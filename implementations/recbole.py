@@ -62,15 +62,11 @@ from gru4rec_conformance.implementations._torchbase import (
     PackagedTorchAdapter,
     diagonal_split,
     loss_and_gradient,
+    raw_gru_declarations,
     refuse_loss_arguments,
     torch_framework,
 )
-from gru4rec_conformance.implementations.base import (
-    Capabilities,
-    FitReport,
-    StepTrace,
-    Unsupported,
-)
+from gru4rec_conformance.implementations.base import Capabilities, FitReport, StepTrace, Unsupported
 from gru4rec_conformance.implementations.registry import register
 
 _LOSS = {"cross-entropy": "CE", "bpr": "BPR"}
@@ -84,8 +80,6 @@ class RecboleGRU4RecAdapter(PackagedTorchAdapter):
 
     name = "recbole"
     label = "RecboleGRU4RecAdapter"
-    role = "implementation"
-    isolated = True
     description = "recbole 1.2.1 GRU4Rec (Tan et al. 2016: padded prefix samples, tied embedding, Adam)"
     homepage = "https://pypi.org/project/recbole/1.2.1/"
     package = ("recbole", "recbole", "run the checks with `tox -e recbole` (installs recbole==1.2.1 with numpy 1.26)")
@@ -151,9 +145,7 @@ class RecboleGRU4RecAdapter(PackagedTorchAdapter):
                 "n_epochs": 300,
                 "optimizer": "adam",
             },
-            "score_semantics": "raw",
-            "eval_tie_mode": None,
-            "gate_layout": ["reset", "update", "candidate"],
+            **raw_gru_declarations(),
         }
 
     def build(self, seed: int, **hparams: Any) -> None:

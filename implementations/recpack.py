@@ -44,14 +44,10 @@ from gru4rec_conformance.implementations._torchbase import (
     PackagedTorchAdapter,
     diagonal_split,
     loss_and_gradient,
+    raw_gru_declarations,
     torch_framework,
 )
-from gru4rec_conformance.implementations.base import (
-    Capabilities,
-    FitReport,
-    StepTrace,
-    Unsupported,
-)
+from gru4rec_conformance.implementations.base import Capabilities, FitReport, StepTrace, Unsupported
 from gru4rec_conformance.implementations.registry import register
 
 
@@ -75,8 +71,6 @@ class RecpackAdapter(PackagedTorchAdapter):
 
     name = "recpack"
     label = "RecpackAdapter"
-    role = "implementation"
-    isolated = True
     description = "recpack 0.3.6 GRU4Rec (GRU4RecCrossEntropy / GRU4RecNegSampling)"
     homepage = "https://pypi.org/project/recpack/0.3.6/"
     package = ("recpack", "recpack", "run the checks with `tox -e recpack` (installs recpack==0.3.6 with numpy 1.26)")
@@ -133,9 +127,7 @@ class RecpackAdapter(PackagedTorchAdapter):
                 "prediction matrix with the target as y_true (mean over events)",
             ],
             "hyperparameters": self._declared_hyperparameters(),
-            "score_semantics": "raw",
-            "eval_tie_mode": None,
-            "gate_layout": ["reset", "update", "candidate"],
+            **raw_gru_declarations(),
         }
 
     # -- required surface --------------------------------------------------------------------------------
@@ -167,11 +159,8 @@ class RecpackAdapter(PackagedTorchAdapter):
             raise Unsupported(f"optimizer:{hp['optimizer']}", "recpack: optimization_algorithm adagrad or sgd")
         if self.device != "cpu":
             raise Unsupported(f"device:{self.device}", "the adapter runs recpack on the CPU only")
-        self.hparams = hp
-        self.seed = int(seed)
+        self._new_build(hp, seed)
         self.algo = None
-        self._item_ids = None
-        self._index = {}
 
     def _make(self, max_epochs: int):
         import recpack.algorithms as ra

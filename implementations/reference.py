@@ -96,9 +96,7 @@ class ReferenceAdapter(Adapter):
     def capabilities(self) -> dict[str, Any]:
         import torch
 
-        flags = Capabilities.flags("session_parallel", "in_batch_negatives", "extra_shared_negatives",
-                                   "sample_alpha", "logq", "adagrad_momentum", "dropout_embed", "dropout_hidden",
-                                   "separate_dropouts", "bpreg", "full_ranking")  # fmt: skip
+        flags = Capabilities.flags(*Capabilities.OFFICIAL_FLAGS)
         return {
             "losses": list(_LOSSES),
             "embedding_modes": ["none", "separate", "shared"],

@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from gru4rec_conformance.implementations._checkout import CHECKOUTS, import_path, locate
+from gru4rec_conformance.implementations._checkout import import_path, locate, located_version
 from gru4rec_conformance.implementations._thirdparty import check_session_frame, layers_list, patched, seed_everything
 from gru4rec_conformance.implementations.base import (
     Adapter,
@@ -89,7 +89,6 @@ class TheanoOfficialAdapter(Adapter):
     """hidasib/GRU4Rec @a4ed5fb (Theano), driven like run.py, on the CPU."""
 
     name = "theano_official"
-    role = "implementation"
     isolated = True
     checkouts = ("gru4rec_theano",)
     worker_env = ("GRU4REC_THEANO_PATH", "THEANO_FLAGS")
@@ -140,16 +139,12 @@ class TheanoOfficialAdapter(Adapter):
         return gru4rec, evaluation
 
     def version(self) -> str:
-        locate("gru4rec_theano")
-        c = CHECKOUTS["gru4rec_theano"]
-        return f"{c.repo}@{c.short}"
+        return located_version("gru4rec_theano")
 
     def capabilities(self) -> dict[str, Any]:
         locate("gru4rec_theano")
         theano = _theano()
-        flags = Capabilities.flags("session_parallel", "in_batch_negatives", "extra_shared_negatives",
-                                   "sample_alpha", "logq", "adagrad_momentum", "dropout_embed", "dropout_hidden",
-                                   "separate_dropouts", "bpreg", "full_ranking")  # fmt: skip
+        flags = Capabilities.flags(*Capabilities.OFFICIAL_FLAGS)
         return {
             "losses": ["cross-entropy", "bpr-max", "bpr", "top1", "top1-max"],
             "embedding_modes": ["none", "separate", "shared"],

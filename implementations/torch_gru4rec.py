@@ -28,33 +28,14 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from gru4rec_conformance.implementations._checkout import CHECKOUTS, import_path, locate
-from gru4rec_conformance.implementations._thirdparty import (
-    TempDir,
-    check_session_frame,
-    patched,
-    rows_touched,
-    seed_everything,
-    spy_generator,
-    write_sessions,
-)
+from gru4rec_conformance.implementations import _thirdparty as tp
+from gru4rec_conformance.implementations import _torchbase as tb
+from gru4rec_conformance.implementations._checkout import import_path, locate, located_version
 from gru4rec_conformance.implementations._torchbase import (
-    ONE_LAYER_ONLY,
     EpochCounts,
+    ItemMapIndex,
     OwnEvaluatorByCutoff,
     TorchModuleAdapter,
-    act_family,
-    add_score_rows,
-    constant_lr_info,
-    hidden_tensor,
-    item_indices,
-    item_map_ids,
-    lane_labels,
-    lane_parallel_scores,
-    loss_and_gradient,
-    one_width_gru_hparams,
-    prefix_array,
-    run_trainer_epochs,
 )
 from gru4rec_conformance.implementations.base import Capabilities, FitReport, StepTrace, Unsupported
 from gru4rec_conformance.implementations.registry import register
@@ -79,12 +60,11 @@ def _final_act_name(final_act: Any, elu_param: Any, loss: str) -> str:
     return name
 
 
-class TorchGRU4RecAdapter(OwnEvaluatorByCutoff, TorchModuleAdapter):
+class TorchGRU4RecAdapter(ItemMapIndex, OwnEvaluatorByCutoff, TorchModuleAdapter):
     """Torch-GRU4Rec upstream (yeganegi-reza) @744f6b3."""
 
     name = "torch_gru4rec"
     label = "torch_gru4rec"
-    role = "implementation"
     isolated = True
     checkouts = ("torch_gru4rec", "torch_gru4rec_fork")
     worker_env = ("TORCH_GRU4REC_PATH", "TORCH_GRU4REC_FORK_PATH")
@@ -103,7 +83,7 @@ class TorchGRU4RecAdapter(OwnEvaluatorByCutoff, TorchModuleAdapter):
 
     def __init__(self, device: str = "cpu") -> None:
         super().__init__(device=device)
-        self._tmp: TempDir | None = None
+        self._tmp: tp.TempDir | None = None
         self.model: Any = None  # the checkout's Modules.Model.GRU4Rec (untyped third-party code)
         self._train: Any = None  # the checkout's Modules.Dataset.Dataset (untyped third-party code)
         self._gen: Any = None  # the checkout's training Modules.Dataset.DataGenerator (untyped third-party code)
@@ -113,9 +93,7 @@ class TorchGRU4RecAdapter(OwnEvaluatorByCutoff, TorchModuleAdapter):
         return self.checkout_key.endswith("_fork")
 
     def version(self) -> str:
-        locate(self.checkout_key)
-        c = CHECKOUTS[self.checkout_key]
-        return f"{c.repo}@{c.short}"
+        return located_version(self.checkout_key)
 
     def capabilities(self) -> dict[str, Any]:
         locate(self.checkout_key)
@@ -201,14 +179,14 @@ class TorchGRU4RecAdapter(OwnEvaluatorByCutoff, TorchModuleAdapter):
         assert self._tmp is not None
         path = self._tmp.path / f"{name}.csv"
         sep = "\t" if self.fork else ","
-        write_sessions(df, path, sep)
+        tp.write_sessions(df, path, sep)
         return M.Dataset.Dataset(str(path), sep=sep, itemMap=item_map)
 
     # -- required ----------------------------------------------------------------------------------------
     def build(self, seed: int, **hparams: Any) -> None:
         hp = self.resolve_hparams(hparams)
         acts = self.capabilities()["final_acts"]
-        layers, loss, act, emb = one_width_gru_hparams(hp, LOSS_NAMES, _final_act_name, acts, "finalAct")
+        layers, loss, act, emb = tb.one_width_gru_hparams(hp, LOSS_NAMES, _final_act_name, acts, "finalAct")
         self.hp = hp
         self.seed = int(seed)
         self.settings: dict[str, Any] = dict(
@@ -220,16 +198,16 @@ class TorchGRU4RecAdapter(OwnEvaluatorByCutoff, TorchModuleAdapter):
             nEpochs=int(hp["n_epochs"]),
         )  # fmt: skip
         if self._tmp is None:
-            self._tmp = TempDir("torch-gru4rec-")
+            self._tmp = tp.TempDir("torch-gru4rec-")
         self.model = None
         self._train = None
         self._gen = None
 
     def fit(self, train_df: Any, n_epochs: int | None = None) -> FitReport:
         M = self._modules()
-        df = check_session_frame(train_df)
+        df = tp.check_session_frame(train_df)
         s = self.settings
-        seed_everything(self.seed)
+        tp.seed_everything(self.seed)
         train = self._dataset(df, "train")
         self._train = train
         adapter = self
@@ -245,7 +223,7 @@ class TorchGRU4RecAdapter(OwnEvaluatorByCutoff, TorchModuleAdapter):
                     lanes.update(loc)
                     lanes["_target"] = item[1]
 
-                return spy_generator(super().__iter__(), seen)
+                return tp.spy_generator(super().__iter__(), seen)
 
         gen = SpyGenerator(train, batchSize=s["batchSize"], nSample=s["nSample"], sampleAlpha=s["sampleAlpha"],
                            timeSort=True, trainRandomOrder=False)  # fmt: skip
@@ -273,10 +251,10 @@ class TorchGRU4RecAdapter(OwnEvaluatorByCutoff, TorchModuleAdapter):
             return forward(inp, hidden, target)
 
         def epoch_run(epoch: int) -> Any:
-            with patched(self.optim.optimizer, "step", counting_step), patched(model, "forward", traced_forward):
+            with tp.patched(self.optim.optimizer, "step", counting_step), tp.patched(model, "forward", traced_forward):
                 return trainer.trainEpoch(epoch)
 
-        run_trainer_epochs(report, epochs, counts, epoch_run)
+        tb.run_trainer_epochs(report, epochs, counts, epoch_run)
         model.eval()
         return report
 
@@ -294,13 +272,8 @@ class TorchGRU4RecAdapter(OwnEvaluatorByCutoff, TorchModuleAdapter):
                          h_in_norms=norms, n_active=int(len(iters)), negative_ids=np.asarray(negs, dtype=np.int64),
                          learning_rate=float(self.settings["lr"]))  # fmt: skip
 
-    def item_ids(self) -> np.ndarray:
-        if self._train is None:
-            raise RuntimeError("torch_gru4rec: call fit() first")
-        return item_map_ids(self._train.itemMap, self._train.itemKey, "ItemIdx")[0]
-
-    def _index_of(self) -> dict[int, int]:
-        return item_map_ids(self._train.itemMap, self._train.itemKey, "ItemIdx")[1]
+    def _item_map(self) -> tuple[Any, str, str] | None:
+        return None if self._train is None else (self._train.itemMap, self._train.itemKey, "ItemIdx")
 
     def score_prefixes(self, prefixes: Sequence[Sequence[int]]) -> np.ndarray:
         if self.model is None:
@@ -309,17 +282,16 @@ class TorchGRU4RecAdapter(OwnEvaluatorByCutoff, TorchModuleAdapter):
 
         model = self.model
         model.eval()
-        index = self._index_of()
-        seqs = [[index[int(i)] for i in p if int(i) in index] for p in prefixes]
+        seqs = self._known_indices(prefixes)
         with torch.no_grad():
             zero = model.finalAct(model.linear(torch.zeros(1, model.hiddenSize))).numpy()[0]
-            return lane_parallel_scores(seqs, len(index), int(model.batchSize), zero, model.initHidden,
+            return tb.lane_parallel_scores(seqs, len(self._index_of()), int(model.batchSize), zero, model.initHidden,
                                         lambda inp, hidden: model(torch.as_tensor(inp), hidden))  # fmt: skip
 
     # -- black-box+ ----------------------------------------------------------------------------------------
     def _run_eval(self, test_df, batch_size: int, k: int, keep_rows: bool):
         M = self._modules()
-        df = check_session_frame(test_df, "test_df")
+        df = tp.check_session_frame(test_df, "test_df")
         test = self._dataset(df, "test", item_map=self._train.itemMap)
         labels: list[tuple] = []
         rows: list[tuple] = []
@@ -334,9 +306,9 @@ class TorchGRU4RecAdapter(OwnEvaluatorByCutoff, TorchModuleAdapter):
                     def first(iters):
                         return test.offsetSessions[np.asarray(loc["sessionIdxArr"])[iters]]
 
-                    labels.append(lane_labels(loc, first, sess_col, items_col))
+                    labels.append(tb.lane_labels(loc, first, sess_col, items_col))
 
-                return spy_generator(super().__iter__(), seen)
+                return tp.spy_generator(super().__iter__(), seen)
 
         gen = SpyGenerator(test, batchSize=int(batch_size), nSample=0, sampleAlpha=0.0, timeSort=False,
                            trainRandomOrder=False)  # fmt: skip
@@ -344,11 +316,11 @@ class TorchGRU4RecAdapter(OwnEvaluatorByCutoff, TorchModuleAdapter):
 
         def recording_calc(logits, targets, k=20):
             if keep_rows:
-                add_score_rows(rows, labels[-1], item_ids, logits)
+                tb.add_score_rows(rows, labels[-1], item_ids, logits)
             return inner(logits, targets, k=k)
 
         evaluation = M.Evaluation.Evaluation(self.model, k=k)
-        with patched(M.Metrics, "calc", recording_calc):
+        with tp.patched(M.Metrics, "calc", recording_calc):
             _, recall, mrr = evaluation.evalute(gen)
         return float(recall), float(mrr), int(sum(len(s) for s, _, _ in labels)), rows
 
@@ -365,14 +337,14 @@ class TorchGRU4RecAdapter(OwnEvaluatorByCutoff, TorchModuleAdapter):
         act = _final_act_name(hparams.get("final_act"), hparams.get("elu_param"), loss)
         holder = M.Model.GRU4Rec(inputSize=2, outputSize=2, hiddenSize=1, finalAct=act, cuda=False)
         if isinstance(holder.finalAct, str):
-            raise Unsupported(f"final_act:{act_family(act)}")
+            raise Unsupported(f"final_act:{tb.act_family(act)}")
         fn = M.Loss.LossFunction(lossType=LOSS_NAMES[loss], useCuda=False, bpreg=float(hparams.get("bpreg", 1.0)))
-        return loss_and_gradient(R, lambda t: fn(holder.finalAct(t)))
+        return tb.loss_and_gradient(R, lambda t: fn(holder.finalAct(t)))
 
     def optimizer_info(self) -> dict:
         """The torch optimizer's first parameter group (``Optimizer.optimizer``), lower-case vocabulary."""
         self._require_evaluable()
-        return constant_lr_info(self.optim.optimizer)
+        return tb.constant_lr_info(self.optim.optimizer)
 
     def _fitted_model(self) -> Any:
         """The checkout's ``Model.GRU4Rec``, whose parameters ``get_weights`` shows as float32 arrays under their
@@ -381,10 +353,6 @@ class TorchGRU4RecAdapter(OwnEvaluatorByCutoff, TorchModuleAdapter):
         ``nn.GRU`` (= gate_layout; the GRU has no biases, TG-5), ``linear.weight`` (n_items, d) and
         ``linear.bias`` (n_items,). Item axes in :meth:`item_ids` order."""
         return self.model
-
-    def _indices(self, ids: Any, what: str) -> np.ndarray:
-        """Item ids → the module's ItemIdx; ValueError for an id unknown to training."""
-        return item_indices(self._index_of(), ids, what)
 
     def _next_sample(self) -> np.ndarray:
         """The next extra-negative row as the training DataGenerator's ``__iter__`` draws it (its sample store and
@@ -419,7 +387,7 @@ class TorchGRU4RecAdapter(OwnEvaluatorByCutoff, TorchModuleAdapter):
         if hidden is None:
             h = model.initHidden(len(x))
         else:
-            h = hidden_tensor(hidden)
+            h = tb.hidden_tensor(hidden)
         y = np.hstack([t, self._next_sample()])
         model.train()
         logit, _ = model(torch.LongTensor(x), h, torch.LongTensor(y))
@@ -445,8 +413,8 @@ class TorchGRU4RecAdapter(OwnEvaluatorByCutoff, TorchModuleAdapter):
 
         model = self._require_model()
         if int(model.nLayers) != 1:
-            raise Unsupported("train_forward:layers", ONE_LAYER_ONLY)
-        arr = prefix_array(self._index_of(), prefix_batch)
+            raise Unsupported("train_forward:layers", tb.ONE_LAYER_ONLY)
+        arr = tb.prefix_array(self._index_of(), prefix_batch)
         b = len(arr)
         captured: dict[str, Any] = {}
 
@@ -485,7 +453,7 @@ class TorchGRU4RecAdapter(OwnEvaluatorByCutoff, TorchModuleAdapter):
             "scores": logit.detach().cpu().numpy(),
             "columns": self.item_ids()[y],
             "score_tensor_shape": tuple(int(n) for n in captured["linear"].shape),
-            "output_rows_touched": rows_touched(g),
+            "output_rows_touched": tp.rows_touched(g),
         }
 
 

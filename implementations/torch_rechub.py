@@ -56,15 +56,11 @@ from gru4rec_conformance.implementations._torchbase import (
     FitObserver,
     PackagedTorchAdapter,
     loss_and_gradient,
+    raw_gru_declarations,
     refuse_loss_arguments,
     torch_framework,
 )
-from gru4rec_conformance.implementations.base import (
-    Capabilities,
-    FitReport,
-    StepTrace,
-    Unsupported,
-)
+from gru4rec_conformance.implementations.base import Capabilities, FitReport, StepTrace, Unsupported
 from gru4rec_conformance.implementations.registry import register
 
 _MAX_LEN = 50
@@ -78,8 +74,6 @@ class TorchRechubGRU4RecAdapter(PackagedTorchAdapter):
 
     name = "torch_rechub"
     label = "TorchRechubGRU4RecAdapter"
-    role = "implementation"
-    isolated = True
     description = "torch-rechub 0.9.0 GRU4Rec (two-tower retriever; negative control)"
     homepage = "https://pypi.org/project/torch-rechub/0.9.0/"
     package = (
@@ -149,9 +143,7 @@ class TorchRechubGRU4RecAdapter(PackagedTorchAdapter):
                 "n_epochs": 10,
                 "optimizer": "adam",
             },
-            "score_semantics": "raw",
-            "eval_tie_mode": None,
-            "gate_layout": ["reset", "update", "candidate"],
+            **raw_gru_declarations(),
         }
 
     def build(self, seed: int, **hparams: Any) -> None:

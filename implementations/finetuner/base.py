@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping, Sequence
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
@@ -28,6 +28,9 @@ from gru4rec_conformance.implementations.base import (
     register_family,
     set_field,
 )
+
+if TYPE_CHECKING:
+    from gru4rec_conformance.reference.finetuner import ModelSpec
 
 #: Model families the suite's tiny models come in (capability set ``models``, features ``model:<family>``).
 MODEL_FAMILIES = ("bert", "albert", "distilbert", "roberta")
@@ -108,6 +111,12 @@ class FinetunerAdapter(AdapterBase):
         "network_attempts",
         "environment_changes",
     )
+
+    def __init__(self, device: str = "cpu") -> None:
+        super().__init__(device)
+        self.spec: ModelSpec | None = None  # the model of the last build
+        self.num_labels = 5
+        self.seed = 0
 
     # ---------------------------------------------------------------- required
     def capabilities(self) -> dict:
@@ -210,6 +219,21 @@ class FinetunerAdapter(AdapterBase):
         raise Unsupported("environment_changes", "the implementation runs in this process")
 
 
+def every_feature() -> dict[str, Any]:
+    """The ``capabilities()`` entries of an implementation that offers every model family and every flag of
+    :class:`FinetunerCapabilities` (the caller adds ``hyperparameters``, ``shims`` and ``framework``)."""
+    return {
+        "models": set(MODEL_FAMILIES),
+        "encode_max_length": True,
+        "early_stopping": True,
+        "save_pretrained": True,
+        "lr_trace": True,
+        "manifest": True,
+        "seed": True,
+        "configurable_optimizer": True,
+    }
+
+
 register_family(
     FamilySpec(
         name="finetuner",
@@ -230,4 +254,5 @@ __all__ = [
     "FinetunerCapabilities",
     "ImplementationUnavailable",
     "Unsupported",
+    "every_feature",
 ]

@@ -35,34 +35,27 @@ from gru4rec_conformance.reference.finetuner import (
 )
 from gru4rec_conformance.reference.finetuner.trainer import resolve_max_length, special_ids
 
-from .base import MODEL_FAMILIES, FinetunerAdapter, ImplementationUnavailable, Unsupported
+from .base import (
+    FinetunerAdapter,
+    FinetunerCapabilities,
+    ImplementationUnavailable,
+    Unsupported,
+    every_feature,
+)
 
 if TYPE_CHECKING:  # transformers is imported where used
     from transformers import PreTrainedTokenizerBase, Trainer
 
-    from gru4rec_conformance.reference.finetuner import ModelSpec
 
-#: TrainingArguments the recipe sets from the suite's config (FinetuneConfig name -> meaning in the recipe).
-HONOURED = (
-    "learning_rate",
-    "betas",
-    "eps",
-    "weight_decay",
-    "schedule",
-    "warmup_ratio",
-    "clip_norm",
-    "batch_size",
-    "eval_batch_size",
-    "max_epochs",
-    "patience",
-    "min_delta",
-    "monitor",
-    "seed",
-    "max_length",
-    "data_seed",
-    "optimizer",
-    "restore_best",
-)
+#: TrainingArguments the recipe sets from the suite's config: every FinetuneConfig name the family knows but
+#: these four (the recipe neither drops a last batch, stops on collapse, seeds init separately nor forces
+#: deterministic kernels).
+HONOURED = (FinetunerCapabilities.HYPERPARAMETERS or frozenset()) - {
+    "drop_last",
+    "stop_on_collapse",
+    "init_seed",
+    "deterministic",
+}
 
 
 class _Data(torch.utils.data.Dataset):
@@ -82,15 +75,11 @@ class HFTrainerAdapter(FinetunerAdapter):
     saved with ``save_model`` into the run directory)."""
 
     name = "hf_trainer"
-    role = "implementation"
     description = "the typical transformers Trainer recipe (EarlyStoppingCallback, load_best_model_at_end)"
     homepage = "https://huggingface.co/docs/transformers/main_classes/trainer"
 
     def __init__(self, device: str = "cpu") -> None:
         super().__init__(device)
-        self.spec: ModelSpec | None = None
-        self.num_labels = 5
-        self.seed = 0
         # set by build (all but trainer) and fit (trainer)
         self.tokenizer: PreTrainedTokenizerBase | None = None
         self.model: torch.nn.Module | None = None  # a PreTrainedModel (the Trainer's model after fit)
@@ -114,14 +103,7 @@ class HFTrainerAdapter(FinetunerAdapter):
             )
 
         return {
-            "models": set(MODEL_FAMILIES),
-            "encode_max_length": True,
-            "early_stopping": True,
-            "save_pretrained": True,
-            "lr_trace": True,
-            "manifest": True,
-            "seed": True,
-            "configurable_optimizer": True,
+            **every_feature(),
             "hyperparameters": {k: v for k, v in FinetuneConfig().to_dict().items() if k in HONOURED},
             "framework": {"name": "torch", "version": torch.__version__},
         }

@@ -11,7 +11,7 @@ from gru4rec_conformance.implementations.registry import register
 from gru4rec_conformance.reference.finetuner import FinetuneConfig, ReferenceFineTuner, aggregate_runs, run_once
 from gru4rec_conformance.reference.finetuner import simulate as _simulate
 
-from .base import MODEL_FAMILIES, FinetunerAdapter, Unsupported
+from .base import FinetunerAdapter, Unsupported, every_feature
 
 
 @register
@@ -26,9 +26,6 @@ class ReferenceAdapter(FinetunerAdapter):
     def __init__(self, device: str = "cpu") -> None:
         super().__init__(device)
         self.tuner: ReferenceFineTuner | None = None
-        self.spec = None
-        self.num_labels = 5
-        self.seed = 0
 
     def version(self) -> str:
         import transformers
@@ -39,14 +36,7 @@ class ReferenceAdapter(FinetunerAdapter):
         import torch
 
         return {
-            "models": set(MODEL_FAMILIES),
-            "encode_max_length": True,
-            "early_stopping": True,
-            "save_pretrained": True,
-            "lr_trace": True,
-            "manifest": True,
-            "seed": True,
-            "configurable_optimizer": True,
+            **every_feature(),
             "hyperparameters": {
                 k: (list(v) if isinstance(v, tuple) else v) for k, v in FinetuneConfig().to_dict().items()
             },

@@ -43,7 +43,7 @@ from gru4rec_conformance.implementations.registry import register
 from .base import FinetunerAdapter, Unsupported
 
 if TYPE_CHECKING:  # adapter modules import cheaply (registry)
-    from gru4rec_conformance.reference.finetuner import ModelSpec
+    pass
 
 #: What the studied code does regardless of any configuration (docs/finetuner.md, 'The studied pipeline'): values a check may ask for.
 FIXED = {
@@ -69,13 +69,8 @@ class _ThirdParty(FinetunerAdapter):
     default_batch_size = 8
     has_patience = False
 
-    role = "implementation"
-
     def __init__(self, device: str = "cpu") -> None:
         super().__init__(device)
-        self.spec: ModelSpec | None = None
-        self.num_labels = 5
-        self.seed = 0
         self._state: str | None = None
         self._tmp = tempfile.TemporaryDirectory(prefix=f"ft3p_{self.code}_")
         self._calls = 0

@@ -12,6 +12,18 @@ def _loss_classes(name: str, cls) -> dict:
     return {"loss_classes": {**LOSS_CLASSES, name: cls}}
 
 
+def _loss_value(name: str, value) -> dict:
+    """``_loss_classes`` with the reference's ``name`` loss whose value is ``value(loss, O, d)``: ``O`` the
+    activated (b, n) scores, ``d`` their diagonal (the targets' scores) as a (b, 1) column."""
+    from gru4rec_conformance.reference.gru4rec.losses import LOSS_CLASSES, _diag
+
+    def __call__(self, R, y, n_targets):
+        O = self.activation(R)
+        return value(self, O, _diag(O).reshape(-1, 1))
+
+    return _loss_classes(name, type("Loss", (LOSS_CLASSES[name],), {"__call__": __call__}))
+
+
 @register
 class XEDoubleSoftmax(MutantAdapter):
     """Cross-entropy applies softmax to already softmax-normalised scores (final_act=softmax fed into a
@@ -54,17 +66,14 @@ class BPRMaxMatrixMean(MutantAdapter):
     def gru_overrides(cls):
         import torch
 
-        from gru4rec_conformance.reference.gru4rec.losses import EPS_LOG, BPRMaxLoss, _diag
+        from gru4rec_conformance.reference.gru4rec.losses import EPS_LOG
 
-        class Loss(BPRMaxLoss):
-            def __call__(self, R, y, n_targets):
-                O = self.activation(R)
-                s = self.softmax_neg(O)
-                d = _diag(O).reshape(-1, 1)
-                inner = torch.mean(torch.sigmoid(d - O) * s)  # one mean over all rows and columns
-                return O.shape[0] * (-torch.log(inner + EPS_LOG)) + self.bpreg * torch.sum((O**2) * s)
+        def value(loss, O, d):
+            s = loss.softmax_neg(O)
+            inner = torch.mean(torch.sigmoid(d - O) * s)  # one mean over all rows and columns
+            return O.shape[0] * (-torch.log(inner + EPS_LOG)) + loss.bpreg * torch.sum((O**2) * s)
 
-        return _loss_classes("bpr-max", Loss)
+        return _loss_value("bpr-max", value)
 
 
 @register
@@ -123,18 +132,13 @@ class BPRMaxNoLogEpsilon(MutantAdapter):
     def gru_overrides(cls):
         import torch
 
-        from gru4rec_conformance.reference.gru4rec.losses import BPRMaxLoss, _diag
+        def value(loss, O, d):
+            s = loss.softmax_neg(O)
+            return torch.sum(
+                -torch.log(torch.sum(torch.sigmoid(d - O) * s, dim=1)) + loss.bpreg * torch.sum((O**2) * s, dim=1)
+            )
 
-        class Loss(BPRMaxLoss):
-            def __call__(self, R, y, n_targets):
-                O = self.activation(R)
-                s = self.softmax_neg(O)
-                d = _diag(O).reshape(-1, 1)
-                return torch.sum(
-                    -torch.log(torch.sum(torch.sigmoid(d - O) * s, dim=1)) + self.bpreg * torch.sum((O**2) * s, dim=1)
-                )
-
-        return _loss_classes("bpr-max", Loss)
+        return _loss_value("bpr-max", value)
 
 
 @register
@@ -152,14 +156,9 @@ class BPRValueWithoutDiagonal(MutantAdapter):
     def gru_overrides(cls):
         import torch
 
-        from gru4rec_conformance.reference.gru4rec.losses import BPRLoss, _diag
+        def value(loss, O, d):
+            terms = -torch.nn.functional.logsigmoid(d - O)
+            off_diagonal = ~torch.eye(O.shape[0], O.shape[1], dtype=torch.bool, device=O.device)
+            return torch.sum(terms[off_diagonal])
 
-        class Loss(BPRLoss):
-            def __call__(self, R, y, n_targets):
-                O = self.activation(R)
-                d = _diag(O).reshape(-1, 1)
-                terms = -torch.nn.functional.logsigmoid(d - O)
-                off_diagonal = ~torch.eye(O.shape[0], O.shape[1], dtype=torch.bool, device=O.device)
-                return torch.sum(terms[off_diagonal])
-
-        return _loss_classes("bpr", Loss)
+        return _loss_value("bpr", value)

@@ -9,6 +9,16 @@ from gru4rec_conformance.reference.finetuner.trainer import Encoded, encode, res
 from ._common import MutantAdapter
 
 
+def _length(tuner: ReferenceFineTuner, max_length: int | None) -> int:
+    """The encode length L of ``tuner``: ``max_length``, else its run's configured one, resolved for its tokenizer."""
+    return resolve_max_length(tuner.tokenizer, max_length if max_length is not None else tuner.config.max_length)
+
+
+def _encoded(tok, ids: list, mask: list, full: list, L: int) -> Encoded:
+    """``ids``/``mask`` as the tuner feeds them, the texts' untruncated ids ``full`` (counted when longer than L)."""
+    return Encoded(ids, mask, None, sum(len(x) > L for x in full), L, special_ids(tok))
+
+
 class _HandMarkers(ReferenceFineTuner):
     def encode(self, texts, max_length=None):
         tok = self.tokenizer
@@ -27,19 +37,11 @@ class MutantHandMarkers(MutantAdapter):
 
 class _LiteralBertMarkers(ReferenceFineTuner):
     def encode(self, texts, max_length=None):
-        tok = self.tokenizer
-        L = resolve_max_length(tok, max_length if max_length is not None else self.config.max_length)
+        tok, L = self.tokenizer, _length(self, max_length)
         marked = [f"[CLS] {t} [SEP]" for t in texts]
         full = tok(marked, add_special_tokens=False)["input_ids"]
         enc = tok(marked, add_special_tokens=False, truncation=True, max_length=L)
-        return Encoded(
-            [list(x) for x in enc["input_ids"]],
-            [list(x) for x in enc["attention_mask"]],
-            None,
-            sum(len(x) > L for x in full),
-            L,
-            special_ids(tok),
-        )
+        return _encoded(tok, [list(x) for x in enc["input_ids"]], [list(x) for x in enc["attention_mask"]], full, L)
 
 
 @register
@@ -53,11 +55,10 @@ class MutantLiteralBertMarkers(MutantAdapter):
 
 class _RpadTruncation(ReferenceFineTuner):
     def encode(self, texts, max_length=None):
-        tok = self.tokenizer
-        L = resolve_max_length(tok, max_length if max_length is not None else self.config.max_length)
+        tok, L = self.tokenizer, _length(self, max_length)
         full = tok(list(texts), add_special_tokens=True)["input_ids"]
         ids = [list(x) if len(x) <= L else list(x[: L - 1]) for x in full]  # rpad: cut to n - 1, SEP lost
-        return Encoded(ids, [[1] * len(x) for x in ids], None, sum(len(x) > L for x in full), L, special_ids(tok))
+        return _encoded(tok, ids, [[1] * len(x) for x in ids], full, L)
 
 
 @register
