@@ -201,6 +201,7 @@ class RunOptions(TypedDict):
     xfail_mark: str
     call_timeout: float | None
     worker_network: str
+    profile: NotRequired[str | None]  # --profile; absent in records written before the option existed
 
 
 class XfailHeader(TypedDict):
