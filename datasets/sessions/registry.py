@@ -20,7 +20,9 @@ Hyperparameters (:func:`mc_config`): the study's best configuration per dataset 
 'Best hyperparameters', read from the study table in ``datasets/study/study_results.csv``, rows "GRU4Rec Official / Best params"),
 scaled as the Yoochoose check always was: one GRU layer of :data:`MC_LAYERS` units instead of 192-512 and
 :data:`MC_EPOCHS` epochs instead of 10; batch size, dropouts, learning rate, momentum, n_sample 2048,
-sample_alpha, bpreg / logq and the final activation as published. With the stand-in sizes above the reference's matrix (5 datasets x 7 checks) takes the time measured in docs/datasets.md ('4. Run the metric matrix').
+sample_alpha, bpreg / logq and the final activation as published. With the stand-in sizes above the
+reference's matrix (5 datasets x 7 checks) takes the time measured in docs/datasets.md, '4. Run the metric
+matrix'.
 ``GRU4REC_MC_SCALE=study`` keeps the published layer size and 10 epochs (full-size runs: docs/datasets.md).
 """
 
