@@ -5,13 +5,14 @@ Source of each dataset, in order (:func:`metric_frames`):
 
 1. the user's prepared folder (``--dataset <key>=<folder>`` or a folder whose manifest names the dataset; written
    by ``python -m gru4rec_conformance.datasets prepare``): train_full -> test as prepared, full size;
-2. the real slice in ``<shared>/sessions`` when it yields a split with at least :data:`MIN_REAL_EVENTS` train and
-   test events (today only Yoochoose's 100k slice does: the Diginetica sample prepares to 707 / 69 events, the
-   Rees46 head has no test day, the RetailRocket sample does not survive the support filter, and no Coveo data
-   may be redistributed);
-3. the study-shaped synthetic stand-in: ``synthetic.generate_raw`` at :data:`STANDIN_SCALE` run through the
-   study's pipeline (``pipeline.process``), about 2-6 x 10^4 train events (Yoochoose: the stand-in of the 100k
-   slice, ``real.yoochoose_100k_standin``).
+2. the real slice in ``<shared>/sessions`` when the study's pipeline turns it into a split with at least
+   :data:`MIN_REAL_EVENTS` train_full events and :data:`MIN_TEST_SESSIONS` evaluable test sessions (today only
+   Yoochoose's 100k slice does: 3,416 test sessions; the Diginetica sample prepares to 707 / 69 events and 20
+   test sessions, the Rees46 head has no test day, the RetailRocket sample does not survive the support filter,
+   and no Coveo data may be redistributed);
+3. the synthetic stand-in calibrated to the dataset's published statistics (``standins.generate``: at least
+   2,000 test sessions, 1.8-8.9 x 10^4 train events; what is matched and how closely: ``standins``). Yoochoose:
+   the stand-in of the 100k slice, ``real.yoochoose_100k_standin``.
 
 A notice says which source was used and why (empty only for the Yoochoose 100k slice, the historical default).
 
@@ -19,29 +20,29 @@ Hyperparameters (:func:`mc_config`): the study's best configuration per dataset 
 'Best hyperparameters', read from the study table in ``datasets/study/study_results.csv``, rows "GRU4Rec Official / Best params"),
 scaled as the Yoochoose check always was: one GRU layer of :data:`MC_LAYERS` units instead of 192-512 and
 :data:`MC_EPOCHS` epochs instead of 10; batch size, dropouts, learning rate, momentum, n_sample 2048,
-sample_alpha, bpreg / logq and the final activation as published. With the stand-in sizes above one
-implementation's matrix (5 datasets x 2 losses, 4-7 fits each) takes about 10-20 minutes of 2 CPU cores.
+sample_alpha, bpreg / logq and the final activation as published. With the stand-in sizes above the
+reference's matrix (5 datasets x 7 checks) takes the time measured in docs/datasets.md, '4. Run the metric
+matrix'.
 ``GRU4REC_MC_SCALE=study`` keeps the published layer size and 10 epochs (full-size runs: docs/datasets.md).
 """
 
 from __future__ import annotations
 
 import difflib
-import functools
 import json
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
 
 from . import real as _real
+from . import standins as _standins
 
 __all__ = [
     "KEYS",
     "STUDY_NAME",
     "MIN_REAL_EVENTS",
-    "STANDIN_SCALE",
+    "MIN_TEST_SESSIONS",
     "MC_LAYERS",
     "MC_EPOCHS",
     "SCALE_ENV",
@@ -57,14 +58,13 @@ KEYS = ("yoochoose", "rees46", "coveo", "retailrocket", "diginetica")
 #: the study table's spelling of each dataset
 STUDY_NAME = {"yoochoose": "Yoochoose", "rees46": "Rees46", "coveo": "Coveo", "retailrocket": "Retailrocket",
               "diginetica": "Diginetica"}  # fmt: skip
-#: a real slice is used when its train_full and test hold at least these many events
-MIN_REAL_EVENTS = {"train_full": 5_000, "test": 500}
-#: stand-in sizes: multiples of ``synthetic.CI_SCALE`` giving 2-6 x 10^4 train_full events after the pipeline
-STANDIN_SCALE = {"rees46": 2.0, "coveo": 3.0, "retailrocket": 3.0, "diginetica": 1.5}
+#: a real slice is used when its train_full holds at least these many events ...
+MIN_REAL_EVENTS = {"train_full": 5_000}
+#: ... and its test split this many evaluable sessions (as the stand-ins: every 512-lane evaluator can run)
+MIN_TEST_SESSIONS = _standins.MIN_TEST_SESSIONS
 MC_LAYERS = 100
 MC_EPOCHS = 3
 STUDY_EPOCHS = 10
-STANDIN_SEED = 0
 
 #: why each dataset's real slice cannot serve (checked again at run time where a slice exists)
 _NO_REAL = {"coveo": "no Coveo data may be redistributed (docs/datasets.md, 'Coveo'), so no real slice is shipped"}
@@ -165,18 +165,6 @@ def _read_prepared_folder(name: str, folder: Path) -> tuple[pd.DataFrame, pd.Dat
     return pd.read_parquet(folder / "train_full.parquet")[cols], pd.read_parquet(folder / "test.parquet")[cols]
 
 
-@functools.cache
-def _standin(key: str) -> tuple[pd.DataFrame, pd.DataFrame]:
-    from .pipeline import process
-    from .readers import read_raw
-    from .synthetic import CI_SCALE, generate_raw
-
-    with tempfile.TemporaryDirectory(prefix=f"gru4rec-standin-{key}-") as d:
-        paths = generate_raw(key, d, CI_SCALE[key] * STANDIN_SCALE[key], seed=STANDIN_SEED)
-        res = process(key, {f: read_raw(key, p) for f, p in paths.items()})
-    return res.frames["train_full"], res.frames["test"]
-
-
 def _real_slice(key: str) -> tuple[pd.DataFrame, pd.DataFrame, str]:
     """The real slice's (train_full, test, path); raises SharedDataMissing or ValueError (why it cannot serve)."""
     import warnings
@@ -196,11 +184,12 @@ def _real_slice(key: str) -> tuple[pd.DataFrame, pd.DataFrame, str]:
         warnings.simplefilter("ignore")  # the Rees46 head's truncated last line: its tests check the warning
         res = process(key, {fname: read_raw(key, path)})
     train, test = res.frames["train_full"], res.frames["test"]
-    small = {p: len(f) for p, f in (("train_full", train), ("test", test)) if len(f) < MIN_REAL_EVENTS[p]}
-    if small:
+    n_test = _standins.evaluable_sessions(train, test)
+    if len(train) < MIN_REAL_EVENTS["train_full"] or n_test < MIN_TEST_SESSIONS:
         raise ValueError(
-            f"the real slice {path} prepares to "
-            + ", ".join(f"{n:,} {p} events (< {MIN_REAL_EVENTS[p]:,})" for p, n in small.items())
+            f"the real slice {path} prepares to {len(train):,} train_full events (at least "
+            f"{MIN_REAL_EVENTS['train_full']:,} needed) and {n_test:,} evaluable test sessions (at least "
+            f"{MIN_TEST_SESSIONS:,} needed)"
         )
     return train, test, str(path)
 
@@ -240,16 +229,19 @@ def metric_frames(name: str, folder: str | None = None) -> MetricFrames:
         return MetricFrames(name, f"{name}_slice", train, test, "real slice", f"{name}: the real slice {path}")
     except (_real.SharedDataMissing, ValueError) as exc:
         why = str(exc)
-    train, test = _standin(name)
+    res = _standins.generate(name)
+    train, test = res.frames["train_full"], res.frames["test"]
+    spec = _standins.STANDINS[name]
     return MetricFrames(
         name,
         f"{name}_standin",
         train,
         test,
         "stand-in",
-        f"{name}: study-shaped synthetic stand-in ({len(train):,} train / {len(test):,} test events; "
-        f"synthetic.generate_raw scale {STANDIN_SCALE[name]:g} x CI, seed {STANDIN_SEED}, through the study's "
-        f"pipeline) because {why}; give your prepared data with --dataset {name}=<folder>",
+        f"{name}: synthetic stand-in calibrated to the study's statistics ({len(train):,} train / {len(test):,} "
+        f"test events, {_standins.evaluable_sessions(train, test):,} test sessions; scale {spec.scale:g} on the last "
+        f"{spec.span_days:g} days, seed {_standins.SEED}, through the study's pipeline) because {why}; give your "
+        f"prepared data with --dataset {name}=<folder>",
     )
 
 

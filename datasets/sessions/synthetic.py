@@ -748,6 +748,7 @@ def generate_raw(
     chunk_events: int = 2_000_000,
     compression: str | None = None,
     diginetica_header: str = "camel",
+    profile: Profile | None = None,
 ) -> dict:
     """Write synthetic raw files of dataset ``name`` into ``out_dir`` in its original raw format.
 
@@ -756,7 +757,9 @@ def generate_raw(
     about 3-4 x 10^4. ``seed``: numpy Generator seed; the same (name, scale, seed, chunk_events) gives the same
     bytes. Generation streams ``chunk_events`` rows at a time (memory stays bounded at any scale).
     ``compression``: None, 'gzip' or 'bz2' (file names get .gz / .bz2). ``diginetica_header``: 'camel'
-    (original), 'snake' (SR-GNN sample spelling) or 'none'.
+    (original), 'snake' (SR-GNN sample spelling) or 'none'. ``profile``: a calibration to use instead of
+    ``PROFILES[name]`` (same ``name``; e.g. a shorter calendar span, see ``standins.standin_profile``); ``scale``
+    stays a fraction of its ``full_events``.
 
     Returns {raw file name: path} (plus nothing else); raises ValueError naming a bad parameter.
     """
@@ -768,10 +771,12 @@ def generate_raw(
         raise ValueError(f"compression: None, 'gzip' or 'bz2', got {compression!r}")
     if diginetica_header not in ("camel", "snake", "none"):
         raise ValueError(f"diginetica_header: 'camel', 'snake' or 'none', got {diginetica_header!r}")
+    if profile is not None and profile.name != name:
+        raise ValueError(f"profile: calibrates {profile.name!r}, not {name!r}")
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     rng = np.random.default_rng(seed)
-    world = _world(PROFILES[name], scale, rng)
+    world = _world(profile or PROFILES[name], scale, rng)
     suffix = {None: "", "gzip": ".gz", "bz2": ".bz2"}[compression]
     header = _HEADER[name] and not (name == "diginetica" and diginetica_header == "none")
     outs = {f: _CsvOut(out_dir / (f + suffix), header, _DELIM.get(name, ","), compression) for f in RAW_FILES[name]}

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from gru4rec_conformance import child_pythonpath
-from gru4rec_conformance.datasets.sessions import registry
+from gru4rec_conformance.datasets.sessions import registry, standins
 from gru4rec_conformance.datasets.sessions.pipeline import prepare
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -63,16 +63,18 @@ def test_without_shared_data_every_dataset_has_a_standin(monkeypatch, tmp_path):
     for key in registry.KEYS:
         m = registry.metric_frames(key)
         assert m.source == "stand-in" and m.label.startswith(key), m
-        assert len(m.train) >= 5_000 and len(m.test) >= 80, (key, len(m.train), len(m.test))
+        n_test = standins.evaluable_sessions(m.train, m.test)
+        assert len(m.train) >= 5_000 and n_test >= registry.MIN_TEST_SESSIONS, (key, len(m.train), n_test)
         assert ("redistributed" if key == "coveo" else "absent") in m.notice, m.notice
         assert list(m.train.columns) == ["SessionId", "ItemId", "Time"]
 
 
 def test_real_slices_too_small_say_why(shared_sessions):
     m = registry.metric_frames("diginetica")
-    assert m.source == "stand-in" and "707 train_full events (< 5,000)" in m.notice
+    assert m.source == "stand-in" and "707 train_full events (at least 5,000 needed)" in m.notice
+    assert "19 evaluable test sessions (at least 2,000 needed)" in m.notice
     assert registry.metric_frames("yoochoose").label == "yoochoose_100k"
-    assert "0 test events" in registry.metric_frames("rees46").notice
+    assert "0 evaluable test sessions" in registry.metric_frames("rees46").notice
 
 
 def test_prepared_folder_is_used_as_given(tmp_path):
@@ -125,7 +127,7 @@ def test_mc_band_has_a_sampling_floor_for_small_test_sets():
     seeds = [0.3958, 0.3985, 0.4001]  # three seeds that landed close (SD 0.0022)
     mean, tol_no_n = band(seeds)
     assert tol_no_n == pytest.approx(max(4.0 * float(np.std(seeds, ddof=1)), REL_FLOOR * mean))
-    _, tol_small = band(seeds, n_events=1000)  # the RetailRocket stand-in's size: the sampling floor decides
+    _, tol_small = band(seeds, n_events=1000)  # a small test set: the sampling floor decides
     assert tol_small == pytest.approx(2.0 * (mean * (1 - mean) / 1000) ** 0.5)
     assert abs(0.4143 - mean) <= tol_small and abs(0.4143 - mean) > tol_no_n
     _, tol_big = band(seeds, n_events=1_000_000)  # a large test set: the floor vanishes, the SD rule decides again
