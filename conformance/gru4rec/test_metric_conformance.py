@@ -37,7 +37,11 @@ SD_FACTOR, REL_FLOOR, ABS_FLOOR = 4.0, 0.02, 0.002
 #: however close three seeds happened to land. Without it the reference failed its own band on the RetailRocket
 #: stand-in (about 1,000 test events; MC-2 cross-entropy, seed 42: recall@20 0.4143 vs 0.3981 ± 0.0093, 4·SD of
 #: seeds 1-3; 2026-12-01). On the Yoochoose slice the floor is below the 2% one for Recall@20.
-BINOM_Z = 2.0
+#: Z is 3, not 2: training seeds spread more than test-event sampling alone. On the Coveo stand-in (about 2,400
+#: test sessions) seven reference seeds gave recall@5 an SD of 0.005 where sqrt(p(1−p)/n) is 0.0034, and seeds 1-3
+#: happened to land close together: with Z = 2 the reference's seed 42 (1.5 seed-SD below the seven seeds' mean)
+#: failed its own cross-entropy band (0.1768 vs 0.1843 ± 0.0067; 2026-12-03). Z = 3 is about two seed-SDs there.
+BINOM_Z = 3.0
 RULE = (
     f"pass if |impl − mean_ref| ≤ max({SD_FACTOR:g}·sd_ref, {REL_FLOOR:.0%}·mean_ref, "
     f"{BINOM_Z:g}·sqrt(mean_ref·(1 − mean_ref)/n_events), {ABS_FLOOR:g}); mean and sd "
