@@ -37,6 +37,7 @@ diagnosis never hides the check's own failure. A probe must not call ``impl.requ
 from __future__ import annotations
 
 import dataclasses
+import os
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
@@ -44,6 +45,16 @@ _F = TypeVar("_F", bound=Callable[..., Any])
 
 #: The three verdicts of a probe.
 CONFIRMED, RULED_OUT, UNDECIDED = "confirmed", "ruled out", "not decided"
+
+#: Environment switch: ``GRU4REC_DIAGNOSIS=0`` runs no probe (every cause "not decided: diagnosis disabled"), so
+#: that benchmarks/diagnosis_overhead.py can time a run with and without the probes. Never set it for a verdict.
+SWITCH = "GRU4REC_DIAGNOSIS"
+
+
+def enabled() -> bool:
+    """Whether probes run (``GRU4REC_DIAGNOSIS`` unset or anything but ``"0"``)."""
+    return os.environ.get(SWITCH, "1").strip() != "0"
+
 
 #: The message prefixes (meta-tests match them).
 ISOLATED = "isolated: "
@@ -177,9 +188,14 @@ def diagnose(causes: Sequence[Cause]) -> Diagnosis:
     """Run every cause's probe once, in order (after a failure only), and collect the findings.
 
     A probe that raises is recorded as undecided with the exception's type and first line; so is a probe that
-    returns something other than a :class:`Finding` (a mistake of the check, named in the evidence)."""
+    returns something other than a :class:`Finding` (a mistake of the check, named in the evidence). With
+    ``GRU4REC_DIAGNOSIS=0`` (:data:`SWITCH`) no probe runs and every cause is undecided."""
     findings = []
+    off = not enabled()
     for c in causes:
+        if off:
+            findings.append((c.name, undecided(f"diagnosis disabled ({SWITCH}=0)")))
+            continue
         if c.probe is None:
             findings.append((c.name, undecided(c.note)))
             continue

@@ -68,3 +68,17 @@ def test_cause_table_is_declared_on_the_check_and_builds_its_causes():
         dx.causes(leak, dx.Candidate("state leak", "other probe"))
     with pytest.raises(TypeError, match="Candidate"):
         dx.causes(dx.Cause("state leak"))  # type: ignore[arg-type]
+
+
+def test_switch_off_runs_no_probe_and_names_no_cause(monkeypatch):
+    ran = []
+
+    def probe():
+        ran.append(1)
+        return dx.confirmed("seen")
+
+    monkeypatch.setenv(dx.SWITCH, "0")
+    d = dx.diagnose([dx.Cause("a leak", probe)])
+    assert not ran and d.isolated == () and "diagnosis disabled" in d.text()
+    monkeypatch.setenv(dx.SWITCH, "1")
+    assert dx.diagnose([dx.Cause("a leak", probe)]).isolated == ("a leak",) and ran == [1]
