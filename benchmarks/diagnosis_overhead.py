@@ -1,12 +1,12 @@
 """What the differential-diagnosis probes add to a conformance run: CPU time with the probes on and off.
 
 ``python -m gru4rec_conformance.benchmarks.diagnosis_overhead [--files K1,K3,K6,K8] [--all] [--rounds 2]
-[--mutant mutant:eval_masks_session] [--json PATH]``
+[--warmup 1] [--mutant mutant:eval_masks_session] [--json PATH]``
 
 The probes of conformance/_harness/diagnosis.py run only after a check has failed, so on an implementation that
 passes they cost nothing but the import of the cause tables; this measures that claim instead of asserting it.
 Each round runs the same inner pytest of the reference twice, once as usual and once with ``GRU4REC_DIAGNOSIS=0``
-(every probe skipped), alternating which goes first; the figure is the process CPU time (user + system) of the inner
+(every probe skipped), alternating which goes first, after one untimed warm-up run (``--warmup``); the figure is the process CPU time (user + system) of the inner
 pytest and its children (``resource.getrusage(RUSAGE_CHILDREN)`` around it), and the printed ratio is
 on / off of the summed rounds. CPU time, not wall time, because the machine this was written for is shared.
 
@@ -81,8 +81,13 @@ def _run(root: Path, paths: list[str], impl: str, diagnosis_on: bool, extra: Seq
     return {"cpu_s": cpu, "wall_s": wall, "counts": counts, "rc": r.returncode}
 
 
-def measure(root: Path, paths: list[str], impl: str, rounds: int, extra: Sequence[str], tmp: Path) -> dict[str, Any]:
-    """``rounds`` interleaved on/off pairs (the first of a pair alternates); sums, ratio on/off, count mismatches."""
+def measure(
+    root: Path, paths: list[str], impl: str, rounds: int, extra: Sequence[str], tmp: Path, warmup: int = 1
+) -> dict[str, Any]:
+    """``warmup`` untimed runs (byte-code compiled, data generated, file cache warm), then ``rounds`` interleaved
+    on/off pairs (the first of a pair alternates); sums, ratio on/off, count mismatches."""
+    for k in range(warmup):
+        _run(root, paths, impl, False, extra, tmp / f"warmup{k}")
     on: list[dict] = []
     off: list[dict] = []
     for k in range(rounds):
@@ -121,6 +126,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--files", default=",".join(DEFAULT_FILES), help="kinds of the check modules (K1,K3,...)")
     ap.add_argument("--all", action="store_true", help="every non-slow check module (slow on a shared machine)")
     ap.add_argument("--rounds", type=int, default=2, help="on/off pairs per measurement (default 2)")
+    ap.add_argument("--warmup", type=int, default=1, help="untimed runs before the rounds (default 1)")
     ap.add_argument("--mutant", default="mutant:eval_masks_session", help='a failing mutant; "" to skip')
     ap.add_argument("--json", type=Path, default=None, help="also write the figures as JSON here")
     ap.add_argument("--tmp", type=Path, default=Path("/tmp") / f"diagnosis-overhead-{os.getpid()}")
@@ -133,12 +139,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         ap.error("--rounds must be >= 1")
     kinds = None if args.all else [k.strip() for k in args.files.split(",") if k.strip()]
     out: dict[str, Any] = {}
-    out["reference"] = measure(root, _module_paths(root, kinds), "reference", args.rounds, (), args.tmp / "ref")
+    out["reference"] = measure(
+        root, _module_paths(root, kinds), "reference", args.rounds, (), args.tmp / "ref", args.warmup
+    )
     print(_line("reference", out["reference"]), flush=True)
     if args.mutant:
         paths = _module_paths(root, ["K1", "K8"])
         extra = ("-k", "sr1 or sr2 or ev1")
-        out["mutant"] = measure(root, paths, args.mutant, args.rounds, extra, args.tmp / "mutant")
+        out["mutant"] = measure(root, paths, args.mutant, args.rounds, extra, args.tmp / "mutant", args.warmup)
         print(_line("mutant", out["mutant"]), flush=True)
     if args.json is not None:
         args.json.write_text(json.dumps(out, indent=1) + "\n", encoding="utf-8")
