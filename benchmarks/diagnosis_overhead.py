@@ -105,6 +105,8 @@ def measure(
         "wall_s_on": sum(r["wall_s"] for r in on),
         "wall_s_off": sum(r["wall_s"] for r in off),
         "ratio_cpu": cpu_on / cpu_off if cpu_off > 0 else float("nan"),
+        # per round, to show the spread of a shared machine (a probe that never runs cannot cost anything)
+        "round_cpu_s": [[a["cpu_s"], b["cpu_s"]] for a, b in zip(on, off)],
         "counts_on": on[0]["counts"] if on else {},
         "counts_off": off[0]["counts"] if off else {},
         "rounds_with_other_outcomes": mismatched,
@@ -116,6 +118,8 @@ def _line(name: str, m: dict[str, Any]) -> str:
         f"{name:<10} {m['impl']:<28} CPU on {m['cpu_s_on']:8.1f} s  off {m['cpu_s_off']:8.1f} s  ratio "
         f"{m['ratio_cpu']:.3f}  (wall on {m['wall_s_on']:.0f} s / off {m['wall_s_off']:.0f} s; outcomes "
         f"{m['counts_on']}{'; OTHER OUTCOMES in rounds ' + str(m['rounds_with_other_outcomes']) if m['rounds_with_other_outcomes'] else ''})"
+        + "\n           per round on/off CPU s: "
+        + ", ".join(f"{a:.1f}/{b:.1f}" for a, b in m["round_cpu_s"])
     )
 
 
