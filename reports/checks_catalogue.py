@@ -68,8 +68,11 @@ class CheckFunction:
         markers: run markers (``slow``, ``gpu``, ``metric``), sorted.
         options: other ``check`` arguments (``card``, ``timeout``) as ``name=value``, sorted.
         cases: ``parametrize`` cases that carry marks of their own, in declaration order.
-        diagnosis: the docstring paragraph that starts with ``Diagnosis:`` (the candidate causes of a failure and
-            the probes that decide them, conformance/_harness/diagnosis.py), on one line; "" without one.
+        diagnosis: the docstring paragraph that starts with ``Diagnosis:``, on one line; "" without one (for a
+            check that explains its failure in prose and does not use the diagnosis layer).
+        causes: the cause table the function declares with ``@diagnosis.causes(...)``
+            (conformance/_harness/diagnosis.py): ``(cause, probe that decides it)`` pairs in order; the same rows
+            the check's failure message is built from.
     """
 
     family: str
@@ -82,6 +85,7 @@ class CheckFunction:
     options: tuple[str, ...]
     cases: tuple[Case, ...]
     diagnosis: str = ""
+    causes: tuple[tuple[str, str], ...] = ()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -187,6 +191,28 @@ def _diagnosis_paragraph(doc: str | None) -> str:
     return " ".join(para.split()[1:]) if para else ""
 
 
+_USES_DIAGNOSIS = re.compile(r"\bdiagnosis\.(fail|diagnose)\(")
+
+
+def _cause_table(func: Any, where: str) -> tuple[tuple[str, str], ...]:
+    """The ``(cause, probe)`` rows of the function's ``@diagnosis.causes`` table. Raises ``ValueError`` for a
+    function that calls ``diagnosis.fail``/``diagnosis.diagnose`` without declaring its table (the catalogue
+    would otherwise not list the causes its messages can name)."""
+    # the attribute diagnosis.causes sets (TABLE_ATTR), read without importing the harness into reports
+    rows = tuple((str(c.name), str(c.probe)) for c in getattr(func, "diagnosis_causes", ()))
+    if not rows:
+        try:
+            source = inspect.getsource(func)
+        except (OSError, TypeError):
+            source = ""
+        if _USES_DIAGNOSIS.search(source):
+            raise ValueError(
+                f"{where}: calls diagnosis.fail/diagnose but declares no cause table; decorate it with "
+                "@diagnosis.causes(Candidate(...), ...) (conformance/_harness/diagnosis.py)"
+            )
+    return rows
+
+
 def _check_functions(family: str, spec: Any) -> list[CheckFunction]:
     package = importlib.import_module(f"gru4rec_conformance.conformance.{family}")
     folder = Path(next(iter(package.__path__)))
@@ -223,6 +249,7 @@ def _check_functions(family: str, spec: Any) -> list[CheckFunction]:
                     options=tuple(options),
                     cases=tuple(cases),
                     diagnosis=_diagnosis_paragraph(func.__doc__),
+                    causes=_cause_table(func, where),
                 )
             )
     return out
@@ -305,6 +332,22 @@ def _needs(features: Sequence[str]) -> str:
     return "; ".join(parts)
 
 
+def _diagnosis_lines(c: CheckFunction) -> list[str]:
+    """The catalogue lines of a check's diagnosis: its cause table (one sub-item per cause, with the probe that
+    decides it), else its ``Diagnosis:`` paragraph."""
+    if len(c.causes) == 1:
+        ((name, probe),) = c.causes
+        return [f"  - diagnosis: one cause, {name} ({'probe: ' + probe if probe else 'no probe: the finding is it'})"]
+    if c.causes:
+        return [
+            f"  - diagnosis: {len(c.causes)} candidate causes, each decided by its probe (run only after a failure):",
+            *(f"    - {name}; probe: {probe or 'none decides it'}" for name, probe in c.causes),
+        ]
+    if c.diagnosis:
+        return [f"  - diagnosis (candidate causes, probes run after a failure): {c.diagnosis}"]
+    return []
+
+
 def _render_family(fam: Family) -> list[str]:
     lines = [f"## Family `{fam.name}`", ""]
     if fam.description:
@@ -338,8 +381,7 @@ def _render_family(fam: Family) -> list[str]:
                 needs = _needs(c.features)
                 if needs:
                     lines.append(f"  - needs: {needs}")
-                if c.diagnosis:
-                    lines.append(f"  - diagnosis (candidate causes, probes run after a failure): {c.diagnosis}")
+                lines += _diagnosis_lines(c)
                 for case in c.cases:
                     extra = "; ".join(x for x in (_needs(case.features), _code(case.markers)) if x)
                     lines.append(f"  - case `{case.id}`: {extra}")

@@ -3,6 +3,7 @@ the committed file equals what the generator writes, and ``--check`` exits 1 whe
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import os
 import subprocess
@@ -99,6 +100,27 @@ def test_check_mode_exits_1_when_the_file_differs(fixed_catalogue, tmp_path, cap
     err = capsys.readouterr().err
     assert "out of date" in err and "Edited by hand." in err  # a diff of the difference
     assert out.read_text(encoding="utf-8") != fixed_catalogue  # --check writes nothing
+
+
+def test_cause_tables_are_listed_and_an_undeclared_table_is_refused():
+    from gru4rec_conformance.conformance._harness import diagnosis
+
+    one = cc.CheckFunction("gru4rec", "X-1", "K1", "w::a", "A.", (), (), (), (), causes=(("a leak", "probe p"),))
+    two = dataclasses.replace(one, causes=(("a leak", "probe p"), ("a mask", "")))
+    assert cc._diagnosis_lines(one) == ["  - diagnosis: one cause, a leak (probe: probe p)"]
+    assert cc._diagnosis_lines(two)[1:] == ["    - a leak; probe: probe p", "    - a mask; probe: none decides it"]
+    assert "2 candidate causes" in cc._diagnosis_lines(two)[0]
+
+    @diagnosis.causes(diagnosis.Candidate("a leak", "probe p"))
+    def declared():
+        diagnosis.fail("x", [])
+
+    def undeclared():
+        diagnosis.fail("x", [])
+
+    assert cc._cause_table(declared, "w::declared") == (("a leak", "probe p"),)
+    with pytest.raises(ValueError, match="w::undeclared: calls diagnosis.fail/diagnose but declares no cause table"):
+        cc._cause_table(undeclared, "w::undeclared")
 
 
 def test_natural_key_and_case_ids():

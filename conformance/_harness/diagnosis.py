@@ -18,6 +18,17 @@ evidence it saw). The message then reads
 - ``cause not isolated; candidates: <cause> (<evidence>), ...`` when no probe confirmed a cause (every cause
   still in question is listed, with what its probe saw; the ruled-out ones follow).
 
+The candidate causes of a check are declared once, as a table of :class:`Candidate` rows (the cause and the probe
+that decides it), on the check function with :func:`causes`; the check builds its :class:`Cause` list from the same
+rows (:meth:`Candidate.cause`), and ``docs/checks.md`` prints the table (:func:`table_of`)::
+
+    LEAK = Candidate("hidden state leaks across sessions", "compare score_stream with fresh-state scores")
+
+    @diagnosis.causes(LEAK, MASK)
+    def test_sr1(...):
+        ...
+        diagnosis.fail("...", [LEAK.cause(probe_state), MASK.cause(probe_masking)])
+
 A probe that raises (a hook the implementation lacks, a crash) counts as undecided with the exception named: the
 diagnosis never hides the check's own failure. A probe must not call ``impl.require`` or ``pytest.skip``
 (they would turn the failed check into a skip); test ``impl.supports(...)`` and return :func:`undecided` instead.
@@ -26,10 +37,24 @@ diagnosis never hides the check's own failure. A probe must not call ``impl.requ
 from __future__ import annotations
 
 import dataclasses
+import os
 from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
+
+_F = TypeVar("_F", bound=Callable[..., Any])
 
 #: The three verdicts of a probe.
 CONFIRMED, RULED_OUT, UNDECIDED = "confirmed", "ruled out", "not decided"
+
+#: Environment switch: ``GRU4REC_DIAGNOSIS=0`` runs no probe (every cause "not decided: diagnosis disabled"), so
+#: that benchmarks/diagnosis_overhead.py can time a run with and without the probes. Never set it for a verdict.
+SWITCH = "GRU4REC_DIAGNOSIS"
+
+
+def enabled() -> bool:
+    """Whether probes run (``GRU4REC_DIAGNOSIS`` unset or anything but ``"0"``)."""
+    return os.environ.get(SWITCH, "1").strip() != "0"
+
 
 #: The message prefixes (meta-tests match them).
 ISOLATED = "isolated: "
@@ -84,6 +109,52 @@ class Cause:
 
 
 @dataclasses.dataclass(frozen=True)
+class Candidate:
+    """One row of a check's cause table: ``name`` (the cause, as :class:`Cause` names it) and ``probe`` (one
+    clause saying what the discriminating probe does and what confirms the cause; printed in docs/checks.md).
+    ``probe=""`` states a cause no probe decides (the one cause of a check whose finding is its own evidence,
+    or a candidate that stays "not decided")."""
+
+    name: str
+    probe: str = ""
+
+    def cause(self, probe: Callable[[], Finding] | None, note: str = "no probe decides it") -> Cause:
+        """The :class:`Cause` of this row with the probe callable that implements it (None: listed, undecided)."""
+        return Cause(self.name, probe, note)
+
+
+#: Attribute of a check function that holds its cause table (set by :func:`causes`).
+TABLE_ATTR = "diagnosis_causes"
+
+
+def causes(*table: Candidate) -> Callable[[_F], _F]:
+    """Decorator declaring a check function's cause table: the rows :func:`fail` may name for it, in order.
+
+    The function is returned unchanged (pytest sees its signature as before); the rows are stored in its
+    ``diagnosis_causes`` attribute (:func:`table_of`). Raises ``TypeError`` for a row that is not a
+    :class:`Candidate` and ``ValueError`` for an empty table or a cause named twice."""
+    if not table:
+        raise ValueError("diagnosis.causes(): a cause table needs at least one Candidate")
+    bad = [type(c).__name__ for c in table if not isinstance(c, Candidate)]
+    if bad:
+        raise TypeError(f"diagnosis.causes(): rows must be Candidate, got {bad}")
+    names = [c.name for c in table]
+    if len(set(names)) != len(names):
+        raise ValueError(f"diagnosis.causes(): a cause is named twice in {names}")
+
+    def mark(fn: _F) -> _F:
+        setattr(fn, TABLE_ATTR, tuple(table))
+        return fn
+
+    return mark
+
+
+def table_of(fn: Any) -> tuple[Candidate, ...]:
+    """The cause table a check function declared with :func:`causes` (empty when it declared none)."""
+    return tuple(getattr(fn, TABLE_ATTR, ()))
+
+
+@dataclasses.dataclass(frozen=True)
 class Diagnosis:
     """The probes' findings, in the order the causes were given: ``findings`` pairs each cause's name with its
     :class:`Finding`. :attr:`isolated` names the confirmed causes; :meth:`text` is the message part."""
@@ -117,9 +188,14 @@ def diagnose(causes: Sequence[Cause]) -> Diagnosis:
     """Run every cause's probe once, in order (after a failure only), and collect the findings.
 
     A probe that raises is recorded as undecided with the exception's type and first line; so is a probe that
-    returns something other than a :class:`Finding` (a mistake of the check, named in the evidence)."""
+    returns something other than a :class:`Finding` (a mistake of the check, named in the evidence). With
+    ``GRU4REC_DIAGNOSIS=0`` (:data:`SWITCH`) no probe runs and every cause is undecided."""
     findings = []
+    off = not enabled()
     for c in causes:
+        if off:
+            findings.append((c.name, undecided(f"diagnosis disabled ({SWITCH}=0)")))
+            continue
         if c.probe is None:
             findings.append((c.name, undecided(c.note)))
             continue

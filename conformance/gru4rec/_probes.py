@@ -23,7 +23,15 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from gru4rec_conformance.conformance._harness.diagnosis import Cause, Finding, confirmed, decide, ruled_out, undecided
+from gru4rec_conformance.conformance._harness.diagnosis import (
+    Candidate,
+    Cause,
+    Finding,
+    confirmed,
+    decide,
+    ruled_out,
+    undecided,
+)
 from gru4rec_conformance.conformance.gru4rec._common import fresh_scores, target_columns
 from gru4rec_conformance.reference.gru4rec import evaluation as oracle_eval
 
@@ -38,6 +46,34 @@ FUTURE_MASKED = "the own inference loop masks the session's future items (the ta
 SEEN_REMOVED = "the own inference loop removes items already seen in the session (the input item) from the ranking"
 TIE_MODE = "the own evaluator does not apply the declared tie mode"
 CUTOFF = "the own evaluator counts a hit at rank < N instead of rank <= N"
+
+#: The cause tables (diagnosis.causes on the checks; docs/checks.md prints them).
+_EVALUATOR_VS_STATE = (
+    "evaluator vs state: score_stream's rows against fresh-state score_prefixes rows of the same prefixes, column "
+    "by column; columns the loop set to -inf (or below -1e20) count as masked"
+)
+_MASK_ROLES = (
+    "future-target masking: every masked column is classed by its role in the known test session (input item, "
+    "earlier item, target, later item, other)"
+)
+STREAM_TABLE = (
+    Candidate(STATE, f"{_EVALUATOR_VS_STATE}; confirmed when rows still differ outside the masked columns"),
+    Candidate(FUTURE_MASKED, f"{_MASK_ROLES}; confirmed when the target or a later item is masked"),
+    Candidate(SEEN_REMOVED, f"{_MASK_ROLES}; confirmed when the input item or an earlier item is masked"),
+)
+RANKING_TABLE = (
+    Candidate(
+        TIE_MODE,
+        "the loop's own score rows ranked by the suite with each tie mode (standard, conservative, median): "
+        "confirmed when another mode than the declared one reproduces the evaluator's metrics, ruled out when "
+        "the declared one does",
+    ),
+    Candidate(
+        CUTOFF,
+        "the loop's own score rows ranked with the declared tie mode and a hit counted at rank < N: confirmed "
+        "when that reproduces the evaluator's metrics and rank <= N does not",
+    ),
+)
 
 
 def _memo(fn: Callable[[], Any]) -> Callable[[], Any]:
@@ -112,7 +148,7 @@ def stream_causes(model: Any, test_df: pd.DataFrame, batch_size: int = 7, availa
     score vectors (rank-only rows leave every cause undecided); ``available=False`` (the hook is not declared)
     lists them without a probe."""
     if not available:
-        return [Cause(c, None, "needs the score_stream hook") for c in (STATE, FUTURE_MASKED, SEEN_REMOVED)]
+        return [c.cause(None, "needs the score_stream hook") for c in STREAM_TABLE]
     probe = _memo(lambda: stream_probe(model, test_df, batch_size))
 
     def no_vectors(p: dict) -> Finding | None:
@@ -136,7 +172,8 @@ def stream_causes(model: Any, test_df: pd.DataFrame, batch_size: int = 7, availa
         n = p["masked"]["input"] + p["masked"]["past"]
         return no_vectors(p) or decide(n > 0, _masked_text(p))
 
-    return [Cause(STATE, state), Cause(FUTURE_MASKED, future), Cause(SEEN_REMOVED, seen)]
+    by_name = {STATE: state, FUTURE_MASKED: future, SEEN_REMOVED: seen}
+    return [c.cause(by_name[c.name]) for c in STREAM_TABLE]
 
 
 def _metrics(ranks: np.ndarray, cutoffs: Sequence[int], strict: bool) -> dict:
@@ -158,7 +195,7 @@ def ranking_causes(model: Any, test_df: pd.DataFrame, own: Mapping[str, Any], mo
     the own loop's rows (``score_stream``) with each rule and comparing with the evaluator's metrics ``own``
     (within ``tol``). Needs ``score_stream`` with score rows (``available=False``: listed without a probe)."""
     if not available:
-        return [Cause(c, None, "needs the score_stream hook") for c in (TIE_MODE, CUTOFF)]
+        return [c.cause(None, "needs the score_stream hook") for c in RANKING_TABLE]
 
     def ranked() -> dict[str, Any]:
         rows = list(model.score_stream(test_df, batch_size))
@@ -195,4 +232,5 @@ def ranking_causes(model: Any, test_df: pd.DataFrame, own: Mapping[str, Any], mo
         return decide(True if strict else None, "rank < N on the loop's own rows reproduces its metrics"
                       if strict else "rank < N on the loop's own rows does not reproduce its metrics either")  # fmt: skip
 
-    return [Cause(TIE_MODE, tie), Cause(CUTOFF, cutoff)]
+    by_name = {TIE_MODE: tie, CUTOFF: cutoff}
+    return [c.cause(by_name[c.name]) for c in RANKING_TABLE]

@@ -4,9 +4,12 @@ anything undeclared is refused loudly. Checks HP-1..HP-4 — the capability prob
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 import pytest
 
+from gru4rec_conformance.conformance._harness import diagnosis
 from gru4rec_conformance.conformance.gru4rec._common import (
     build,
     embedding_mode,
@@ -33,8 +36,15 @@ BASE = dict(
 )
 
 
-def _case(name, a, b, base=None, marks=()):
-    return pytest.param(name, a, b, base or {}, marks=[pytest.mark.hparam(name), *marks], id=name)
+_NO_LOW = None
+
+
+def _case(name, a, b, base=None, marks=(), low=_NO_LOW):
+    """One HP-1 case: ``a`` vs ``b``; a range case (``low`` given, id ``<name>-range``) compares two values of the
+    size the study and the official defaults use (and above), with ``low`` a small value that shows the
+    hyperparameter acts at all (probed only after a failure: a cap or clamp vs an ignored hyperparameter)."""
+    case_id = name if low is _NO_LOW else f"{name}-range"
+    return pytest.param(name, a, b, base or {}, low, marks=[pytest.mark.hparam(name), *marks], id=case_id)
 
 
 HP1_CASES = [
@@ -70,28 +80,60 @@ HP1_CASES = [
         marks=[pytest.mark.embedding("shared", "none"), pytest.mark.hparam("embedding")],
     ),
     _case("n_epochs", 1, 2),
+    # the study's ranges (layers 64..512, batch_size 32..256, dropouts to 0.5/0.7, momentum to 0.9, bpreg to 2)
+    # and the official n_sample=2048 and above: a silent cap or clamp inside the range gives equal scores
+    _case("layers", [64], [512], low=[16]),
+    _case("batch_size", 128, 256, low=32),
+    _case("momentum", 0.5, 0.9, low=0.0),
+    _case("dropout_p_embed", 0.3, 0.5, marks=[pytest.mark.feature("dropout_embed")], low=0.0),
+    _case("dropout_p_hidden", 0.3, 0.7, marks=[pytest.mark.feature("dropout_hidden")], low=0.0),
+    _case("n_sample", 2048, 4096, marks=[pytest.mark.feature("extra_shared_negatives")], low=16),
+    _case("sample_alpha", 0.5, 1.0, marks=[pytest.mark.feature("sample_alpha")], low=0.0),
+    _case("bpreg", 1.0, 2.0, {"loss": "bpr-max", "elu_param": 0.0}, marks=[pytest.mark.feature("bpreg")], low=0.0),
 ]
+
+#: HP-1's causes for a range case (meta-tests match them): the hyperparameter acts below the range, not in it
+#: (a cap or clamp), or not at all.
+HP1_CAPPED = "the hyperparameter is silently capped or clamped: it acts below the range's lower value, not within it"
+HP1_IGNORED = "the hyperparameter is ignored (hard-coded): it acts neither within the range nor below it"
+HP1_TABLE = (
+    diagnosis.Candidate(
+        HP1_CAPPED,
+        "a third fit with the case's small value (e.g. n_sample 16 for 2048 vs 4096): confirmed when it gives "
+        "other scores than the range's lower value",
+    ),
+    diagnosis.Candidate(HP1_IGNORED, "the same third fit: confirmed when it gives the same scores as well"),
+)
+
+
+def _hp1_scores(impl, d_lag1, name, value, base, prefixes) -> tuple[np.ndarray, tuple[int, int, int]]:
+    """Scores of ``prefixes`` after one seeded fit with ``name=value`` and (epochs reported, asked, steps)."""
+    req, opt = embedding_mode({name: value, **base})
+    model = build(impl, req, {**BASE, **opt}, seed=3)
+    rep = model.fit(d_lag1.train)
+    want = int({**BASE, **base, name: value}["n_epochs"])
+    return fresh_scores(model, prefixes), (len(rep.epoch_losses), want, int(sum(rep.n_steps)))
 
 
 @pytest.mark.check("HP-1", kind="K6")
-@pytest.mark.parametrize("name,a,b,base", HP1_CASES)
-def test_hp1_sensitivity(impl, d_lag1, name, a, b, base, expect):
-    """Every declared hyperparameter changes the trained model.
+@pytest.mark.parametrize("name,a,b,base,low", HP1_CASES)
+@diagnosis.causes(*HP1_TABLE)
+def test_hp1_sensitivity(impl, d_lag1, name, a, b, base, low, expect):
+    """Every declared hyperparameter changes the trained model, also across the range the study uses.
 
     Every declared hyperparameter has an effect: two fits on D-LAG1 with the same seed and two values of it
-    give different scores (‖ΔS‖_F/‖S‖_F > 1e-3). A hyperparameter is blamed only when training happened: when
-    fit reported other epoch counts than asked, or the scores equal the untrained model's, the failure says it
-    may follow from EB-3 and gives no verdict on the hyperparameter."""
+    give different scores (‖ΔS‖_F/‖S‖_F > 1e-3), for a small pair and (``-range`` cases) for two values of the
+    size the study and the official defaults use and above (n_sample 2048 vs 4096, layers 64 vs 512, batch
+    size 128 vs 256, ...), so that a silent cap or clamp is caught. A hyperparameter is blamed only when
+    training happened: when fit reported other epoch counts than asked, or the scores equal the untrained
+    model's, the failure says it may follow from EB-3 and gives no verdict on the hyperparameter."""
     prefixes, _ = lag1_test_pairs(d_lag1.test)
     prefixes = prefixes[:50]
     scores, epochs = [], []
     for value in (a, b):
-        req, opt = embedding_mode({name: value, **base})
-        model = build(impl, req, {**BASE, **opt}, seed=3)
-        rep = model.fit(d_lag1.train)
-        want = int({**BASE, **base, name: value}["n_epochs"])
-        epochs.append((len(rep.epoch_losses), want, int(sum(rep.n_steps))))
-        scores.append(fresh_scores(model, prefixes))
+        sc, ep = _hp1_scores(impl, d_lag1, name, value, base, prefixes)
+        scores.append(sc)
+        epochs.append(ep)
     change = rel_frobenius(scores[0], scores[1])
     if expect.holds(f"relative score change {name}: {a} → {b}", change, gt=1e-3):
         return
@@ -112,11 +154,43 @@ def test_hp1_sensitivity(impl, d_lag1, name, a, b, base, expect):
         f"{moved:.2g}): training changes nothing — may follow from EB-3 (epoch count) or the optimizer (K5); no "
         f"verdict on {name}"
     )
+    if low is not _NO_LOW:
+        # a range case: does it act below the range (capped/clamped) or not at all (ignored)?
+        def below() -> diagnosis.Finding:
+            moved_low = rel_frobenius(_hp1_scores(impl, d_lag1, name, low, base, prefixes)[0], scores[0])
+            return diagnosis.decide(
+                moved_low > 1e-3, f"{name}={low!r} vs {name}={a!r}: relative score change {moved_low:.2g}"
+            )
+
+        probe = _memo(below)
+        diagnosis.fail(
+            f"{name}={a!r} and {name}={b!r} give the same scores (relative change {change:.2g})",
+            [HP1_TABLE[0].cause(probe), HP1_TABLE[1].cause(lambda: _flip(probe()))],
+        )
     pytest.fail(
         f"{name}={a!r} and {name}={b!r} give the same scores (relative change {change:.2g}): the "
         "hyperparameter is declared but has no effect (hard-coded or silently ignored)",
         pytrace=False,
     )
+
+
+def _memo(fn):
+    """``fn`` run at most once (two causes share one probe)."""
+    box: list = []
+
+    def get():
+        if not box:
+            box.append(fn())
+        return box[0]
+
+    return get
+
+
+def _flip(f: diagnosis.Finding) -> diagnosis.Finding:
+    """The finding of the complementary cause: confirmed ↔ ruled out, same evidence."""
+    if f.verdict == diagnosis.UNDECIDED:
+        return f
+    return diagnosis.decide(f.verdict == diagnosis.RULED_OUT, f.evidence)
 
 
 def _shapes(impl, d_lag1, **cfg) -> tuple[dict[str, tuple], int]:
@@ -141,6 +215,15 @@ HP2_CASES = [
         {"layers": [24], "constrained_embedding": False, "embedding": 10},
         marks=pytest.mark.embedding("separate"),
         id="separate-10",
+    ),
+    # the top of the study's layer range (64..512), where a silent cap of the hidden size would sit
+    pytest.param(
+        {"layers": [512], "constrained_embedding": True}, marks=pytest.mark.embedding("shared"), id="shared-512"
+    ),
+    pytest.param(
+        {"layers": [512], "constrained_embedding": False, "embedding": 128},
+        marks=pytest.mark.embedding("separate"),
+        id="separate-512-128",
     ),
 ]
 
@@ -172,6 +255,84 @@ def test_hp2_structural_echo(impl, d_lag1, cfg, record_metric):
             problems.append(f"shared embedding expected one item matrix, found {item_matrices}")
     record_metric("parameters", len(shapes), shapes="; ".join(f"{k}{list(s)}" for k, s in shapes.items()))
     assert not problems, f"configuration {cfg}: " + "; ".join(problems) + f" (parameter shapes: {shapes})"
+
+
+#: Causes of a size the model does not echo across its range (HP-2 n_sample, HP-3 batch size; meta-tests match).
+SIZE_CAPPED = "the value is silently capped: every value above a cap gives the cap"
+SIZE_FIXED = "the value is ignored: one fixed size whatever is asked"
+SIZE_TABLE = (
+    diagnosis.Candidate(
+        SIZE_CAPPED,
+        "the size measured for each asked value (small, the study's or official size, and above): confirmed when "
+        "each equals min(asked, c) for one cap c below the largest asked value",
+    ),
+    diagnosis.Candidate(
+        SIZE_FIXED, "the same sizes: confirmed when every asked value, the small one too, gives one size"
+    ),
+)
+
+
+def _size_causes(asked: Sequence[int], got: Sequence[int]) -> list[diagnosis.Cause]:
+    """:data:`SIZE_TABLE`'s causes decided from the sizes ``got`` measured for the values ``asked``."""
+    pairs = ", ".join(f"{a} → {g}" for a, g in zip(asked, got))
+    cap = max(got)
+    # a cap: the values below it act as asked (at least one does), every value above it gives the cap
+    capped = (
+        cap < max(asked)
+        and all(g == min(a, cap) for a, g in zip(asked, got))
+        and any(g == a for a, g in zip(asked, got))
+    )
+    fixed = len(set(got)) == 1 and any(a != got[0] for a in asked)
+    return [
+        SIZE_TABLE[0].cause(
+            lambda: diagnosis.decide(capped, f"asked → measured: {pairs}" + (f"; cap {cap}" if capped else ""))
+        ),
+        SIZE_TABLE[1].cause(lambda: diagnosis.decide(fixed, f"asked → measured: {pairs}")),
+    ]
+
+
+NS_RANGE = (16, 2048, 4096)
+
+
+@pytest.mark.check("HP-2", kind="K6")
+@pytest.mark.feature("extra_shared_negatives")
+@pytest.mark.hparam("n_sample")
+@pytest.mark.hook("train_forward")
+@diagnosis.causes(*SIZE_TABLE)
+def test_hp2_n_sample_echo(impl, d_lag1, record_metric):
+    """The number of extra negatives echoes n_sample across its range: 16, the official 2048, and 4096.
+
+    train_forward's training score matrix of b = B = 4 rows has b + n_sample columns, and (with the trace hook)
+    every traced step of a one-epoch fit (B = 32) has n_sample ``negative_ids`` per row, for n_sample 16, 2048 (the
+    official default and the study's value) and 4096, so that a silent cap or clamp of the sample count is
+    caught."""
+    B_ = 4
+    cycle = list(d_lag1.meta["items"])
+    batch = [[cycle[k], cycle[k + 1]] for k in range(0, 2 * B_, 2)]
+    opt = dict(layers=[16], learning_rate=0.05, loss="cross-entropy")
+    forward, traced = [], []
+    for S in NS_RANGE:
+        model = build(impl, dict(batch_size=B_, n_sample=S, n_epochs=1), opt)
+        model.fit(d_lag1.train, n_epochs=0)
+        forward.append(int(np.shape(model.train_forward(batch, seed=0)["scores"])[1]) - B_)
+        if impl.supports("hook:trace"):
+            model = build(impl, dict(batch_size=32, n_sample=S, n_epochs=1), opt)
+            model.trace(True)
+            rep = model.fit(d_lag1.train)
+            # negatives per row: the last axis ((S,) shared, (b, S) per row); None = the step does not sample
+            lengths = [int(np.shape(t.negative_ids)[-1]) for t in rep.trace if np.ndim(t.negative_ids) >= 1]
+            traced.append(max(lengths) if lengths else None)
+    if None in traced:  # a fit that traced no sampling step (e.g. trained nothing, EB-3) says nothing here
+        traced = []
+    record_metric("extra negative columns (train_forward)", forward[-1], asked=", ".join(map(str, NS_RANGE)),
+                  measured=", ".join(map(str, forward)), traced=", ".join(map(str, traced)) or "not traced")  # fmt: skip
+    for source, got in (("extra score columns in train_forward", forward), ("negative ids per traced step", traced)):
+        if got and list(got) != list(NS_RANGE):
+            worst = next(k for k, (a, g) in enumerate(zip(NS_RANGE, got)) if a != g)
+            diagnosis.fail(
+                f"n_sample={NS_RANGE[worst]} gives {got[worst]} {source} (asked {list(NS_RANGE)}, got {list(got)})",
+                _size_causes(NS_RANGE, got),
+            )
 
 
 @pytest.mark.check("HP-3", kind="K6")
@@ -311,3 +472,39 @@ def test_hp4_undeclared_values_refused(impl, record_metric):
     accepted = [label for label, hp in probes if not _refused(impl, **hp)]
     record_metric("undeclared values probed", len(probes), accepted=", ".join(accepted) or "none")
     assert not accepted, f"build() silently accepted undeclared value(s) {accepted}: they must raise Unsupported"
+
+
+BATCH_RANGE = (32, 256, 512)
+
+
+@pytest.mark.check("HP-3", kind="K6")
+@pytest.mark.hook("trace")
+@diagnosis.causes(*SIZE_TABLE)
+def test_hp3_batch_size_range(impl, zipf, record_metric):
+    """The widest training step echoes the batch size across its range: 32, 256 (the study's) and 512.
+
+    One epoch on the Zipf sessions (2000 sessions) per batch size: the largest ``n_active`` of the traced steps
+    equals the batch size, so that a silent cap of the batch is caught. The trace's lanes are the B parallel
+    sessions of a session-parallel model and the B rows of a mini-batch of a model that is not (see
+    implementations/README.md, hooks of such models); either way the first step fills all B."""
+    widest = []
+    for B_ in BATCH_RANGE:
+        model = build(
+            impl,
+            dict(batch_size=B_, n_epochs=1),
+            dict(layers=[16], n_sample=16, learning_rate=0.05, loss="cross-entropy"),
+        )
+        model.trace(True)
+        rep = model.fit(zipf.train)
+        assert rep.trace, f"trace(True) was set but FitReport.trace is empty (batch_size={B_})"
+        widest.append(max(int(t.n_active) for t in rep.trace))
+    lanes = "parallel sessions" if session_parallel(impl) else "mini-batch rows"
+    record_metric(f"widest step ({lanes})", widest[-1], asked=", ".join(map(str, BATCH_RANGE)),
+                  measured=", ".join(map(str, widest)))  # fmt: skip
+    if widest != list(BATCH_RANGE):
+        k = next(k for k, (a, g) in enumerate(zip(BATCH_RANGE, widest)) if a != g)
+        diagnosis.fail(
+            f"batch_size={BATCH_RANGE[k]} gives at most {widest[k]} active {lanes} in a step (asked "
+            f"{list(BATCH_RANGE)}, widest steps {widest})",
+            _size_causes(BATCH_RANGE, widest),
+        )

@@ -19,7 +19,7 @@ from gru4rec_conformance.conformance.gru4rec._common import (
     suite_metrics,
 )
 from gru4rec_conformance.conformance.gru4rec._data import sessions_frame
-from gru4rec_conformance.conformance.gru4rec._probes import ranking_causes, stream_causes
+from gru4rec_conformance.conformance.gru4rec._probes import RANKING_TABLE, STREAM_TABLE, ranking_causes, stream_causes
 
 UNKNOWN_BASE = 990_001
 
@@ -82,17 +82,13 @@ def _rank_boundary_sessions(model, d_lag1) -> pd.DataFrame:
 
 @pytest.mark.check("EV-1", kind="K8")
 @pytest.mark.hook("evaluate")
+@diagnosis.causes(*RANKING_TABLE, *STREAM_TABLE)
 def test_ev1_evaluator_matches_suite_metrics(impl, d_lag1, record_metric):
     """The own evaluator reports the suite's Recall@N and MRR@N, counting rank ≤ N.
 
     The implementation's evaluator gives the Recall@N / MRR@N the suite computes from score_prefixes with the
     declared tie mode (within METRIC_TOL), on the test set and on targets placed at rank exactly N and N+1
-    (rank ≤ N, not < N), at an evaluation batch no larger than the test set (larger ones: EV-4).
-
-    Diagnosis: (1) the declared tie mode is not applied, (2) a hit is counted at rank < N, (3)-(5) SR-1's causes
-    (state, masked future items, removed seen items). Probe: the own loop's rows (score_stream) ranked by the
-    suite with each tie mode and with rank < N: the rule that reproduces the evaluator's metrics is isolated; when
-    the declared rule reproduces them, the counting is ruled out and SR-1's probes judge the rows."""
+    (rank ≤ N, not < N), at an evaluation batch no larger than the test set (larger ones: EV-4)."""
     model = _trained(impl, d_lag1)
     mode = _tie_mode(impl)
     problems, failing = [], []
@@ -145,6 +141,7 @@ def _tied_scores_model(impl, d_lag1):
 
 @pytest.mark.check("EV-1", kind="K8")
 @pytest.mark.hook("evaluate", "get_weights", "set_weights")
+@diagnosis.causes(*RANKING_TABLE, *STREAM_TABLE)
 def test_ev1_tie_policy(impl, d_lag1, record_metric):
     """The own evaluator applies the declared tie mode when every item has the same score.
 
@@ -152,12 +149,7 @@ def test_ev1_tie_policy(impl, d_lag1, record_metric):
     suite computes with the declared tie mode (conservative: the target ranks last, recall@N 0 for N < n_items;
     standard: it ranks first; median: in the middle). An evaluator that breaks ties by item index or counts
     only strictly higher scores reports optimistic metrics (the all-equal-scores case of EV-1,
-    docs/checks.md).
-
-    Diagnosis: (1) the declared tie mode is not applied, (2) a hit is counted at rank < N, (3)-(5) SR-1's causes
-    (state, masked future items, removed seen items). Probe: the own loop's rows (score_stream) ranked by the
-    suite with each tie mode and with rank < N: the rule that reproduces the evaluator's metrics is isolated; when
-    the declared rule reproduces them, the counting is ruled out and SR-1's probes judge the rows."""
+    docs/checks.md)."""
     mode = _tie_mode(impl)
     model, n_zeroed = _tied_scores_model(impl, d_lag1)
     prefixes = [[int(i)] for i in d_lag1.test.sort_values("Time")["ItemId"].unique()[:8]]

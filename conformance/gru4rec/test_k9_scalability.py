@@ -197,6 +197,25 @@ SC1_PROBE_ROUNDS, SC1_PROBE_CALLS = 4, 5
 #: A part of the step "grows" when, at the large catalogue, it adds at least SC1_GROWS small-catalogue steps (half
 #: of the 2 that a failing ratio of 3 needs) and is "flat" below SC1_FLAT; in between its probe does not decide.
 SC1_GROWS, SC1_FLAT = (SC1_LIMIT - 1) / 2, 0.5
+#: SC-1's cause table (docs/checks.md; the probes are :func:`_sc1_causes`'s, run only after a failure).
+SC1_TABLE = (
+    diagnosis.Candidate(
+        SC1_FULL_SCORING,
+        "the widest score tensor train_forward reports at each catalogue size: confirmed when it grows with the "
+        "catalogue, ruled out when it stays flat",
+    ),
+    diagnosis.Candidate(
+        SC1_DENSE_UPDATE,
+        "train_step and train_forward timed apart (CPU time, interleaved, repeated) at both catalogue sizes, and the "
+        "step again with n_sample 0: confirmed when train_step minus train_forward grows while the score tensor "
+        "stays flat and the growth remains without extra negatives",
+    ),
+    diagnosis.Candidate(
+        SC1_SAMPLER,
+        "the step timed with n_sample 0: confirmed when the growth disappears without extra negatives, ruled out "
+        "when it remains",
+    ),
+)
 
 
 def _pairs(ids: np.ndarray, rng: np.random.Generator, b: int = 32) -> tuple[np.ndarray, np.ndarray]:
@@ -354,6 +373,7 @@ def _sc1_causes(impl: Any, models: dict[int, Any], ids: dict[int, np.ndarray]) -
 
 
 @pytest.mark.check("SC-1", kind="K9")
+@diagnosis.causes(*SC1_TABLE)
 def test_sc1_step_time_flat_in_catalogue(impl, conformance_options, expect):
     """Training cost stays flat when the catalogue grows (2k → 128k items per train_step, 2k → 32k per fit).
 

@@ -120,6 +120,8 @@ class FreshPerExampleNegatives(MutantAdapter):
     defect = "fresh per-example negatives every step (sibling of GP-4's catalogue-wide normalisation)"
     kind = "K3"
     caught_by = ("SO-1",)
+    also_fails = ("HP-2",)
+    collateral = "HP-2: its n_sample echo sees one negative per example whatever n_sample asks (16, 2048, 4096)"
 
     def capabilities(self):
         return {**super().capabilities(), "per_example_negatives": True, "negatives_per_example": 1}

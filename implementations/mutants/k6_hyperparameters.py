@@ -1,4 +1,5 @@
-"""K6 hard-coded / silently ignored hyperparameter mutants (defects, docs/checks.md: KG-1, TF-5, GP-9)."""
+"""K6 hard-coded / silently ignored / silently capped hyperparameter mutants (defects, docs/checks.md: KG-1, TF-5,
+GP-9, a silent n_sample cap)."""
 
 from __future__ import annotations
 
@@ -79,3 +80,29 @@ class UndeclaredMomentumAccepted(MutantAdapter):
     @classmethod
     def gru_overrides(cls):
         return {}
+
+
+@register
+class NSampleClamped(MutantAdapter):
+    """The sampler silently clamps ``n_sample`` to 1024 extra negatives, so the official 2048 (and anything above)
+    trains with 1024 while 16 or 512 behave as asked: a cap that a check of small values only never meets."""
+
+    name = "mutant:n_sample_clamped"
+    defect = "silent n_sample cap (a size clamped inside its range; sibling of KG-1's hard-coded size)"
+    kind = "K6"
+    caught_by = ("HP-1", "HP-2")
+    also_fails = ("MC-1", "MC-2", "MC-3")
+    collateral = "MC-1..3: the study's n_sample=2048 trains with 1024 negatives, which may move the metrics"
+    cap = 1024
+
+    @classmethod
+    def gru_overrides(cls):
+        from gru4rec_conformance.reference.gru4rec import SampleCache
+
+        cap = cls.cap
+
+        class Sampler(SampleCache):
+            def __init__(self, supports, n_sample, sample_alpha, cache_max_size, generator, device):
+                super().__init__(supports, min(int(n_sample), cap), sample_alpha, cache_max_size, generator, device)
+
+        return {"sampler_class": Sampler}

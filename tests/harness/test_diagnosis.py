@@ -45,3 +45,40 @@ def test_probe_that_raises_is_undecided_and_fail_raises_with_summary():
 def test_finding_rejects_unknown_verdict():
     with pytest.raises(ValueError):
         dx.Finding("maybe", "")
+
+
+def test_cause_table_is_declared_on_the_check_and_builds_its_causes():
+    leak = dx.Candidate("state leak", "compare two hooks")
+    mask = dx.Candidate("evaluator masking", "class the masked columns")
+
+    @dx.causes(leak, mask)
+    def check(impl):
+        return impl
+
+    assert check(3) == 3 and dx.table_of(check) == (leak, mask)  # the function itself is unchanged
+    assert dx.table_of(lambda: None) == ()
+    d = dx.diagnose([leak.cause(lambda: dx.ruled_out("agree")), mask.cause(None, "needs score_stream")])
+    assert (
+        d.text()
+        == "cause not isolated; candidates: evaluator masking (needs score_stream); ruled out: state leak (agree)"
+    )
+    with pytest.raises(ValueError, match="at least one"):
+        dx.causes()
+    with pytest.raises(ValueError, match="named twice"):
+        dx.causes(leak, dx.Candidate("state leak", "other probe"))
+    with pytest.raises(TypeError, match="Candidate"):
+        dx.causes(dx.Cause("state leak"))  # type: ignore[arg-type]
+
+
+def test_switch_off_runs_no_probe_and_names_no_cause(monkeypatch):
+    ran = []
+
+    def probe():
+        ran.append(1)
+        return dx.confirmed("seen")
+
+    monkeypatch.setenv(dx.SWITCH, "0")
+    d = dx.diagnose([dx.Cause("a leak", probe)])
+    assert not ran and d.isolated == () and "diagnosis disabled" in d.text()
+    monkeypatch.setenv(dx.SWITCH, "1")
+    assert dx.diagnose([dx.Cause("a leak", probe)]).isolated == ("a leak",) and ran == [1]
