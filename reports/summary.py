@@ -184,7 +184,12 @@ def build_summary(
     caps = impl.get("capabilities") or {}
     declared = impl.get("features") or {}
     results = run.results
+    # refused at run time (outcome detail ``refused``) is a skipped-unsupported record too, but not a feature the
+    # implementation lacks: counted apart, and ``not_applicable`` is the rest of the skipped-unsupported ones
     counts = run.counts()
+    counts["refused"] = sum(1 for r in results if r.get("outcome") == "skipped-unsupported"
+                            and r.get("outcome_detail") == "refused")  # fmt: skip
+    counts["not_applicable"] = counts["skipped-unsupported"] - counts["refused"]
 
     # -- run metadata -----------------------------------------------------------------------------------
     suite = h.get("suite", {})

@@ -84,3 +84,7 @@ def test_the_harness_records_a_run_time_refusal_as_refused(project):
     md = (project.run_dirs("good")[-1] / "summary.md").read_text()
     assert "- not tested: 1 refused by the implementation at run time (layers:[24, 12])" in md
     assert "- n/a (not counted): 1 feature absent (declared)" in md
+    # the Outcomes sentence counts the refusal apart from the absent feature, and so does the HTML header
+    assert "1 not applicable (capability not declared), 1 refused by the implementation at run time" in md
+    html = (project.run_dirs("good")[-1] / "summary.html").read_text()
+    assert "1 n/a (not declared)" in html and "1 refused at run time" in html
