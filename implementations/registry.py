@@ -228,6 +228,18 @@ class Registry:
         return out
 
 
+def import_failure(module_name: str, exc: BaseException) -> str:
+    """The line for an adapter module that failed to import: ``cannot import module 'm': Type: message``, plus,
+    when the module's own top-level package is what Python cannot find (not one of its dependencies), how to put
+    it on the path (``PYTHONPATH=.`` from the repository's root), the usual slip of a first run."""
+    text = f"cannot import module {module_name!r}: {type(exc).__name__}: {exc}"
+    top = module_name.split(".")[0]
+    if isinstance(exc, ModuleNotFoundError) and (exc.name or "").split(".")[0] == top:
+        text += (f" (is {top!r} installed? From your repository's root, PYTHONPATH=. makes its packages "
+                 "importable: PYTHONPATH=. pytest ...)")  # fmt: skip
+    return text
+
+
 def load_import_path(path: str) -> AdapterSpec:
     """Load ``some.module:AdapterClass`` (``Outer.Inner`` allowed after the colon) as an outside adapter.
 
@@ -241,9 +253,7 @@ def load_import_path(path: str) -> AdapterSpec:
     try:
         module = importlib.import_module(module_name)
     except Exception as exc:  # the module's own error, reported with its type
-        raise RegistryError(
-            f"--impl {path!r}: cannot import module {module_name!r}: {type(exc).__name__}: {exc}"
-        ) from exc
+        raise RegistryError(f"--impl {path!r}: {import_failure(module_name, exc)}") from exc
     obj: Any = module
     for part in qualname.split("."):
         if not hasattr(obj, part):

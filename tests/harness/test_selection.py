@@ -40,6 +40,12 @@ def test_bad_import_path_names_the_module(project):
     result = project.run("conformance", "--impl", "no_such_module:Adapter")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert "cannot import module 'no_such_module'" in result.stderr.str()
+    # the adapter's own package missing from sys.path (not a dependency of it) gets the PYTHONPATH=. hint
+    assert "PYTHONPATH=. makes its packages importable" in result.stderr.str()
+    project.pytester.makepyfile(needs_dep="import no_such_dependency\n")
+    result = project.run("conformance", "--impl", "needs_dep:Adapter")
+    assert "No module named 'no_such_dependency'" in result.stderr.str()
+    assert "PYTHONPATH=." not in result.stderr.str()  # a missing dependency is not a path problem
     result = project.run("conformance", "--impl", "dummies:NotThere")
     assert "module 'dummies' has no attribute 'NotThere'" in result.stderr.str()
 
