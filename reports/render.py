@@ -37,8 +37,8 @@ def render_markdown(s: dict[str, Any]) -> str:
     lines.append(
         f"Outcomes: {c['total']} checks: {c['passed']} passed, {c['failed']} failed, "
         f"{c['error']} errors, {c['xfail']} xfail, {c['xpass']} xpass, {c['not_applicable']} not applicable "
-        f"(capability not declared), {c['refused']} refused by the implementation at run time, "
-        f"{c['skipped']} skipped."
+        f"(feature absent), {c['missing_hook']} not tested (adapter lacks a hook), {c['refused']} refused by the "
+        f"implementation at run time, {c['skipped']} skipped."
     )
     lines += notices_markdown(s.get("notices", []))
     if s["status"] != "complete":

@@ -184,12 +184,14 @@ def build_summary(
     caps = impl.get("capabilities") or {}
     declared = impl.get("features") or {}
     results = run.results
-    # refused at run time (outcome detail ``refused``) is a skipped-unsupported record too, but not a feature the
-    # implementation lacks: counted apart, and ``not_applicable`` is the rest of the skipped-unsupported ones
+    conformance = conformance or assess(h, results, run.end)
+    # a skipped-unsupported record is one of three things, counted apart as the status line counts them: a feature
+    # declared absent (n/a), a hook the adapter lacks (not tested) or a value refused at run time (not tested)
+    cov = conformance.coverage
     counts = run.counts()
-    counts["refused"] = sum(1 for r in results if r.get("outcome") == "skipped-unsupported"
-                            and r.get("outcome_detail") == "refused")  # fmt: skip
-    counts["not_applicable"] = counts["skipped-unsupported"] - counts["refused"]
+    counts["refused"] = sum(cov.refused.values())
+    counts["missing_hook"] = sum(cov.missing_hook.values())
+    counts["not_applicable"] = cov.feature_absent
 
     # -- run metadata -----------------------------------------------------------------------------------
     suite = h.get("suite", {})
