@@ -99,6 +99,11 @@ def describe_class(ref: str) -> dict[str, Any]:
         cls = getattr(cls, part)
     if not (isinstance(cls, type) and issubclass(cls, AdapterBase)):
         raise TypeError(f"{ref} is not a subclass of implementations.base.AdapterBase")
+    from gru4rec_conformance.implementations.registry import protocol_class_problem
+
+    problem = protocol_class_problem(ref, cls)
+    if problem:  # e.g. your_pkg.conformance:Adapter, the base class the template imports
+        raise TypeError(problem)
     study = getattr(cls, "study", None)
     return {
         "name": getattr(cls, "name", None),

@@ -50,6 +50,22 @@ def test_bad_import_path_names_the_module(project):
     assert "module 'dummies' has no attribute 'NotThere'" in result.stderr.str()
 
 
+def test_the_imported_protocol_class_is_named_as_such(project):
+    """``your_pkg.conformance:Adapter`` names the protocol class the template imports, not the user's adapter:
+    the usage error says so and names the module's own adapter class (in-process and in the describe worker)."""
+    project.checks(BASIC)
+    project.pytester.makepyfile(
+        theirs="from gru4rec_conformance.implementations.base import Adapter\n"
+        "from dummies import Good\n\n\nclass Mine(Good):\n    name = 'mine'\n"
+    )
+    for extra in ((), ("--isolation", "never")):
+        result = project.run("conformance", "--impl", "theirs:Adapter", *extra)
+        assert result.ret == pytest.ExitCode.USAGE_ERROR, extra
+        err = result.stderr.str()
+        assert "is the suite's protocol class gru4rec_conformance.implementations.base.Adapter" in err, err
+        assert "--impl theirs:Mine" in err, err
+
+
 def test_plugin_is_inert_for_tests_outside_conformance(project):
     project.pytester.makepyfile(test_plain="def test_x():\n    assert 1 + 1 == 2\n")
     result = project.run("test_plain.py")
