@@ -228,6 +228,34 @@ class Registry:
         return out
 
 
+def import_failure(module_name: str, exc: BaseException) -> str:
+    """The line for an adapter module that failed to import: ``cannot import module 'm': Type: message``, plus,
+    when the module's own top-level package is what Python cannot find (not one of its dependencies), how to put
+    it on the path (``PYTHONPATH=.`` from the repository's root), the usual slip of a first run."""
+    text = f"cannot import module {module_name!r}: {type(exc).__name__}: {exc}"
+    top = module_name.split(".")[0]
+    if isinstance(exc, ModuleNotFoundError) and (exc.name or "").split(".")[0] == top:
+        text += (f" (is {top!r} installed? From your repository's root, PYTHONPATH=. makes its packages "
+                 "importable: PYTHONPATH=. pytest ...)")  # fmt: skip
+    return text
+
+
+def protocol_class_problem(path: str, obj: Any) -> str | None:
+    """Why ``module:Name`` is not an adapter when ``Name`` is one of the suite's protocol classes (``AdapterBase``
+    or a family's base, such as ``implementations.base.Adapter``) that the module merely imports: the line names
+    the module's own adapter classes to use instead. None for any other object."""
+    protocols = {AdapterBase, *(f.adapter_base for f in families().values())}
+    if not (isinstance(obj, type) and obj in protocols):
+        return None
+    module_name = path.partition(":")[0]
+    module = importlib.import_module(module_name)  # already imported by the caller: no new code runs
+    own = sorted(n for n, v in vars(module).items() if isinstance(v, type) and issubclass(v, AdapterBase)
+                 and v not in protocols and v.__module__ == module_name)  # fmt: skip
+    use = ", ".join(f"{module_name}:{n}" for n in own) or f"{module_name}:<your subclass of {obj.__name__}>"
+    return (f"{path} is the suite's protocol class {obj.__module__}.{obj.__qualname__}, which the module "
+            f"imports; name your own adapter class: --impl {use}")  # fmt: skip
+
+
 def load_import_path(path: str) -> AdapterSpec:
     """Load ``some.module:AdapterClass`` (``Outer.Inner`` allowed after the colon) as an outside adapter.
 
@@ -241,14 +269,15 @@ def load_import_path(path: str) -> AdapterSpec:
     try:
         module = importlib.import_module(module_name)
     except Exception as exc:  # the module's own error, reported with its type
-        raise RegistryError(
-            f"--impl {path!r}: cannot import module {module_name!r}: {type(exc).__name__}: {exc}"
-        ) from exc
+        raise RegistryError(f"--impl {path!r}: {import_failure(module_name, exc)}") from exc
     obj: Any = module
     for part in qualname.split("."):
         if not hasattr(obj, part):
             raise RegistryError(f"--impl {path!r}: module {module_name!r} has no attribute {qualname!r}")
         obj = getattr(obj, part)
+    problem = protocol_class_problem(path, obj)
+    if problem:
+        raise RegistryError(f"--impl {path!r}: {problem}")
     _validate_class(obj, f"--impl {path!r}")
     name = obj.name or path
     if not _NAME_RE.match(name):

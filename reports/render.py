@@ -36,8 +36,9 @@ def render_markdown(s: dict[str, Any]) -> str:
     lines += [""]
     lines.append(
         f"Outcomes: {c['total']} checks: {c['passed']} passed, {c['failed']} failed, "
-        f"{c['error']} errors, {c['xfail']} xfail, {c['xpass']} xpass, {c['skipped-unsupported']} not applicable "
-        f"(capability not declared), {c['skipped']} skipped."
+        f"{c['error']} errors, {c['xfail']} xfail, {c['xpass']} xpass, {c['not_applicable']} not applicable "
+        f"(feature absent), {c['missing_hook']} not tested (adapter lacks a hook), {c['refused']} refused by the "
+        f"implementation at run time, {c['skipped']} skipped."
     )
     lines += notices_markdown(s.get("notices", []))
     if s["status"] != "complete":

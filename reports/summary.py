@@ -184,7 +184,14 @@ def build_summary(
     caps = impl.get("capabilities") or {}
     declared = impl.get("features") or {}
     results = run.results
+    conformance = conformance or assess(h, results, run.end)
+    # a skipped-unsupported record is one of three things, counted apart as the status line counts them: a feature
+    # declared absent (n/a), a hook the adapter lacks (not tested) or a value refused at run time (not tested)
+    cov = conformance.coverage
     counts = run.counts()
+    counts["refused"] = sum(cov.refused.values())
+    counts["missing_hook"] = sum(cov.missing_hook.values())
+    counts["not_applicable"] = cov.feature_absent
 
     # -- run metadata -----------------------------------------------------------------------------------
     suite = h.get("suite", {})

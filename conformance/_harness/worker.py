@@ -90,13 +90,20 @@ def describe_class(ref: str) -> dict[str, Any]:
     try:
         cls: Any = importlib.import_module(module_name)
     except Exception as exc:  # the module's own error, named with its type
-        raise ImportError(f"cannot import module {module_name!r}: {type(exc).__name__}: {exc}") from exc
+        from gru4rec_conformance.implementations.registry import import_failure
+
+        raise ImportError(import_failure(module_name, exc)) from exc
     for part in qualname.split("."):
         if not hasattr(cls, part):
             raise AttributeError(f"module {module_name!r} has no attribute {qualname!r}")
         cls = getattr(cls, part)
     if not (isinstance(cls, type) and issubclass(cls, AdapterBase)):
         raise TypeError(f"{ref} is not a subclass of implementations.base.AdapterBase")
+    from gru4rec_conformance.implementations.registry import protocol_class_problem
+
+    problem = protocol_class_problem(ref, cls)
+    if problem:  # e.g. your_pkg.conformance:Adapter, the base class the template imports
+        raise TypeError(problem)
     study = getattr(cls, "study", None)
     return {
         "name": getattr(cls, "name", None),

@@ -114,6 +114,9 @@ def parse_selection(option: str | None) -> list[tuple[str, str | None]]:
             key = _prepared_key(Path(token))
             folders[key] = token
             names.append(key)
+        elif "/" in token or token.startswith((".", "~")):  # meant as a prepared folder, which is not there
+            raise ValueError(f"--dataset {token!r}: no such folder ({Path(token).expanduser().resolve()}); a "
+                             "prepared folder is written by python -m gru4rec_conformance.datasets prepare")  # fmt: skip
         else:
             close = difflib.get_close_matches(token, ["all", *KEYS, "yoochoose_100k", "yoochoose_100k_standin"], n=1)
             raise ValueError(

@@ -29,6 +29,9 @@ def test_parse_selection(tmp_path):
     for bad in ("rsc15", "movielens=/x"):
         with pytest.raises(ValueError, match="--dataset"):
             registry.parse_selection(bad)
+    # a missing prepared folder is named as a folder, not as an unknown dataset name
+    with pytest.raises(ValueError, match=r"--dataset '\./nodir': no such folder \(/"):
+        registry.parse_selection("./nodir")
 
 
 def test_mc_config_is_the_study_best_scaled():

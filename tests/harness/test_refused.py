@@ -84,3 +84,28 @@ def test_the_harness_records_a_run_time_refusal_as_refused(project):
     md = (project.run_dirs("good")[-1] / "summary.md").read_text()
     assert "- not tested: 1 refused by the implementation at run time (layers:[24, 12])" in md
     assert "- n/a (not counted): 1 feature absent (declared)" in md
+    # the Outcomes sentence counts the refusal apart from the absent feature, and so does the HTML header
+    assert ("1 not applicable (feature absent), 0 not tested (adapter lacks a hook), 1 refused by the "
+            "implementation at run time") in md  # fmt: skip
+    html = (project.run_dirs("good")[-1] / "summary.html").read_text()
+    assert "1 n/a (feature absent)" in html and "1 refused at run time" in html and "lack a hook" not in html
+    assert "or a value the implementation refused at run time" in html  # the n/a column's legend
+
+
+def test_the_outcomes_sentence_counts_absent_features_missing_hooks_and_refusals_apart(tmp_path):
+    from gru4rec_conformance.reports.render import render_markdown
+    from gru4rec_conformance.reports.results import RunData
+    from gru4rec_conformance.reports.summary import build_summary
+
+    records = [
+        rec("a", "passed"),
+        rec("b", "skipped-unsupported", missing=["layers:[24, 12]"], outcome_detail="refused"),
+        rec("c", "skipped-unsupported", missing=["hook:trace"], outcome_detail="unsupported"),
+        rec("d", "skipped-unsupported", missing=["hook:trace"], outcome_detail="unsupported"),
+        rec("e", "skipped-unsupported", missing=["loss:bpr-max"], outcome_detail="unsupported"),
+    ]
+    run = RunData(directory=tmp_path, header=HEADER, results=records, resumes=[], end=END)
+    md = render_markdown(build_summary(run))
+    assert ("Outcomes: 5 checks: 1 passed, 0 failed, 0 errors, 0 xfail, 0 xpass, "
+            "1 not applicable (feature absent), 2 not tested (adapter lacks a hook), 1 refused by the "
+            "implementation at run time, 0 skipped.") in md  # fmt: skip

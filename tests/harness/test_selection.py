@@ -40,8 +40,30 @@ def test_bad_import_path_names_the_module(project):
     result = project.run("conformance", "--impl", "no_such_module:Adapter")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert "cannot import module 'no_such_module'" in result.stderr.str()
+    # the adapter's own package missing from sys.path (not a dependency of it) gets the PYTHONPATH=. hint
+    assert "PYTHONPATH=. makes its packages importable" in result.stderr.str()
+    project.pytester.makepyfile(needs_dep="import no_such_dependency\n")
+    result = project.run("conformance", "--impl", "needs_dep:Adapter")
+    assert "No module named 'no_such_dependency'" in result.stderr.str()
+    assert "PYTHONPATH=." not in result.stderr.str()  # a missing dependency is not a path problem
     result = project.run("conformance", "--impl", "dummies:NotThere")
     assert "module 'dummies' has no attribute 'NotThere'" in result.stderr.str()
+
+
+def test_the_imported_protocol_class_is_named_as_such(project):
+    """``your_pkg.conformance:Adapter`` names the protocol class the template imports, not the user's adapter:
+    the usage error says so and names the module's own adapter class (in-process and in the describe worker)."""
+    project.checks(BASIC)
+    project.pytester.makepyfile(
+        theirs="from gru4rec_conformance.implementations.base import Adapter\n"
+        "from dummies import Good\n\n\nclass Mine(Good):\n    name = 'mine'\n"
+    )
+    for extra in ((), ("--isolation", "never")):
+        result = project.run("conformance", "--impl", "theirs:Adapter", *extra)
+        assert result.ret == pytest.ExitCode.USAGE_ERROR, extra
+        err = result.stderr.str()
+        assert "is the suite's protocol class gru4rec_conformance.implementations.base.Adapter" in err, err
+        assert "--impl theirs:Mine" in err, err
 
 
 def test_plugin_is_inert_for_tests_outside_conformance(project):

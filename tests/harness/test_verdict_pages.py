@@ -196,6 +196,10 @@ def test_the_scoreboard_tables_fit_the_window_scrolling_in_their_own_container(t
     assert "overflow-x:auto" in wrap and "max-width:100%" in wrap
     cells = css["th, td"].replace(" ", "")
     assert "overflow-wrap:anywhere" in cells and "nowrap" not in cells and "nowrap" not in css["th"]
+    # ... but a header, a verdict pill or the gate word is never cut inside a word ("CONFORMA|NT", "FAIL|ED")
+    for sel in ("th", ".st", "td.word"):
+        assert "overflow-wrap:normal" in css[sel].replace(" ", ""), sel
+    assert '<td class="word">' in page
 
 
 def _env() -> dict[str, str]:

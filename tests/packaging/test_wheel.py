@@ -124,7 +124,8 @@ def maintainer_repo(tmp_path) -> Path:
 
 def _gate(venv: Path, repo: Path, *args: str) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "PYTEST", "GRU4REC_", "VIRTUAL_ENV"))}
-    env.update(PYTHONPATH=str(repo), HF_HUB_OFFLINE="1", OMP_NUM_THREADS="1")
+    # PYTHONPATH=. run from the maintainer's repository, exactly as the README's gating command has it
+    env.update(PYTHONPATH=".", HF_HUB_OFFLINE="1", OMP_NUM_THREADS="1")
     return _run(
         [
             str(venv / "bin" / "pytest"),
