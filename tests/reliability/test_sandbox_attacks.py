@@ -574,3 +574,26 @@ def test_an_unsandboxed_worker_of_a_root_suite_is_not_root(tmp_path):
     assert int(who["cap_eff"], 16) == 0, who
     assert found["signal_suite"] == "PermissionError", found
     assert found["probe_write"].endswith("Permission denied") and not (probe / "planted.txt").exists(), found
+
+
+@MODES
+def test_a_frozen_suite_flags_the_timing_and_still_counts_the_workers_cpu(sandbox):
+    """A worker that may signal the suite (same uid, unsandboxed) can SIGSTOP it: the suite's watchdog cannot run
+    then, so wall-clock time is disturbed. Here a helper freezes this process for 3 s during a call: the call's
+    frozen time is counted and warned about, and its CPU time is still the worker's own (read from /proc)."""
+    proxy = attacker_proxy("busy", settings={"sandbox": sandbox}, seconds=4.0)
+    try:
+        proxy.build(seed=1)
+        freezer = subprocess.Popen(["sh", "-c", f"sleep 1; kill -STOP {os.getpid()}; sleep 3; kill -CONT {os.getpid()}"])
+        try:
+            with pytest.warns(RuntimeWarning, match=r"frozen for \d+\.\d s during the call.*timing is disturbed"):
+                proxy.fit(tiny_train())
+        finally:
+            freezer.wait(timeout=30)
+        assert proxy.last_call_frozen_s is not None and 2.0 < proxy.last_call_frozen_s < 4.5, proxy.last_call_frozen_s
+        assert proxy.frozen_s >= proxy.last_call_frozen_s
+        assert proxy.last_cpu_s is not None and proxy.last_cpu_s >= 3.5, proxy.last_cpu_s
+        proxy.optimizer_info()  # an undisturbed call: nothing flagged
+        assert proxy.last_call_frozen_s == 0.0
+    finally:
+        proxy.close()
