@@ -584,7 +584,9 @@ def test_a_frozen_suite_flags_the_timing_and_still_counts_the_workers_cpu(sandbo
     proxy = attacker_proxy("busy", settings={"sandbox": sandbox}, seconds=4.0)
     try:
         proxy.build(seed=1)
-        freezer = subprocess.Popen(["sh", "-c", f"sleep 1; kill -STOP {os.getpid()}; sleep 3; kill -CONT {os.getpid()}"])
+        freezer = subprocess.Popen(
+            ["sh", "-c", f"sleep 1; kill -STOP {os.getpid()}; sleep 3; kill -CONT {os.getpid()}"]
+        )
         try:
             with pytest.warns(RuntimeWarning, match=r"frozen for \d+\.\d s during the call.*timing is disturbed"):
                 proxy.fit(tiny_train())
