@@ -49,6 +49,7 @@ import sys
 import tempfile
 import threading
 import time
+import warnings
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, NamedTuple, NoReturn
@@ -135,6 +136,8 @@ THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 #: The worker's torch intra-op thread count (read by :mod:`conformance._harness.worker`).
 WORKER_THREADS_ENV = "GRU4REC_WORKER_THREADS"
 STDERR_TAIL_CHARS = 4000
+#: A watchdog pass later than its poll period by more than this many seconds means this process was frozen.
+FROZEN_GAP_S = 1.0
 #: Most characters of the worker's stack dump a timeout carries (the innermost frames of each thread come first).
 STACKS_CHARS = 12000
 #: How long before its deadline a call's worker dumps its stacks: a tenth of the timeout, at most this many seconds.
@@ -719,6 +722,13 @@ class WorkerProxy:
         self.last_cpu_s: float | None = None
         #: the CPU seconds the worker itself reported for the adapter's method in the last call (diagnostics only)
         self.last_cpu_s_reported: float | None = None
+        #: seconds this process was seen frozen (stopped by a signal, or starved) during the last call: its
+        #: watchdog could not run, so the call's wall-clock time is disturbed (its CPU time, read from the worker's
+        #: own clocks in /proc, still counts); 0.0 when undisturbed, None before a call
+        self.last_call_frozen_s: float | None = None
+        #: seconds this process was seen frozen since the worker started, calls and the time between them
+        self.frozen_s = 0.0
+        self._last_tick = 0.0
 
     # -- public ----------------------------------------------------------------------------------------
     def __getattr__(self, name: str) -> Any:
@@ -788,6 +798,8 @@ class WorkerProxy:
             "dump_stacks_after_s": _dump_after(timeout),
         }
         self.last_cpu_s = self.last_cpu_s_reported = None
+        self.last_call_frozen_s = 0.0
+        self._last_tick = time.monotonic()
         cpu_before = _tree_cpu_seconds(self._proc.pid) if self._proc is not None else None
         reply = self._roundtrip(request, timeout, f"{self._label}.{method}()")
         cpu_after = _tree_cpu_seconds(self._proc.pid) if self._proc is not None else None
@@ -800,6 +812,10 @@ class WorkerProxy:
             self.last_cpu_s = _cpu_between(cpu_before, cpu_after)
         else:  # no /proc: the worker's own word, the only figure there is
             self.last_cpu_s = self.last_cpu_s_reported
+        if self.last_call_frozen_s:
+            warnings.warn(f"{self._label}.{method}(): this process was frozen for {self.last_call_frozen_s:.1f} s "
+                          "during the call (stopped or starved): its wall-clock timing is disturbed; its CPU time "
+                          "is the worker's own", RuntimeWarning, stacklevel=2)  # fmt: skip
         problem: Exception | None = None
         try:
             if not reply.get("ok"):
@@ -1092,14 +1108,27 @@ class WorkerProxy:
         if self._proc.poll() is not None:
             self._fail(WorkerCrashed, f"{what}: the worker {_describe_exit(self._proc.returncode, self.sandboxed)}")
         now = time.monotonic()
+        self._tick(now)
         if now > deadline:
-            self._fail(WorkerTimeout, f"{what}: no answer within the timeout of {timeout:g} s; {TIMEOUT_HINT}")
+            frozen = self.last_call_frozen_s or 0.0
+            note = (f" (this process was frozen for {frozen:.1f} s of it, stopped or starved: the wall-clock timing "
+                    "is disturbed)" if frozen else "")  # fmt: skip
+            self._fail(WorkerTimeout, f"{what}: no answer within the timeout of {timeout:g} s{note}; {TIMEOUT_HINT}")
         if now < self._next_memory_check:
             return  # the /proc walk once per poll period, however fast bytes arrive
         self._next_memory_check = now + self._settings.poll_s
         problem = self._over_limits(*self._remember_tree())
         if problem is not None:
             self._fail(problem[0], f"{what}: {problem[1]}")
+
+    def _tick(self, now: float) -> None:
+        """Count a gap since the previous watchdog pass longer than a poll period plus :data:`FROZEN_GAP_S` as time
+        this process was frozen (a SIGSTOP from a worker that may signal it, or a starved machine)."""
+        gap = now - self._last_tick - self._settings.poll_s
+        self._last_tick = now
+        if gap > FROZEN_GAP_S:
+            self.last_call_frozen_s = (self.last_call_frozen_s or 0.0) + gap
+            self.frozen_s += gap
 
     def _over_limits(self, rss: float, pids: list[int]) -> tuple[type[WorkerError], str] | None:
         """Which limit the worker's tree passes now, if any: its memory (resident, plus what its sandbox's tmpfs
@@ -1118,9 +1147,15 @@ class WorkerProxy:
     def _watch_between_calls(self, proc: subprocess.Popen[bytes], stop: threading.Event) -> None:
         """While no call runs, walk the worker's tree every ``between_calls_s``: a tree over a limit is killed at
         once, and the next call fails with what was found (:attr:`_between_calls`)."""
-        while not stop.wait(self._settings.between_calls_s):
+        period = self._settings.between_calls_s
+        before = time.monotonic()
+        while not stop.wait(period):
+            now = time.monotonic()
+            late, before = now - before - period, now
             if self._in_call or proc.poll() is not None:
                 continue
+            if late > FROZEN_GAP_S:  # the calls' own watchdog counts the frozen time within calls
+                self.frozen_s += late
             rss, pids = _tree(proc.pid)
             problem = self._over_limits(rss, pids)
             if problem is None:

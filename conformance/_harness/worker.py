@@ -190,15 +190,43 @@ def _drop_root(text: str) -> None:
 
 def _limit_processes(text: str) -> None:
     """RLIMIT_NPROC (soft and hard) to ``text`` processes, before any adapter code runs; the kernel applies it to
-    an unprivileged user only (the parent's watchdog counts the process tree in every case)."""
+    an unprivileged user only (the parent's watchdog counts the process tree in every case). The kernel counts
+    every thread of the real uid in the worker's user namespace: in the sandbox's own namespace that is the worker's
+    tree; outside one (``--sandbox none``) it is all of the user's threads on the machine, so those already running
+    are added to the limit (the worker's tree then gets ``text`` more, not the user's session fewer)."""
     try:
         import resource
 
         n = int(text)
         if n > 0:
+            if os.getuid() != 0 and _in_initial_user_namespace():
+                n += _threads_of_uid(os.getuid())
             resource.setrlimit(resource.RLIMIT_NPROC, (n, n))
     except (ImportError, ValueError, OSError):
         pass
+
+
+def _in_initial_user_namespace() -> bool:
+    """Whether this process's uid map is the identity over all uids (the machine's own user namespace)."""
+    try:
+        with open("/proc/self/uid_map", encoding="ascii") as fh:
+            return fh.read().split() == ["0", "0", "4294967295"]
+    except OSError:
+        return True  # no /proc: assume the machine's namespace, the larger limit
+
+
+def _threads_of_uid(uid: int) -> int:
+    """Threads of the processes ``uid`` owns, from /proc (0 where /proc cannot be read)."""
+    count = 0
+    for entry in os.scandir("/proc") if os.path.isdir("/proc") else ():
+        if not entry.name.isdigit():
+            continue
+        try:
+            if os.stat(f"/proc/{entry.name}").st_uid == uid:
+                count += len(os.listdir(f"/proc/{entry.name}/task"))
+        except OSError:
+            continue  # gone meanwhile
+    return count
 
 
 def _arm_stack_dump(after_s: Any) -> None:

@@ -244,6 +244,11 @@ class Attacker(TemplateAdapter):
         raise RuntimeError(f"stderr.log replaced ({kind})")
 
     # -- reading what it should not ----------------------------------------------------------------------
+    def _busy(self) -> None:
+        end = time.process_time() + float(self.params["seconds"])  # CPU seconds, whatever the wall clock does
+        while time.process_time() < end:
+            pass
+
     def _whoami(self) -> None:
         caps = next(line.split()[1] for line in Path("/proc/self/status").read_text().splitlines()
                     if line.startswith("CapEff:"))  # fmt: skip

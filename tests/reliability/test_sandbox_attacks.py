@@ -21,6 +21,7 @@ from sandbox_attackers import attacker_proxy, processes_with, tiny_train, wait_u
 
 from gru4rec_conformance import import_root
 from gru4rec_conformance.conformance._harness.isolation import (
+    WorkerCallError,
     WorkerCrashed,
     WorkerMemoryExceeded,
     WorkerProtocolError,
@@ -526,13 +527,17 @@ def test_memory_taken_between_calls_is_seen_and_the_worker_killed(sandbox):
 
 @MODES
 def test_the_process_count_is_limited(marker, sandbox):
-    """40 children against a limit of 20 processes: the worker's tree is killed, saying how many it had."""
+    """40 children against a limit of 20 processes: the worker's tree is killed, saying how many it had; where the
+    kernel applies the limit (the worker is not root: a suite that is not, or --sandbox none as root) a fork past
+    it is refused first, and the call fails with that."""
     proxy = attacker_proxy("fork_many", settings={"max_processes": 20, "call_timeout": 60, "sandbox": sandbox},
                            marker=marker, n=40, hold_s=30)  # fmt: skip
     try:
         proxy.build(seed=1)
-        with pytest.raises(WorkerMemoryExceeded, match=r"processes, over the limit of 20"):
+        with pytest.raises((WorkerMemoryExceeded, WorkerCallError),
+                           match=r"processes, over the limit of 20|BlockingIOError: \[Errno 11\]"):  # fmt: skip
             proxy.fit(tiny_train())
+        assert len(processes_with(marker)) <= 20
     finally:
         proxy.close()
     assert wait_until(lambda: not processes_with(marker), GONE_WITHIN_S), processes_with(marker)
@@ -574,3 +579,28 @@ def test_an_unsandboxed_worker_of_a_root_suite_is_not_root(tmp_path):
     assert int(who["cap_eff"], 16) == 0, who
     assert found["signal_suite"] == "PermissionError", found
     assert found["probe_write"].endswith("Permission denied") and not (probe / "planted.txt").exists(), found
+
+
+@MODES
+def test_a_frozen_suite_flags_the_timing_and_still_counts_the_workers_cpu(sandbox):
+    """A worker that may signal the suite (same uid, unsandboxed) can SIGSTOP it: the suite's watchdog cannot run
+    then, so wall-clock time is disturbed. Here a helper freezes this process for 3 s during a call: the call's
+    frozen time is counted and warned about, and its CPU time is still the worker's own (read from /proc)."""
+    proxy = attacker_proxy("busy", settings={"sandbox": sandbox}, seconds=4.0)
+    try:
+        proxy.build(seed=1)
+        freezer = subprocess.Popen(
+            ["sh", "-c", f"sleep 1; kill -STOP {os.getpid()}; sleep 3; kill -CONT {os.getpid()}"]
+        )
+        try:
+            with pytest.warns(RuntimeWarning, match=r"frozen for \d+\.\d s during the call.*timing is disturbed"):
+                proxy.fit(tiny_train())
+        finally:
+            freezer.wait(timeout=30)
+        assert proxy.last_call_frozen_s is not None and 2.0 < proxy.last_call_frozen_s < 4.5, proxy.last_call_frozen_s
+        assert proxy.frozen_s >= proxy.last_call_frozen_s
+        assert proxy.last_cpu_s is not None and proxy.last_cpu_s >= 3.5, proxy.last_cpu_s
+        proxy.optimizer_info()  # an undisturbed call: nothing flagged
+        assert proxy.last_call_frozen_s == 0.0
+    finally:
+        proxy.close()
