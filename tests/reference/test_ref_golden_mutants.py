@@ -60,6 +60,7 @@ LEFT_OUT = {
     "mutant:no_eval_reset_id_order": "evaluator only (its lanes in session-id order, no reset)",
     "mutant:reset_every_step": "inference forward (forward_eval) only",
     "mutant:stale_train_mask": "iterator's reset masks only; the step gets its hidden state",
+    "mutant:n_sample_clamped": "sampler only (n_sample capped at 1024); the step is given its samples",
     "mutant:bpr_value_without_diagonal": "'bpr' loss only; no golden case uses it",
     "mutant:bprmax_no_log_eps": "the 1e-24 only matters once Σ s·σ underflows; it is lost in float32 here",
     "mutant:sample_alpha_ignored": "sampler weights only; the samples are given",
