@@ -28,7 +28,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import subprocess
 import sys
 import threading
@@ -38,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from gru4rec_conformance import CHECKOUT_ROOT, child_pythonpath
-from gru4rec_conformance.benchmarks.diagnosis_overhead import MARKS, _module_paths
+from gru4rec_conformance.benchmarks.diagnosis_overhead import _COUNTS, MARKS, _module_paths
 from gru4rec_conformance.conformance._harness.isolation import sandbox_probe
 
 DEFAULT_FILES = ("K1", "K7")
@@ -50,7 +49,6 @@ LEGS = {
 }
 
 
-_COUNTS = re.compile(r"(\d+) (passed|failed|skipped|error|errors)\b")
 _TICK = os.sysconf("SC_CLK_TCK")
 
 
