@@ -165,12 +165,24 @@ def standing(run: RunData) -> tuple[bool, bool, str, str]:
     return run.status == "complete", not is_subset(run), _started(run), str(run.directory)
 
 
+def _not_a_verdict(run: RunData) -> str:
+    """Why a complete run is still no verdict to commit, or ``""``: a mutant's run (meta-test material: the suite
+    judging its own planted defects) and a run that recorded no check at all (e.g. a bad ``--dataset`` value or a
+    selection that matched nothing), which would otherwise be filed under a key of its own."""
+    if run.impl.get("role") == "mutant":
+        return "a mutant's run (meta-test material, never a committed verdict)"
+    if not run.results:
+        return "no check recorded (nothing selected, or the run stopped before its first check)"
+    return ""
+
+
 def newest_complete(roots: Iterable[Path], skipped: list[str] | None = None) -> dict[Path, RunData]:
     """``{verdict key: the complete run that stands for it}`` over every run directory under ``roots``: the newest
     of those that ran every selected check, else the newest subset (:func:`standing`).
 
     A run that is not complete (interrupted, killed), a folder that is not a conformance run (no implementation
-    in its header, e.g. a fine-tuning protocol run) and an unreadable folder are left out; when ``skipped`` is
+    in its header, e.g. a fine-tuning protocol run), a mutant's run, a run that recorded no check and an
+    unreadable folder are left out; when ``skipped`` is
     given, each is appended to it as ``"<folder>: <why>"``.
     """
     best: dict[Path, RunData] = {}
@@ -189,6 +201,11 @@ def newest_complete(roots: Iterable[Path], skipped: list[str] | None = None) -> 
             if run.status != "complete":
                 if skipped is not None:
                     skipped.append(f"{directory}: {run.status} run")
+                continue
+            why = _not_a_verdict(run)
+            if why:
+                if skipped is not None:
+                    skipped.append(f"{directory}: {why}")
                 continue
             key = verdict_key(run)
             if key not in best or standing(run) > standing(best[key]):

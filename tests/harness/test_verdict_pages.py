@@ -267,6 +267,23 @@ def test_compact_keeps_the_newest_complete_run_per_judged_version(tmp_path):
     assert compact([out], tmp_path / "verdicts") == []  # same bytes: nothing rewritten
 
 
+def test_compact_leaves_out_mutant_runs_and_runs_that_recorded_no_check(tmp_path):
+    """A mutant's run (the meta-tests' material) and a run with no check records (a bad --dataset value, an empty
+    selection) are never filed as verdicts; `skipped` says why for each."""
+    out = tmp_path / "out"
+    mutant = _write_run(out / "mutant.sr" / "20261201T100000Z")
+    lines = (mutant / "results.jsonl").read_text(encoding="utf-8").splitlines()
+    header = json.loads(lines[0])
+    header["impl"]["role"] = "mutant"
+    (mutant / "results.jsonl").write_text("\n".join([json.dumps(header), *lines[1:]]) + "\n", encoding="utf-8")
+    _write_run(out / "gp.oob" / "20261201T110000Z", dataset="bogus", results=[])
+    skipped: list[str] = []
+    assert compact([out], tmp_path / "verdicts", skipped) == []
+    assert any("mutant.sr/20261201T100000Z: a mutant's run" in s for s in skipped)
+    assert any("20261201T110000Z: no check recorded" in s for s in skipped)
+    assert not (tmp_path / "verdicts").exists()
+
+
 def test_compact_and_the_pages_never_let_a_newer_subset_replace_a_full_run(tmp_path):
     """A later `-k` run (complete, but of a few checks) neither replaces the committed full verdict nor stands for
     the key on the rendered pages; it is kept only where no full run exists."""
