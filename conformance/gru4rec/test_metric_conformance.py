@@ -115,6 +115,9 @@ def matching_config(caps: Any, base: dict) -> tuple[dict, list[str]]:
         put("dropout_p_embed", 0.0, "no embedding dropout")
     if not caps.dropout_hidden:
         put("dropout_p_hidden", 0.0, "no hidden dropout")
+    if caps.dropout_embed and caps.dropout_hidden and not caps.separate_dropouts:
+        # one dropout for both places (recpack): the tuned hidden dropout, the larger lever in the study's configs
+        put("dropout_p_embed", cfg.get("dropout_p_hidden", 0.0), "one dropout (dropout_p_embed = dropout_p_hidden)")
     if cfg.get("loss") == "bpr-max" and not caps.bpreg:
         put("bpreg", 0.0, "no bpreg")
     if cfg.get("elu_param", 0) > 0 and "elu" not in caps.final_acts:
@@ -361,7 +364,7 @@ def _context(metric_data: dict, loss: str, runs: dict, comparison: str) -> dict:
 @pytest.mark.metric
 @pytest.mark.parametrize("loss", LOSSES)
 def test_mc1_same_features(impl, reference_impl, metric_data, metric_cache, loss, expect, progress, oracle_cache):
-    """Real-data Recall@N and MRR@N match the reference with the same features (a miss is a bug).
+    """Recall@N and MRR@N match the reference with the same features (a miss is a bug).
 
     Recall@N / MRR@N (N = 1, 5, 10, 20) equal the reference restricted to the implementation's declared
     features (the study's "matching features" run) within the reference's seed band: a failure is a bug.
@@ -384,7 +387,7 @@ def test_mc1_same_features(impl, reference_impl, metric_data, metric_cache, loss
 @pytest.mark.metric
 @pytest.mark.parametrize("loss", LOSSES)
 def test_mc2_all_features(impl, reference_impl, metric_data, metric_cache, loss, expect, progress, oracle_cache):
-    """Real-data Recall@N and MRR@N match the full-featured reference (a miss: missing features or bugs).
+    """Recall@N and MRR@N match the full-featured reference (a miss: missing features or bugs).
 
     Recall@N / MRR@N (N = 1, 5, 10, 20) equal the full-featured reference (the study's best configuration,
     CPU-scaled) within the reference's seed band: a failure with MC-1 passing means missing features."""
@@ -411,7 +414,7 @@ def test_mc2_all_features(impl, reference_impl, metric_data, metric_cache, loss,
 @pytest.mark.hook("evaluate")
 @pytest.mark.parametrize("loss", LOSSES)
 def test_mc3_own_evaluator(impl, reference_impl, metric_data, metric_cache, loss, expect, progress, oracle_cache):
-    """The own evaluator reports real-data Recall@N and MRR@N within the reference band.
+    """The own evaluator reports Recall@N and MRR@N within the reference band.
 
     The implementation's own evaluator, on the same fitted models, reports Recall@N / MRR@N within the band
     of the reference with the same features (its inference loop and metric code on real data)."""
@@ -443,7 +446,7 @@ QUICK_LOSSES = [pytest.param("bpr-max", marks=pytest.mark.loss("bpr-max"), id="b
 def test_mc1_same_features_one_epoch(
     impl, reference_impl, metric_data, metric_cache, loss, expect, progress, oracle_cache
 ):
-    """Real-data Recall@N and MRR@N after one epoch match the reference with the same features (fast set).
+    """Recall@N and MRR@N after one epoch match the reference with the same features (fast set).
 
     As MC-1 with the configuration trained for one epoch instead of three, for the losses whose three-epoch
     check is slow (BPR-max): the band comes from the reference's seeds after one epoch, with a 4% relative floor

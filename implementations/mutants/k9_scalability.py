@@ -74,3 +74,16 @@ class DenseItemTableUpdate(MutantAdapter):
                 super().update_rows(name, idx, val, clr)
 
         return {"optimizer_class": Optimizer}
+
+
+@register
+class FullCatalogueScoringDefaultSizes(FullCatalogueScoringBlackBox):
+    """:class:`FullCatalogueScoringBlackBox` that also declares neither ``batch_size`` nor ``layers`` (it trains at
+    its own defaults, 64 and [100], as several third-party implementations do): SC-1 must still run, at those
+    sizes, and catch the full scoring black-box."""
+
+    name = "mutant:full_catalogue_scoring_default_sizes"
+    caught_by = ("SC-1",)
+
+    def declared_hyperparameters(self) -> dict:
+        return {k: v for k, v in super().declared_hyperparameters().items() if k not in ("batch_size", "layers")}

@@ -160,3 +160,21 @@ def test_scoreboard_prints_the_comparison(tmp_path):
     assert "| all | 4 |" in md and "not measured: MC-2 crash (IndexError)" in md
     html = render_html(board)
     assert "The study's Δ against ours, computed" in html and "refused at run time" in html
+
+
+def test_matching_config_ties_the_dropouts_of_an_implementation_with_one_dropout():
+    """An implementation with embedding and hidden dropout but no separate values (recpack) runs, and is compared
+    with a reference that runs, the tuned hidden dropout in both places, instead of being refused the metric."""
+    from gru4rec_conformance.conformance.gru4rec.test_metric_conformance import CONFIGS, matching_config
+    from gru4rec_conformance.implementations.base import Capabilities
+
+    base = {**CONFIGS["cross-entropy"], "dropout_p_embed": 0.1, "dropout_p_hidden": 0.3}
+    one = Capabilities.from_mapping({"losses": ["cross-entropy"], "dropout_embed": True, "dropout_hidden": True},
+                                    source="X")  # fmt: skip
+    cfg, notes = matching_config(one, base)
+    assert (cfg["dropout_p_embed"], cfg["dropout_p_hidden"]) == (0.3, 0.3)
+    assert "one dropout (dropout_p_embed = dropout_p_hidden)" in notes
+    both = Capabilities.from_mapping({"losses": ["cross-entropy"], "dropout_embed": True, "dropout_hidden": True,
+                                      "separate_dropouts": True}, source="X")  # fmt: skip
+    cfg, notes = matching_config(both, base)
+    assert (cfg["dropout_p_embed"], cfg["dropout_p_hidden"]) == (0.1, 0.3) and not any("dropout" in n for n in notes)

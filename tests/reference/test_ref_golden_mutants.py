@@ -50,6 +50,7 @@ STEP_MUTANTS = {
     # by μ·V (the port's lazy update leaves them), so only a second momentum step differs
     "mutant:full_catalogue_scoring": _second_momentum_step,
     "mutant:full_catalogue_scoring_blackbox": _second_momentum_step,  # the same GRU4Rec, train_step hook hidden
+    "mutant:full_catalogue_scoring_default_sizes": _second_momentum_step,  # the same, sizes not declared either
     "mutant:weight_decay": _any,
     "mutant:gradient_noise": _any,
 }
