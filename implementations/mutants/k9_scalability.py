@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from gru4rec_conformance.implementations.base import Adapter
 from gru4rec_conformance.implementations.mutants import MutantAdapter
 from gru4rec_conformance.implementations.registry import register
@@ -15,7 +17,7 @@ class FullCatalogueScoring(MutantAdapter):
     name = "mutant:full_catalogue_scoring"
     defect = "TG-2, GP-10"
     kind = "K9"
-    caught_by = ("SC-2", "SC-1")
+    caught_by: ClassVar[tuple[str, ...]] = ("SC-2", "SC-1")
 
     @classmethod
     def gru_overrides(cls):
@@ -36,7 +38,7 @@ class FullCatalogueScoringBlackBox(FullCatalogueScoring):
     Unsupported): SC-1 must catch it black-box, from the CPU time of ``fit`` at two catalogue sizes."""
 
     name = "mutant:full_catalogue_scoring_blackbox"
-    caught_by = ("SC-2", "SC-1")
+    caught_by: ClassVar[tuple[str, ...]] = ("SC-2", "SC-1")
     train_step = Adapter.train_step
 
 
@@ -83,7 +85,7 @@ class FullCatalogueScoringDefaultSizes(FullCatalogueScoringBlackBox):
     sizes, and catch the full scoring black-box."""
 
     name = "mutant:full_catalogue_scoring_default_sizes"
-    caught_by = ("SC-1",)
+    caught_by: ClassVar[tuple[str, ...]] = ("SC-1",)
 
     def declared_hyperparameters(self) -> dict:
         return {k: v for k, v in super().declared_hyperparameters().items() if k not in ("batch_size", "layers")}
