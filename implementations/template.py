@@ -139,7 +139,8 @@ class TemplateAdapter(Adapter):
         self.hparams = self.resolve_hparams(hparams)
         self.seed = int(seed)
         self._items: np.ndarray | None = None
-        self._counts: np.ndarray | None = None
+        self._counts: np.ndarray | None = None  # transition counts, aligned with _pairs
+        self._pairs = np.empty(0, dtype=np.int64)  # observed (src, dst) positions as src·n + dst, ascending
         self._prior: np.ndarray | None = None
         self._index: dict[int, int] = {}
 
@@ -153,15 +154,22 @@ class TemplateAdapter(Adapter):
         same = sess[1:] == sess[:-1]
         src, dst = idx[:-1][same], idx[1:][same]
         n = len(self._items)
-        self._counts = np.zeros((n, n), dtype=np.float64)
+        # Transition counts kept sparse (one entry per observed pair, sorted by src·n + dst): a dense n × n table
+        # would make the cost of a fit grow with the square of the catalogue (SC-1 measures exactly that).
+        pairs, pair_of, pair_base = np.unique(src * n + dst, return_inverse=True, return_counts=True)
+        self._pairs = pairs
+        self._counts = np.zeros(len(pairs), dtype=np.float64)
+        out_base = np.bincount(src, minlength=n).astype(np.float64)
+        out_counts = np.zeros(n, dtype=np.float64)
         self._prior = np.zeros(n, dtype=np.float64)
         report = FitReport()
         for _ in range(epochs):
             start = time.perf_counter()
             # Loss of this epoch under the model before the update: add-one smoothed NLL per transition.
-            probs = (self._counts[src, dst] + 1.0) / (self._counts[src].sum(axis=1) + n)
-            np.add.at(self._counts, (src, dst), 1.0)
-            np.add.at(self._prior, dst, 1.0)
+            probs = (self._counts[pair_of] + 1.0) / (out_counts[src] + n)
+            self._counts += pair_base
+            out_counts += out_base
+            self._prior += np.bincount(dst, minlength=n)
             report.epoch_losses.append(float(-np.log(probs).mean()) if len(src) else 0.0)
             report.n_steps.append(1)  # one counting pass per epoch
             report.n_events_trained.append(int(len(src)))
@@ -180,7 +188,14 @@ class TemplateAdapter(Adapter):
         for row, prefix in enumerate(prefixes):
             known = [i for i in prefix if i in self._index]
             # Unknown items are dropped; an empty prefix is scored from the "zero state" (here: the prior).
-            out[row] = self._counts[self._index[known[-1]]] if known else self._prior
+            if not known:
+                out[row] = self._prior
+                continue
+            n = len(self._items)
+            first = self._index[known[-1]] * n  # the pairs of this source item: codes first .. first + n - 1
+            lo, hi = np.searchsorted(self._pairs, [first, first + n])
+            out[row] = 0.0
+            out[row, self._pairs[lo:hi] - first] = self._counts[lo:hi]
         return out
 
     # -- optional hooks ---------------------------------------------------------------------------------

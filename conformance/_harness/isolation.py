@@ -544,13 +544,17 @@ def _json_cost(raw: bytes) -> int:
     return 2 * len(raw) + 128 * containers + 64 * values
 
 
-def _tmpfs_mib(pids: list[int]) -> float:
+def _tmpfs_mib(pids: list[int], size_bytes: int) -> float:
     """MiB held by the sandbox's writable tmpfs folders (``/tmp``, ``/var/tmp``, ``/dev/shm``), seen through
     ``/proc/<pid>/root`` of a process inside the sandbox (``pids[0]`` is bwrap, outside); 0 when none can be read.
 
     Only a folder that the process's own mount table (``/proc/<pid>/mounts``, kernel-written, read with a bound)
-    shows as a tmpfs is counted: while bwrap is still setting up, or for a folder the sandbox does not replace,
-    the path is the host's disk, whose usage is not the worker's."""
+    shows as a tmpfs, and whose file system has the size the sandbox gave its tmpfs (``size_bytes``, bwrap
+    ``--size``; the kernel rounds it up to whole pages), is counted: while bwrap is still setting up (its own
+    staging tmpfs, the host's root seen through a half-built one), or for a folder the sandbox does not replace,
+    the path is another file system, whose usage is not the worker's."""
+    page = os.sysconf("SC_PAGE_SIZE")
+    want_blocks = -(-size_bytes // page)  # the tmpfs's size in pages
     for pid in pids[1:]:
         try:
             with open(f"/proc/{pid}/mounts", "rb") as f:
@@ -574,6 +578,8 @@ def _tmpfs_mib(pids: list[int]) -> float:
                 st = os.statvfs(inside)
             except OSError:
                 continue
+            if st.f_blocks * st.f_frsize != want_blocks * page:
+                continue  # not the sandbox's own sized tmpfs (mid set-up, a host file system)
             used += (st.f_blocks - st.f_bfree) * st.f_frsize
         return used / 2**20
     return 0.0
@@ -1133,7 +1139,7 @@ class WorkerProxy:
     def _over_limits(self, rss: float, pids: list[int]) -> tuple[type[WorkerError], str] | None:
         """Which limit the worker's tree passes now, if any: its memory (resident, plus what its sandbox's tmpfs
         folders hold) or its process count."""
-        shm = _tmpfs_mib(pids) if self.sandboxed else 0.0
+        shm = _tmpfs_mib(pids, self._settings.effective_tmpfs_bytes()) if self.sandboxed else 0.0
         limit = self._settings.effective_memory_limit_mb()
         if limit is not None and rss + shm > limit:
             held = f" + {shm:.0f} MiB in its /tmp and /dev/shm" if shm >= 1 else ""

@@ -14,6 +14,7 @@ import subprocess
 import sys
 import time
 import uuid
+from pathlib import Path
 
 import pytest
 from reliability_support import REPO, describe, jsonl_records, results_json, run_dirs, run_suite, suite_env
@@ -26,6 +27,7 @@ from gru4rec_conformance.conformance._harness.isolation import (
     WorkerMemoryExceeded,
     WorkerProtocolError,
     WorkerTimeout,
+    _tmpfs_mib,
     sandbox_probe,
     unprivileged_python_problem,
 )  # fmt: skip
@@ -508,6 +510,31 @@ def test_the_sandbox_tmpfs_is_sized_and_counted_against_the_memory_limit():
             proxy.fit(tiny_train())
     finally:
         proxy.close()
+
+
+@requires_sandbox
+def test_only_the_sandbox_own_sized_tmpfs_is_counted(tmp_path):
+    """A tmpfs of another size at /tmp (bwrap's unsized staging tmpfs while it sets up, a host file system) is not
+    the worker's: the watchdog counts a folder only when its size is the one the sandbox gave (a CI run once read
+    41 GiB 'in its /tmp and /dev/shm' of a worker at start-up and killed it)."""
+    size = 64 << 20
+    procs = {}
+    for label, extra in (("sized", ["--size", str(size)]), ("unsized", [])):
+        cmd = [SANDBOX.exe, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", *extra, "--tmpfs", "/tmp",
+               "--die-with-parent", "sh", "-c", "head -c 5242880 /dev/zero > /tmp/f && echo ready && sleep 60"]  # fmt: skip
+        procs[label] = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
+    try:
+        used = {}
+        for label, proc in procs.items():
+            assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
+            child = [int(c) for c in Path(f"/proc/{proc.pid}/task/{proc.pid}/children").read_text().split()]
+            used[label] = _tmpfs_mib([proc.pid, *child], size)
+    finally:
+        for proc in procs.values():
+            proc.kill()
+            proc.wait()
+    assert 4.9 <= used["sized"] <= 6, used
+    assert used["unsized"] == 0.0, used
 
 
 @MODES
