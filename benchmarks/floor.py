@@ -16,12 +16,17 @@ ratios are robust to the load of a shared machine; the figure of a ratio is its 
 pair measured minutes apart at most.
 
 Data: ``workload.padded_data`` (the study's catalogue size of the dataset, about ``minibatches`` trained
-minibatches); hyperparameters: the study's best (``workload.best_params``), ``n_sample`` overridable.
+minibatches); hyperparameters: the study's best (``workload.best_params``), ``n_sample`` overridable. The sample
+cache holds one epoch's rows, as in the epoch benchmarks (``runners.epoch_sample_cache``), so neither side draws
+ids it does not use.
 
     PYTHONPATH=src python -m gru4rec_conformance.benchmarks.floor [--shapes yoochoose/cross-entropy,...]
         [--minibatches 100] [--rounds 3] [--n-sample S] [--official PATH] [--json OUT]
 
 prints one line per shape: ms per step of the reference and of the floor, reference/floor, official/reference.
+The official checkout is ``--official``, else ``OFFICIAL_GRU4REC_PATH``, else the adapters' pinned checkout
+(``implementations._checkout.locate``: their cache, or ``GRU4REC_MIRROR_DIR``); without one the line says
+``official/reference n/a`` and why.
 ``benchmarks/test_floor.py`` runs the same measurement under pytest (``extra_info``). Speed is reported, never
 asserted.
 """
@@ -40,7 +45,7 @@ from dataclasses import asdict, dataclass, field
 
 import torch
 
-from gru4rec_conformance.benchmarks.runners import cache_size
+from gru4rec_conformance.benchmarks.runners import epoch_sample_cache
 from gru4rec_conformance.benchmarks.workload import best_params, padded_data
 
 #: the study's shapes of the speed target: (dataset, loss)
@@ -186,8 +191,7 @@ def measure(
         hp["n_sample"] = int(n_sample)
     data = padded_data(dataset, minibatches, hp["batch_size"], scale=scale, seed=seed)
     train = data.train
-    n_events = int(len(train) - train["SessionId"].nunique())
-    cache = cache_size(hp, n_events)
+    cache = epoch_sample_cache(hp, train)
 
     def ref_model():
         g = GRU4Rec(**hp, n_epochs=1, seed=seed, device="cpu", step_impl="standard")
@@ -220,14 +224,37 @@ def measure(
     return res
 
 
-def format_line(r: FloorResult) -> str:
+def format_line(r: FloorResult, official_missing: str | None = None) -> str:
+    """One shape's line; ``official_missing`` (why there is no official checkout) is shown when the run had none."""
     d = r.as_dict()
-    off = "" if d["official_over_ref"] is None else f"  official/reference {d['official_over_ref']:.2f}"
+    if d["official_over_ref"] is not None:
+        off = f", official/reference {d['official_over_ref']:.2f}"
+    elif official_missing:
+        off = f", official/reference n/a ({official_missing})"
+    else:
+        off = ""
     return (
         f"{r.dataset}/{r.loss}: B {r.hp['batch_size']}, H {r.hp['layers']}, S {r.hp['n_sample']}, "
         f"{r.n_items} items, {r.n_steps} steps: reference {d['ref_ms_per_step']:.2f} ms/step, floor "
         f"{d['floor_ms_per_step']:.2f} ms/step, reference/floor {d['ref_over_floor']:.2f}{off}"
     )
+
+
+def official_checkout(path: str | None = None) -> tuple[str | None, str | None]:
+    """(folder of the official port's checkout, None) or (None, why there is none): ``path``, else
+    ``OFFICIAL_GRU4REC_PATH``, else the adapters' pinned checkout (their cache or ``GRU4REC_MIRROR_DIR``; a
+    download only where ``GRU4REC_ALLOW_DOWNLOAD=1`` allows the adapters one)."""
+    path = path or os.environ.get("OFFICIAL_GRU4REC_PATH")
+    if path:
+        return path, None
+    from gru4rec_conformance.implementations._checkout import locate
+    from gru4rec_conformance.implementations.base import ImplementationUnavailable
+
+    try:
+        return str(locate("gru4rec_pytorch_official")), None
+    except ImplementationUnavailable as e:
+        how = str(e).splitlines()[0] if str(e) else ""
+        return None, "no official checkout" + (" (" + how.split(":")[0] + ")" if how else "")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -239,15 +266,20 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--scale", type=float, default=1.0)
     ap.add_argument("--n-sample", type=int, default=None)
-    ap.add_argument("--official", default=os.environ.get("OFFICIAL_GRU4REC_PATH"), help="official checkout")
+    ap.add_argument(
+        "--official",
+        default=None,
+        help="official checkout (default: OFFICIAL_GRU4REC_PATH, else the adapters' pinned checkout if present)",
+    )
     ap.add_argument("--json", default=None, help="also write the results to this JSON file")
     args = ap.parse_args(argv)
     torch.set_num_threads(1)
     official = None
-    if args.official:
+    path, missing = official_checkout(args.official)
+    if path is not None:
         from gru4rec_conformance.benchmarks.runners import OfficialRunner
 
-        official = OfficialRunner(args.official, "cpu")
+        official = OfficialRunner(path, "cpu")
     out = []
     for shape in args.shapes.split(","):
         ds, _, loss = shape.strip().partition("/")
@@ -260,7 +292,7 @@ def main(argv: list[str] | None = None) -> int:
             n_sample=args.n_sample,
             official=official,
         )
-        print(format_line(r), flush=True)
+        print(format_line(r, missing), flush=True)
         out.append(r.as_dict())
     if args.json:
         tmp = f"{args.json}.tmp{os.getpid()}"

@@ -150,13 +150,6 @@ def _cpu_model() -> str:
     return platform.processor() or "unknown"
 
 
-def cache_size(hp: dict, n_events: int) -> int:
-    """Sample cache sized to one epoch (n_sample ids per minibatch, plus a batch of slack), for every side alike,
-    so neither pre-draws 10^7 ids it will not use. Kept for the floor benchmark; the epoch runners size the cache
-    with :func:`epoch_sample_cache` instead (no slack)."""
-    return max(1, int(hp.get("n_sample", 0)) * (n_events // int(hp["batch_size"]) + int(hp["batch_size"])))
-
-
 def epoch_steps(train: pd.DataFrame, batch_size: int) -> int:
     """Training steps of one epoch of the session-parallel iterator on ``train`` (columns SessionId, ItemId, Time)
     with ``batch_size`` lanes: the official port's count, which the reference's iterator reproduces (lanes drop

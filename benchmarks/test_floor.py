@@ -3,7 +3,8 @@
 (group ``floor/<dataset>/<loss>``) and printed; never asserted.
 
 Environment: ``GRU4REC_BENCH_FLOOR_MINIBATCHES`` (trained minibatches per epoch, default 100),
-``GRU4REC_BENCH_ROUNDS`` (interleaved rounds, default 3), ``OFFICIAL_GRU4REC_PATH`` (official/reference too).
+``GRU4REC_BENCH_ROUNDS`` (interleaved rounds, default 3), ``OFFICIAL_GRU4REC_PATH`` (official/reference too; else
+the adapters' pinned checkout when present, ``floor.official_checkout``).
 With ``--benchmark-disable`` (the CI code-path run) one round of 3 minibatches on 2 % of the catalogue.
 """
 
@@ -14,7 +15,7 @@ import os
 import pytest
 import torch
 
-from gru4rec_conformance.benchmarks.floor import SHAPES, format_line, measure
+from gru4rec_conformance.benchmarks.floor import SHAPES, format_line, measure, official_checkout
 from gru4rec_conformance.benchmarks.runners import OfficialRunner
 
 
@@ -28,7 +29,7 @@ def test_floor(benchmark, dataset, loss):
             minibatches=int(os.environ.get("GRU4REC_BENCH_FLOOR_MINIBATCHES", "100")),
             rounds=int(os.environ.get("GRU4REC_BENCH_ROUNDS", "3")),
         )
-    path = os.environ.get("OFFICIAL_GRU4REC_PATH")
+    path, missing = official_checkout()
     official = OfficialRunner(path, "cpu") if path else None
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
@@ -38,5 +39,5 @@ def test_floor(benchmark, dataset, loss):
         torch.set_num_threads(threads)
     benchmark.group = f"floor/{dataset}/{loss}"
     benchmark.extra_info.update(res.as_dict())
-    print("\n" + format_line(res))
+    print("\n" + format_line(res, missing))
     assert res.n_steps > 0

@@ -23,6 +23,21 @@ def test_measure_replays_the_epoch_and_reports_ratios():
     assert r.n_steps > 0 and len(r.ref_epoch_cpu) == len(r.floor_cpu) == 1
     assert r.ref_over_floor > 0 and r.official_over_ref is None
     assert "reference/floor" in format_line(r)
+    assert format_line(r, "no official checkout").endswith("official/reference n/a (no official checkout)")
+
+
+def test_official_checkout_prefers_the_given_folder_then_the_environment(monkeypatch, tmp_path):
+    from gru4rec_conformance.benchmarks.floor import official_checkout
+
+    monkeypatch.setenv("OFFICIAL_GRU4REC_PATH", "/env/official")
+    assert official_checkout(str(tmp_path)) == (str(tmp_path), None)
+    assert official_checkout() == ("/env/official", None)
+    monkeypatch.delenv("OFFICIAL_GRU4REC_PATH")
+    monkeypatch.delenv("GRU4REC_MIRROR_DIR", raising=False)
+    monkeypatch.delenv("GRU4REC_ALLOW_DOWNLOAD", raising=False)
+    monkeypatch.setenv("GRU4REC_CACHE_DIR", str(tmp_path / "empty-cache"))
+    path, why = official_checkout()
+    assert path is None and why is not None and why.startswith("no official checkout")
 
 
 def test_replay_yields_the_iterators_runs():

@@ -185,11 +185,6 @@ def test_peak_rss_reset_is_harmless():
     assert isinstance(R.versions("cpu")["torch"], str) and np.isfinite(R.versions("cpu")["torch_threads"])
 
 
-def test_cache_size_holds_one_epoch():
-    assert R.cache_size({"n_sample": 2048, "batch_size": 32}, 3200) == 2048 * (100 + 32)
-    assert R.cache_size({"n_sample": 0, "batch_size": 32}, 3200) == 1
-
-
 def test_epoch_sample_cache_is_the_epochs_steps_without_slack():
     """The timed epochs' sample cache holds exactly the rows one epoch consumes: n_sample × the reference's own step
     count (which the official port shares), never batch_size × n_sample extra ids; the reference then needs no
