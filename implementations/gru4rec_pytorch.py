@@ -65,17 +65,8 @@ def _final_act_name(final_act: Any, elu_param: Any, loss: str) -> str:
     if final_act is None:
         if loss == "cross-entropy":
             return "softmax"
-        if loss == "bpr-max":
-            ep = 0.5 if elu_param is None else float(elu_param)
-            return f"elu-{ep:g}" if ep > 0 else "linear"
-        return "tanh"
-    name = str(final_act)
-    if name == "elu":
-        ep = 0.5 if elu_param is None else float(elu_param)
-        return f"elu-{ep:g}"
-    if name == "leaky":
-        return "leaky-0.01"
-    return name
+        return tb.elu_act_name(elu_param, 0.5, linear_at_zero=True) if loss == "bpr-max" else "tanh"
+    return tb.official_act_name(final_act, elu_param, 0.5)
 
 
 class GRU4RecPytorchAdapter(ItemMapIndex, OwnEvaluatorByCutoff, TorchModuleAdapter):

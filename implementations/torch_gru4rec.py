@@ -48,16 +48,8 @@ def _final_act_name(final_act: Any, elu_param: Any, loss: str) -> str:
     """Torch-GRU4Rec's ``finalAct`` for the official names; XE → ``softmax_logit`` (the study's pairing with
     ``nll``), otherwise ``elu-<elu_param>`` with the implementation's default ``elu-1``."""
     if final_act is None:
-        if loss == "cross-entropy":
-            return "softmax_logit"
-        ep = 1.0 if elu_param is None else float(elu_param)
-        return f"elu-{ep:g}" if ep > 0 else "linear"
-    name = str(final_act)
-    if name == "elu":
-        return f"elu-{1.0 if elu_param is None else float(elu_param):g}"
-    if name == "leaky":
-        return "leaky-0.01"
-    return name
+        return "softmax_logit" if loss == "cross-entropy" else tb.elu_act_name(elu_param, 1.0, linear_at_zero=True)
+    return tb.official_act_name(final_act, elu_param, 1.0)
 
 
 class TorchGRU4RecAdapter(ItemMapIndex, OwnEvaluatorByCutoff, TorchModuleAdapter):

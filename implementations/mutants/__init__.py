@@ -28,7 +28,7 @@ from collections.abc import Callable
 from typing import Any, ClassVar, TypeVar, cast
 
 from gru4rec_conformance.implementations.reference import ReferenceAdapter
-from gru4rec_conformance.implementations.registry import register
+from gru4rec_conformance.implementations.registry import declare
 
 __all__ = ["MutantAdapter", "batch_evaluator", "mutant", "mutant_classes"]
 
@@ -94,18 +94,9 @@ def mutant(
 ) -> Callable[[_M], _M]:
     """Class decorator declaring a mutant in one line: sets ``name`` and the :class:`MutantAdapter` attributes
     given (those left out keep the base class's value, e.g. a mutant derived from another), then registers the
-    class (:func:`~gru4rec_conformance.implementations.registry.register`); returns the class itself."""
-    given = {"defect": defect, "kind": kind, "caught_by": caught_by, "also_fails": also_fails,
-             "collateral": collateral, "needs_device": needs_device, "description": description}  # fmt: skip
-
-    def declare(cls: _M) -> _M:
-        cls.name = name
-        for attr, value in given.items():
-            if value is not None:
-                setattr(cls, attr, value)
-        return register(cls)
-
-    return declare
+    class (:func:`~gru4rec_conformance.implementations.registry.declare`); returns the class itself."""
+    return declare(name, defect=defect, kind=kind, caught_by=caught_by, also_fails=also_fails,
+                   collateral=collateral, needs_device=needs_device, description=description)  # fmt: skip
 
 
 def batch_evaluator(metrics: Any) -> Any:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TypeVar
 
-from gru4rec_conformance.implementations.registry import register
+from gru4rec_conformance.implementations.registry import declare
 
 from ..reference import ReferenceAdapter
 
@@ -41,14 +41,5 @@ def mutant(
     """Class decorator declaring a fine-tuner mutant in one line (``name``, the defect row N of the check FT-N that
     catches it, its ``kind``, the ``defect`` in words, the optional ``message``; those left out keep the base class's
     value, e.g. a mutant derived from another) and registering it
-    (:func:`~gru4rec_conformance.implementations.registry.register`); returns the class itself."""
-    given = {"defect_row": defect_row, "kind": kind, "defect": defect, "message": message}
-
-    def declare(cls: _M) -> _M:
-        cls.name = name
-        for attr, value in given.items():
-            if value is not None:
-                setattr(cls, attr, value)
-        return register(cls)
-
-    return declare
+    (:func:`~gru4rec_conformance.implementations.registry.declare`); returns the class itself."""
+    return declare(name, defect_row=defect_row, kind=kind, defect=defect, message=message)
