@@ -464,6 +464,27 @@ def lane_labels(loc: Mapping[str, Any], first: Callable[[np.ndarray], Any], sess
     return sessions[tgt], tgt - first(np.asarray(loc["iters"])), items[tgt]
 
 
+def lane_step_trace(
+    loc: Mapping[str, Any],
+    sessions: np.ndarray,
+    first: Callable[[np.ndarray], Any],
+    hidden: Any,
+    learning_rate: float,
+    negatives: Any = None,
+) -> StepTrace:
+    """The :class:`StepTrace` of a training step of a session-parallel iterator, from its locals at ``yield``
+    (``iters``, ``start``, ``i``; the step's input events are the rows ``start + i``): ``sessions`` is the data's
+    session-id column, ``first(iters)`` the lanes' sessions' first rows, ``hidden`` the step's input state (its
+    first layer's (b, d) norms), ``negatives`` the step's negative item ids (None: none)."""
+    iters = np.asarray(loc["iters"])
+    rows = np.asarray(loc["start"]) + int(loc.get("i", 0))
+    norms = hidden[0].detach().norm(dim=1).cpu().numpy().astype(np.float64)
+    negs = np.zeros(0, dtype=np.int64) if negatives is None else np.asarray(negatives, dtype=np.int64)
+    return StepTrace(session_ids=sessions[rows].astype(np.int64), positions=(rows - first(iters)).astype(np.int64),
+                     h_in_norms=norms, n_active=int(len(iters)), negative_ids=negs,
+                     learning_rate=float(learning_rate))  # fmt: skip
+
+
 ONE_LAYER_ONLY = (
     "nn.GRU applies the hidden dropout between its stacked layers internally: the outputs of layers below the "
     "last are not observable"

@@ -252,17 +252,11 @@ class TorchGRU4RecAdapter(ItemMapIndex, OwnEvaluatorByCutoff, TorchModuleAdapter
 
     def _step_trace(self, loc: Mapping[str, Any], hidden) -> StepTrace:
         train = self._train
-        iters = np.asarray(loc["iters"])
-        rows = np.asarray(loc["start"]) + int(loc.get("i", 0))
-        sess = train.data[train.sessionKey].to_numpy()[rows]
-        first = train.offsetSessions[np.asarray(loc["sessionIdxArr"])[iters]]
-        norms = hidden[0].detach().norm(dim=1).cpu().numpy().astype(np.float64)
-        target = np.asarray(loc["_target"])
-        ids = self.item_ids()
-        negs = ids[target[len(iters) :]] if len(target) > len(iters) else np.zeros(0, dtype=np.int64)
-        return StepTrace(session_ids=sess.astype(np.int64), positions=(rows - first).astype(np.int64),
-                         h_in_norms=norms, n_active=int(len(iters)), negative_ids=np.asarray(negs, dtype=np.int64),
-                         learning_rate=float(self.settings["lr"]))  # fmt: skip
+        n_lanes, target = len(loc["iters"]), np.asarray(loc["_target"])  # targets, then the shared negatives
+        negs = self.item_ids()[target[n_lanes:]] if len(target) > n_lanes else None
+        return tb.lane_step_trace(loc, train.data[train.sessionKey].to_numpy(),
+                                  lambda iters: train.offsetSessions[np.asarray(loc["sessionIdxArr"])[iters]],
+                                  hidden, self.settings["lr"], negs)  # fmt: skip
 
     def _item_map(self) -> tuple[Any, str, str] | None:
         return None if self._train is None else (self._train.itemMap, self._train.itemKey, "ItemIdx")
