@@ -32,7 +32,7 @@ class _DropBadLengths(ReferenceFineTuner):
         return super().evaluate(self._drop_bad(examples))
 
 
-@mutant("mutant_ft6_drop_long_examples", defect_row=6, kind="data_integrity",
+@mutant("mutant_ft6_drop_long_examples",
         defect="examples longer than the max length deleted from train/dev/test while iterating")  # fmt: skip
 class MutantDropLongExamples(MutantAdapter):
     tuner_cls = _DropBadLengths
@@ -44,7 +44,7 @@ class _TupleUnpack(ReferenceFineTuner):
         return loss
 
 
-@mutant("mutant_ft8_tuple_unpack", defect_row=8, kind="data_integrity",
+@mutant("mutant_ft8_tuple_unpack",
         defect="model output tuple-unpacked (loss, logits = model(...)), which yields the key strings",
         message="output contract broken: one training step")  # fmt: skip
 class MutantTupleUnpack(MutantAdapter):
@@ -75,15 +75,14 @@ class _EvalOutputUnpacked(ReferenceFineTuner):
         return _forward_logits(self, features, batch_size, None, _first_unpacked)
 
 
-@mutant("mutant_ft8_eval_output_unpacked", defect_row=8, kind="data_integrity",
+@mutant("mutant_ft8_eval_output_unpacked",
         defect="eval-mode model output unpacked (logits, *_ = model(...)), which yields the key string 'logits'",
         message="output contract broken: predict")  # fmt: skip
 class MutantEvalOutputUnpacked(MutantAdapter):
     tuner_cls = _EvalOutputUnpacked
 
 
-@mutant("mutant_ft22_binary_keeps_neutral", defect_row=22, kind="data_integrity",
-        defect="binary view maps neutral to positive instead of dropping it")  # fmt: skip
+@mutant("mutant_ft22_binary_keeps_neutral", defect="binary view maps neutral to positive instead of dropping it")
 class MutantBinaryKeepsNeutral(MutantAdapter):
     def binary_view(self, examples):
         return Examples(
@@ -98,7 +97,7 @@ class _ShuffledPredictionLoader(ReferenceFineTuner):
         return _forward_logits(self, features, batch_size, torch.Generator().manual_seed(0), lambda o: o.logits)
 
 
-@mutant("mutant_ft26_shuffled_predictions", defect_row=26, kind="data_integrity",
+@mutant("mutant_ft26_shuffled_predictions",
         defect="prediction/evaluation loader shuffles the examples, so predictions are misaligned with the inputs",
         message="predictions are not in input order")  # fmt: skip
 class MutantShuffledPredictions(MutantAdapter):
@@ -121,7 +120,7 @@ class _TestEvaluatedThrice(ReferenceFineTuner):
         return res
 
 
-@mutant("mutant_ft6_test_evaluated_thrice", defect_row=6, kind="data_integrity",
+@mutant("mutant_ft6_test_evaluated_thrice",
         defect="the test split is evaluated three times and every pass's predictions are returned",
         message="predictions for 35 test examples (3× as many)")  # fmt: skip
 class MutantTestEvaluatedThrice(MutantAdapter):

@@ -36,7 +36,7 @@ class _PrevEpoch(ReferenceFineTuner):
     stopper_cls = PreviousEpochStopping
 
 
-@mutant("mutant_ft13_previous_epoch_stopping", defect_row=13, kind="early_stopping",
+@mutant("mutant_ft13_previous_epoch_stopping",
         defect="early stopping compares with the previous epoch instead of the best, and never restores")  # fmt: skip
 class MutantPreviousEpochStopping(MutantAdapter):
     tuner_cls = _PrevEpoch
@@ -47,8 +47,7 @@ class _OffByOne(ReferenceFineTuner):
         return range(1, cfg.max_epochs)  # runs max_epochs - 1 epochs
 
 
-@mutant("mutant_ft10_epoch_off_by_one", defect_row=10, kind="early_stopping",
-        defect="epoch loop range(1, epochs) runs one epoch fewer than configured")  # fmt: skip
+@mutant("mutant_ft10_epoch_off_by_one", defect="epoch loop range(1, epochs) runs one epoch fewer than configured")
 class MutantEpochOffByOne(MutantAdapter):
     tuner_cls = _OffByOne
 
@@ -58,7 +57,7 @@ class _NoRestore(ReferenceFineTuner):
         pass  # the best epoch is selected and reported, its weights are never loaded
 
 
-@mutant("mutant_ft13_no_restore", defect_row=13, kind="early_stopping",
+@mutant("mutant_ft13_no_restore",
         defect="the best epoch is selected and reported but its weights are never restored (the last epoch's kept)",
         message="isolated: weights not restored")  # fmt: skip
 class MutantNoRestore(MutantAdapter):

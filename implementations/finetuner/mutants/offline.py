@@ -22,8 +22,7 @@ class _Downloads(ReferenceFineTuner):
         super().build(seed, init_seed)
 
 
-@mutant("mutant_ft23_downloads_data", defect_row=23, kind="offline",
-        defect="tries to download the SST trees when building (network at run time)")  # fmt: skip
+@mutant("mutant_ft23_downloads_data", defect="tries to download the SST trees when building (network at run time)")
 class MutantDownloadsData(MutantAdapter):
     tuner_cls = _Downloads
 
@@ -34,8 +33,7 @@ class _LaunchBlocking(ReferenceFineTuner):
         return super().fit(train, val, config)
 
 
-@mutant("mutant_ft25_cuda_launch_blocking", defect_row=25, kind="offline",
-        defect="sets CUDA_LAUNCH_BLOCKING=1 for the whole process")  # fmt: skip
+@mutant("mutant_ft25_cuda_launch_blocking", defect="sets CUDA_LAUNCH_BLOCKING=1 for the whole process")
 class MutantCudaLaunchBlocking(MutantAdapter):
     tuner_cls = _LaunchBlocking
 

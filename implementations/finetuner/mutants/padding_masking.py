@@ -15,8 +15,7 @@ class _NoMask(ReferenceFineTuner):
         return batch
 
 
-@mutant("mutant_ft4_no_attention_mask", defect_row=4, kind="padding_masking",
-        defect="no attention mask passed to the model")  # fmt: skip
+@mutant("mutant_ft4_no_attention_mask", defect="no attention mask passed to the model")
 class MutantNoAttentionMask(MutantAdapter):
     tuner_cls = _NoMask
 
@@ -33,7 +32,7 @@ class _FixedLength(ReferenceFineTuner):
         return dict(collator(features))
 
 
-@mutant("mutant_ft7_fixed_length_padding", defect_row=7, kind="padding_masking",
+@mutant("mutant_ft7_fixed_length_padding",
         defect="every batch padded to a fixed length of 66 instead of the batch's longest sequence")  # fmt: skip
 class MutantFixedLengthPadding(MutantAdapter):
     tuner_cls = _FixedLength
@@ -46,8 +45,7 @@ class _PadWithZero(ReferenceFineTuner):
         return batch
 
 
-@mutant("mutant_ft7_pad_with_zero", defect_row=7, kind="padding_masking",
-        defect="batches padded with id 0 whatever the tokenizer's pad id (RoBERTa's is 1)")  # fmt: skip
+@mutant("mutant_ft7_pad_with_zero", defect="batches padded with id 0 whatever the tokenizer's pad id (RoBERTa's is 1)")
 class MutantPadWithZero(MutantAdapter):
     tuner_cls = _PadWithZero
 
@@ -60,7 +58,7 @@ class _MaskPaddedWithPadId(ReferenceFineTuner):
         return batch
 
 
-@mutant("mutant_ft4_mask_padded_with_pad_id", defect_row=4, kind="padding_masking",
+@mutant("mutant_ft4_mask_padded_with_pad_id",
         defect="attention mask padded with the pad id instead of 0 (RoBERTa attends to its padding)")  # fmt: skip
 class MutantMaskPaddedWithPadId(MutantAdapter):
     tuner_cls = _MaskPaddedWithPadId

@@ -22,13 +22,12 @@ class _LossOverBatchSize(ReferenceFineTuner):
         return res
 
 
-@mutant("mutant_ft9_loss_over_batch_size", defect_row=9, kind="reporting",
-        defect="reported loss = sum of per-batch mean losses / number of examples")  # fmt: skip
+@mutant("mutant_ft9_loss_over_batch_size", defect="reported loss = sum of per-batch mean losses / number of examples")
 class MutantLossOverBatchSize(MutantAdapter):
     tuner_cls = _LossOverBatchSize
 
 
-@mutant("mutant_ft16_pickle_no_run_id", defect_row=16, kind="reporting",
+@mutant("mutant_ft16_pickle_no_run_id",
         defect="whole-module torch.save pickle under a file name without run id or seed")  # fmt: skip
 class MutantPickleNoRunId(MutantAdapter):
     def _run_once(self, spec, train, val, test, cfg, *, seed, run_id, out_dir):
@@ -50,7 +49,7 @@ class _CasedTokenizer(ReferenceFineTuner):
         self.tokenizer = AutoTokenizer.from_pretrained(spec.path, local_files_only=True, do_lower_case=not lower)
 
 
-@mutant("mutant_ft17_tokenizer_drift", defect_row=17, kind="reporting",
+@mutant("mutant_ft17_tokenizer_drift",
         defect="a tokenizer with the other lower-casing than the requested model's is loaded (cased vs uncased)")  # fmt: skip
 class MutantTokenizerDrift(MutantAdapter):
     tuner_cls = _CasedTokenizer
@@ -64,7 +63,7 @@ class _PaperOptimizer(ReferenceFineTuner):
         return torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: 1.0)
 
 
-@mutant("mutant_ft18_fixed_paper_optimizer", defect_row=18, kind="reporting",
+@mutant("mutant_ft18_fixed_paper_optimizer",
         defect="Adam lr 1e-5 without warmup or decay used whatever the configuration (and the manifest) says")  # fmt: skip
 class MutantFixedPaperOptimizer(MutantAdapter):
     tuner_cls = _PaperOptimizer
@@ -75,13 +74,12 @@ class _NoCollapseFlag(ReferenceFineTuner):
         return []
 
 
-@mutant("mutant_ft19_collapse_unflagged", defect_row=19, kind="reporting",
-        defect="constant-prediction runs are not flagged as collapsed")  # fmt: skip
+@mutant("mutant_ft19_collapse_unflagged", defect="constant-prediction runs are not flagged as collapsed")
 class MutantCollapseUnflagged(MutantAdapter):
     tuner_cls = _NoCollapseFlag
 
 
-@mutant("mutant_ft20_equal_length_aggregate", defect_row=20, kind="reporting",
+@mutant("mutant_ft20_equal_length_aggregate",
         defect="aggregate over runs with population std (ddof=0) of per-epoch curves cut to the shortest run")  # fmt: skip
 class MutantEqualLengthAggregate(MutantAdapter):
     def aggregate(self, runs):
@@ -110,8 +108,7 @@ class _AdHocMetrics(ReferenceFineTuner):
         return res
 
 
-@mutant("mutant_ft21_adhoc_metrics", defect_row=21, kind="reporting",
-        defect="confusion matrix with margins, and weighted F1 reported as macro-F1")  # fmt: skip
+@mutant("mutant_ft21_adhoc_metrics", defect="confusion matrix with margins, and weighted F1 reported as macro-F1")
 class MutantAdHocMetrics(MutantAdapter):
     tuner_cls = _AdHocMetrics
 
@@ -125,8 +122,9 @@ class _BatchMeanAccuracy(ReferenceFineTuner):
         return res
 
 
-@mutant("mutant_ft21_batch_mean_accuracy", defect_row=21, kind="reporting",
-        defect="accuracy reported as the mean of per-batch accuracies (wrong when the eval batch size does not divide n)")  # fmt: skip
+@mutant("mutant_ft21_batch_mean_accuracy",
+        defect="accuracy reported as the mean of per-batch accuracies (wrong when the eval batch size does not "
+               "divide n)")  # fmt: skip
 class MutantBatchMeanAccuracy(MutantAdapter):
     tuner_cls = _BatchMeanAccuracy
 

@@ -19,8 +19,7 @@ class _NoSeed(ReferenceFineTuner):
         return torch.Generator().manual_seed(int.from_bytes(os.urandom(4), "little"))
 
 
-@mutant("mutant_ft14_no_seed", defect_row=14, kind="seeding",
-        defect="no seed set: initialisation and data order vary from run to run")  # fmt: skip
+@mutant("mutant_ft14_no_seed", defect="no seed set: initialisation and data order vary from run to run")
 class MutantNoSeed(MutantAdapter):
     tuner_cls = _NoSeed
 

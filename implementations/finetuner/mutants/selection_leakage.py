@@ -73,8 +73,7 @@ class _TestAwareAdapter(MutantAdapter):
             self.tuner_cls = base
 
 
-@mutant("mutant_ft11_test_selection", defect_row=11, kind="selection_leakage",
-        defect="the checkpoint with the highest test accuracy over epochs is kept")  # fmt: skip
+@mutant("mutant_ft11_test_selection", defect="the checkpoint with the highest test accuracy over epochs is kept")
 class MutantTestSelection(_TestAwareAdapter):
     tuner_cls = _TestSelection
 
@@ -88,14 +87,13 @@ class MutantTestSelectionNoHook(MutantTestSelection):
     split_log = FinetunerAdapter.split_log  # the protocol's default: the hook is not declared
 
 
-@mutant("mutant_ft12_save_on_test_score", defect_row=12, kind="selection_leakage",
+@mutant("mutant_ft12_save_on_test_score",
         defect="checkpoints saved when test accuracy beats a threshold, named after it (e5_591)")  # fmt: skip
 class MutantSaveOnTestScore(_TestAwareAdapter):
     tuner_cls = _SaveOnTestScore
 
 
-@mutant("mutant_ft24_test_every_epoch", defect_row=24, kind="selection_leakage",
-        defect="test split evaluated after every epoch (logged only)")  # fmt: skip
+@mutant("mutant_ft24_test_every_epoch", defect="test split evaluated after every epoch (logged only)")
 class MutantTestEveryEpoch(_TestAwareAdapter):
     tuner_cls = _TestEveryEpoch
 
@@ -121,7 +119,7 @@ class _RetrainOnTrainDev(ReferenceFineTuner):
         return rec
 
 
-@mutant("mutant_ft11_retrain_train_dev", defect_row=11, kind="selection_leakage",
+@mutant("mutant_ft11_retrain_train_dev",
         defect="after selection on dev, the final model is retrained on train+dev for the selected number of epochs",
         message="trains on a split other than train")  # fmt: skip
 class MutantRetrainOnTrainDev(MutantAdapter):

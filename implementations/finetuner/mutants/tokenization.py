@@ -25,7 +25,7 @@ class _HandMarkers(ReferenceFineTuner):
         return encode(tok, marked, max_length if max_length is not None else self.config.max_length)
 
 
-@mutant("mutant_ft1_hand_markers", defect_row=1, kind="tokenization",
+@mutant("mutant_ft1_hand_markers",
         defect="special tokens written into the text and added again by the tokenizer ([CLS] [CLS] ... [SEP] [SEP])")  # fmt: skip
 class MutantHandMarkers(MutantAdapter):
     tuner_cls = _HandMarkers
@@ -40,7 +40,7 @@ class _LiteralBertMarkers(ReferenceFineTuner):
         return _encoded(tok, [list(x) for x in enc["input_ids"]], [list(x) for x in enc["attention_mask"]], full, L)
 
 
-@mutant("mutant_ft2_literal_bert_markers", defect_row=2, kind="tokenization",
+@mutant("mutant_ft2_literal_bert_markers",
         defect="BERT-style '[CLS] ... [SEP]' text for every model, tokenizer specials off (junk for RoBERTa)")  # fmt: skip
 class MutantLiteralBertMarkers(MutantAdapter):
     tuner_cls = _LiteralBertMarkers
@@ -54,7 +54,7 @@ class _RpadTruncation(ReferenceFineTuner):
         return _encoded(tok, ids, [[1] * len(x) for x in ids], full, L)
 
 
-@mutant("mutant_ft5_rpad_truncation", defect_row=5, kind="tokenization",
+@mutant("mutant_ft5_rpad_truncation",
         defect="sequences longer than L cut to their first L - 1 ids, dropping the final SEP")  # fmt: skip
 class MutantRpadTruncation(MutantAdapter):
     tuner_cls = _RpadTruncation
@@ -69,8 +69,9 @@ class _LeftTruncation(ReferenceFineTuner):
         self.tokenizer.truncation_side = "left"
 
 
-@mutant("mutant_ft5_left_truncation", defect_row=5, kind="tokenization",
-        defect="sequences longer than L keep their last L - 2 word pieces instead of the first (truncated from the left)",
+@mutant("mutant_ft5_left_truncation",
+        defect="sequences longer than L keep their last L - 2 word pieces instead of the first (truncated from the "
+               "left)",
         message="isolated: truncated on the wrong side")  # fmt: skip
 class MutantLeftTruncation(MutantAdapter):
     """Long inputs are truncated from the left (``truncation_side="left"``): the encoded sequence is L ids long,
