@@ -181,8 +181,9 @@ class PackagedTorchAdapter(TorchModuleAdapter):
 
     A subclass sets :attr:`package`. Given here: ``version()`` (the installed distribution's version, ``"not
     installed"`` without it), :meth:`_require_package` (the subclass's ``capabilities()`` calls it first, so that an
-    environment without the package gives an UNAVAILABLE verdict), the ``hparams`` (``{}``) and ``seed`` (0) that
-    the subclass's ``build`` sets through :meth:`_new_build`, and ``isolated`` (third-party code runs in a worker).
+    environment without the package gives an UNAVAILABLE verdict), the ``hparams`` (``{}``), ``seed`` (0) and item
+    index ``_index`` (``{}``) that the subclass's ``build`` sets through :meth:`_new_build` (``fit`` fills the index),
+    and ``isolated`` (third-party code runs in a worker).
     """
 
     isolated = True  # third-party code runs in a worker
@@ -194,6 +195,8 @@ class PackagedTorchAdapter(TorchModuleAdapter):
         super().__init__(device=device, **options)
         self.hparams: dict[str, Any] = {}
         self.seed = 0
+        self._index: dict[int, int] = {}
+        """Item id → the implementation's item index of the trained items (set by ``fit``; ``{}`` before)."""
 
     def version(self) -> str:
         return installed_version(self.package[1])
@@ -208,7 +211,7 @@ class PackagedTorchAdapter(TorchModuleAdapter):
         self.hparams = hp
         self.seed = int(seed)
         self._item_ids = None
-        self._index: dict[int, int] = {}
+        self._index = {}
 
 
 def torch_framework() -> dict[str, str]:
@@ -461,6 +464,27 @@ def lane_labels(loc: Mapping[str, Any], first: Callable[[np.ndarray], Any], sess
     return sessions[tgt], tgt - first(np.asarray(loc["iters"])), items[tgt]
 
 
+def lane_step_trace(
+    loc: Mapping[str, Any],
+    sessions: np.ndarray,
+    first: Callable[[np.ndarray], Any],
+    hidden: Any,
+    learning_rate: float,
+    negatives: Any = None,
+) -> StepTrace:
+    """The :class:`StepTrace` of a training step of a session-parallel iterator, from its locals at ``yield``
+    (``iters``, ``start``, ``i``; the step's input events are the rows ``start + i``): ``sessions`` is the data's
+    session-id column, ``first(iters)`` the lanes' sessions' first rows, ``hidden`` the step's input state (its
+    first layer's (b, d) norms), ``negatives`` the step's negative item ids (None: none)."""
+    iters = np.asarray(loc["iters"])
+    rows = np.asarray(loc["start"]) + int(loc.get("i", 0))
+    norms = hidden[0].detach().norm(dim=1).cpu().numpy().astype(np.float64)
+    negs = np.zeros(0, dtype=np.int64) if negatives is None else np.asarray(negatives, dtype=np.int64)
+    return StepTrace(session_ids=sessions[rows].astype(np.int64), positions=(rows - first(iters)).astype(np.int64),
+                     h_in_norms=norms, n_active=int(len(iters)), negative_ids=negs,
+                     learning_rate=float(learning_rate))  # fmt: skip
+
+
 ONE_LAYER_ONLY = (
     "nn.GRU applies the hidden dropout between its stacked layers internally: the outputs of layers below the "
     "last are not observable"
@@ -474,6 +498,24 @@ def act_family(act: str) -> str:
         if act.startswith(prefix + "-"):
             return prefix
     return act
+
+
+def elu_act_name(elu_param: Any, default: float, linear_at_zero: bool = False) -> str:
+    """``"elu-<elu_param>"`` (``default`` when ``elu_param`` is None); with ``linear_at_zero``, ``"linear"`` unless the
+    parameter is positive (an implementation's default activation, where ELU with alpha 0 is the identity)."""
+    ep = default if elu_param is None else float(elu_param)
+    return f"elu-{ep:g}" if ep > 0 or not linear_at_zero else "linear"
+
+
+def official_act_name(final_act: Any, elu_param: Any, elu_default: float) -> str:
+    """An implementation's final-activation name for an explicit official ``final_act``: ``elu`` →
+    ``elu-<elu_param>`` (``elu_default`` when None), ``leaky`` → ``leaky-0.01``, any other name as it is."""
+    name = str(final_act)
+    if name == "elu":
+        return elu_act_name(elu_param, elu_default)
+    if name == "leaky":
+        return "leaky-0.01"
+    return name
 
 
 def one_width_gru_hparams(

@@ -73,7 +73,6 @@ class CornacGRU4RecAdapter(PackagedTorchAdapter):
     description = "cornac 3.0.1 cornac.models.GRU4Rec (a port of the official PyTorch GRU4Rec)"
     homepage = "https://pypi.org/project/cornac/3.0.1/"
     package = ("cornac", "cornac", "run the checks with `tox -e cornac` (installs cornac==3.0.1)")
-    study = None
     reproducibility = {
         "installs": "yes: cornac==3.0.1 from PyPI with torch==2.13.0 (+pandas) on Python 3.11, numpy 2 / pandas 3",
         "offline": "yes (no download at run time)",
@@ -88,8 +87,6 @@ class CornacGRU4RecAdapter(PackagedTorchAdapter):
         # cornac objects (cornac is untyped): the fitted GRU4Rec, its SequentialDataset, the negative sampler's
         # (item indices, distribution) and the IndexedAdagradM of train_step
         self.model: Any = None
-        self._item_ids: np.ndarray | None = None
-        self._index: dict[int, int] = {}
         self._train_set: Any = None
         self._sampler: Any = None
         self._opt: Any = None

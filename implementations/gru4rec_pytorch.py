@@ -65,17 +65,8 @@ def _final_act_name(final_act: Any, elu_param: Any, loss: str) -> str:
     if final_act is None:
         if loss == "cross-entropy":
             return "softmax"
-        if loss == "bpr-max":
-            ep = 0.5 if elu_param is None else float(elu_param)
-            return f"elu-{ep:g}" if ep > 0 else "linear"
-        return "tanh"
-    name = str(final_act)
-    if name == "elu":
-        ep = 0.5 if elu_param is None else float(elu_param)
-        return f"elu-{ep:g}"
-    if name == "leaky":
-        return "leaky-0.01"
-    return name
+        return tb.elu_act_name(elu_param, 0.5, linear_at_zero=True) if loss == "bpr-max" else "tanh"
+    return tb.official_act_name(final_act, elu_param, 0.5)
 
 
 class GRU4RecPytorchAdapter(ItemMapIndex, OwnEvaluatorByCutoff, TorchModuleAdapter):
@@ -295,15 +286,9 @@ class GRU4RecPytorchAdapter(ItemMapIndex, OwnEvaluatorByCutoff, TorchModuleAdapt
 
     def _step_trace(self, loc: Mapping[str, Any], hidden) -> StepTrace:
         train = self._train
-        iters = np.asarray(loc["iters"])
-        start = np.asarray(loc["start"]) + int(loc.get("i", 0))
-        rows = start  # the input event's row
-        sess = train.df[train.session_key].to_numpy()[rows]
-        first = train.click_offsets[train.session_idx_arr[iters]]
-        norms = hidden[0].detach().norm(dim=1).cpu().numpy().astype(np.float64)
-        return StepTrace(session_ids=sess.astype(np.int64), positions=(rows - first).astype(np.int64),
-                         h_in_norms=norms, n_active=int(len(iters)), negative_ids=np.zeros(0, dtype=np.int64),
-                         learning_rate=float(self.settings["lr"]))  # fmt: skip
+        return tb.lane_step_trace(loc, train.df[train.session_key].to_numpy(),
+                                  lambda iters: train.click_offsets[train.session_idx_arr[iters]], hidden,
+                                  self.settings["lr"])  # fmt: skip
 
     def _item_map(self) -> tuple[Any, str, str] | None:
         return None if self._train is None else (self._train.itemmap, self._train.item_key, "item_idx")

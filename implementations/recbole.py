@@ -83,7 +83,6 @@ class RecboleGRU4RecAdapter(PackagedTorchAdapter):
     description = "recbole 1.2.1 GRU4Rec (Tan et al. 2016: padded prefix samples, tied embedding, Adam)"
     homepage = "https://pypi.org/project/recbole/1.2.1/"
     package = ("recbole", "recbole", "run the checks with `tox -e recbole` (installs recbole==1.2.1 with numpy 1.26)")
-    study = None
     reproducibility = {
         "installs": "only re-pinned: on a fresh Python 3.11 install the import fails (ray<=2.6.3 needs numpy<2 "
         "for np.bool8 and setuptools<81 for pkg_resources)",
@@ -98,9 +97,7 @@ class RecboleGRU4RecAdapter(PackagedTorchAdapter):
         super().__init__(device=device, **options)
         self.model: Any = None  # recbole objects (recbole is untyped): the GRU4Rec module and its Dataset
         self.dataset: Any = None
-        self._item_ids: np.ndarray | None = None
         self._cols: np.ndarray | None = None
-        self._index: dict[int, int] = {}
         self._tmp: str | None = None
         self.trainer: Any = None
         self.train_data: Any = None

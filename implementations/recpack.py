@@ -91,8 +91,6 @@ class RecpackAdapter(PackagedTorchAdapter):
             raise ValueError(f"variant: {variant!r} is not one of {sorted(_VARIANTS)}")
         self.variant = variant
         self.algo: Any = None  # the fitted recpack GRU4Rec* object (recpack is untyped)
-        self._item_ids: np.ndarray | None = None
-        self._index: dict[int, int] = {}
 
     # -- declarations ------------------------------------------------------------------------------------
     def _declared_hyperparameters(self) -> dict[str, Any]:

@@ -25,7 +25,7 @@ from typing import Any, TypeVar, overload
 
 from gru4rec_conformance.implementations.base import KNOWN_FAMILY_NAMES, ROLES, AdapterBase, families
 
-__all__ = ["AdapterSpec", "Registry", "RegistryError", "register", "discover", "default_registry"]
+__all__ = ["AdapterSpec", "Registry", "RegistryError", "register", "declare", "discover", "default_registry"]
 
 _NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_.:@-]*$")
 _SKIP_MODULES = {
@@ -312,6 +312,21 @@ def register(
         return c
 
     return deco(cls) if cls is not None else deco
+
+
+def declare(name: str, **attrs: Any) -> Callable[[_A], _A]:
+    """Class decorator: set the class's ``name`` and each attribute of ``attrs`` that is not None (None leaves the
+    base class's value), then :func:`register` it under that name; returns the class itself. The common part of
+    the mutants' one-line declarations (``mutants.mutant``, ``finetuner.mutants._common.mutant``)."""
+
+    def deco(cls: _A) -> _A:
+        cls.name = name
+        for attr, value in attrs.items():
+            if value is not None:
+                setattr(cls, attr, value)
+        return register(cls)
+
+    return deco
 
 
 def discover(package: str = "gru4rec_conformance.implementations") -> list[str]:

@@ -48,16 +48,8 @@ def _final_act_name(final_act: Any, elu_param: Any, loss: str) -> str:
     """Torch-GRU4Rec's ``finalAct`` for the official names; XE → ``softmax_logit`` (the study's pairing with
     ``nll``), otherwise ``elu-<elu_param>`` with the implementation's default ``elu-1``."""
     if final_act is None:
-        if loss == "cross-entropy":
-            return "softmax_logit"
-        ep = 1.0 if elu_param is None else float(elu_param)
-        return f"elu-{ep:g}" if ep > 0 else "linear"
-    name = str(final_act)
-    if name == "elu":
-        return f"elu-{1.0 if elu_param is None else float(elu_param):g}"
-    if name == "leaky":
-        return "leaky-0.01"
-    return name
+        return "softmax_logit" if loss == "cross-entropy" else tb.elu_act_name(elu_param, 1.0, linear_at_zero=True)
+    return tb.official_act_name(final_act, elu_param, 1.0)
 
 
 class TorchGRU4RecAdapter(ItemMapIndex, OwnEvaluatorByCutoff, TorchModuleAdapter):
@@ -260,17 +252,11 @@ class TorchGRU4RecAdapter(ItemMapIndex, OwnEvaluatorByCutoff, TorchModuleAdapter
 
     def _step_trace(self, loc: Mapping[str, Any], hidden) -> StepTrace:
         train = self._train
-        iters = np.asarray(loc["iters"])
-        rows = np.asarray(loc["start"]) + int(loc.get("i", 0))
-        sess = train.data[train.sessionKey].to_numpy()[rows]
-        first = train.offsetSessions[np.asarray(loc["sessionIdxArr"])[iters]]
-        norms = hidden[0].detach().norm(dim=1).cpu().numpy().astype(np.float64)
-        target = np.asarray(loc["_target"])
-        ids = self.item_ids()
-        negs = ids[target[len(iters) :]] if len(target) > len(iters) else np.zeros(0, dtype=np.int64)
-        return StepTrace(session_ids=sess.astype(np.int64), positions=(rows - first).astype(np.int64),
-                         h_in_norms=norms, n_active=int(len(iters)), negative_ids=np.asarray(negs, dtype=np.int64),
-                         learning_rate=float(self.settings["lr"]))  # fmt: skip
+        n_lanes, target = len(loc["iters"]), np.asarray(loc["_target"])  # targets, then the shared negatives
+        negs = self.item_ids()[target[n_lanes:]] if len(target) > n_lanes else None
+        return tb.lane_step_trace(loc, train.data[train.sessionKey].to_numpy(),
+                                  lambda iters: train.offsetSessions[np.asarray(loc["sessionIdxArr"])[iters]],
+                                  hidden, self.settings["lr"], negs)  # fmt: skip
 
     def _item_map(self) -> tuple[Any, str, str] | None:
         return None if self._train is None else (self._train.itemMap, self._train.itemKey, "ItemIdx")

@@ -81,7 +81,6 @@ class TorchRechubGRU4RecAdapter(PackagedTorchAdapter):
         "torch-rechub",
         "run the checks with `tox -e torch_rechub` (installs torch-rechub==0.9.0)",
     )
-    study = None
     HOOKS_ABSENT = {
         "score_stream": "torch-rechub has no session inference loop: its GRU4Rec encodes a padded history into one "
         "user vector, so per-event scores would be the adapter's own loop, not the implementation's",
@@ -101,8 +100,6 @@ class TorchRechubGRU4RecAdapter(PackagedTorchAdapter):
         super().__init__(device=device, **options)
         self.model: Any = None  # torch-rechub objects (untyped): the GRU4Rec module and its MatchTrainer
         self.trainer: Any = None
-        self._item_ids: np.ndarray | None = None
-        self._index: dict[int, int] = {}
         self._tmp: str | None = None
         self._item_counts: dict[int, int] = {}
 

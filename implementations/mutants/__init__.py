@@ -2,8 +2,17 @@
 
 Each mutant is a small :class:`MutantAdapter` subclass whose ``gru_class`` is a ``reference.gru4rec.GRU4Rec``
 subclass overriding one extension point (reference/gru4rec/README.md, "Extension points"). It is modelled on a
-real defect of the catalogue (its id in ``defect``; docs/checks.md) and declares the checks that must catch it. The
-meta-tests (tests/meta/) run the conformance suite on every mutant and assert that
+real defect of the catalogue (its id in ``defect``; docs/checks.md) and declares the checks that must catch it, in
+one line, with the class decorator :func:`mutant` (which also registers it); the class's docstring says what is
+wrong::
+
+    @mutant("mutant:adam", defect="TF-4, KG-2", kind="K5", caught_by=("OP-2",))
+    class AdamOptimizer(MutantAdapter):
+        @classmethod
+        def gru_overrides(cls):
+            ...
+
+The meta-tests (tests/meta/) run the conformance suite on every mutant and assert that
 
 - every check in ``caught_by`` fails (the check bites),
 - no check outside ``caught_by`` and ``also_fails`` fails (the checks of other kinds stay quiet).
@@ -15,17 +24,19 @@ Modules: one per kind (``k1_state_reset.py`` ...); the torch-level pieces are bu
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, cast
+from collections.abc import Callable
+from typing import Any, ClassVar, TypeVar, cast
 
 from gru4rec_conformance.implementations.reference import ReferenceAdapter
+from gru4rec_conformance.implementations.registry import declare
 
-__all__ = ["MutantAdapter", "batch_evaluator", "mutant_classes"]
+__all__ = ["MutantAdapter", "batch_evaluator", "mutant", "mutant_classes"]
 
 
 class MutantAdapter(ReferenceAdapter):
     """Base of the mutants: the reference adapter with a one-defect ``GRU4Rec`` subclass.
 
-    Class attributes (read by the meta-tests and printed in reports):
+    Class attributes (read by the meta-tests and printed in reports; a mutant declares them with :func:`mutant`):
         defect: catalogue id(s) of the defect the mutant models (listed in docs/checks.md), e.g. ``"GP-1"``.
         kind: the defect kind (``"K1"`` .. ``"K11"``).
         caught_by: check ids that must fail on this mutant.
@@ -65,6 +76,27 @@ class MutantAdapter(ReferenceAdapter):
     def gru_overrides(cls) -> dict[str, Any]:
         """Class attributes of the defective ``GRU4Rec`` subclass (component classes or methods)."""
         raise NotImplementedError(f"{cls.__name__} must define gru_overrides()")
+
+
+_M = TypeVar("_M", bound=type[MutantAdapter])
+
+
+def mutant(
+    name: str,
+    *,
+    defect: str | None = None,
+    kind: str | None = None,
+    caught_by: tuple[str, ...] | None = None,
+    also_fails: tuple[str, ...] | None = None,
+    collateral: str | None = None,
+    needs_device: str | None = None,
+    description: str | None = None,
+) -> Callable[[_M], _M]:
+    """Class decorator declaring a mutant in one line: sets ``name`` and the :class:`MutantAdapter` attributes
+    given (those left out keep the base class's value, e.g. a mutant derived from another), then registers the
+    class (:func:`~gru4rec_conformance.implementations.registry.declare`); returns the class itself."""
+    return declare(name, defect=defect, kind=kind, caught_by=caught_by, also_fails=also_fails,
+                   collateral=collateral, needs_device=needs_device, description=description)  # fmt: skip
 
 
 def batch_evaluator(metrics: Any) -> Any:

@@ -2,21 +2,14 @@
 
 from __future__ import annotations
 
-from gru4rec_conformance.implementations.mutants import MutantAdapter, batch_evaluator
-from gru4rec_conformance.implementations.registry import register
+from gru4rec_conformance.implementations.mutants import MutantAdapter, batch_evaluator, mutant
 
 
-@register
+@mutant("mutant:declared_loss_crashes", defect="TG-1", kind="K10", caught_by=("RN-1",), also_fails=("LF-1", "LF-2",
+        "LF-4"), collateral="LF-1/2/4[top1]: the loss hook runs the same crashing code")  # fmt: skip
 class DeclaredLossCrashes(MutantAdapter):
     """A declared loss crashes on its first use with a NameError (TG-1: a misspelled variable in a loss's
     forward; here the TOP1 loss)."""
-
-    name = "mutant:declared_loss_crashes"
-    defect = "TG-1"
-    kind = "K10"
-    caught_by = ("RN-1",)
-    also_fails = ("LF-1", "LF-2", "LF-4")
-    collateral = "LF-1/2/4[top1]: the loss hook runs the same crashing code"
 
     @classmethod
     def gru_overrides(cls):
@@ -29,15 +22,9 @@ class DeclaredLossCrashes(MutantAdapter):
         return {"loss_classes": {**LOSS_CLASSES, "top1": Loss}}
 
 
-@register
+@mutant("mutant:cuda_eval_crash", defect="GP-11", kind="K10", caught_by=("RN-2",), needs_device="cuda")
 class CudaEvalCrash(MutantAdapter):
     """The evaluator converts a device tensor with ``.numpy()``: fine on CPU, a crash on CUDA (GP-11)."""
-
-    name = "mutant:cuda_eval_crash"
-    defect = "GP-11"
-    kind = "K10"
-    caught_by = ("RN-2",)
-    needs_device = "cuda"
 
     @classmethod
     def gru_overrides(cls):
@@ -60,18 +47,13 @@ class CudaEvalCrash(MutantAdapter):
         return {"evaluator_class": batch_evaluator(metrics)}
 
 
-@register
+@mutant("mutant:embedding_size_tied_to_hidden", defect="BS-6", kind="K10", caught_by=("RN-1",),
+        also_fails=("HP-1", "HP-2"),
+        collateral="HP-1/HP-2 build a separate embedding of another size than the hidden layer: the same crash")  # fmt: skip
 class EmbeddingSizeTiedToHidden(MutantAdapter):
     """The first GRU layer is built for inputs of the hidden size, not of the separate embedding's size (an
     ``nn.GRU(hidden_size, hidden_size)`` behind an ``nn.Embedding(n_items, embedding_dim)``): right while the two
     sizes are equal, a shape error in the first forward pass when they differ (blind spot BS-6)."""
-
-    name = "mutant:embedding_size_tied_to_hidden"
-    defect = "BS-6"
-    kind = "K10"
-    caught_by = ("RN-1",)
-    also_fails = ("HP-1", "HP-2")
-    collateral = "HP-1/HP-2 build a separate embedding of another size than the hidden layer: the same crash"
 
     @classmethod
     def gru_overrides(cls):

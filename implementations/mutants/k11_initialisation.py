@@ -2,20 +2,13 @@
 
 from __future__ import annotations
 
-from gru4rec_conformance.implementations.mutants import MutantAdapter
-from gru4rec_conformance.implementations.registry import register
+from gru4rec_conformance.implementations.mutants import MutantAdapter, mutant
 
 
-@register
+@mutant("mutant:small_uniform_init", defect="RP-3", kind="K11", caught_by=("IN-1",), also_fails=("OP-1",),
+        collateral="OP-1: tiny weights give tiny gradients, so no first Adagrad step reaches η")  # fmt: skip
 class SmallUniformInit(MutantAdapter):
     """Every parameter, biases included, starts from U(−0.01, 0.01) (RP-3: recpack's ``init_weights``)."""
-
-    name = "mutant:small_uniform_init"
-    defect = "RP-3"
-    kind = "K11"
-    caught_by = ("IN-1",)
-    also_fails = ("OP-1",)
-    collateral = "OP-1: tiny weights give tiny gradients, so no first Adagrad step reaches η"
 
     @classmethod
     def gru_overrides(cls):

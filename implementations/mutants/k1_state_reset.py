@@ -2,18 +2,13 @@
 
 from __future__ import annotations
 
-from gru4rec_conformance.implementations.mutants import MutantAdapter
-from gru4rec_conformance.implementations.registry import register
+from gru4rec_conformance.implementations.mutants import MutantAdapter, mutant
 
 
-@register
+# caught by EV-4 too: the leaked state depends on which sessions share a lane
+@mutant("mutant:no_eval_reset", defect="GP-1", kind="K1", caught_by=("SR-1", "SR-2", "EV-4"))
 class NoEvalReset(MutantAdapter):
     """The evaluation loop never zeroes a lane's hidden state when a new session enters it (GP-1)."""
-
-    name = "mutant:no_eval_reset"
-    defect = "GP-1"
-    kind = "K1"
-    caught_by = ("SR-1", "SR-2", "EV-4")  # EV-4: the leaked state depends on which sessions share a lane
 
     @classmethod
     def gru_overrides(cls):
@@ -26,15 +21,10 @@ class NoEvalReset(MutantAdapter):
         return {"evaluator_class": Evaluator}
 
 
-@register
+@mutant("mutant:stale_train_mask", defect="GP-2", kind="K1", caught_by=("SR-3", "SR-4"))
 class StaleTrainMask(MutantAdapter):
     """Training reuses the reset mask of the last session switch for every step of the following run, so the
     lanes of new sessions are zeroed at every step until another session ends (GP-2, KG-3)."""
-
-    name = "mutant:stale_train_mask"
-    defect = "GP-2"
-    kind = "K1"
-    caught_by = ("SR-3", "SR-4")
 
     @classmethod
     def gru_overrides(cls):
@@ -47,15 +37,10 @@ class StaleTrainMask(MutantAdapter):
         return {"iterator_class": Iterator}
 
 
-@register
+@mutant("mutant:reset_every_step", defect="GP-2 (inference), MS-3", kind="K1", caught_by=("SR-3", "SR-5"))
 class ResetEveryStep(MutantAdapter):
     """Inference ignores the carried hidden state (every step starts from zero), so predictions depend on the
     last item only (GP-2's over-reset carried into inference; MS-3's fixed-window model has the same symptom)."""
-
-    name = "mutant:reset_every_step"
-    defect = "GP-2 (inference), MS-3"
-    kind = "K1"
-    caught_by = ("SR-3", "SR-5")
 
     @classmethod
     def gru_overrides(cls):
@@ -68,16 +53,11 @@ class ResetEveryStep(MutantAdapter):
         return {"model_class": Model}
 
 
-@register
+@mutant("mutant:no_eval_reset_id_order", defect="GP-1", kind="K1", caught_by=("SR-1", "SR-2"))
 class NoEvalResetIdOrder(MutantAdapter):
     """GP-1 as GRU4REC-pytorch has it: the evaluation loop never zeroes a lane's hidden state, and sessions enter
     the evaluation lanes in session-id order instead of by start time. A check that predicts which session follows
     which in a lane from start times looks at the wrong session (the one that ran first, from a fresh state)."""
-
-    name = "mutant:no_eval_reset_id_order"
-    defect = "GP-1"
-    kind = "K1"
-    caught_by = ("SR-1", "SR-2")
 
     @classmethod
     def gru_overrides(cls):

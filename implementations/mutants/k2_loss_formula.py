@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from gru4rec_conformance.implementations.mutants import MutantAdapter
-from gru4rec_conformance.implementations.registry import register
+from gru4rec_conformance.implementations.mutants import MutantAdapter, mutant
 
 
 def _loss_classes(name: str, cls) -> dict:
@@ -24,22 +23,14 @@ def _loss_value(name: str, value) -> dict:
     return _loss_classes(name, type("Loss", (LOSS_CLASSES[name],), {"__call__": __call__}))
 
 
-@register
+# MC-1..3: the tiny gradients leave the model nearly untrained (yoochoose_100k_standin, cross-entropy, seed 42:
+# recall@20 0.0086 vs the reference's 0.6452 ± 0.0129; tests/meta/test_mutants.py, the metric meta-test)
+@mutant("mutant:xe_double_softmax", defect="GP-3, TG-4", kind="K2", caught_by=("LF-1", "LF-5", "MC-1", "MC-2",
+        "MC-3"), also_fails=("OP-1",), collateral="OP-1: the doubly normalised loss has tiny gradients, so no first "
+        "Adagrad step reaches η (OP-1 infers |g| > 1e-2 from the step size)")  # fmt: skip
 class XEDoubleSoftmax(MutantAdapter):
     """Cross-entropy applies softmax to already softmax-normalised scores (final_act=softmax fed into a
     softmax-CE loss; GP-3, TG-4)."""
-
-    name = "mutant:xe_double_softmax"
-    defect = "GP-3, TG-4"
-    kind = "K2"
-    # MC-1..3: the tiny gradients leave the model nearly untrained (yoochoose_100k_standin, cross-entropy, seed 42:
-    # recall@20 0.0086 vs the reference's 0.6452 ± 0.0129; tests/meta/test_mutants.py, the metric meta-test)
-    caught_by = ("LF-1", "LF-5", "MC-1", "MC-2", "MC-3")
-    also_fails = ("OP-1",)
-    collateral = (
-        "OP-1: the doubly normalised loss has tiny gradients, so no first Adagrad step reaches η (OP-1 "
-        "infers |g| > 1e-2 from the step size)"
-    )
 
     @classmethod
     def gru_overrides(cls):
@@ -52,15 +43,10 @@ class XEDoubleSoftmax(MutantAdapter):
         return _loss_classes("cross-entropy", Loss)
 
 
-@register
+@mutant("mutant:bprmax_matrix_mean", defect="GP-5", kind="K2", caught_by=("LF-1", "LF-2"))
 class BPRMaxMatrixMean(MutantAdapter):
     """BPR-max takes −log of the mean over the whole score matrix of s·σ(r_i − r_j) instead of a per-row
     −log Σ_j averaged over rows (GP-5)."""
-
-    name = "mutant:bprmax_matrix_mean"
-    defect = "GP-5"
-    kind = "K2"
-    caught_by = ("LF-1", "LF-2")
 
     @classmethod
     def gru_overrides(cls):
@@ -76,15 +62,10 @@ class BPRMaxMatrixMean(MutantAdapter):
         return _loss_value("bpr-max", value)
 
 
-@register
+@mutant("mutant:bprmax_softmax_with_target", defect="GP-5", kind="K2", caught_by=("LF-1", "LF-3"))
 class BPRMaxSoftmaxWithTarget(MutantAdapter):
     """The BPR-max negative weights are a softmax over the whole row, the target column included (the second
     half of GP-5)."""
-
-    name = "mutant:bprmax_softmax_with_target"
-    defect = "GP-5"
-    kind = "K2"
-    caught_by = ("LF-1", "LF-3")
 
     @classmethod
     def gru_overrides(cls):
@@ -99,14 +80,9 @@ class BPRMaxSoftmaxWithTarget(MutantAdapter):
         return _loss_classes("bpr-max", Loss)
 
 
-@register
+@mutant("mutant:bpreg_ignored", defect="GP-6, RP-1", kind="K2", caught_by=("LF-1", "LF-6", "HP-1"))
 class BPRegIgnored(MutantAdapter):
     """The BPR-max score regulariser is missing: bpreg is accepted and has no effect (GP-6; RP-1 hard-codes it)."""
-
-    name = "mutant:bpreg_ignored"
-    defect = "GP-6, RP-1"
-    kind = "K2"
-    caught_by = ("LF-1", "LF-6", "HP-1")
 
     @classmethod
     def gru_overrides(cls):
@@ -119,14 +95,9 @@ class BPRegIgnored(MutantAdapter):
         return _loss_classes("bpr-max", Loss)
 
 
-@register
+@mutant("mutant:bprmax_no_log_eps", defect="RP-2", kind="K2", caught_by=("LF-4",))
 class BPRMaxNoLogEpsilon(MutantAdapter):
     """BPR-max takes −log Σ_j s_ij σ(r_i − r_j) without an epsilon: inf/NaN once the sum underflows (RP-2)."""
-
-    name = "mutant:bprmax_no_log_eps"
-    defect = "RP-2"
-    kind = "K2"
-    caught_by = ("LF-4",)
 
     @classmethod
     def gru_overrides(cls):
@@ -141,16 +112,12 @@ class BPRMaxNoLogEpsilon(MutantAdapter):
         return _loss_value("bpr-max", value)
 
 
-@register
+@mutant("mutant:bpr_value_without_diagonal", defect="cornac BPR value (LF-1[bpr], design difference)", kind="K2",
+        caught_by=("LF-1",))  # fmt: skip
 class BPRValueWithoutDiagonal(MutantAdapter):
     """BPR's loss value leaves out the gradient-free j = i term (log 2 per row): the gradient is exactly the
     reference's, only the value differs (as cornac's BPR, whose value lacks that constant). Proves that LF-1's
     value comparison bites on its own, not only through the gradient."""
-
-    name = "mutant:bpr_value_without_diagonal"
-    defect = "cornac BPR value (LF-1[bpr], design difference)"
-    kind = "K2"
-    caught_by = ("LF-1",)
 
     @classmethod
     def gru_overrides(cls):

@@ -2,23 +2,15 @@
 
 from __future__ import annotations
 
-from gru4rec_conformance.implementations.mutants import MutantAdapter
-from gru4rec_conformance.implementations.registry import register
+from gru4rec_conformance.implementations.mutants import MutantAdapter, mutant
 
 
-@register
+@mutant("mutant:score_all_then_sample", defect="GP-4, GP-10", kind="K3", caught_by=("SO-1", "SC-2", "SC-1",
+        "LF-5"), also_fails=("OP-1",), collateral="OP-1: probabilities normalised over the catalogue give tiny "
+        "gradients, so no first Adagrad step reaches η")  # fmt: skip
 class ScoreAllThenSample(MutantAdapter):
     """The training step applies softmax to the scores of the whole catalogue and picks the sampled columns
     afterwards, so the loss sees probabilities normalised over all items (GP-4; GP-10's full scoring)."""
-
-    name = "mutant:score_all_then_sample"
-    defect = "GP-4, GP-10"
-    kind = "K3"
-    caught_by = ("SO-1", "SC-2", "SC-1", "LF-5")
-    also_fails = ("OP-1",)
-    collateral = (
-        "OP-1: probabilities normalised over the catalogue give tiny gradients, so no first Adagrad step reaches η"
-    )
 
     @classmethod
     def gru_overrides(cls):
@@ -33,17 +25,11 @@ class ScoreAllThenSample(MutantAdapter):
         return {"model_class": Model}
 
 
-@register
+@mutant("mutant:per_row_negatives", defect="RP-7", kind="K3", caught_by=("SO-2",), also_fails=("SC-2",),
+        collateral="SC-2: b·S per-row negatives reach more output rows than the B+S shared columns")  # fmt: skip
 class PerRowNegatives(MutantAdapter):
     """Extra negatives are drawn independently for every lane instead of one vector shared by the minibatch
     (RP-7; the distribution support^sample_alpha is kept, so only the sharing differs)."""
-
-    name = "mutant:per_row_negatives"
-    defect = "RP-7"
-    kind = "K3"
-    caught_by = ("SO-2",)
-    also_fails = ("SC-2",)
-    collateral = "SC-2: b·S per-row negatives reach more output rows than the B+S shared columns"
 
     @classmethod
     def gru_overrides(cls):
@@ -86,14 +72,11 @@ class PerRowNegatives(MutantAdapter):
         }
 
 
-@register
+@mutant("mutant:sample_alpha_ignored",
+        defect="sample_alpha ignored (RP-7's uniform sampling; N/A in the study's tables)", kind="K3",
+        caught_by=("SO-3", "HP-1"))  # fmt: skip
 class SampleAlphaIgnored(MutantAdapter):
     """Extra negatives are drawn uniformly whatever sample_alpha says (the parameter is accepted and ignored)."""
-
-    name = "mutant:sample_alpha_ignored"
-    defect = "sample_alpha ignored (RP-7's uniform sampling; N/A in the study's tables)"
-    kind = "K3"
-    caught_by = ("SO-3", "HP-1")
 
     @classmethod
     def gru_overrides(cls):
@@ -109,19 +92,15 @@ class SampleAlphaIgnored(MutantAdapter):
         return {"sampler_class": Cache}
 
 
-@register
+@mutant("mutant:fresh_per_example_negatives",
+        defect="fresh per-example negatives every step (sibling of GP-4's catalogue-wide normalisation)", kind="K3",
+        caught_by=("SO-1",), also_fails=("HP-2",),
+        collateral="HP-2: its n_sample echo sees one negative per example whatever n_sample asks (16, 2048, 4096)")  # fmt: skip
 class FreshPerExampleNegatives(MutantAdapter):
     """Every training example draws one negative of its own, afresh at every step, even with ``n_sample=0``
     (a per-example sampler added to the in-batch negatives; declared as ``per_example_negatives``). Its symptom in
     SO-1, the loss of a fixed batch changing between two steps whatever item is shifted, resembles a softmax over
     the whole catalogue (mutant:score_all_then_sample); the diagnosis names the sampler's randomness."""
-
-    name = "mutant:fresh_per_example_negatives"
-    defect = "fresh per-example negatives every step (sibling of GP-4's catalogue-wide normalisation)"
-    kind = "K3"
-    caught_by = ("SO-1",)
-    also_fails = ("HP-2",)
-    collateral = "HP-2: its n_sample echo sees one negative per example whatever n_sample asks (16, 2048, 4096)"
 
     def capabilities(self):
         return {**super().capabilities(), "per_example_negatives": True, "negatives_per_example": 1}

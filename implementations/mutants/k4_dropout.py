@@ -2,24 +2,15 @@
 
 from __future__ import annotations
 
-from gru4rec_conformance.implementations.mutants import MutantAdapter
-from gru4rec_conformance.implementations.registry import register
+from gru4rec_conformance.implementations.mutants import MutantAdapter, mutant
 
 
-@register
+@mutant("mutant:dropout_keep_prob", defect="TF-1", kind="K4", caught_by=("DO-1", "DO-2", "DO-3"), also_fails=("*",),
+        collateral="every check that trains with dropout 0 (keep probability 0 gives NaN), as upstream "
+        "GRU4Rec_TensorFlow cannot run with --dropout 0")  # fmt: skip
 class DropoutKeepProb(MutantAdapter):
     """The dropout value is used as a keep probability: ``dropout_p_hidden=0.2`` keeps 20% of the units, and a
     rate of 0 keeps nothing (0/0 = NaN) (TF-1, TensorFlow's ``output_keep_prob``)."""
-
-    name = "mutant:dropout_keep_prob"
-    defect = "TF-1"
-    kind = "K4"
-    caught_by = ("DO-1", "DO-2", "DO-3")
-    also_fails = ("*",)
-    collateral = (
-        "every check that trains with dropout 0 (keep probability 0 gives NaN), as upstream "
-        "GRU4Rec_TensorFlow cannot run with --dropout 0"
-    )
 
     @classmethod
     def gru_overrides(cls):
@@ -36,15 +27,10 @@ class DropoutKeepProb(MutantAdapter):
         return {"model_class": Model}
 
 
-@register
+@mutant("mutant:shared_dropout", defect="RP-4", kind="K4", caught_by=("DO-3", "DO-4", "HP-1"))
 class SharedDropout(MutantAdapter):
     """One dropout value serves both the embedding and the hidden dropout: ``dropout_p_hidden`` is used for the
     embedding too and ``dropout_p_embed`` is ignored (RP-4)."""
-
-    name = "mutant:shared_dropout"
-    defect = "RP-4"
-    kind = "K4"
-    caught_by = ("DO-3", "DO-4", "HP-1")
 
     @classmethod
     def gru_overrides(cls):
@@ -54,15 +40,10 @@ class SharedDropout(MutantAdapter):
         return {"_dropout_rates": _dropout_rates}
 
 
-@register
+@mutant("mutant:no_hidden_dropout_single_layer", defect="GP-7", kind="K4", caught_by=("DO-2", "DO-3", "HP-1"))
 class NoHiddenDropoutSingleLayer(MutantAdapter):
     """Hidden dropout acts only between stacked GRU layers (``torch.nn.GRU(dropout=...)``), so it never reaches
     the last layer's output and is a no-op for one layer (GP-7)."""
-
-    name = "mutant:no_hidden_dropout_single_layer"
-    defect = "GP-7"
-    kind = "K4"
-    caught_by = ("DO-2", "DO-3", "HP-1")
 
     @classmethod
     def gru_overrides(cls):

@@ -3,19 +3,13 @@ does not have, found by blind-spot trials)."""
 
 from __future__ import annotations
 
-from gru4rec_conformance.implementations.mutants import MutantAdapter
-from gru4rec_conformance.implementations.registry import register
+from gru4rec_conformance.implementations.mutants import MutantAdapter, mutant
 
 
-@register
+@mutant("mutant:adagrad_initial_accumulator", defect="TF-2", kind="K5", caught_by=("OP-1", "OP-2"))
 class AdagradInitialAccumulator(MutantAdapter):
     """Adagrad starts from an accumulator of 0.1 (TensorFlow's default ``initial_accumulator_value``), which
     damps the early steps far below the learning rate (TF-2)."""
-
-    name = "mutant:adagrad_initial_accumulator"
-    defect = "TF-2"
-    kind = "K5"
-    caught_by = ("OP-1", "OP-2")
 
     @classmethod
     def gru_overrides(cls):
@@ -27,15 +21,11 @@ class AdagradInitialAccumulator(MutantAdapter):
         return {"optimizer_class": Optimizer}
 
 
-@register
+@mutant("mutant:lr_decay", defect="TF-3", kind="K5", caught_by=("OP-3",))
 class LearningRateDecay(MutantAdapter):
     """The learning rate decays exponentially: ×0.96 per ``decay_steps`` updates, staircase (TF-3; TensorFlow
     used 10,000 steps, scaled here to 1,000 so that a CPU check reaches the first decay)."""
 
-    name = "mutant:lr_decay"
-    defect = "TF-3"
-    kind = "K5"
-    caught_by = ("OP-3",)
     decay_steps = 1_000
 
     @classmethod
@@ -54,15 +44,10 @@ class LearningRateDecay(MutantAdapter):
         return {"optimizer_class": Optimizer}
 
 
-@register
+@mutant("mutant:momentum_ignored", defect="GP-9, TG-3", kind="K5", caught_by=("OP-4", "HP-1"))
 class MomentumIgnored(MutantAdapter):
     """``momentum`` is declared and accepted but the optimizer runs without it (GP-9, TG-3: Adagrad built
     without the momentum argument)."""
-
-    name = "mutant:momentum_ignored"
-    defect = "GP-9, TG-3"
-    kind = "K5"
-    caught_by = ("OP-4", "HP-1")
 
     @classmethod
     def gru_overrides(cls):
@@ -75,15 +60,10 @@ class MomentumIgnored(MutantAdapter):
         return {"optimizer_class": Optimizer}
 
 
-@register
+@mutant("mutant:adam", defect="TF-4, KG-2", kind="K5", caught_by=("OP-2",))
 class AdamOptimizer(MutantAdapter):
     """Adam (β = 0.9, 0.999, eps 1e-8, bias-corrected, lazy rows for the embedding tables) instead of Adagrad
     (TF-4, KG-2: GRU4Rec_TensorFlow and KerasGRU4Rec hard-code Adam)."""
-
-    name = "mutant:adam"
-    defect = "TF-4, KG-2"
-    kind = "K5"
-    caught_by = ("OP-2",)
 
     @classmethod
     def gru_overrides(cls):
@@ -167,17 +147,13 @@ def _transformed_grads_optimizer(transform):
     return Optimizer
 
 
-@register
+@mutant("mutant:grad_norm_clipping", defect="BS-3", kind="K5", caught_by=("OP-5",))
 class GradientNormClipping(MutantAdapter):
     """The gradients of every step are clipped to a global L2 norm of 1 (``clip_grad_norm_(params, 1.0)``, Keras
     ``clipnorm=1``), which GRU4Rec does not do; ``optimizer_info`` still reports no clipping. Adagrad's
     normalisation hides a rescaling that is the same at every step, so only steps with gradient norms above 1,
     changing from step to step, show it (blind spot BS-3)."""
 
-    name = "mutant:grad_norm_clipping"
-    defect = "BS-3"
-    kind = "K5"
-    caught_by = ("OP-5",)
     max_norm = 1.0
 
     @classmethod
@@ -190,16 +166,12 @@ class GradientNormClipping(MutantAdapter):
         return {"optimizer_class": _transformed_grads_optimizer(clip)}
 
 
-@register
+@mutant("mutant:weight_decay", defect="BS-4", kind="K5", caught_by=("OP-5",))
 class WeightDecay(MutantAdapter):
     """L2 weight decay 1e-4 is added to every gradient (torch ``Adagrad(weight_decay=1e-4)``; the rows of an
     item table only when they get a gradient), which GRU4Rec does not have; ``optimizer_info`` still reports 0
     (blind spot BS-4)."""
 
-    name = "mutant:weight_decay"
-    defect = "BS-4"
-    kind = "K5"
-    caught_by = ("OP-5",)
     weight_decay = 1e-4
 
     @classmethod
@@ -212,15 +184,10 @@ class WeightDecay(MutantAdapter):
         return {"optimizer_class": _transformed_grads_optimizer(decay)}
 
 
-@register
+@mutant("mutant:gradient_noise", defect="BS-5", kind="K5", caught_by=("OP-5",))
 class GradientNoise(MutantAdapter):
     """Annealed Gaussian noise is added to every gradient (Neelakantan et al.: variance 1e-4/(1 + t)^0.55 at
     update t, seeded), which GRU4Rec does not do (blind spot BS-5)."""
-
-    name = "mutant:gradient_noise"
-    defect = "BS-5"
-    kind = "K5"
-    caught_by = ("OP-5",)
 
     @classmethod
     def gru_overrides(cls):

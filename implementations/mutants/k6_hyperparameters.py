@@ -5,20 +5,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from gru4rec_conformance.implementations.mutants import MutantAdapter
-from gru4rec_conformance.implementations.registry import register
+from gru4rec_conformance.implementations.mutants import MutantAdapter, mutant
 
 
-@register
+@mutant("mutant:hidden_size_hardcoded", defect="KG-1", kind="K6", caught_by=("HP-1", "HP-2"), also_fails=("IN-1",),
+        collateral="IN-1: gate blocks are found from the configured layer size, which the weights do not have")  # fmt: skip
 class HiddenSizeHardcoded(MutantAdapter):
     """The GRU has 100 units whatever ``layers`` says (KG-1: KerasGRU4Rec hard-codes GRU(100))."""
-
-    name = "mutant:hidden_size_hardcoded"
-    defect = "KG-1"
-    kind = "K6"
-    caught_by = ("HP-1", "HP-2")
-    also_fails = ("IN-1",)
-    collateral = "IN-1: gate blocks are found from the configured layer size, which the weights do not have"
 
     @classmethod
     def gru_overrides(cls):
@@ -31,17 +24,12 @@ class HiddenSizeHardcoded(MutantAdapter):
         return {"model_class": Model}
 
 
-@register
+@mutant("mutant:batch_size_hardcoded", defect="TF-5", kind="K6", caught_by=("HP-3",), also_fails=("EB-4",),
+        collateral="EB-4: the trace shows 50 active lanes where batch_size=8 was asked")  # fmt: skip
 class BatchSizeHardcoded(MutantAdapter):
     """The session-parallel minibatch always has 50 lanes whatever ``batch_size`` says (TF-5: batch_size fixed
     at 50 in GRU4Rec_TensorFlow's Args; the loss is still divided by the configured value)."""
 
-    name = "mutant:batch_size_hardcoded"
-    defect = "TF-5"
-    kind = "K6"
-    caught_by = ("HP-3",)
-    also_fails = ("EB-4",)
-    collateral = "EB-4: the trace shows 50 active lanes where batch_size=8 was asked"
     lanes = 50
 
     @classmethod
@@ -57,15 +45,10 @@ class BatchSizeHardcoded(MutantAdapter):
         return {"iterator_class": Iterator}
 
 
-@register
+@mutant("mutant:undeclared_momentum_accepted", defect="GP-9", kind="K6", caught_by=("HP-4", "OP-4"))
 class UndeclaredMomentumAccepted(MutantAdapter):
     """The implementation has no Adagrad momentum and does not declare it, yet ``momentum`` is accepted and
     silently dropped instead of refused (GP-9: GRU4REC-pytorch accepts --momentum and ignores it)."""
-
-    name = "mutant:undeclared_momentum_accepted"
-    defect = "GP-9"
-    kind = "K6"
-    caught_by = ("HP-4", "OP-4")
 
     def capabilities(self) -> dict[str, Any]:
         caps = super().capabilities()
@@ -82,17 +65,13 @@ class UndeclaredMomentumAccepted(MutantAdapter):
         return {}
 
 
-@register
+@mutant("mutant:n_sample_clamped", kind="K6", caught_by=("HP-1", "HP-2"), also_fails=("MC-1", "MC-2", "MC-3"),
+        defect="silent n_sample cap (a size clamped inside its range; sibling of KG-1's hard-coded size)",
+        collateral="MC-1..3: the study's n_sample=2048 trains with 1024 negatives, which may move the metrics")  # fmt: skip
 class NSampleClamped(MutantAdapter):
     """The sampler silently clamps ``n_sample`` to 1024 extra negatives, so the official 2048 (and anything above)
     trains with 1024 while 16 or 512 behave as asked: a cap that a check of small values only never meets."""
 
-    name = "mutant:n_sample_clamped"
-    defect = "silent n_sample cap (a size clamped inside its range; sibling of KG-1's hard-coded size)"
-    kind = "K6"
-    caught_by = ("HP-1", "HP-2")
-    also_fails = ("MC-1", "MC-2", "MC-3")
-    collateral = "MC-1..3: the study's n_sample=2048 trains with 1024 negatives, which may move the metrics"
     cap = 1024
 
     @classmethod

@@ -3,19 +3,13 @@ off-by-one, docs/study.md, 'Fix levels')."""
 
 from __future__ import annotations
 
-from gru4rec_conformance.implementations.mutants import MutantAdapter
-from gru4rec_conformance.implementations.registry import register
+from gru4rec_conformance.implementations.mutants import MutantAdapter, mutant
 
 
-@register
+@mutant("mutant:epoch_ends_early", defect="TF-9, GP-12", kind="K7", caught_by=("EB-1", "EB-2", "EB-4"))
 class EpochEndsEarly(MutantAdapter):
     """Training ends the epoch as soon as one lane cannot be refilled, dropping the remainders of the other
     lanes (TF-9; GP-12/KG-4 in training)."""
-
-    name = "mutant:epoch_ends_early"
-    defect = "TF-9, GP-12"
-    kind = "K7"
-    caught_by = ("EB-1", "EB-2", "EB-4")
 
     @classmethod
     def gru_overrides(cls):
@@ -28,15 +22,10 @@ class EpochEndsEarly(MutantAdapter):
         return {"iterator_class": Iterator}
 
 
-@register
+@mutant("mutant:padded_batches", defect="RP-6", kind="K7", caught_by=("EB-4", "HP-3"))
 class PaddedBatches(MutantAdapter):
     """Not session-parallel: each minibatch is a fixed group of B whole sessions stepped until its longest one
     ends; finished lanes drop out and are never refilled, the state restarts per group (RP-6)."""
-
-    name = "mutant:padded_batches"
-    defect = "RP-6"
-    kind = "K7"
-    caught_by = ("EB-4", "HP-3")
 
     @classmethod
     def gru_overrides(cls):
@@ -70,20 +59,13 @@ class PaddedBatches(MutantAdapter):
         return {"iterator_class": Iterator}
 
 
-@register
+@mutant("mutant:epochs_off_by_one", defect="KG epoch off-by-one (docs/study.md, 'Fix levels')", kind="K7",
+        caught_by=("EB-3",), also_fails=("HP-1",),
+        collateral="HP-1 trains 1 epoch, i.e. nothing here; its message says the failure may follow from EB-3 "
+        "(tests/meta: test_hp1_attributes_untrained_model_to_eb3)")  # fmt: skip
 class EpochsOffByOne(MutantAdapter):
     """Training runs one epoch fewer than asked (``range(1, epochs)``; KerasGRU4Rec, fixed unconditionally in the
     study's fork, docs/study.md, 'Fix levels')."""
-
-    name = "mutant:epochs_off_by_one"
-    defect = "KG epoch off-by-one (docs/study.md, 'Fix levels')"
-    kind = "K7"
-    caught_by = ("EB-3",)
-    also_fails = ("HP-1",)
-    collateral = (
-        "HP-1 trains 1 epoch, i.e. nothing here; its message says the failure may follow from EB-3 "
-        "(tests/meta: test_hp1_attributes_untrained_model_to_eb3)"
-    )
 
     @classmethod
     def gru_overrides(cls):
@@ -107,16 +89,11 @@ class EpochsOffByOne(MutantAdapter):
         return {"fit": fit}
 
 
-@register
+@mutant("mutant:row_order_trusted", defect="BS-1", kind="K7", caught_by=("EB-5",))
 class RowOrderTrusted(MutantAdapter):
     """The events of a session are taken in the order of the input rows: ``Time`` only places the session's
     start, not its events (``df.sort_values(session_key)`` without the time column). Identical to the reference
     on rows already sorted by (SessionId, Time), which is all the other checks feed (blind spot BS-1)."""
-
-    name = "mutant:row_order_trusted"
-    defect = "BS-1"
-    kind = "K7"
-    caught_by = ("EB-5",)
 
     @classmethod
     def gru_overrides(cls):
@@ -131,16 +108,11 @@ class RowOrderTrusted(MutantAdapter):
         return {"_build": _build}
 
 
-@register
+@mutant("mutant:lanes_by_session_id", defect="BS-2", kind="K7", caught_by=("EB-6",))
 class LanesBySessionId(MutantAdapter):
     """Sessions enter the minibatch lanes in session-id order instead of by their first event's time (no
     ``time_sort``, as GRU4REC-pytorch's default; docs/algorithm.md, 'Sorting and session order'). Identical to
     the reference wherever session ids follow start times, as in every builder's frame (blind spot BS-2)."""
-
-    name = "mutant:lanes_by_session_id"
-    defect = "BS-2"
-    kind = "K7"
-    caught_by = ("EB-6",)
 
     @classmethod
     def gru_overrides(cls):

@@ -3,19 +3,13 @@ the TensorFlow fork (docs/study.md, 'Notes on single defects'), evaluation-batch
 
 from __future__ import annotations
 
-from gru4rec_conformance.implementations.mutants import MutantAdapter, batch_evaluator
-from gru4rec_conformance.implementations.registry import register
+from gru4rec_conformance.implementations.mutants import MutantAdapter, batch_evaluator, mutant
 
 
-@register
+@mutant("mutant:unknown_item_crash", defect="TF-6", kind="K8", caught_by=("EV-2",))
 class UnknownItemCrash(MutantAdapter):
     """Evaluation maps test items through the training item map without filtering and fails on an unseen item
     (TF-6)."""
-
-    name = "mutant:unknown_item_crash"
-    defect = "TF-6"
-    kind = "K8"
-    caught_by = ("EV-2",)
 
     @classmethod
     def gru_overrides(cls):
@@ -31,15 +25,11 @@ class UnknownItemCrash(MutantAdapter):
         return {"evaluator_class": Evaluator}
 
 
-@register
+@mutant("mutant:recall_cutoff_off_by_one", defect="rank < N (TF fork fix `<=`, docs/study.md)", kind="K8",
+        caught_by=("EV-1",))  # fmt: skip
 class RecallCutoffOffByOne(MutantAdapter):
     """A hit is counted when rank < N instead of rank ≤ N (the legacy Theano baseline evaluator; fixed in the
     study's TensorFlow fork, docs/study.md, 'Notes on single defects')."""
-
-    name = "mutant:recall_cutoff_off_by_one"
-    defect = "rank < N (TF fork fix `<=`, docs/study.md)"
-    kind = "K8"
-    caught_by = ("EV-1",)
 
     @classmethod
     def gru_overrides(cls):
@@ -52,15 +42,12 @@ class RecallCutoffOffByOne(MutantAdapter):
         return {"evaluator_class": Evaluator}
 
 
-@register
+@mutant("mutant:eval_batch_dependent",
+        defect="evaluation batch-size dependence (EV-4; cf. the port's float32 MRR accumulation)", kind="K8",
+        caught_by=("EV-4",))  # fmt: skip
 class EvalBatchDependent(MutantAdapter):
     """The evaluator averages per-minibatch metrics instead of per-event ones, so the (smaller) tail
     minibatches weigh more and the metrics change with the evaluation batch size."""
-
-    name = "mutant:eval_batch_dependent"
-    defect = "evaluation batch-size dependence (EV-4; cf. the port's float32 MRR accumulation)"
-    kind = "K8"
-    caught_by = ("EV-4",)
 
     @classmethod
     def gru_overrides(cls):
@@ -80,15 +67,10 @@ class EvalBatchDependent(MutantAdapter):
         return {"evaluator_class": batch_evaluator(metrics)}
 
 
-@register
+@mutant("mutant:eval_drops_tail", defect="GP-12, KG-4", kind="K8", caught_by=("EV-3",))
 class EvalDropsTail(MutantAdapter):
     """The evaluation loop stops as soon as one lane cannot be refilled, so the remainders of the other test
     sessions are never evaluated (GP-12, KG-4 in evaluation)."""
-
-    name = "mutant:eval_drops_tail"
-    defect = "GP-12, KG-4"
-    kind = "K8"
-    caught_by = ("EV-3",)
 
     @classmethod
     def gru_overrides(cls):
@@ -104,18 +86,13 @@ class EvalDropsTail(MutantAdapter):
         return {"evaluator_class": Evaluator}
 
 
-@register
+@mutant("mutant:item_map_misaligned", defect="id mapping (docs/implementations.md, 'Adapter rules')", kind="K8",
+        caught_by=("EV-5",), also_fails=("*",),
+        collateral="every check that maps score columns to item ids through item_ids()")  # fmt: skip
 class ItemMapMisaligned(MutantAdapter):
     """``item_ids()`` lists the items sorted by id while the score columns follow the item map (order of first
     appearance): every score is attributed to the wrong item (an id-mapping defect; ``Adapter.item_ids`` in
     implementations/base.py: ``item_ids()`` is the column order of score matrices)."""
-
-    name = "mutant:item_map_misaligned"
-    defect = "id mapping (docs/implementations.md, 'Adapter rules')"
-    kind = "K8"
-    caught_by = ("EV-5",)
-    also_fails = ("*",)
-    collateral = "every check that maps score columns to item ids through item_ids()"
 
     @classmethod
     def gru_overrides(cls):
@@ -129,17 +106,14 @@ class ItemMapMisaligned(MutantAdapter):
         return {"item_ids": item_ids}
 
 
-@register
+@mutant("mutant:eval_optimistic_ties",
+        defect="tie policy ignored (optimistic ranking of tied scores, EV-1 all-equal case)", kind="K8",
+        caught_by=("EV-1",))  # fmt: skip
 class EvalOptimisticTies(MutantAdapter):
     """The evaluator ranks a target by the number of strictly higher scores plus one, whatever tie mode it
     declares (``conservative``): tied items are counted below the target, so a model that scores many items
     alike (e.g. a collapsed one) looks good (EV-1's all-equal-scores case, docs/checks.md; the official
     ``batch_eval`` counts ties against the target in its default conservative mode)."""
-
-    name = "mutant:eval_optimistic_ties"
-    defect = "tie policy ignored (optimistic ranking of tied scores, EV-1 all-equal case)"
-    kind = "K8"
-    caught_by = ("EV-1",)
 
     @classmethod
     def gru_overrides(cls):
@@ -188,32 +162,26 @@ def _masking_evaluator(which: str):
     return Evaluator
 
 
-@register
+@mutant("mutant:eval_masks_session",
+        defect="evaluator masks the session's past and future items (sibling of GP-1's state leak)", kind="K8",
+        caught_by=("EV-1", "SR-1", "SR-2"))  # fmt: skip
 class EvalMasksSession(MutantAdapter):
     """The own inference loop sets every item of the session, earlier and later ones, to -inf before ranking (a
     "do not recommend what the session holds" filter that also hides the future targets). Its symptom, the loop
     disagreeing with fresh-state scoring, resembles a hidden-state leak (SR-1); the diagnosis names the masking."""
-
-    name = "mutant:eval_masks_session"
-    defect = "evaluator masks the session's past and future items (sibling of GP-1's state leak)"
-    kind = "K8"
-    caught_by = ("EV-1", "SR-1", "SR-2")
 
     @classmethod
     def gru_overrides(cls):
         return {"evaluator_class": _masking_evaluator("session")}
 
 
-@register
+@mutant("mutant:eval_removes_input_item",
+        defect="evaluator removes the input item from the ranking (sibling of the tie-mode defect)", kind="K8",
+        caught_by=("EV-1", "SR-1", "SR-2"))  # fmt: skip
 class EvalRemovesInputItem(MutantAdapter):
     """The own inference loop removes the input item from the ranking (sets its column to -inf): repeated items
     can never be hit, and every other item moves up one rank. Its symptom, the evaluator's metrics disagreeing
     with the suite's, resembles an ignored tie mode (EV-1); the diagnosis names the removal."""
-
-    name = "mutant:eval_removes_input_item"
-    defect = "evaluator removes the input item from the ranking (sibling of the tie-mode defect)"
-    kind = "K8"
-    caught_by = ("EV-1", "SR-1", "SR-2")
 
     @classmethod
     def gru_overrides(cls):

@@ -2,22 +2,14 @@
 
 from __future__ import annotations
 
-from typing import ClassVar
-
 from gru4rec_conformance.implementations.base import Adapter
-from gru4rec_conformance.implementations.mutants import MutantAdapter
-from gru4rec_conformance.implementations.registry import register
+from gru4rec_conformance.implementations.mutants import MutantAdapter, mutant
 
 
-@register
+@mutant("mutant:full_catalogue_scoring", defect="TG-2, GP-10", kind="K9", caught_by=("SC-2", "SC-1"))
 class FullCatalogueScoring(MutantAdapter):
     """Every training step computes the scores of the whole catalogue and then picks the sampled columns; the
     loss is unchanged (the transform comes after the selection), only the cost is O(n_items) (TG-2, GP-10)."""
-
-    name = "mutant:full_catalogue_scoring"
-    defect = "TG-2, GP-10"
-    kind = "K9"
-    caught_by: ClassVar[tuple[str, ...]] = ("SC-2", "SC-1")
 
     @classmethod
     def gru_overrides(cls):
@@ -32,17 +24,17 @@ class FullCatalogueScoring(MutantAdapter):
         return {"model_class": Model}
 
 
-@register
+@mutant("mutant:full_catalogue_scoring_blackbox", caught_by=("SC-2", "SC-1"))
 class FullCatalogueScoringBlackBox(FullCatalogueScoring):
     """:class:`FullCatalogueScoring` without the ``train_step`` hook (the protocol's default, which raises
     Unsupported): SC-1 must catch it black-box, from the CPU time of ``fit`` at two catalogue sizes."""
 
-    name = "mutant:full_catalogue_scoring_blackbox"
-    caught_by: ClassVar[tuple[str, ...]] = ("SC-2", "SC-1")
     train_step = Adapter.train_step
 
 
-@register
+@mutant("mutant:dense_item_table_update",
+        defect="dense item-table gradient and optimizer update every step (sibling of TG-2's full scoring)", kind="K9",
+        caught_by=("SC-1",))  # fmt: skip
 class DenseItemTableUpdate(MutantAdapter):
     """Every training step turns the row-sparse gradients of the item tables (output weights and bias, input
     embedding) into dense gradients of the whole table and runs a dense Adagrad update over every row, as an
@@ -51,11 +43,6 @@ class DenseItemTableUpdate(MutantAdapter):
     only the cost is O(n_items) per step, outside the forward pass. Its symptom in SC-1, step time growing with
     the catalogue, resembles full-catalogue scoring (mutant:full_catalogue_scoring) while SC-2 passes; the
     diagnosis names the dense update."""
-
-    name = "mutant:dense_item_table_update"
-    defect = "dense item-table gradient and optimizer update every step (sibling of TG-2's full scoring)"
-    kind = "K9"
-    caught_by = ("SC-1",)
 
     @classmethod
     def gru_overrides(cls):
@@ -78,14 +65,11 @@ class DenseItemTableUpdate(MutantAdapter):
         return {"optimizer_class": Optimizer}
 
 
-@register
+@mutant("mutant:full_catalogue_scoring_default_sizes", caught_by=("SC-1",))
 class FullCatalogueScoringDefaultSizes(FullCatalogueScoringBlackBox):
     """:class:`FullCatalogueScoringBlackBox` that also declares neither ``batch_size`` nor ``layers`` (it trains at
     its own defaults, 64 and [100], as several third-party implementations do): SC-1 must still run, at those
     sizes, and catch the full scoring black-box."""
-
-    name = "mutant:full_catalogue_scoring_default_sizes"
-    caught_by: ClassVar[tuple[str, ...]] = ("SC-1",)
 
     def declared_hyperparameters(self) -> dict:
         return {k: v for k, v in super().declared_hyperparameters().items() if k not in ("batch_size", "layers")}

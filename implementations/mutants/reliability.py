@@ -27,8 +27,7 @@ import os
 import sys
 from typing import Any, ClassVar
 
-from gru4rec_conformance.implementations.mutants import MutantAdapter
-from gru4rec_conformance.implementations.registry import register
+from gru4rec_conformance.implementations.mutants import MutantAdapter, mutant
 
 #: Memory kept alive per training step by ``mutant:leak`` (MiB).
 LEAK_MIB_PER_STEP = 64
@@ -51,12 +50,9 @@ class ReliabilityMutant(MutantAdapter):
     defect = "harness reliability"
 
 
-@register
+@mutant("mutant:crash", description="reference GRU4Rec whose first training step crashes the interpreter (SIGSEGV)")
 class CrashInFit(ReliabilityMutant):
     """The first training step segfaults (NULL-pointer read through ctypes): the worker dies by SIGSEGV in fit."""
-
-    name = "mutant:crash"
-    description = "reference GRU4Rec whose first training step crashes the interpreter (SIGSEGV)"
 
     @classmethod
     def gru_overrides(cls) -> dict[str, Any]:
@@ -71,12 +67,9 @@ class CrashInFit(ReliabilityMutant):
         return {"_step": _step}
 
 
-@register
+@mutant("mutant:hang", description="reference GRU4Rec whose score_prefixes never returns (deadlock)")
 class HangInScorePrefixes(ReliabilityMutant):
     """``score_prefixes`` waits forever on an event that is never set (a deadlock): the call times out."""
-
-    name = "mutant:hang"
-    description = "reference GRU4Rec whose score_prefixes never returns (deadlock)"
 
     @classmethod
     def gru_overrides(cls) -> dict[str, Any]:
@@ -91,12 +84,9 @@ class HangInScorePrefixes(ReliabilityMutant):
         return {"score_prefixes": score_prefixes}
 
 
-@register
+@mutant("mutant:leak", description=f"reference GRU4Rec whose training steps leak {LEAK_MIB_PER_STEP} MiB each")
 class LeakInFit(ReliabilityMutant):
     """Every training step keeps another ``LEAK_MIB_PER_STEP`` MiB alive: fit grows until the memory limit."""
-
-    name = "mutant:leak"
-    description = f"reference GRU4Rec whose training steps leak {LEAK_MIB_PER_STEP} MiB each"
 
     @classmethod
     def gru_overrides(cls) -> dict[str, Any]:

@@ -4,7 +4,8 @@ docs/checks.md), one class per defect row, grouped in one module per check kind.
 reference (default run, slow checks left out), and, in its slow variant, the same over every check of the mutant's
 kind.
 
-``MUTANTS`` maps adapter name -> class; every class has ``defect_row`` (N of check FT-N) and ``kind``.
+``MUTANTS`` maps adapter name -> class; every class has ``defect_row`` (N of check FT-N) and ``kind``, which the
+declaring decorator (``_common.mutant``) takes from the name ``mutant_ft<N>_<what>`` and from the module's name.
 """
 
 from __future__ import annotations

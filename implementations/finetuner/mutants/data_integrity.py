@@ -6,11 +6,10 @@ import numpy as np
 import torch
 
 from gru4rec_conformance.datasets.sst5 import Examples
-from gru4rec_conformance.implementations.registry import register
 from gru4rec_conformance.reference.finetuner import ReferenceFineTuner
 from gru4rec_conformance.reference.finetuner.trainer import resolve_max_length
 
-from ._common import MutantAdapter
+from ._common import MutantAdapter, mutant
 
 
 class _DropBadLengths(ReferenceFineTuner):
@@ -33,12 +32,9 @@ class _DropBadLengths(ReferenceFineTuner):
         return super().evaluate(self._drop_bad(examples))
 
 
-@register
+@mutant("mutant_ft6_drop_long_examples",
+        defect="examples longer than the max length deleted from train/dev/test while iterating")  # fmt: skip
 class MutantDropLongExamples(MutantAdapter):
-    name = "mutant_ft6_drop_long_examples"
-    defect_row = 6
-    kind = "data_integrity"
-    defect = "examples longer than the max length deleted from train/dev/test while iterating"
     tuner_cls = _DropBadLengths
 
 
@@ -48,13 +44,10 @@ class _TupleUnpack(ReferenceFineTuner):
         return loss
 
 
-@register
+@mutant("mutant_ft8_tuple_unpack",
+        defect="model output tuple-unpacked (loss, logits = model(...)), which yields the key strings",
+        message="output contract broken: one training step")  # fmt: skip
 class MutantTupleUnpack(MutantAdapter):
-    name = "mutant_ft8_tuple_unpack"
-    defect_row = 8
-    kind = "data_integrity"
-    defect = "model output tuple-unpacked (loss, logits = model(...)), which yields the key strings"
-    message = "output contract broken: one training step"
     tuner_cls = _TupleUnpack
 
 
@@ -82,23 +75,15 @@ class _EvalOutputUnpacked(ReferenceFineTuner):
         return _forward_logits(self, features, batch_size, None, _first_unpacked)
 
 
-@register
+@mutant("mutant_ft8_eval_output_unpacked",
+        defect="eval-mode model output unpacked (logits, *_ = model(...)), which yields the key string 'logits'",
+        message="output contract broken: predict")  # fmt: skip
 class MutantEvalOutputUnpacked(MutantAdapter):
-    name = "mutant_ft8_eval_output_unpacked"
-    defect_row = 8
-    kind = "data_integrity"
-    defect = "eval-mode model output unpacked (logits, *_ = model(...)), which yields the key string 'logits'"
-    message = "output contract broken: predict"
     tuner_cls = _EvalOutputUnpacked
 
 
-@register
+@mutant("mutant_ft22_binary_keeps_neutral", defect="binary view maps neutral to positive instead of dropping it")
 class MutantBinaryKeepsNeutral(MutantAdapter):
-    name = "mutant_ft22_binary_keeps_neutral"
-    defect_row = 22
-    kind = "data_integrity"
-    defect = "binary view maps neutral to positive instead of dropping it"
-
     def binary_view(self, examples):
         return Examples(
             examples.split, examples.ids, examples.texts, tuple(int(y > 1) for y in examples.labels), 2, examples.source
@@ -112,13 +97,10 @@ class _ShuffledPredictionLoader(ReferenceFineTuner):
         return _forward_logits(self, features, batch_size, torch.Generator().manual_seed(0), lambda o: o.logits)
 
 
-@register
+@mutant("mutant_ft26_shuffled_predictions",
+        defect="prediction/evaluation loader shuffles the examples, so predictions are misaligned with the inputs",
+        message="predictions are not in input order")  # fmt: skip
 class MutantShuffledPredictions(MutantAdapter):
-    name = "mutant_ft26_shuffled_predictions"
-    defect_row = 26
-    kind = "data_integrity"
-    defect = "prediction/evaluation loader shuffles the examples, so predictions are misaligned with the inputs"
-    message = "predictions are not in input order"
     tuner_cls = _ShuffledPredictionLoader
 
 
@@ -138,13 +120,10 @@ class _TestEvaluatedThrice(ReferenceFineTuner):
         return res
 
 
-@register
+@mutant("mutant_ft6_test_evaluated_thrice",
+        defect="the test split is evaluated three times and every pass's predictions are returned",
+        message="predictions for 35 test examples (3× as many)")  # fmt: skip
 class MutantTestEvaluatedThrice(MutantAdapter):
-    name = "mutant_ft6_test_evaluated_thrice"
-    defect_row = 6
-    kind = "data_integrity"
-    defect = "the test split is evaluated three times and every pass's predictions are returned"
-    message = "predictions for 35 test examples (3× as many)"
     tuner_cls = _TestEvaluatedThrice
 
 

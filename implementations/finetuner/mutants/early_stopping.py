@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import math
 
-from gru4rec_conformance.implementations.registry import register
 from gru4rec_conformance.reference.finetuner import EarlyStopping, ReferenceFineTuner
 
-from ._common import MutantAdapter
+from ._common import MutantAdapter, mutant
 
 
 class PreviousEpochStopping(EarlyStopping):
@@ -37,12 +36,9 @@ class _PrevEpoch(ReferenceFineTuner):
     stopper_cls = PreviousEpochStopping
 
 
-@register
+@mutant("mutant_ft13_previous_epoch_stopping",
+        defect="early stopping compares with the previous epoch instead of the best, and never restores")  # fmt: skip
 class MutantPreviousEpochStopping(MutantAdapter):
-    name = "mutant_ft13_previous_epoch_stopping"
-    defect_row = 13
-    kind = "early_stopping"
-    defect = "early stopping compares with the previous epoch instead of the best, and never restores"
     tuner_cls = _PrevEpoch
 
 
@@ -51,12 +47,8 @@ class _OffByOne(ReferenceFineTuner):
         return range(1, cfg.max_epochs)  # runs max_epochs - 1 epochs
 
 
-@register
+@mutant("mutant_ft10_epoch_off_by_one", defect="epoch loop range(1, epochs) runs one epoch fewer than configured")
 class MutantEpochOffByOne(MutantAdapter):
-    name = "mutant_ft10_epoch_off_by_one"
-    defect_row = 10
-    kind = "early_stopping"
-    defect = "epoch loop range(1, epochs) runs one epoch fewer than configured"
     tuner_cls = _OffByOne
 
 
@@ -65,17 +57,14 @@ class _NoRestore(ReferenceFineTuner):
         pass  # the best epoch is selected and reported, its weights are never loaded
 
 
-@register
+@mutant("mutant_ft13_no_restore",
+        defect="the best epoch is selected and reported but its weights are never restored (the last epoch's kept)",
+        message="isolated: weights not restored")  # fmt: skip
 class MutantNoRestore(MutantAdapter):
     """The best-so-far rule stops and selects correctly, but the final model keeps the last epoch's weights while
     the record names the best epoch as selected. Resembles ``mutant_ft11_retrain_train_dev`` (the final model does
     not reproduce the selected epoch's dev loss) with another cause: nothing is trained off the train split."""
 
-    name = "mutant_ft13_no_restore"
-    defect_row = 13
-    kind = "early_stopping"
-    defect = "the best epoch is selected and reported but its weights are never restored (the last epoch's kept)"
-    message = "isolated: weights not restored"
     tuner_cls = _NoRestore
     sibling = "mutant_ft11_retrain_train_dev"
     also_rows = (11,)

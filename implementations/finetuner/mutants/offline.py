@@ -5,10 +5,9 @@ from __future__ import annotations
 import os
 import urllib.request
 
-from gru4rec_conformance.implementations.registry import register
 from gru4rec_conformance.reference.finetuner import ReferenceFineTuner
 
-from ._common import MutantAdapter
+from ._common import MutantAdapter, mutant
 
 #: pytreebank 0.2.7's SST download (what the studied code fetches at import time when the trees are missing).
 SST_URL = "http://nlp.stanford.edu/sentiment/trainDevTestTrees_PTB.zip"
@@ -23,12 +22,8 @@ class _Downloads(ReferenceFineTuner):
         super().build(seed, init_seed)
 
 
-@register
+@mutant("mutant_ft23_downloads_data", defect="tries to download the SST trees when building (network at run time)")
 class MutantDownloadsData(MutantAdapter):
-    name = "mutant_ft23_downloads_data"
-    defect_row = 23
-    kind = "offline"
-    defect = "tries to download the SST trees when building (network at run time)"
     tuner_cls = _Downloads
 
 
@@ -38,12 +33,8 @@ class _LaunchBlocking(ReferenceFineTuner):
         return super().fit(train, val, config)
 
 
-@register
+@mutant("mutant_ft25_cuda_launch_blocking", defect="sets CUDA_LAUNCH_BLOCKING=1 for the whole process")
 class MutantCudaLaunchBlocking(MutantAdapter):
-    name = "mutant_ft25_cuda_launch_blocking"
-    defect_row = 25
-    kind = "offline"
-    defect = "sets CUDA_LAUNCH_BLOCKING=1 for the whole process"
     tuner_cls = _LaunchBlocking
 
 

@@ -3,10 +3,9 @@ whose pad id is not 0, RoBERTa)."""
 
 from __future__ import annotations
 
-from gru4rec_conformance.implementations.registry import register
 from gru4rec_conformance.reference.finetuner import ReferenceFineTuner
 
-from ._common import MutantAdapter
+from ._common import MutantAdapter, mutant
 
 
 class _NoMask(ReferenceFineTuner):
@@ -16,12 +15,8 @@ class _NoMask(ReferenceFineTuner):
         return batch
 
 
-@register
+@mutant("mutant_ft4_no_attention_mask", defect="no attention mask passed to the model")
 class MutantNoAttentionMask(MutantAdapter):
-    name = "mutant_ft4_no_attention_mask"
-    defect_row = 4
-    kind = "padding_masking"
-    defect = "no attention mask passed to the model"
     tuner_cls = _NoMask
 
 
@@ -37,12 +32,9 @@ class _FixedLength(ReferenceFineTuner):
         return dict(collator(features))
 
 
-@register
+@mutant("mutant_ft7_fixed_length_padding",
+        defect="every batch padded to a fixed length of 66 instead of the batch's longest sequence")  # fmt: skip
 class MutantFixedLengthPadding(MutantAdapter):
-    name = "mutant_ft7_fixed_length_padding"
-    defect_row = 7
-    kind = "padding_masking"
-    defect = "every batch padded to a fixed length of 66 instead of the batch's longest sequence"
     tuner_cls = _FixedLength
 
 
@@ -53,12 +45,8 @@ class _PadWithZero(ReferenceFineTuner):
         return batch
 
 
-@register
+@mutant("mutant_ft7_pad_with_zero", defect="batches padded with id 0 whatever the tokenizer's pad id (RoBERTa's is 1)")
 class MutantPadWithZero(MutantAdapter):
-    name = "mutant_ft7_pad_with_zero"
-    defect_row = 7
-    kind = "padding_masking"
-    defect = "batches padded with id 0 whatever the tokenizer's pad id (RoBERTa's is 1)"
     tuner_cls = _PadWithZero
 
 
@@ -70,12 +58,9 @@ class _MaskPaddedWithPadId(ReferenceFineTuner):
         return batch
 
 
-@register
+@mutant("mutant_ft4_mask_padded_with_pad_id",
+        defect="attention mask padded with the pad id instead of 0 (RoBERTa attends to its padding)")  # fmt: skip
 class MutantMaskPaddedWithPadId(MutantAdapter):
-    name = "mutant_ft4_mask_padded_with_pad_id"
-    defect_row = 4
-    kind = "padding_masking"
-    defect = "attention mask padded with the pad id instead of 0 (RoBERTa attends to its padding)"
     tuner_cls = _MaskPaddedWithPadId
 
 

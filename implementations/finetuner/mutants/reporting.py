@@ -7,11 +7,10 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from gru4rec_conformance.implementations.registry import register
 from gru4rec_conformance.reference.finetuner import ReferenceFineTuner
 from gru4rec_conformance.reference.finetuner.metrics import describe, mean_cross_entropy
 
-from ._common import MutantAdapter
+from ._common import MutantAdapter, mutant
 
 
 class _LossOverBatchSize(ReferenceFineTuner):
@@ -23,22 +22,14 @@ class _LossOverBatchSize(ReferenceFineTuner):
         return res
 
 
-@register
+@mutant("mutant_ft9_loss_over_batch_size", defect="reported loss = sum of per-batch mean losses / number of examples")
 class MutantLossOverBatchSize(MutantAdapter):
-    name = "mutant_ft9_loss_over_batch_size"
-    defect_row = 9
-    kind = "reporting"
-    defect = "reported loss = sum of per-batch mean losses / number of examples"
     tuner_cls = _LossOverBatchSize
 
 
-@register
+@mutant("mutant_ft16_pickle_no_run_id",
+        defect="whole-module torch.save pickle under a file name without run id or seed")  # fmt: skip
 class MutantPickleNoRunId(MutantAdapter):
-    name = "mutant_ft16_pickle_no_run_id"
-    defect_row = 16
-    kind = "reporting"
-    defect = "whole-module torch.save pickle under a file name without run id or seed"
-
     def _run_once(self, spec, train, val, test, cfg, *, seed, run_id, out_dir):
         rec = super()._run_once(spec, train, val, test, cfg, seed=seed, run_id=run_id, out_dir=None)
         if out_dir is not None:
@@ -58,12 +49,9 @@ class _CasedTokenizer(ReferenceFineTuner):
         self.tokenizer = AutoTokenizer.from_pretrained(spec.path, local_files_only=True, do_lower_case=not lower)
 
 
-@register
+@mutant("mutant_ft17_tokenizer_drift",
+        defect="a tokenizer with the other lower-casing than the requested model's is loaded (cased vs uncased)")  # fmt: skip
 class MutantTokenizerDrift(MutantAdapter):
-    name = "mutant_ft17_tokenizer_drift"
-    defect_row = 17
-    kind = "reporting"
-    defect = "a tokenizer with the other lower-casing than the requested model's is loaded (cased vs uncased)"
     tuner_cls = _CasedTokenizer
 
 
@@ -75,12 +63,9 @@ class _PaperOptimizer(ReferenceFineTuner):
         return torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: 1.0)
 
 
-@register
+@mutant("mutant_ft18_fixed_paper_optimizer",
+        defect="Adam lr 1e-5 without warmup or decay used whatever the configuration (and the manifest) says")  # fmt: skip
 class MutantFixedPaperOptimizer(MutantAdapter):
-    name = "mutant_ft18_fixed_paper_optimizer"
-    defect_row = 18
-    kind = "reporting"
-    defect = "Adam lr 1e-5 without warmup or decay used whatever the configuration (and the manifest) says"
     tuner_cls = _PaperOptimizer
 
 
@@ -89,22 +74,14 @@ class _NoCollapseFlag(ReferenceFineTuner):
         return []
 
 
-@register
+@mutant("mutant_ft19_collapse_unflagged", defect="constant-prediction runs are not flagged as collapsed")
 class MutantCollapseUnflagged(MutantAdapter):
-    name = "mutant_ft19_collapse_unflagged"
-    defect_row = 19
-    kind = "reporting"
-    defect = "constant-prediction runs are not flagged as collapsed"
     tuner_cls = _NoCollapseFlag
 
 
-@register
+@mutant("mutant_ft20_equal_length_aggregate",
+        defect="aggregate over runs with population std (ddof=0) of per-epoch curves cut to the shortest run")  # fmt: skip
 class MutantEqualLengthAggregate(MutantAdapter):
-    name = "mutant_ft20_equal_length_aggregate"
-    defect_row = 20
-    kind = "reporting"
-    defect = "aggregate over runs with population std (ddof=0) of per-epoch curves cut to the shortest run"
-
     def aggregate(self, runs):
         agg = super().aggregate(runs)
         for key, field in (("test_accuracy", "accuracy"), ("test_macro_f1", "macro_f1")):
@@ -131,12 +108,8 @@ class _AdHocMetrics(ReferenceFineTuner):
         return res
 
 
-@register
+@mutant("mutant_ft21_adhoc_metrics", defect="confusion matrix with margins, and weighted F1 reported as macro-F1")
 class MutantAdHocMetrics(MutantAdapter):
-    name = "mutant_ft21_adhoc_metrics"
-    defect_row = 21
-    kind = "reporting"
-    defect = "confusion matrix with margins, and weighted F1 reported as macro-F1"
     tuner_cls = _AdHocMetrics
 
 
@@ -149,12 +122,10 @@ class _BatchMeanAccuracy(ReferenceFineTuner):
         return res
 
 
-@register
+@mutant("mutant_ft21_batch_mean_accuracy",
+        defect="accuracy reported as the mean of per-batch accuracies (wrong when the eval batch size does not "
+               "divide n)")  # fmt: skip
 class MutantBatchMeanAccuracy(MutantAdapter):
-    name = "mutant_ft21_batch_mean_accuracy"
-    defect_row = 21
-    kind = "reporting"
-    defect = "accuracy reported as the mean of per-batch accuracies (wrong when the eval batch size does not divide n)"
     tuner_cls = _BatchMeanAccuracy
 
 

@@ -6,10 +6,9 @@ import os
 
 import torch
 
-from gru4rec_conformance.implementations.registry import register
 from gru4rec_conformance.reference.finetuner import ReferenceFineTuner
 
-from ._common import MutantAdapter
+from ._common import MutantAdapter, mutant
 
 
 class _NoSeed(ReferenceFineTuner):
@@ -20,12 +19,8 @@ class _NoSeed(ReferenceFineTuner):
         return torch.Generator().manual_seed(int.from_bytes(os.urandom(4), "little"))
 
 
-@register
+@mutant("mutant_ft14_no_seed", defect="no seed set: initialisation and data order vary from run to run")
 class MutantNoSeed(MutantAdapter):
-    name = "mutant_ft14_no_seed"
-    defect_row = 14
-    kind = "seeding"
-    defect = "no seed set: initialisation and data order vary from run to run"
     tuner_cls = _NoSeed
 
 

@@ -7,10 +7,9 @@ from pathlib import Path
 
 from gru4rec_conformance.datasets.sst5 import Examples
 from gru4rec_conformance.implementations.finetuner.base import FinetunerAdapter
-from gru4rec_conformance.implementations.registry import register
 from gru4rec_conformance.reference.finetuner import ReferenceFineTuner
 
-from ._common import MutantAdapter
+from ._common import MutantAdapter, mutant
 
 
 class _TestAware(ReferenceFineTuner):
@@ -74,40 +73,28 @@ class _TestAwareAdapter(MutantAdapter):
             self.tuner_cls = base
 
 
-@register
+@mutant("mutant_ft11_test_selection", defect="the checkpoint with the highest test accuracy over epochs is kept")
 class MutantTestSelection(_TestAwareAdapter):
-    name = "mutant_ft11_test_selection"
-    defect_row = 11
-    kind = "selection_leakage"
-    defect = "the checkpoint with the highest test accuracy over epochs is kept"
     tuner_cls = _TestSelection
 
 
-@register
+@mutant("mutant_ft11_test_selection_no_hook",
+        defect="the checkpoint with the highest test accuracy over epochs is kept; split accesses not observable",
+        message="selected on test, not on validation")  # fmt: skip
 class MutantTestSelectionNoHook(MutantTestSelection):
     """The test-selection mutant without the split-access hook: only black-box checks can catch it."""
 
-    name = "mutant_ft11_test_selection_no_hook"
-    defect = "the checkpoint with the highest test accuracy over epochs is kept; split accesses not observable"
-    message = "selected on test, not on validation"
     split_log = FinetunerAdapter.split_log  # the protocol's default: the hook is not declared
 
 
-@register
+@mutant("mutant_ft12_save_on_test_score",
+        defect="checkpoints saved when test accuracy beats a threshold, named after it (e5_591)")  # fmt: skip
 class MutantSaveOnTestScore(_TestAwareAdapter):
-    name = "mutant_ft12_save_on_test_score"
-    defect_row = 12
-    kind = "selection_leakage"
-    defect = "checkpoints saved when test accuracy beats a threshold, named after it (e5_591)"
     tuner_cls = _SaveOnTestScore
 
 
-@register
+@mutant("mutant_ft24_test_every_epoch", defect="test split evaluated after every epoch (logged only)")
 class MutantTestEveryEpoch(_TestAwareAdapter):
-    name = "mutant_ft24_test_every_epoch"
-    defect_row = 24
-    kind = "selection_leakage"
-    defect = "test split evaluated after every epoch (logged only)"
     tuner_cls = _TestEveryEpoch
 
 
@@ -132,18 +119,15 @@ class _RetrainOnTrainDev(ReferenceFineTuner):
         return rec
 
 
-@register
+@mutant("mutant_ft11_retrain_train_dev",
+        defect="after selection on dev, the final model is retrained on train+dev for the selected number of epochs",
+        message="trains on a split other than train")  # fmt: skip
 class MutantRetrainOnTrainDev(MutantAdapter):
     """The selected number of epochs is found on dev, then the final model is retrained from scratch on train +
     dev, and the record still reports the selection's dev figures. Resembles ``mutant_ft13_no_restore`` (the final
     model does not reproduce the selected epoch's dev loss) but its cause is a training pass on another split, which
     only the split log shows."""
 
-    name = "mutant_ft11_retrain_train_dev"
-    defect_row = 11
-    kind = "selection_leakage"
-    defect = "after selection on dev, the final model is retrained on train+dev for the selected number of epochs"
-    message = "trains on a split other than train"
     tuner_cls = _RetrainOnTrainDev
     #: the mutant whose symptom resembles this one's, and the rows whose checks must tell the two apart
     sibling = "mutant_ft13_no_restore"

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from gru4rec_conformance.implementations.registry import register
 from gru4rec_conformance.reference.finetuner import ReferenceFineTuner
 from gru4rec_conformance.reference.finetuner.trainer import Encoded, encode, resolve_max_length, special_ids
 
-from ._common import MutantAdapter
+from ._common import MutantAdapter, mutant
 
 
 def _length(tuner: ReferenceFineTuner, max_length: int | None) -> int:
@@ -26,12 +25,9 @@ class _HandMarkers(ReferenceFineTuner):
         return encode(tok, marked, max_length if max_length is not None else self.config.max_length)
 
 
-@register
+@mutant("mutant_ft1_hand_markers",
+        defect="special tokens written into the text and added again by the tokenizer ([CLS] [CLS] ... [SEP] [SEP])")  # fmt: skip
 class MutantHandMarkers(MutantAdapter):
-    name = "mutant_ft1_hand_markers"
-    defect_row = 1
-    kind = "tokenization"
-    defect = "special tokens written into the text and added again by the tokenizer ([CLS] [CLS] ... [SEP] [SEP])"
     tuner_cls = _HandMarkers
 
 
@@ -44,12 +40,9 @@ class _LiteralBertMarkers(ReferenceFineTuner):
         return _encoded(tok, [list(x) for x in enc["input_ids"]], [list(x) for x in enc["attention_mask"]], full, L)
 
 
-@register
+@mutant("mutant_ft2_literal_bert_markers",
+        defect="BERT-style '[CLS] ... [SEP]' text for every model, tokenizer specials off (junk for RoBERTa)")  # fmt: skip
 class MutantLiteralBertMarkers(MutantAdapter):
-    name = "mutant_ft2_literal_bert_markers"
-    defect_row = 2
-    kind = "tokenization"
-    defect = "BERT-style '[CLS] ... [SEP]' text for every model, tokenizer specials off (junk for RoBERTa)"
     tuner_cls = _LiteralBertMarkers
 
 
@@ -61,12 +54,9 @@ class _RpadTruncation(ReferenceFineTuner):
         return _encoded(tok, ids, [[1] * len(x) for x in ids], full, L)
 
 
-@register
+@mutant("mutant_ft5_rpad_truncation",
+        defect="sequences longer than L cut to their first L - 1 ids, dropping the final SEP")  # fmt: skip
 class MutantRpadTruncation(MutantAdapter):
-    name = "mutant_ft5_rpad_truncation"
-    defect_row = 5
-    kind = "tokenization"
-    defect = "sequences longer than L cut to their first L - 1 ids, dropping the final SEP"
     tuner_cls = _RpadTruncation
 
 
@@ -79,17 +69,15 @@ class _LeftTruncation(ReferenceFineTuner):
         self.tokenizer.truncation_side = "left"
 
 
-@register
+@mutant("mutant_ft5_left_truncation",
+        defect="sequences longer than L keep their last L - 2 word pieces instead of the first (truncated from the "
+               "left)",
+        message="isolated: truncated on the wrong side")  # fmt: skip
 class MutantLeftTruncation(MutantAdapter):
     """Long inputs are truncated from the left (``truncation_side="left"``): the encoded sequence is L ids long,
     starts with CLS and ends with SEP, as the model's tokenizer would give it, but keeps the last word pieces of
     the text instead of the first ones. Resembles a correct truncation in every length and special-token check."""
 
-    name = "mutant_ft5_left_truncation"
-    defect_row = 5
-    kind = "tokenization"
-    defect = "sequences longer than L keep their last L - 2 word pieces instead of the first (truncated from the left)"
-    message = "isolated: truncated on the wrong side"
     tuner_cls = _LeftTruncation
 
 
