@@ -7,6 +7,7 @@ from collections.abc import Callable
 from typing import TypeVar
 
 from gru4rec_conformance.implementations.registry import declare
+from gru4rec_conformance.reference.finetuner import ReferenceFineTuner
 
 from ..reference import ReferenceAdapter
 
@@ -15,7 +16,8 @@ class MutantAdapter(ReferenceAdapter):
     """A reference adapter with one defect. A subclass declares ``name`` (which gives ``defect_row``; its module gives
     ``kind``), ``defect`` and, where the catching check must say what is broken in words, ``message`` (a substring
     of its failure message, asserted by the meta-test) with the class decorator :func:`mutant`; its body holds the
-    defect (``tuner_cls``, or the adapter method it replaces)."""
+    defect (``tuner_cls``, or the adapter method it replaces). A mutant whose whole defect is its fine-tuner class
+    is declared in one statement with :func:`tuned_mutant`."""
 
     name = "mutant_base"
     role = "mutant"
@@ -31,7 +33,7 @@ class MutantAdapter(ReferenceAdapter):
 _M = TypeVar("_M", bound=type[MutantAdapter])
 
 
-_NAME = re.compile(r"^mutant_ft(\d+)_[a-z0-9_]+$")
+_NAME = re.compile(r"^mutant_ft(\d+)_([a-z0-9_]+)$")
 
 
 def mutant(name: str, *, defect: str | None = None, message: str | None = None) -> Callable[[_M], _M]:
@@ -56,3 +58,27 @@ def mutant(name: str, *, defect: str | None = None, message: str | None = None) 
         return declare(name, defect_row=row, kind=kind, defect=defect, message=message)(cls)
 
     return deco
+
+
+def tuned_mutant(
+    tuner_cls: type[ReferenceFineTuner],
+    name: str,
+    *,
+    base: type[MutantAdapter] = MutantAdapter,
+    defect: str | None = None,
+    message: str | None = None,
+) -> type[MutantAdapter]:
+    """A mutant whose whole defect is its fine-tuner class, declared in one statement: a subclass of ``base``
+    with ``tuner_cls`` set, named ``Mutant<What>`` after ``mutant_ft<N>_<what>`` (``mutant_ft6_drop_long_examples``
+    → ``MutantDropLongExamples``), placed in ``tuner_cls``'s module (which gives its ``kind``) and declared with
+    :func:`mutant` (``name``, ``defect``, ``message`` as there). Returns the registered class.
+
+    Raises:
+        ValueError: a name that does not follow ``mutant_ft<N>_<what>``.
+    """
+    match = _NAME.match(name)
+    if match is None:
+        raise ValueError(f"fine-tuner mutant name {name!r}: expected mutant_ft<defect row>_<what>")
+    cls_name = "Mutant" + "".join(word.capitalize() for word in match.group(2).split("_"))
+    body = {"tuner_cls": tuner_cls, "__module__": tuner_cls.__module__, "__qualname__": cls_name}
+    return mutant(name, defect=defect, message=message)(type(cls_name, (base,), body))

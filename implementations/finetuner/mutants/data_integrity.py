@@ -9,7 +9,7 @@ from gru4rec_conformance.datasets.sst5 import Examples
 from gru4rec_conformance.reference.finetuner import ReferenceFineTuner
 from gru4rec_conformance.reference.finetuner.trainer import resolve_max_length
 
-from ._common import MutantAdapter, mutant
+from ._common import MutantAdapter, mutant, tuned_mutant
 
 
 class _DropBadLengths(ReferenceFineTuner):
@@ -32,10 +32,8 @@ class _DropBadLengths(ReferenceFineTuner):
         return super().evaluate(self._drop_bad(examples))
 
 
-@mutant("mutant_ft6_drop_long_examples",
-        defect="examples longer than the max length deleted from train/dev/test while iterating")  # fmt: skip
-class MutantDropLongExamples(MutantAdapter):
-    tuner_cls = _DropBadLengths
+MutantDropLongExamples = tuned_mutant(_DropBadLengths, "mutant_ft6_drop_long_examples",
+                                      defect="examples longer than the max length deleted from train/dev/test while iterating")  # fmt: skip
 
 
 class _TupleUnpack(ReferenceFineTuner):
@@ -97,11 +95,8 @@ class _ShuffledPredictionLoader(ReferenceFineTuner):
         return _forward_logits(self, features, batch_size, torch.Generator().manual_seed(0), lambda o: o.logits)
 
 
-@mutant("mutant_ft26_shuffled_predictions",
-        defect="prediction/evaluation loader shuffles the examples, so predictions are misaligned with the inputs",
-        message="predictions are not in input order")  # fmt: skip
-class MutantShuffledPredictions(MutantAdapter):
-    tuner_cls = _ShuffledPredictionLoader
+MutantShuffledPredictions = tuned_mutant(_ShuffledPredictionLoader, "mutant_ft26_shuffled_predictions",
+                                         defect="prediction/evaluation loader shuffles the examples, so predictions are misaligned with the inputs", message="predictions are not in input order")  # fmt: skip
 
 
 class _TestEvaluatedThrice(ReferenceFineTuner):
@@ -120,11 +115,8 @@ class _TestEvaluatedThrice(ReferenceFineTuner):
         return res
 
 
-@mutant("mutant_ft6_test_evaluated_thrice",
-        defect="the test split is evaluated three times and every pass's predictions are returned",
-        message="predictions for 35 test examples (3× as many)")  # fmt: skip
-class MutantTestEvaluatedThrice(MutantAdapter):
-    tuner_cls = _TestEvaluatedThrice
+MutantTestEvaluatedThrice = tuned_mutant(_TestEvaluatedThrice, "mutant_ft6_test_evaluated_thrice",
+                                         defect="the test split is evaluated three times and every pass's predictions are returned", message="predictions for 35 test examples (3× as many)")  # fmt: skip
 
 
 MUTANTS = [

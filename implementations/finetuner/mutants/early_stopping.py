@@ -6,7 +6,7 @@ import math
 
 from gru4rec_conformance.reference.finetuner import EarlyStopping, ReferenceFineTuner
 
-from ._common import MutantAdapter, mutant
+from ._common import MutantAdapter, mutant, tuned_mutant
 
 
 class PreviousEpochStopping(EarlyStopping):
@@ -36,10 +36,8 @@ class _PrevEpoch(ReferenceFineTuner):
     stopper_cls = PreviousEpochStopping
 
 
-@mutant("mutant_ft13_previous_epoch_stopping",
-        defect="early stopping compares with the previous epoch instead of the best, and never restores")  # fmt: skip
-class MutantPreviousEpochStopping(MutantAdapter):
-    tuner_cls = _PrevEpoch
+MutantPreviousEpochStopping = tuned_mutant(_PrevEpoch, "mutant_ft13_previous_epoch_stopping",
+                                           defect="early stopping compares with the previous epoch instead of the best, and never restores")  # fmt: skip
 
 
 class _OffByOne(ReferenceFineTuner):
@@ -47,9 +45,8 @@ class _OffByOne(ReferenceFineTuner):
         return range(1, cfg.max_epochs)  # runs max_epochs - 1 epochs
 
 
-@mutant("mutant_ft10_epoch_off_by_one", defect="epoch loop range(1, epochs) runs one epoch fewer than configured")
-class MutantEpochOffByOne(MutantAdapter):
-    tuner_cls = _OffByOne
+MutantEpochOffByOne = tuned_mutant(_OffByOne, "mutant_ft10_epoch_off_by_one",
+                                   defect="epoch loop range(1, epochs) runs one epoch fewer than configured")  # fmt: skip
 
 
 class _NoRestore(ReferenceFineTuner):

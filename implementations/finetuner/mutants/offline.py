@@ -7,7 +7,7 @@ import urllib.request
 
 from gru4rec_conformance.reference.finetuner import ReferenceFineTuner
 
-from ._common import MutantAdapter, mutant
+from ._common import tuned_mutant
 
 #: pytreebank 0.2.7's SST download (what the studied code fetches at import time when the trees are missing).
 SST_URL = "http://nlp.stanford.edu/sentiment/trainDevTestTrees_PTB.zip"
@@ -22,9 +22,8 @@ class _Downloads(ReferenceFineTuner):
         super().build(seed, init_seed)
 
 
-@mutant("mutant_ft23_downloads_data", defect="tries to download the SST trees when building (network at run time)")
-class MutantDownloadsData(MutantAdapter):
-    tuner_cls = _Downloads
+MutantDownloadsData = tuned_mutant(_Downloads, "mutant_ft23_downloads_data",
+                                   defect="tries to download the SST trees when building (network at run time)")  # fmt: skip
 
 
 class _LaunchBlocking(ReferenceFineTuner):
@@ -33,9 +32,8 @@ class _LaunchBlocking(ReferenceFineTuner):
         return super().fit(train, val, config)
 
 
-@mutant("mutant_ft25_cuda_launch_blocking", defect="sets CUDA_LAUNCH_BLOCKING=1 for the whole process")
-class MutantCudaLaunchBlocking(MutantAdapter):
-    tuner_cls = _LaunchBlocking
+MutantCudaLaunchBlocking = tuned_mutant(_LaunchBlocking, "mutant_ft25_cuda_launch_blocking",
+                                        defect="sets CUDA_LAUNCH_BLOCKING=1 for the whole process")  # fmt: skip
 
 
 MUTANTS = [MutantDownloadsData, MutantCudaLaunchBlocking]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from gru4rec_conformance.reference.finetuner import ReferenceFineTuner
 
-from ._common import MutantAdapter, mutant
+from ._common import tuned_mutant
 
 
 class _NoMask(ReferenceFineTuner):
@@ -15,9 +15,8 @@ class _NoMask(ReferenceFineTuner):
         return batch
 
 
-@mutant("mutant_ft4_no_attention_mask", defect="no attention mask passed to the model")
-class MutantNoAttentionMask(MutantAdapter):
-    tuner_cls = _NoMask
+MutantNoAttentionMask = tuned_mutant(_NoMask, "mutant_ft4_no_attention_mask",
+                                     defect="no attention mask passed to the model")  # fmt: skip
 
 
 class _FixedLength(ReferenceFineTuner):
@@ -32,10 +31,8 @@ class _FixedLength(ReferenceFineTuner):
         return dict(collator(features))
 
 
-@mutant("mutant_ft7_fixed_length_padding",
-        defect="every batch padded to a fixed length of 66 instead of the batch's longest sequence")  # fmt: skip
-class MutantFixedLengthPadding(MutantAdapter):
-    tuner_cls = _FixedLength
+MutantFixedLengthPadding = tuned_mutant(_FixedLength, "mutant_ft7_fixed_length_padding",
+                                        defect="every batch padded to a fixed length of 66 instead of the batch's longest sequence")  # fmt: skip
 
 
 class _PadWithZero(ReferenceFineTuner):
@@ -45,9 +42,8 @@ class _PadWithZero(ReferenceFineTuner):
         return batch
 
 
-@mutant("mutant_ft7_pad_with_zero", defect="batches padded with id 0 whatever the tokenizer's pad id (RoBERTa's is 1)")
-class MutantPadWithZero(MutantAdapter):
-    tuner_cls = _PadWithZero
+MutantPadWithZero = tuned_mutant(_PadWithZero, "mutant_ft7_pad_with_zero",
+                                 defect="batches padded with id 0 whatever the tokenizer's pad id (RoBERTa's is 1)")  # fmt: skip
 
 
 class _MaskPaddedWithPadId(ReferenceFineTuner):
@@ -58,10 +54,8 @@ class _MaskPaddedWithPadId(ReferenceFineTuner):
         return batch
 
 
-@mutant("mutant_ft4_mask_padded_with_pad_id",
-        defect="attention mask padded with the pad id instead of 0 (RoBERTa attends to its padding)")  # fmt: skip
-class MutantMaskPaddedWithPadId(MutantAdapter):
-    tuner_cls = _MaskPaddedWithPadId
+MutantMaskPaddedWithPadId = tuned_mutant(_MaskPaddedWithPadId, "mutant_ft4_mask_padded_with_pad_id",
+                                         defect="attention mask padded with the pad id instead of 0 (RoBERTa attends to its padding)")  # fmt: skip
 
 
 MUTANTS = [MutantNoAttentionMask, MutantFixedLengthPadding, MutantPadWithZero, MutantMaskPaddedWithPadId]

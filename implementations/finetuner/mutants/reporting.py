@@ -10,7 +10,7 @@ import torch
 from gru4rec_conformance.reference.finetuner import ReferenceFineTuner
 from gru4rec_conformance.reference.finetuner.metrics import describe, mean_cross_entropy
 
-from ._common import MutantAdapter, mutant
+from ._common import MutantAdapter, mutant, tuned_mutant
 
 
 class _LossOverBatchSize(ReferenceFineTuner):
@@ -22,9 +22,8 @@ class _LossOverBatchSize(ReferenceFineTuner):
         return res
 
 
-@mutant("mutant_ft9_loss_over_batch_size", defect="reported loss = sum of per-batch mean losses / number of examples")
-class MutantLossOverBatchSize(MutantAdapter):
-    tuner_cls = _LossOverBatchSize
+MutantLossOverBatchSize = tuned_mutant(_LossOverBatchSize, "mutant_ft9_loss_over_batch_size",
+                                       defect="reported loss = sum of per-batch mean losses / number of examples")  # fmt: skip
 
 
 @mutant("mutant_ft16_pickle_no_run_id",
@@ -49,10 +48,8 @@ class _CasedTokenizer(ReferenceFineTuner):
         self.tokenizer = AutoTokenizer.from_pretrained(spec.path, local_files_only=True, do_lower_case=not lower)
 
 
-@mutant("mutant_ft17_tokenizer_drift",
-        defect="a tokenizer with the other lower-casing than the requested model's is loaded (cased vs uncased)")  # fmt: skip
-class MutantTokenizerDrift(MutantAdapter):
-    tuner_cls = _CasedTokenizer
+MutantTokenizerDrift = tuned_mutant(_CasedTokenizer, "mutant_ft17_tokenizer_drift",
+                                    defect="a tokenizer with the other lower-casing than the requested model's is loaded (cased vs uncased)")  # fmt: skip
 
 
 class _PaperOptimizer(ReferenceFineTuner):
@@ -63,10 +60,8 @@ class _PaperOptimizer(ReferenceFineTuner):
         return torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: 1.0)
 
 
-@mutant("mutant_ft18_fixed_paper_optimizer",
-        defect="Adam lr 1e-5 without warmup or decay used whatever the configuration (and the manifest) says")  # fmt: skip
-class MutantFixedPaperOptimizer(MutantAdapter):
-    tuner_cls = _PaperOptimizer
+MutantFixedPaperOptimizer = tuned_mutant(_PaperOptimizer, "mutant_ft18_fixed_paper_optimizer",
+                                         defect="Adam lr 1e-5 without warmup or decay used whatever the configuration (and the manifest) says")  # fmt: skip
 
 
 class _NoCollapseFlag(ReferenceFineTuner):
@@ -74,9 +69,8 @@ class _NoCollapseFlag(ReferenceFineTuner):
         return []
 
 
-@mutant("mutant_ft19_collapse_unflagged", defect="constant-prediction runs are not flagged as collapsed")
-class MutantCollapseUnflagged(MutantAdapter):
-    tuner_cls = _NoCollapseFlag
+MutantCollapseUnflagged = tuned_mutant(_NoCollapseFlag, "mutant_ft19_collapse_unflagged",
+                                       defect="constant-prediction runs are not flagged as collapsed")  # fmt: skip
 
 
 @mutant("mutant_ft20_equal_length_aggregate",
@@ -108,9 +102,8 @@ class _AdHocMetrics(ReferenceFineTuner):
         return res
 
 
-@mutant("mutant_ft21_adhoc_metrics", defect="confusion matrix with margins, and weighted F1 reported as macro-F1")
-class MutantAdHocMetrics(MutantAdapter):
-    tuner_cls = _AdHocMetrics
+MutantAdhocMetrics = tuned_mutant(_AdHocMetrics, "mutant_ft21_adhoc_metrics",
+                                  defect="confusion matrix with margins, and weighted F1 reported as macro-F1")  # fmt: skip
 
 
 class _BatchMeanAccuracy(ReferenceFineTuner):
@@ -122,11 +115,8 @@ class _BatchMeanAccuracy(ReferenceFineTuner):
         return res
 
 
-@mutant("mutant_ft21_batch_mean_accuracy",
-        defect="accuracy reported as the mean of per-batch accuracies (wrong when the eval batch size does not "
-               "divide n)")  # fmt: skip
-class MutantBatchMeanAccuracy(MutantAdapter):
-    tuner_cls = _BatchMeanAccuracy
+MutantBatchMeanAccuracy = tuned_mutant(_BatchMeanAccuracy, "mutant_ft21_batch_mean_accuracy",
+                                       defect="accuracy reported as the mean of per-batch accuracies (wrong when the eval batch size does not divide n)")  # fmt: skip
 
 
 MUTANTS = [
@@ -136,6 +126,6 @@ MUTANTS = [
     MutantFixedPaperOptimizer,
     MutantCollapseUnflagged,
     MutantEqualLengthAggregate,
-    MutantAdHocMetrics,
+    MutantAdhocMetrics,
     MutantBatchMeanAccuracy,
 ]

@@ -8,7 +8,7 @@ import torch
 
 from gru4rec_conformance.reference.finetuner import ReferenceFineTuner
 
-from ._common import MutantAdapter, mutant
+from ._common import tuned_mutant
 
 
 class _NoSeed(ReferenceFineTuner):
@@ -19,9 +19,8 @@ class _NoSeed(ReferenceFineTuner):
         return torch.Generator().manual_seed(int.from_bytes(os.urandom(4), "little"))
 
 
-@mutant("mutant_ft14_no_seed", defect="no seed set: initialisation and data order vary from run to run")
-class MutantNoSeed(MutantAdapter):
-    tuner_cls = _NoSeed
+MutantNoSeed = tuned_mutant(_NoSeed, "mutant_ft14_no_seed",
+                            defect="no seed set: initialisation and data order vary from run to run")  # fmt: skip
 
 
 MUTANTS = [MutantNoSeed]

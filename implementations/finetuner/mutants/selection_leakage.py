@@ -9,7 +9,7 @@ from gru4rec_conformance.datasets.sst5 import Examples
 from gru4rec_conformance.implementations.finetuner.base import FinetunerAdapter
 from gru4rec_conformance.reference.finetuner import ReferenceFineTuner
 
-from ._common import MutantAdapter, mutant
+from ._common import MutantAdapter, mutant, tuned_mutant
 
 
 class _TestAware(ReferenceFineTuner):
@@ -87,15 +87,12 @@ class MutantTestSelectionNoHook(MutantTestSelection):
     split_log = FinetunerAdapter.split_log  # the protocol's default: the hook is not declared
 
 
-@mutant("mutant_ft12_save_on_test_score",
-        defect="checkpoints saved when test accuracy beats a threshold, named after it (e5_591)")  # fmt: skip
-class MutantSaveOnTestScore(_TestAwareAdapter):
-    tuner_cls = _SaveOnTestScore
+MutantSaveOnTestScore = tuned_mutant(_SaveOnTestScore, "mutant_ft12_save_on_test_score",
+                                     defect="checkpoints saved when test accuracy beats a threshold, named after it (e5_591)", base=_TestAwareAdapter)  # fmt: skip
 
 
-@mutant("mutant_ft24_test_every_epoch", defect="test split evaluated after every epoch (logged only)")
-class MutantTestEveryEpoch(_TestAwareAdapter):
-    tuner_cls = _TestEveryEpoch
+MutantTestEveryEpoch = tuned_mutant(_TestEveryEpoch, "mutant_ft24_test_every_epoch",
+                                    defect="test split evaluated after every epoch (logged only)", base=_TestAwareAdapter)  # fmt: skip
 
 
 class _RetrainOnTrainDev(ReferenceFineTuner):

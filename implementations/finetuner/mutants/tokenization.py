@@ -5,7 +5,7 @@ from __future__ import annotations
 from gru4rec_conformance.reference.finetuner import ReferenceFineTuner
 from gru4rec_conformance.reference.finetuner.trainer import Encoded, encode, resolve_max_length, special_ids
 
-from ._common import MutantAdapter, mutant
+from ._common import MutantAdapter, mutant, tuned_mutant
 
 
 def _length(tuner: ReferenceFineTuner, max_length: int | None) -> int:
@@ -25,10 +25,8 @@ class _HandMarkers(ReferenceFineTuner):
         return encode(tok, marked, max_length if max_length is not None else self.config.max_length)
 
 
-@mutant("mutant_ft1_hand_markers",
-        defect="special tokens written into the text and added again by the tokenizer ([CLS] [CLS] ... [SEP] [SEP])")  # fmt: skip
-class MutantHandMarkers(MutantAdapter):
-    tuner_cls = _HandMarkers
+MutantHandMarkers = tuned_mutant(_HandMarkers, "mutant_ft1_hand_markers",
+                                 defect="special tokens written into the text and added again by the tokenizer ([CLS] [CLS] ... [SEP] [SEP])")  # fmt: skip
 
 
 class _LiteralBertMarkers(ReferenceFineTuner):
@@ -40,10 +38,8 @@ class _LiteralBertMarkers(ReferenceFineTuner):
         return _encoded(tok, [list(x) for x in enc["input_ids"]], [list(x) for x in enc["attention_mask"]], full, L)
 
 
-@mutant("mutant_ft2_literal_bert_markers",
-        defect="BERT-style '[CLS] ... [SEP]' text for every model, tokenizer specials off (junk for RoBERTa)")  # fmt: skip
-class MutantLiteralBertMarkers(MutantAdapter):
-    tuner_cls = _LiteralBertMarkers
+MutantLiteralBertMarkers = tuned_mutant(_LiteralBertMarkers, "mutant_ft2_literal_bert_markers",
+                                        defect="BERT-style '[CLS] ... [SEP]' text for every model, tokenizer specials off (junk for RoBERTa)")  # fmt: skip
 
 
 class _RpadTruncation(ReferenceFineTuner):
@@ -54,10 +50,8 @@ class _RpadTruncation(ReferenceFineTuner):
         return _encoded(tok, ids, [[1] * len(x) for x in ids], full, L)
 
 
-@mutant("mutant_ft5_rpad_truncation",
-        defect="sequences longer than L cut to their first L - 1 ids, dropping the final SEP")  # fmt: skip
-class MutantRpadTruncation(MutantAdapter):
-    tuner_cls = _RpadTruncation
+MutantRpadTruncation = tuned_mutant(_RpadTruncation, "mutant_ft5_rpad_truncation",
+                                    defect="sequences longer than L cut to their first L - 1 ids, dropping the final SEP")  # fmt: skip
 
 
 class _LeftTruncation(ReferenceFineTuner):
