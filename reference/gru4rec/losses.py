@@ -116,8 +116,8 @@ def softmax_neg(X: torch.Tensor) -> torch.Tensor:
     0 for all negatives once they are all below about −745 (float64) or −87 (float32) and the weights become
     0/0 = NaN (check LF-4). The weights are identical otherwise (a softmax is shift-invariant).
     """
-    Xn = X.clone()  # the target entries set to -inf through the diagonal view: masked_fill's values and gradient
-    Xn.diagonal().fill_(float("-inf"))  # (0 on the targets), without a (b, K) mask and two masked passes
+    target = torch.eye(*X.shape, dtype=torch.bool, device=X.device)
+    Xn = X.masked_fill(target, float("-inf"))
     e_x = torch.exp(Xn - Xn.max(dim=1, keepdim=True)[0])
     return e_x / e_x.sum(dim=1, keepdim=True)
 
