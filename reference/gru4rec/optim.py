@@ -7,9 +7,7 @@ without momentum); state starts at zero and persists over epochs; constant learn
 (agreement with the port to float32 rounding).
 
 Speed (CPU): the dense update writes √(A + ε) into a persistent buffer per parameter instead of a fresh tensor
-per step, and ``step`` updates all dense parameters together, each pass one ``torch._foreach_*`` call over all of
-them (:meth:`IndexedAdagradM.update_dense_all`; a subclass that overrides :meth:`~IndexedAdagradM.update_dense`
-gets its own method per parameter); the row update gathers rows with ``index_select`` (several times faster than advanced indexing) and
+per step; the row update gathers rows with ``index_select`` (several times faster than advanced indexing) and
 divides into its own scratch rows. The floating-point operations and their order are unchanged, so the weights
 are bit for bit those of the plain formulation.
 """
@@ -114,7 +112,6 @@ class IndexedAdagradM:
         """Apply one update. ``grads`` maps names to dense gradients, :class:`RowGrad` or sparse COO
         (row-indexed) tensors; None = no gradient (the parameter and its state are left alone)."""
         clr = self.current_lr()
-        dense: list[tuple[str, torch.Tensor]] = []
         for name, grad in grads.items():
             if grad is None:
                 continue
@@ -126,35 +123,8 @@ class IndexedAdagradM:
                     idx, val = grad._indices()[0], grad._values()
                 self.update_rows(name, idx, val, clr)
             else:
-                dense.append((name, grad))
-        if dense:
-            if type(self).update_dense is IndexedAdagradM.update_dense:
-                self.update_dense_all(dense, clr)
-            else:  # a subclass's own dense update, one parameter at a time
-                for name, grad in dense:
-                    self.update_dense(name, grad, clr)
+                self.update_dense(name, grad, clr)
         self.n_updates += 1
-
-    @torch.no_grad()
-    def update_dense_all(self, dense: list[tuple[str, torch.Tensor]], clr: float) -> None:
-        """:meth:`update_dense` of several parameters at once ((name, dense gradient) pairs), each pass over all
-        of them in one ``torch._foreach_*`` call: the same operations in the same order on every element, so the
-        same bits, with a fraction of the dispatches. Does not count an update."""
-        names = [n for n, _ in dense]
-        grads = [g for _, g in dense]
-        ps = [self.params[n] for n in names]
-        accs = [self.acc[n] for n in names]
-        torch._foreach_addcmul_(accs, grads, grads)
-        sq = [torch.add(a, self.eps, out=self._dense_scratch(n, a)) for n, a in zip(names, accs)]
-        torch._foreach_sqrt_(sq)
-        if self.momentum > 0:
-            assert self.mom is not None  # allocated in __init__ when momentum > 0
-            moms = [self.mom[n] for n in names]
-            torch._foreach_mul_(moms, self.momentum)
-            torch._foreach_addcdiv_(moms, grads, sq, value=-clr)
-            torch._foreach_add_(ps, moms)
-        else:
-            torch._foreach_addcdiv_(ps, grads, sq, value=-clr)
 
     @torch.no_grad()
     def update_dense(self, name: str, grad: torch.Tensor, clr: float) -> None:
