@@ -31,6 +31,10 @@ drives the model by translation only:
 - ``fit`` writes the session frame in recommenders' text format: one training line per event with a non-empty
   history (the session's earlier items, the last ``max_seq_length`` kept by the iterator), label 1, the sessions in
   (SessionId, Time) order; the vocabularies are pickled dicts in its own layout (index 0 = its "default" entry);
+- ``train_num_ngs`` stays at recommenders' default 4 (``negatives_per_example``); GRU4Rec's ``n_sample`` (extra
+  negatives shared by the mini-batch) is not declared, since the model has no shared negatives (a mapping onto its
+  per-example negatives would also make every training example 1 + n_sample GRU passes: with the metric checks'
+  n_sample 2048, thousands of times the cost);
 - every item gets one constant category (the suite has no categories; declared shim), and every line one constant
   user (the GRU4RecModel graph never reads the user embedding);
 - ``fit`` requires a validation file with groups of 1 + ``valid_num_ngs`` lines, evaluated after every epoch (group
@@ -84,7 +88,7 @@ _PROVIDE = ("run it with `tox -e ms_recommenders_py39,ms_recommenders` (a Python
 _CATE = "c"  # the one category every item gets
 _USER = "u"  # the one user every line gets
 _UNKNOWN_ITEM = "unknown"  # not in the item vocabulary: the parser maps it to the default entry 0
-_GROUP_NEG = 4  # train_num_ngs default: 1 + 4 candidates per training group
+_GROUP_NEG = 4  # train_num_ngs, recommenders' default: 1 + 4 candidates per training group
 
 
 def _installed_version() -> str | None:
@@ -203,6 +207,9 @@ class MsRecommendersAdapter(Adapter):
                 "EARLY_STOP=0 and save_model=False, so the per-epoch validation cannot change the trained model",
                 "Python's random seeded with the build seed before fit (the iterator shuffles and samples with it); "
                 "the model's own seed argument = the build seed",
+                "train_num_ngs fixed at recommenders' default 4 (per-example negatives from the other lines of the "
+                "mini-batch); GRU4Rec's n_sample (extra negatives shared by the mini-batch) is not declared: the "
+                "model has no shared negatives",
                 "score_prefixes: the whole catalogue enumerated as the candidate list, one text line per (prefix, "
                 "item) pair through predict(); unknown prefix items dropped; an empty prefix is written as a "
                 "one-item history of an out-of-vocabulary item (default entry 0): the text format cannot carry an "
@@ -217,7 +224,6 @@ class MsRecommendersAdapter(Adapter):
                 "layers": [40],
                 "constrained_embedding": True,
                 "loss": "cross-entropy",
-                "n_sample": _GROUP_NEG,
                 "learning_rate": 0.001,
                 "batch_size": 400,
                 "n_epochs": 10,
@@ -229,7 +235,9 @@ class MsRecommendersAdapter(Adapter):
         _require()
         hp = self.resolve_hparams(hparams)
         if hp["loss"] != "cross-entropy":
-            raise Unsupported(f"loss:{hp['loss']}", "GRU4RecModel trains with a softmax over 1 + n_sample candidates")
+            raise Unsupported(
+                f"loss:{hp['loss']}", "GRU4RecModel trains with a softmax over 1 + train_num_ngs candidates"
+            )
         if not hp["constrained_embedding"]:
             raise Unsupported(
                 "constrained_embedding:False", "one item table embeds the history and the scored candidate"
@@ -237,8 +245,6 @@ class MsRecommendersAdapter(Adapter):
         layers = list(hp["layers"])
         if len(layers) != 1:
             raise Unsupported(f"layers:{layers}", "GRU4RecModel has one GRUCell (hidden_size)")
-        if int(hp["n_sample"]) < 1:
-            raise Unsupported(f"n_sample:{hp['n_sample']}", "the iterator needs train_num_ngs >= 1 negatives")
         if hp["optimizer"] not in ("adam", "adagrad", "sgd", "rmsprop", "adadelta", "ftrl", "gd", "padagrad", "pgd"):
             raise Unsupported(f"optimizer:{hp['optimizer']}", "not one of recommenders' optimizer names")
         if self.device != "cpu":
@@ -289,7 +295,7 @@ class MsRecommendersAdapter(Adapter):
             optimizer=str(hp["optimizer"]),
             epochs=int(n_epochs),
             batch_size=int(hp["batch_size"]),
-            train_num_ngs=int(hp["n_sample"]),
+            train_num_ngs=_GROUP_NEG,
             need_sample=True,
             EARLY_STOP=0,
             save_model=False,
@@ -340,7 +346,7 @@ class MsRecommendersAdapter(Adapter):
         random.seed(self.seed)
         self.model = GRU4RecModel(self._hparams(epochs), SequentialIterator, seed=self.seed)
         model = self.model
-        group = int(self.hparams["n_sample"]) + 1
+        group = _GROUP_NEG + 1
         per_epoch: dict[int, list[float]] = {}
         steps: dict[int, int] = {}
         events: dict[int, int] = {}
