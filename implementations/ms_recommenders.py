@@ -317,18 +317,18 @@ class MsRecommendersAdapter(Adapter):
         df = train_df.sort_values(["SessionId", "Time"], kind="stable")
         self._item_ids = np.unique(df["ItemId"].to_numpy(dtype=np.int64))
         items = [str(int(i)) for i in self._item_ids]
-        with open(os.path.join(d, "item_vocab.pkl"), "wb") as f:
-            pickle.dump({"default_mid": 0, **{s: k + 1 for k, s in enumerate(items)}}, f)
-        with open(os.path.join(d, "cate_vocab.pkl"), "wb") as f:
-            pickle.dump({"default_cat": 0, _CATE: 1}, f)
-        with open(os.path.join(d, "user_vocab.pkl"), "wb") as f:
-            pickle.dump({"default_uid": 0, _USER: 1}, f)
+        with open(os.path.join(d, "item_vocab.pkl"), "wb") as fb:
+            pickle.dump({"default_mid": 0, **{s: k + 1 for k, s in enumerate(items)}}, fb)
+        with open(os.path.join(d, "cate_vocab.pkl"), "wb") as fb:
+            pickle.dump({"default_cat": 0, _CATE: 1}, fb)
+        with open(os.path.join(d, "user_vocab.pkl"), "wb") as fb:
+            pickle.dump({"default_uid": 0, _USER: 1}, fb)
         lines = []
         sids = df["SessionId"].to_numpy()
         iids = df["ItemId"].to_numpy(dtype=np.int64)
         times = df["Time"].to_numpy(dtype=np.float64)
         start = 0
-        for end in list(np.flatnonzero(sids[1:] != sids[:-1]) + 1) + [len(sids)]:
+        for end in [int(e) for e in np.flatnonzero(sids[1:] != sids[:-1]) + 1] + [len(sids)]:
             s_items = [str(int(i)) for i in iids[start:end]]
             s_times = times[start:end]
             for j in range(1, len(s_items)):
