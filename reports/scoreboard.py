@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from gru4rec_conformance.conformance._records.verdict import _subset_args
 from gru4rec_conformance.fileio import atomic_write_text
 from gru4rec_conformance.reports.agreement import cells, tally
 from gru4rec_conformance.reports.compact import judged_version, verdict_key
@@ -52,8 +53,13 @@ def apart_reasons(run: RunData, conformance: Any | None = None) -> list[str]:
     subset = cov.not_selected or (cov.unknown_not_run and "subset" in cov.unknown_not_run)
     if subset and conf.status != "UNAVAILABLE":
         what = cov.unknown_not_run if cov.unknown_not_run and "subset" in cov.unknown_not_run else None
+        # the selection the run's command made (-k / -m / --deselect / node ids), so the reader sees which checks
+        selection = " ".join(_subset_args([str(a) for a in run.header.get("command") or ()]))
         reasons.append(
-            what.split(":")[0] if what else f"a subset run ({cov.not_selected} applicable checks not selected)"
+            what.split(":")[0]
+            if what
+            else f"a subset run ({selection + ': ' if selection else ''}{cov.not_selected} applicable checks not "
+            "selected)"
         )
     current, note = suite_currency(run)
     if current is False:
