@@ -290,6 +290,11 @@ def _fmt(v, width: int, prec: int) -> str:
     return f"{v:{width}.{prec}f}" if isinstance(v, (int, float)) else f"{'-':>{width}}"
 
 
+def _fmt_ratio(v, width: int) -> str:
+    # significant figures, not decimals: a toy model 300x faster than the reference would read "0.00" otherwise
+    return f" {v:{width - 1}.3g}" if isinstance(v, (int, float)) else f"{'-':>{width}}"
+
+
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
     if not _RESULTS:
         return
@@ -313,8 +318,8 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
                 f"{group[:33]:<34}{case[:25]:<26}{impl[:11]:<12}{_fmt(sec, 9, 2)}"
                 f"{_fmt(s.get('minibatches_per_s'), 9, 1)}{_fmt(ev, 10, 0)}"
                 f"{_fmt(s.get('minibatches_per_cpu_s'), 9, 1)}{_fmt(evc, 10, 0)}"
-                f"{_fmt(s.get('peak_rss_mb') or s.get('cuda_max_allocated_mb'), 8, 0)}{_fmt(ratio, 7, 2)}"
-                f"{_fmt(s.get('cpu_seconds_over_reference'), 9, 2)}"
+                f"{_fmt(s.get('peak_rss_mb') or s.get('cuda_max_allocated_mb'), 8, 0)}{_fmt_ratio(ratio, 7)}"
+                f"{_fmt_ratio(s.get('cpu_seconds_over_reference'), 9)}"
             )
     path = config.getoption("benchmark_json", None)
     if path and Path(path).is_file() and not os.environ.get("GRU4REC_BENCH_NO_REPORT"):
