@@ -16,11 +16,25 @@ from gru4rec_conformance import CHECKOUT_ROOT, __version__
 from gru4rec_conformance.datasets import study
 from gru4rec_conformance.reports.results import RunData
 
-__all__ = ["CHECK_PATHS", "NEGATIVE_CONTROLS", "suite_currency", "negative_control", "headline_metrics"]
+__all__ = [
+    "CHECK_PATHS",
+    "CHECK_PATHS_BY_FAMILY",
+    "NEGATIVE_CONTROLS",
+    "suite_currency",
+    "negative_control",
+    "headline_metrics",
+]
 
 #: Folders whose content decides what a check measures: a run made at a commit where any of them differed from
 #: this checkout's is stale (its checks are older than the current ones).
 CHECK_PATHS = ("conformance/gru4rec", "conformance/finetuner", "reference", "datasets")
+_SHARED_PATHS = ("reference/__init__.py", "datasets/__main__.py", "datasets/paths.py", "datasets/_suite_io.py")
+#: The same per family (the run header's ``impl.family``): a change to the fine-tuner's checks does not make a
+#: GRU4Rec verdict stale, nor the other way round. A family not listed is judged by :data:`CHECK_PATHS`.
+CHECK_PATHS_BY_FAMILY = {
+    "gru4rec": ("conformance/gru4rec", "reference/gru4rec", "datasets/sessions", "datasets/study", *_SHARED_PATHS),
+    "finetuner": ("conformance/finetuner", "reference/finetuner", "datasets/sst5", *_SHARED_PATHS),
+}
 #: Implementations that are not GRU4Rec (they are run to show the checks tell them apart), beyond those whose
 #: description says "negative control".
 NEGATIVE_CONTROLS = {
@@ -41,13 +55,13 @@ def negative_control(impl: dict[str, Any]) -> str | None:
 
 
 @functools.lru_cache(maxsize=64)
-def _changed_since(sha: str, root: str) -> int | None:
-    """Files under :data:`CHECK_PATHS` that differ between commit ``sha`` and the checkout's ``HEAD`` at ``root``
+def _changed_since(sha: str, root: str, paths: tuple[str, ...] = CHECK_PATHS) -> int | None:
+    """Files under ``paths`` (by default :data:`CHECK_PATHS`) that differ between commit ``sha`` and the checkout's ``HEAD`` at ``root``
     (committed checks: a run from a work tree with uncommitted changes is judged by its commit), or None when git
     cannot tell (no git, not a repository, an unknown commit)."""
     try:
         done = subprocess.run(
-            ["git", "-C", root, "diff", "--name-only", sha, "HEAD", "--", *CHECK_PATHS],
+            ["git", "-C", root, "diff", "--name-only", sha, "HEAD", "--", *paths],
             capture_output=True, text=True, timeout=30, check=False,
         )  # fmt: skip
     except (OSError, subprocess.SubprocessError):
@@ -66,18 +80,24 @@ def suite_currency(run: RunData, root: Path | None = CHECKOUT_ROOT) -> tuple[boo
     """Whether the run's checks are this checkout's: ``(True, note)`` current, ``(False, why)`` stale, ``(None,
     note)`` when it cannot be told.
 
-    Stale when the run's suite commit differs from this checkout's HEAD in :data:`CHECK_PATHS` (git), or, without git or
-    without that commit here, when its release is older than this suite's (``__version__``).
+    Stale when the run's suite commit differs from this checkout's HEAD in the check paths of the run's family
+    (:data:`CHECK_PATHS_BY_FAMILY`, else :data:`CHECK_PATHS`; git), or, without git or without that commit here,
+    when its release is older than this suite's (``__version__``).
     """
     suite = run.header.get("suite") or {}
+    family = str((run.header.get("impl") or {}).get("family") or "")
+    paths = CHECK_PATHS_BY_FAMILY.get(family, CHECK_PATHS)
     string = str(suite.get("string") or "?")
     sha = str(suite.get("git_sha") or "")
     if sha and root is not None and (Path(root) / ".git").exists():
-        changed = _changed_since(sha, str(root))
+        changed = _changed_since(sha, str(root), paths)
         if changed == 0:
             return True, f"suite {string}: same checks as this checkout"
         if changed:
-            return False, f"stale: {changed} files of the checks changed since suite {string}"
+            return (
+                False,
+                f"stale: {changed} files of the {family + ' ' if family in CHECK_PATHS_BY_FAMILY else ''}checks changed since suite {string}",
+            )
     release = str(suite.get("version") or string.split("+")[0])
     if _release(release) and _release(release) < _release(__version__):
         return False, f"stale: suite {string} is older than this suite {__version__}"
