@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from transformers import AutoTokenizer
 
+from gru4rec_conformance.conformance._harness import diagnosis
 from gru4rec_conformance.conformance.finetuner.support import fresh
 from gru4rec_conformance.datasets.sst5 import EXPECTED_COUNTS, Examples
 from gru4rec_conformance.reference.finetuner.metrics import count_mismatch
@@ -69,17 +70,38 @@ OUTPUT_CONTRACT = (
 )
 
 
+#: FT-8's cause of a model call that raises: the output read by position (its key strings stand in for tensors).
+UNPACKED = diagnosis.Candidate(
+    "the model output is unpacked by position, not read by attribute",
+    "the exception's text: confirmed when it names a str where a tensor was used (a ModelOutput unpacks to its "
+    "key strings), not decided otherwise",
+)
+CONTRACT_TABLE = (UNPACKED,)
+
+
 def _under_output_contract(what: str, fn, *args, **kwargs):
-    """``fn(*args, **kwargs)``; an exception fails the check with a message naming the output contract (with a
-    hint when a key string stood in for a tensor), not only the framework's exception."""
+    """``fn(*args, **kwargs)``; an exception fails the check as a broken output contract naming the call and the
+    exception, with :data:`UNPACKED` isolated when a key string stood in for a tensor (the contract follows)."""
     try:
         return fn(*args, **kwargs)
     except Exception as e:  # noqa: BLE001 (any failure of the call is reported against the contract)
-        hint = " (a str stood in for a tensor: the output was unpacked by position)" if "'str'" in str(e) else ""
-        pytest.fail(f"output contract broken: {what} raised {type(e).__name__}: {e}{hint}; expected: {OUTPUT_CONTRACT}")
+        text, kind = str(e), type(e).__name__
+    str_for_tensor = "'str'" in text
+
+    def unpacked() -> diagnosis.Finding:
+        if str_for_tensor:
+            return diagnosis.confirmed("a str stood in for a tensor")
+        return diagnosis.undecided("the exception names no str used as a tensor")
+
+    diagnosis.fail(
+        f"output contract broken: {what} raised {kind}: {text}",
+        [UNPACKED.cause(unpacked)],
+        f"the contract is that {OUTPUT_CONTRACT}",
+    )
 
 
 @pytest.mark.check("FT-8", kind=KIND)
+@diagnosis.causes(*CONTRACT_TABLE)
 def test_logits_shape_and_one_step(impl, tiny_bert, slices):
     """predict returns finite (B, 5) logits; one optimizer step gives a finite training loss. A failing model call
     is reported as a broken output contract (ModelOutput read by attribute), naming the call that broke it."""

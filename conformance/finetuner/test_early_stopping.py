@@ -6,10 +6,20 @@ import math
 
 import pytest
 
-from gru4rec_conformance.conformance.finetuner.support import fresh, leakage_evidence
+from gru4rec_conformance.conformance._harness import diagnosis
+from gru4rec_conformance.conformance.finetuner.support import (
+    CHANGED_ROW,
+    NOT_RESTORED_ROW,
+    OFF_TRAIN_ROW,
+    fresh,
+    restore_causes,
+)
 from gru4rec_conformance.reference.finetuner import simulate
 
 KIND = "early_stopping"
+
+#: FT-13's causes of a final model that does not reproduce the best epoch's val loss.
+RESTORE_TABLE = (NOT_RESTORED_ROW, OFF_TRAIN_ROW, CHANGED_ROW)
 
 
 @pytest.mark.check("FT-13", kind=KIND)
@@ -23,15 +33,10 @@ def test_stub_sequence(impl):
 
 @pytest.mark.check("FT-13", kind=KIND)
 @pytest.mark.feature("early_stopping")
+@diagnosis.causes(*RESTORE_TABLE)
 def test_stops_on_patience_and_restores_best(impl, tiny_bert, slices):
     """On a run whose val loss rises (val = train sentences with wrong labels), training stops when the rule
-    says so and the final model reproduces the best epoch's val loss.
-
-    Diagnosis: a final model that does not reproduce the best epoch's val loss: weights not restored (it reproduces the last epoch's val loss and the split log shows no training
-    off train: isolated); training after selection, e.g. a retrain on train+dev (the split log records training
-    passes off train: the message points at FT-11's leakage check and names no cause of its own); otherwise
-    cause not isolated.
-    """
+    says so and the final model reproduces the best epoch's val loss."""
     a = fresh(impl)
     a.build(0, model_spec=tiny_bert, num_labels=5)
     train = slices.train.head(32)
@@ -47,22 +52,9 @@ def test_stops_on_patience_and_restores_best(impl, tiny_bert, slices):
     now = a.evaluate(val)["mean_ce"]
     if math.isclose(now, losses[best - 1], abs_tol=1e-5):
         return
-    leak, evidence = leakage_evidence(impl, a, train.split)
-    head = f"final model's val loss {now:.6f} is not the best epoch's ({best}) {losses[best - 1]:.6f}; "
-    if leak:
-        raise AssertionError(
-            head + f"cause not isolated: may follow from training after selection ({evidence}), not necessarily "
-            "from weights not restored"
-        )
-    if math.isclose(now, losses[-1], abs_tol=1e-5):
-        raise AssertionError(
-            head + f"isolated: weights not restored: the final model reproduces the last epoch's ({len(losses)}) "
-            f"val loss {losses[-1]:.6f}; {evidence}"
-        )
-    raise AssertionError(
-        head + f"cause not isolated: the final model reproduces no epoch's val loss ({[round(v, 6) for v in losses]}"
-        f"); candidates: weights changed after selection (retraining, on train+dev or otherwise), a wrong state "
-        f"restored; {evidence}"
+    diagnosis.fail(
+        f"final model's val loss {now:.6f} is not the best epoch's ({best}) {losses[best - 1]:.6f}",
+        restore_causes(impl, a, train.split, now, losses, "val", lambda x, y: math.isclose(x, y, abs_tol=1e-5)),
     )
 
 

@@ -11,10 +11,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from gru4rec_conformance.conformance._harness import diagnosis
 from gru4rec_conformance.conformance.finetuner.support import (
+    CHANGED_ROW,
+    NOT_RESTORED_ELSEWHERE_ROW,
+    OFF_TRAIN_ROW,
+    TRAINED_OFF_TRAIN,
     fresh,
     leakage_evidence,
     off_train_passes,
+    restore_causes,
     stable_json_hash,
 )
 from gru4rec_conformance.datasets.sst5 import Examples
@@ -126,19 +132,17 @@ def test_test_evaluated_after_selection(impl, tiny_bert, slices):
 #: Two epochs at a learning rate that moves a tiny model, no early stopping: the selected epoch is the best on dev.
 LEAK_CFG = dict(max_epochs=2, batch_size=8, learning_rate=2e-3, warmup_ratio=0.0, patience=None)
 
+#: One cause, the finding itself: a training pass the split log names on another split.
+LEAK_TABLE = (diagnosis.Candidate(TRAINED_OFF_TRAIN),)
+
 
 @pytest.mark.check("FT-11", kind=KIND)
 @pytest.mark.feature("hook:split_log")
+@diagnosis.causes(*LEAK_TABLE)
 def test_training_passes_only_on_train(impl, tiny_bert, slices, expect):
     """Every training pass of a run, as its split log records it, is on the train split: none on dev, on test or
     on a union such as train+dev (a final model retrained on train+dev after selection), whatever the reported
-    figures and the early-stopping record say.
-
-    Diagnosis: one cause, the finding itself (a training pass the log names on another split); no probe is
-    needed. Other checks that such training also fails (FT-9's loss of the final model, FT-13's restored
-    weights, FT-11's test_reported_scores_computed_on_their_splits) point at this check instead of naming a
-    cause of their own.
-    """
+    figures and the early-stopping record say."""
     train = slices.train
     a = fresh(impl)
     a.run(train, slices.val, slices.test.head(32), LEAK_CFG, seed=0, model_spec=tiny_bert, num_labels=5)
@@ -146,17 +150,15 @@ def test_training_passes_only_on_train(impl, tiny_bert, slices, expect):
     assert passes is not None  # the hook is declared (feature marker)
     on_train = [e for e in a.split_log() if e.get("purpose") == "train" and e.get("split") == train.split]
     assert on_train, f"split_log records no training pass on {train.split!r}: {a.split_log()}"
-    _, evidence = leakage_evidence(impl, a, train.split)
-    expect(
-        "training passes on other splits",
-        sum(len(v) for v in passes.values()),
-        le=0,
-        message=lambda: (
-            f"leakage: the run trains on a split other than train: {evidence}; the selection on dev and the "
-            "reported dev and test scores then describe a model fitted on data they treat as held out"
-        ),
-        train_split=train.split,
-    )
+    n = sum(len(v) for v in passes.values())
+    if not expect.holds("training passes on other splits", n, le=0, train_split=train.split):
+        _, evidence = leakage_evidence(impl, a, train.split)
+        # the finding is the cause: the log's own record is its evidence
+        diagnosis.fail(
+            "leakage: the run trains on a split other than train; the selection on dev and the reported dev and "
+            "test scores then describe a model fitted on data they treat as held out",
+            [LEAK_TABLE[0].cause(lambda: diagnosis.confirmed(evidence))],
+        )
 
 
 def _final_figures(adapter, split) -> tuple[float, float]:
@@ -165,18 +167,22 @@ def _final_figures(adapter, split) -> tuple[float, float]:
     return float(np.mean(z.argmax(axis=1) == np.asarray(split.labels))), float(mean_cross_entropy(z, split.labels))
 
 
+#: FT-11's causes of a reported score that is not the final model's on its split: the first for the test score,
+#: the others for the selected epoch's dev loss (restoring is FT-13's, training off train the leakage check's).
+TEST_ON_DEV = diagnosis.Candidate(
+    "a test score computed on dev",
+    "the final model's accuracy and mean CE on dev, from its own logits: confirmed when the reported test figures "
+    "equal them (mean CE within 1e-5)",
+)
+SCORES_TABLE = (TEST_ON_DEV, NOT_RESTORED_ELSEWHERE_ROW, OFF_TRAIN_ROW, CHANGED_ROW)
+
+
 @pytest.mark.check("FT-11", kind=KIND)
+@diagnosis.causes(*SCORES_TABLE)
 def test_reported_scores_computed_on_their_splits(impl, tiny_bert, slices, expect):
     """The run's reported test accuracy and mean CE are those of its final model on the test split, and its
     reported validation loss of the selected epoch is that of the final model on dev (both recomputed from the
-    final model's own logits), so that no reported score comes from another split or another model.
-
-    Diagnosis: a test score computed on dev (the reported test figures equal
-    the final model's on dev: isolated); weights not restored (the final model's dev loss equals the last
-    epoch's, the split log shows no training off train: isolated, FT-13 reports it); training after selection
-    (the split log records training passes off train: named with FT-11's leakage check); anything else:
-    cause not isolated.
-    """
+    final model's own logits), so that no reported score comes from another split or another model."""
     train, val, test = slices.train, slices.val, slices.test.head(32)
     a = fresh(impl)
     rec = a.run(train, val, test, dict(DECISIVE_CFG, max_epochs=3), seed=0, model_spec=tiny_bert, num_labels=5)
@@ -185,40 +191,22 @@ def test_reported_scores_computed_on_their_splits(impl, tiny_bert, slices, expec
     dev_acc, dev_ce = _final_figures(a, val)
     if abs(got["mean_ce"] - ce) > 1e-5 or got["accuracy"] != acc:
         on_dev = abs(got["mean_ce"] - dev_ce) <= 1e-5 and got["accuracy"] == dev_acc
-        cause = (
-            "isolated: the reported test score is the final model's score on the dev split"
-            if on_dev
-            else "cause not isolated: it is not the final model's score on dev either "
-            f"(accuracy {dev_acc:.4f}, mean CE {dev_ce:.6f})"
-        )
-        raise AssertionError(
+        diagnosis.fail(
             f"the reported test score (accuracy {got['accuracy']:.4f}, mean CE {got['mean_ce']:.6f}) is not the "
-            f"final model's on the test split (accuracy {acc:.4f}, mean CE {ce:.6f}); {cause}"
-        )
+            f"final model's on the test split (accuracy {acc:.4f}, mean CE {ce:.6f})",
+            [TEST_ON_DEV.cause(lambda: diagnosis.decide(
+                on_dev, f"the final model on dev: accuracy {dev_acc:.4f}, mean CE {dev_ce:.6f}"))],
+        )  # fmt: skip
     losses = [e["val_loss"] for e in rec["epochs"]]
     selected = rec["selected_epoch"]
     reported = losses[selected - 1]
-
-    def diagnosis() -> str:
-        leak, evidence = leakage_evidence(impl, a, train.split)
-        head = (
-            f"the reported dev loss of the selected epoch {selected} ({reported:.6f}) is not the final model's "
-            f"on dev ({dev_ce:.6f}): the tested model is not the selected one; "
-        )
-        if leak:
-            return head + f"may follow from training after selection: {evidence}"
-        if abs(dev_ce - losses[-1]) <= 1e-5 and selected != len(losses):
-            return head + (
-                f"isolated: weights not restored: the final model reproduces the last epoch's ({len(losses)}) dev "
-                f"loss; {evidence} (FT-13 judges restoring)"
-            )
-        return head + (
-            "cause not isolated: the final model reproduces no epoch's dev loss "
-            f"({[round(v, 6) for v in losses]}); {evidence}"
-        )
-
-    expect("final model's dev loss", dev_ce, reference=reported, tolerance=1e-5, message=diagnosis,
-           selected_epoch=selected)  # fmt: skip
+    if not expect.holds("final model's dev loss", dev_ce, reference=reported, tolerance=1e-5, selected_epoch=selected):
+        diagnosis.fail(
+            f"the reported dev loss of the selected epoch {selected} ({reported:.6f}) is not the final model's on "
+            f"dev ({dev_ce:.6f}): the tested model is not the selected one",
+            restore_causes(impl, a, train.split, dev_ce, losses, "dev", lambda x, y: abs(x - y) <= 1e-5,
+                           NOT_RESTORED_ELSEWHERE_ROW),
+        )  # fmt: skip
 
 
 @pytest.mark.check("FT-24", kind=KIND)

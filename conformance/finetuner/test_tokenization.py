@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 from transformers import AutoTokenizer
 
+from gru4rec_conformance.conformance._harness import diagnosis
 from gru4rec_conformance.conformance.finetuner.support import fresh, unpadded_length
 from gru4rec_conformance.conformance.finetuner.tiny_models import FAMILIES
 
@@ -106,20 +107,32 @@ def _kept_side(kept: list[int], pieces: list[int]) -> str | None:
     return None
 
 
+#: FT-5's causes of truncated ids that are not the model's tokenizer's own truncation.
+WRONG_SIDE = diagnosis.Candidate(
+    "truncated on the wrong side",
+    "the tokenizer's own truncation with the other truncation side: confirmed when the ids equal it",
+)
+CUT_AFTER_SPECIALS = diagnosis.Candidate(
+    "cut after the special tokens were added, so the final special token is lost",
+    "the untruncated encoding with special tokens: confirmed when the ids are its first ones, ruled out when they "
+    "are not or are the other side's truncation (which keeps the final special token)",
+)
+OTHER_PIECES = diagnosis.Candidate(
+    "another number of pieces, pieces without the special tokens, or other pieces, the length and the final SEP "
+    "being judged by FT-5 test_truncation_keeps_sep",
+    "the ids without special ids against the text's word pieces: stays not decided; the evidence says whether "
+    "they are its first or last pieces, their number and the last id",
+)
+TRUNCATION_TABLE = (WRONG_SIDE, CUT_AFTER_SPECIALS, OTHER_PIECES)
+
+
 @pytest.mark.check("FT-5", kind=KIND)
 @pytest.mark.parametrize("family", FAMILIES)
+@diagnosis.causes(*TRUNCATION_TABLE)
 def test_truncation_keeps_first_pieces(impl, family, tiny_models, slices):
     """A 200-word sentence encoded with max length L is the model's tokenizer's own truncation: its special
     tokens around the first L - 2 word pieces of the text (the last ones when that tokenizer truncates on the
-    left), not only L ids ending with SEP.
-
-    Diagnosis: ids other than the tokenizer's own: truncation on the wrong side (the ids are the
-    tokenizer's special tokens around the last pieces instead of the first, or the other way round: isolated);
-    pieces kept from the right side but in another number or without the special tokens (the length and SEP are
-    judged by ``test_truncation_keeps_sep``: cause not isolated here), except ids that are the first ones of the
-    untruncated encoding (cut after the special tokens were added, the final SEP lost: isolated); other pieces:
-    cause not isolated.
-    """
+    left), not only L ids ending with SEP."""
     impl.require(f"model:{family}")
     spec = tiny_models[family]
     a = _built(impl, spec)
@@ -137,29 +150,35 @@ def test_truncation_keeps_first_pieces(impl, family, tiny_models, slices):
         return
     tok.truncation_side = "left" if side == "right" else "right"  # this check's own copy of the tokenizer
     other = list(tok(long_text, add_special_tokens=True, truncation=True, max_length=L)["input_ids"])
-    wanted = "first" if side == "right" else "last"
-    head = (
-        f"{family}: the truncated ids are not the tokenizer's own truncation to L={L} (it truncates on the {side} "
-        f"and keeps the {wanted} {keep} word pieces): got {real[:4]}...{real[-4:]}, expected {want[:4]}...{want[-4:]}"
-    )
-    if real == other:
-        kept = "last" if wanted == "first" else "first"
-        raise AssertionError(f"{head}; isolated: truncated on the wrong side: the ids keep the {kept} {keep} pieces")
     full = list(tok(long_text, add_special_tokens=True)["input_ids"])
-    if real == full[: len(real)]:
-        raise AssertionError(
-            f"{head}; isolated: cut after the special tokens were added: the ids are the first {len(real)} of the "
-            "untruncated encoding, so the final special token is lost"
+    wanted = "first" if side == "right" else "last"
+
+    def wrong_side() -> diagnosis.Finding:
+        kept = "last" if wanted == "first" else "first"
+        if real == other:
+            return diagnosis.confirmed(f"the ids keep the {kept} {keep} pieces")
+        return diagnosis.ruled_out(f"the ids are not the {kept} {keep} pieces with the special tokens either")
+
+    def cut_after() -> diagnosis.Finding:
+        if real == other:
+            return diagnosis.ruled_out("the ids are the other side's truncation, which keeps the final special token")
+        if real == full[: len(real)]:
+            return diagnosis.confirmed(f"the ids are the first {len(real)} of the untruncated encoding")
+        return diagnosis.ruled_out(f"the ids are not the first {len(real)} of the untruncated encoding")
+
+    def other_pieces() -> diagnosis.Finding:
+        specials = {v for v in enc["special_ids"].values() if v is not None}
+        kept_ids = [t for t in real if t not in specials]
+        found = _kept_side(kept_ids, pieces)
+        what = (
+            f"the {found} {len(kept_ids)} pieces"
+            if found
+            else f"{len(kept_ids)} pieces that are neither the first nor the last"
         )
-    specials = {v for v in enc["special_ids"].values() if v is not None}
-    kept_ids = [t for t in real if t not in specials]
-    found = _kept_side(kept_ids, pieces)
-    what = (
-        f"the {found} {len(kept_ids)} pieces"
-        if found
-        else f"{len(kept_ids)} pieces that are neither the first nor the last"
-    )
-    raise AssertionError(
-        f"{head}; cause not isolated: the ids keep {what} (length {len(real)}, ends with id {real[-1]}; "
-        "test_truncation_keeps_sep judges the length and the final SEP)"
+        return diagnosis.undecided(f"the ids keep {what}, length {len(real)}, ending with id {real[-1]}")
+
+    diagnosis.fail(
+        f"{family}: the truncated ids are not the tokenizer's own truncation to L={L} (it truncates on the {side} "
+        f"and keeps the {wanted} {keep} word pieces): got {real[:4]}...{real[-4:]}, expected {want[:4]}...{want[-4:]}",
+        [WRONG_SIDE.cause(wrong_side), CUT_AFTER_SPECIALS.cause(cut_after), OTHER_PIECES.cause(other_pieces)],
     )

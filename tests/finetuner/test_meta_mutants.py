@@ -7,6 +7,9 @@ marked ``slow`` are left out (``-m "not slow"``: the only one, FT-20's full-SST-
 minute and FT-20's fast check catches its mutant). The slow variant runs every check of the mutant's kind,
 slow ones included (``--ft-mutant-scope kind``).
 
+Where a check declares a cause table (conformance/_harness/diagnosis.py) with a row for a mutant's defect, the
+failure message on the mutant must isolate that cause and not a sibling's (``NAMED_CAUSES``, from the same run).
+
 Without the real SST-5 (a fresh clone has no ../shared) the conformance run uses the seeded synthetic stand-in
 (``datasets.sst5.standin``); the checks that assert the real split sizes then skip on every implementation, and
 every mutant must still be caught by the others.
@@ -26,6 +29,12 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 
+from gru4rec_conformance.conformance._harness.diagnosis import ISOLATED, NOT_ISOLATED  # noqa: E402
+from gru4rec_conformance.conformance.finetuner import support as S  # noqa: E402
+from gru4rec_conformance.conformance.finetuner.test_data_integrity import UNPACKED  # noqa: E402
+from gru4rec_conformance.conformance.finetuner.test_reporting import NOT_MEAN_CE, OTHER_MODEL  # noqa: E402
+from gru4rec_conformance.conformance.finetuner.test_selection_leakage import TEST_ON_DEV  # noqa: E402
+from gru4rec_conformance.conformance.finetuner.test_tokenization import CUT_AFTER_SPECIALS, WRONG_SIDE  # noqa: E402
 from gru4rec_conformance.implementations.finetuner.mutants import MUTANTS  # noqa: E402
 
 KINDS = (
@@ -220,3 +229,58 @@ def test_siblings_told_apart_by_their_messages(row_results, name):
     assert not wrong, f"{name} is given the cause of {other.name} ({other.message!r}):\n" + "\n".join(wrong)
     own = [r.get("reason", "") for r in row_results.get(other.name, []) if cls.message in r.get("reason", "")]
     assert not own, f"{other.name} is given the cause of {name} ({cls.message!r}): {own}"
+
+
+#: mutant -> {check function of its rows: (causes every failure message of it must isolate, causes none may
+#: isolate)}; no cause to isolate means the message must say the cause is not isolated. The names come from the
+#: checks' cause tables (conformance/_harness/diagnosis.py).
+NAMED_CAUSES: dict[str, dict[str, tuple[tuple[str, ...], tuple[str, ...]]]] = {
+    "mutant_ft13_no_restore": {
+        "test_stops_on_patience_and_restores_best": (
+            (S.WEIGHTS_NOT_RESTORED,),
+            (S.OFF_TRAIN_ROW.name, S.CHANGED_OTHERWISE),
+        ),
+        "test_reported_scores_computed_on_their_splits": (
+            (S.NOT_RESTORED_ELSEWHERE_ROW.name,),
+            (TEST_ON_DEV.name, S.OFF_TRAIN_ROW.name, S.CHANGED_OTHERWISE),
+        ),
+    },
+    "mutant_ft11_retrain_train_dev": {
+        "test_training_passes_only_on_train": ((S.TRAINED_OFF_TRAIN,), ()),
+        # the split log shows training off train: not told apart from weights not restored, nothing isolated
+        "test_stops_on_patience_and_restores_best": ((), (S.WEIGHTS_NOT_RESTORED, S.OFF_TRAIN_ROW.name)),
+        "test_reported_scores_computed_on_their_splits": ((), (S.NOT_RESTORED_ELSEWHERE_ROW.name, TEST_ON_DEV.name)),
+    },
+    "mutant_ft5_left_truncation": {
+        "test_truncation_keeps_first_pieces": ((WRONG_SIDE.name,), (CUT_AFTER_SPECIALS.name,))
+    },
+    "mutant_ft5_rpad_truncation": {
+        "test_truncation_keeps_first_pieces": ((CUT_AFTER_SPECIALS.name,), (WRONG_SIDE.name,))
+    },
+    "mutant_ft9_loss_over_batch_size": {
+        "test_val_loss_is_mean_cross_entropy": ((NOT_MEAN_CE.name,), (OTHER_MODEL.name, S.OFF_TRAIN_ROW.name))
+    },
+    "mutant_ft8_tuple_unpack": {"test_logits_shape_and_one_step": ((UNPACKED.name,), ())},
+    "mutant_ft8_eval_output_unpacked": {"test_logits_shape_and_one_step": ((UNPACKED.name,), ())},
+}
+
+
+@pytest.mark.parametrize("name", sorted(NAMED_CAUSES))
+def test_message_names_the_isolated_cause(row_results, name):
+    """Each listed check fails on the mutant (every parametrization that ran) and its message isolates the
+    mutant's cause, from the check's cause table, and none of the causes listed against it; where no cause is
+    listed, it says the cause is not isolated."""
+    problems = []
+    for func, (named, not_named) in NAMED_CAUSES[name].items():
+        recs = [r for r in row_results.get(name, []) if r["when"] == "call" and f"::{func}[" in r["nodeid"]]
+        if not recs or any(r["outcome"] != "failed" for r in recs):
+            problems.append(f"{func} did not fail on every parametrization: {[r['outcome'] for r in recs]}")
+        for r in recs:
+            reason = r.get("reason") or ""
+            missing = [c for c in named if ISOLATED + c not in reason]
+            wrong = [c for c in not_named if ISOLATED + c in reason]
+            if not named and NOT_ISOLATED not in reason:
+                missing.append("cause not isolated")
+            if missing or wrong:
+                problems.append(f"{r['nodeid']}: not isolated {missing}, wrongly isolated {wrong}: {reason}")
+    assert not problems, "\n".join(problems)
