@@ -179,7 +179,7 @@ class Diagnosis:
         if conf:
             parts = [ISOLATED + c for c in conf] + [f"{UNDECIDED}: {c}" for c in open_]
         else:
-            parts = [NOT_ISOLATED + (", ".join(open_) if open_ else "none of the listed causes")]
+            parts = [NOT_ISOLATED + (", ".join(open_) if open_ else "none left: every listed cause was ruled out")]
         parts += [f"{RULED_OUT}: {c}" for c in out]
         return "; ".join(parts)
 

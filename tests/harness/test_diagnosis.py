@@ -27,6 +27,12 @@ def test_no_probe_decides_says_not_isolated():
     assert d.isolated == ()
     assert d.text() == "cause not isolated; candidates: a (fits both); ruled out: b (x)"
     assert "isolated: " not in d.text().replace("not isolated", "")
+    # every listed cause ruled out: the message says so instead of listing no candidate
+    d = dx.diagnose([dx.Cause("a", lambda: dx.ruled_out("y")), dx.Cause("b", lambda: dx.ruled_out("x"))])
+    assert d.text() == (
+        "cause not isolated; candidates: none left: every listed cause was ruled out; ruled out: a (y); "
+        "ruled out: b (x)"
+    )
 
 
 def test_probe_that_raises_is_undecided_and_fail_raises_with_summary():
