@@ -291,7 +291,7 @@ def _fmt(v, width: int, prec: int) -> str:
 
 
 def _fmt_ratio(v, width: int) -> str:
-    # significant figures, not decimals: a toy model 300x faster than the reference would read "0.00" otherwise
+    # significant figures, not decimals: a model thousands of times faster than the reference would read "0.00"
     return f" {v:{width - 1}.3g}" if isinstance(v, (int, float)) else f"{'-':>{width}}"
 
 

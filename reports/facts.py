@@ -56,9 +56,9 @@ def negative_control(impl: dict[str, Any]) -> str | None:
 
 @functools.lru_cache(maxsize=64)
 def _changed_since(sha: str, root: str, paths: tuple[str, ...] = CHECK_PATHS) -> int | None:
-    """Files under ``paths`` (by default :data:`CHECK_PATHS`) that differ between commit ``sha`` and the checkout's ``HEAD`` at ``root``
-    (committed checks: a run from a work tree with uncommitted changes is judged by its commit), or None when git
-    cannot tell (no git, not a repository, an unknown commit)."""
+    """Files under ``paths`` that differ between commit ``sha`` and the checkout's ``HEAD`` at ``root`` (committed
+    checks: a run from a work tree with uncommitted changes is judged by its commit), or None when git cannot tell
+    (no git, not a repository, an unknown commit)."""
     try:
         done = subprocess.run(
             ["git", "-C", root, "diff", "--name-only", sha, "HEAD", "--", *paths],
@@ -87,6 +87,7 @@ def suite_currency(run: RunData, root: Path | None = CHECKOUT_ROOT) -> tuple[boo
     suite = run.header.get("suite") or {}
     family = str((run.header.get("impl") or {}).get("family") or "")
     paths = CHECK_PATHS_BY_FAMILY.get(family, CHECK_PATHS)
+    whose = f"{family} " if family in CHECK_PATHS_BY_FAMILY else ""
     string = str(suite.get("string") or "?")
     sha = str(suite.get("git_sha") or "")
     if sha and root is not None and (Path(root) / ".git").exists():
@@ -94,10 +95,7 @@ def suite_currency(run: RunData, root: Path | None = CHECKOUT_ROOT) -> tuple[boo
         if changed == 0:
             return True, f"suite {string}: same checks as this checkout"
         if changed:
-            return (
-                False,
-                f"stale: {changed} files of the {family + ' ' if family in CHECK_PATHS_BY_FAMILY else ''}checks changed since suite {string}",
-            )
+            return False, f"stale: {changed} files of the {whose}checks changed since suite {string}"
     release = str(suite.get("version") or string.split("+")[0])
     if _release(release) and _release(release) < _release(__version__):
         return False, f"stale: suite {string} is older than this suite {__version__}"
