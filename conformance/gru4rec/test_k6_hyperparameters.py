@@ -99,11 +99,18 @@ HP1_IGNORED = "the hyperparameter is ignored (hard-coded): it acts neither withi
 HP1_TABLE = (
     diagnosis.Candidate(
         HP1_CAPPED,
-        "a third fit with the case's small value (e.g. n_sample 16 for 2048 vs 4096): confirmed when it gives "
-        "other scores than the range's lower value",
+        "further fits with the case's small value (e.g. n_sample 16 for 2048 vs 4096) and, when that one gives "
+        "the same scores, with each value of the hyperparameter's small pair (e.g. batch_size 16 and 32): "
+        "confirmed when one of them gives other scores than the range's lower value (a cap below the small "
+        "value, e.g. at the catalogue size, acts there)",
     ),
-    diagnosis.Candidate(HP1_IGNORED, "the same third fit: confirmed when it gives the same scores as well"),
+    diagnosis.Candidate(
+        HP1_IGNORED, "the same further fits: confirmed when every one of them gives the same scores as well"
+    ),
 )
+#: The small pair of every hyperparameter (the cases without ``low``): the further values HP-1's range probe tries
+#: when the case's ``low`` gives the same scores too, so that a cap below ``low`` is not taken for a hard-coded value.
+_SMALL_VALUES = {c.values[0]: c.values[1:3] for c in HP1_CASES if c.values[4] is _NO_LOW}
 
 
 def _hp1_scores(impl, d_lag1, name, value, base, prefixes) -> tuple[np.ndarray, tuple[int, int, int]]:
@@ -157,10 +164,14 @@ def test_hp1_sensitivity(impl, d_lag1, name, a, b, base, low, expect):
     if low is not _NO_LOW:
         # a range case: does it act below the range (capped/clamped) or not at all (ignored)?
         def below() -> diagnosis.Finding:
-            moved_low = rel_frobenius(_hp1_scores(impl, d_lag1, name, low, base, prefixes)[0], scores[0])
-            return diagnosis.decide(
-                moved_low > 1e-3, f"{name}={low!r} vs {name}={a!r}: relative score change {moved_low:.2g}"
-            )
+            # the case's low value first; then the small pair's values, which a cap below low still lets act
+            tried = []
+            for value in [low, *(v for v in _SMALL_VALUES.get(name, ()) if v not in (low, a, b))]:
+                moved_low = rel_frobenius(_hp1_scores(impl, d_lag1, name, value, base, prefixes)[0], scores[0])
+                tried.append(f"{name}={value!r} vs {name}={a!r}: relative score change {moved_low:.2g}")
+                if moved_low > 1e-3:
+                    break
+            return diagnosis.decide(moved_low > 1e-3, "; ".join(tried))
 
         probe = _memo(below)
         diagnosis.fail(

@@ -1,5 +1,5 @@
 """K6 hard-coded / silently ignored / silently capped hyperparameter mutants (defects, docs/checks.md: KG-1, TF-5,
-GP-9, a silent n_sample cap)."""
+GP-9, a silent n_sample cap, a batch size capped at the catalogue)."""
 
 from __future__ import annotations
 
@@ -43,6 +43,27 @@ class BatchSizeHardcoded(MutantAdapter):
                 super().__init__(data, min(lanes, data.n_sessions), stop_below_two_lanes)
 
         return {"iterator_class": Iterator}
+
+
+@mutant("mutant:batch_size_capped_at_catalogue", kind="K6", caught_by=("HP-1",),
+        defect="batch size silently capped at the catalogue size (as Torch-GRU4Rec's DataGenerator; sibling of "
+        "TF-5's hard-coded batch size)")  # fmt: skip
+class BatchSizeCappedAtCatalogue(MutantAdapter):
+    """``batch_size`` becomes min(batch_size, n_items) at fit time (the lanes and the loss's divisor alike): a cap
+    that acts only when the asked batch exceeds the number of items, so on a 20-item catalogue 32, 128 and 256 all
+    train as 20 while 16 behaves as asked. HP-1 must call it a cap, not a hard-coded value (the range case's small
+    value 32 is capped too; only the small pair's 16 acts)."""
+
+    @classmethod
+    def gru_overrides(cls):
+        from gru4rec_conformance.reference.gru4rec import GRU4Rec
+
+        def fit(self, data, *args, **kwargs):
+            n_items = int(data[kwargs.get("item_key", "ItemId")].nunique())
+            self._hp["batch_size"] = min(int(self._hp["batch_size"]), n_items)
+            return GRU4Rec.fit(self, data, *args, **kwargs)
+
+        return {"fit": fit}
 
 
 @mutant("mutant:undeclared_momentum_accepted", defect="GP-9", kind="K6", caught_by=("HP-4", "OP-4"))
