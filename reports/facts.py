@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from gru4rec_conformance import CHECKOUT_ROOT, __version__
+from gru4rec_conformance.conformance._records.verdict import _subset_args
 from gru4rec_conformance.datasets import study
 from gru4rec_conformance.reports.results import RunData
 
@@ -54,21 +55,41 @@ def negative_control(impl: dict[str, Any]) -> str | None:
     return "negative control" if "negative control" in str(impl.get("description") or "").lower() else None
 
 
+#: A check module (``conformance/<family>/test_*.py``): its changes matter only to runs that ran its checks.
+_CHECK_MODULE = re.compile(r"conformance/[^/]+/test_[^/]+\.py")
+
+
 @functools.lru_cache(maxsize=64)
-def _changed_since(sha: str, root: str, paths: tuple[str, ...] = CHECK_PATHS) -> int | None:
-    """Files under ``paths`` that differ between commit ``sha`` and the checkout's ``HEAD`` at ``root`` (committed
-    checks: a run from a work tree with uncommitted changes is judged by its commit), or None when git cannot tell
-    (no git, not a repository, an unknown commit)."""
+def _changed_files(sha: str, root: str, paths: tuple[str, ...] = CHECK_PATHS) -> tuple[tuple[str, str], ...] | None:
+    """``(status, path)`` of the files under ``paths`` that differ between commit ``sha`` and the checkout's
+    ``HEAD`` at ``root`` (git's A/M/D letters, renames as a deletion and an addition; committed checks: a run from
+    a work tree with uncommitted changes is judged by its commit), or None when git cannot tell (no git, not a
+    repository, an unknown commit)."""
     try:
         done = subprocess.run(
-            ["git", "-C", root, "diff", "--name-only", sha, "HEAD", "--", *paths],
+            ["git", "-C", root, "diff", "--no-renames", "--name-status", sha, "HEAD", "--", *paths],
             capture_output=True, text=True, timeout=30, check=False,
         )  # fmt: skip
     except (OSError, subprocess.SubprocessError):
         return None
     if done.returncode != 0:
         return None
-    return len([line for line in done.stdout.splitlines() if line.strip()])
+    rows = (line.split("\t", 1) for line in done.stdout.splitlines() if line.strip())
+    return tuple((status[:1], path) for status, path in rows)
+
+
+def _counted_changes(run: RunData, changed: tuple[tuple[str, str], ...]) -> list[str]:
+    """The changed files that can make ``run`` stale: everything but the check modules the run did not run. A
+    changed module whose checks left no result in the run (a ``-k MC`` matrix run and a hyperparameter check)
+    cannot have changed what the run measured; a check module added since then counts for a run that selected
+    nothing (its checks would have run) and not for a subset run."""
+    ran = {str(r.get("module") or "") for r in run.results}
+    subset = bool(_subset_args([str(a) for a in run.header.get("command") or ()]))
+    return [
+        path
+        for status, path in changed
+        if not _CHECK_MODULE.fullmatch(path) or path in ran or (status == "A" and not subset)
+    ]
 
 
 def _release(text: str) -> tuple[int, ...]:
@@ -81,8 +102,9 @@ def suite_currency(run: RunData, root: Path | None = CHECKOUT_ROOT) -> tuple[boo
     note)`` when it cannot be told.
 
     Stale when the run's suite commit differs from this checkout's HEAD in the check paths of the run's family
-    (:data:`CHECK_PATHS_BY_FAMILY`, else :data:`CHECK_PATHS`; git), or, without git or without that commit here,
-    when its release is older than this suite's (``__version__``).
+    (:data:`CHECK_PATHS_BY_FAMILY`, else :data:`CHECK_PATHS`; git), check modules whose checks the run did not
+    run left out (:func:`_counted_changes`), or, without git or without that commit here, when its release is
+    older than this suite's (``__version__``).
     """
     suite = run.header.get("suite") or {}
     family = str((run.header.get("impl") or {}).get("family") or "")
@@ -91,11 +113,13 @@ def suite_currency(run: RunData, root: Path | None = CHECKOUT_ROOT) -> tuple[boo
     string = str(suite.get("string") or "?")
     sha = str(suite.get("git_sha") or "")
     if sha and root is not None and (Path(root) / ".git").exists():
-        changed = _changed_since(sha, str(root), paths)
-        if changed == 0:
-            return True, f"suite {string}: same checks as this checkout"
-        if changed:
-            return False, f"stale: {changed} files of the {whose}checks changed since suite {string}"
+        files = _changed_files(sha, str(root), paths)
+        if files is not None:
+            counted = _counted_changes(run, files)
+            if not counted:
+                unran = f" (changed since: {len(files)} check modules it did not run)" if files else ""
+                return True, f"suite {string}: same checks as this checkout{unran}"
+            return False, f"stale: {len(counted)} files of the {whose}checks changed since suite {string}"
     release = str(suite.get("version") or string.split("+")[0])
     if _release(release) and _release(release) < _release(__version__):
         return False, f"stale: suite {string} is older than this suite {__version__}"

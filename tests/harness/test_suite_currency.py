@@ -15,9 +15,21 @@ def _git(root: Path, *args: str) -> str:
     return done.stdout.strip()
 
 
-def _run(sha: str, family: str) -> RunData:
-    header = {"suite": {"string": "1.0+g" + sha[:7], "git_sha": sha}, "impl": {"name": "x", "family": family}}
-    return RunData(directory=Path("."), header=header, results=[], resumes=[], end=None)
+def _run(sha: str, family: str, modules: tuple[str, ...] = (), command: tuple[str, ...] = ()) -> RunData:
+    header = {"suite": {"string": "1.0+g" + sha[:7], "git_sha": sha}, "impl": {"name": "x", "family": family},
+              "command": ["pytest", "conformance/gru4rec", *command]}  # fmt: skip
+    results = [{"module": m, "outcome": "passed"} for m in modules]
+    return RunData(directory=Path("."), header=header, results=results, resumes=[], end=None)
+
+
+def _commit(root: Path, msg: str) -> str:
+    _git(root, "add", "-A")
+    _git(root, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", msg)
+    facts._changed_files.cache_clear()  # the cache assumes HEAD does not move within one process
+    return _git(root, "rev-parse", "HEAD")
+
+
+MODS = ("conformance/gru4rec/test_a.py", "conformance/finetuner/test_b.py")  # the checks the runs ran
 
 
 def test_a_change_to_one_familys_checks_leaves_the_other_familys_verdicts_current(tmp_path):
@@ -32,14 +44,46 @@ def test_a_change_to_one_familys_checks_leaves_the_other_familys_verdicts_curren
     (root / "conformance/finetuner/test_b.py").write_text("x = 2\n", encoding="utf-8")
     _git(root, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qam", "two")
 
-    current, note = suite_currency(_run(first, "gru4rec"), root)
+    current, note = suite_currency(_run(first, "gru4rec", MODS), root)
     assert current is True, note
-    current, note = suite_currency(_run(first, "finetuner"), root)
+    current, note = suite_currency(_run(first, "finetuner", MODS), root)
     assert current is False and note.startswith("stale: 1 files of the finetuner checks changed"), note
-    current, note = suite_currency(_run(first, "other"), root)  # an unknown family: every family's checks count
+    current, note = suite_currency(_run(first, "other", MODS), root)  # an unknown family: every family's checks count
     assert current is False and note.startswith("stale: 1 files of the checks changed"), note
     (root / "reference/gru4rec/core.py").write_text("x = 3\n", encoding="utf-8")
     _git(root, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qam", "three")
-    facts._changed_since.cache_clear()  # the cache assumes HEAD does not move within one process
-    current, note = suite_currency(_run(first, "gru4rec"), root)
+    facts._changed_files.cache_clear()  # the cache assumes HEAD does not move within one process
+    current, note = suite_currency(_run(first, "gru4rec", MODS), root)
     assert current is False and "1 files of the gru4rec checks" in note, note
+
+
+def test_a_changed_check_module_stales_only_the_runs_that_ran_its_checks(tmp_path):
+    """A ``-k MC`` matrix run stays current when a hyperparameter check changes; the full run goes stale. A check
+    module added later stales a full run (its checks would have run), not a subset run; a changed helper module
+    (not ``test_*.py``) stales both."""
+    root = tmp_path / "repo"
+    mc, hp = "conformance/gru4rec/test_metric_conformance.py", "conformance/gru4rec/test_k6_hyperparameters.py"
+    for rel in (mc, hp, "conformance/gru4rec/support.py"):
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text("x = 1\n", encoding="utf-8")
+    _git(root.parent, "init", "-q", str(root))
+    first = _commit(root, "one")
+    matrix = _run(first, "gru4rec", (mc,), ("--dataset", "all", "-k", "MC"))
+    full = _run(first, "gru4rec", (mc, hp))
+
+    (root / hp).write_text("x = 2\n", encoding="utf-8")
+    _commit(root, "two")
+    current, note = suite_currency(matrix, root)
+    assert current is True and "1 check modules it did not run" in note, note
+    current, note = suite_currency(full, root)
+    assert current is False and note.startswith("stale: 1 files of the gru4rec checks changed"), note
+
+    (root / "conformance/gru4rec/test_k12_new.py").write_text("x = 1\n", encoding="utf-8")
+    _commit(root, "three")
+    assert suite_currency(matrix, root)[0] is True
+    assert suite_currency(_run(first, "gru4rec", (mc, hp)), root)[1].startswith("stale: 2 files")
+
+    (root / "conformance/gru4rec/support.py").write_text("x = 2\n", encoding="utf-8")
+    _commit(root, "four")
+    current, note = suite_currency(matrix, root)
+    assert current is False and note.startswith("stale: 1 files"), note
