@@ -92,9 +92,14 @@ HP1_CASES = [
     _case("bpreg", 1.0, 2.0, {"loss": "bpr-max", "elu_param": 0.0}, marks=[pytest.mark.feature("bpreg")], low=0.0),
 ]
 
-#: HP-1's causes for a range case (meta-tests match them): the hyperparameter acts below the range, not in it
-#: (a cap or clamp), or not at all.
+#: HP-1's causes (meta-tests match them): for a range case, the hyperparameter acts below the range, not in it (a cap
+#: or clamp); for any case, it acts only in another configuration than the check's (e.g. hidden dropout only
+#: between stacked layers), or not at all.
 HP1_CAPPED = "the hyperparameter is silently capped or clamped: it acts below the range's lower value, not within it"
+HP1_CONFIG = (
+    "the hyperparameter acts only in another configuration: it has no effect in this one (e.g. hidden dropout "
+    "only between stacked layers, embedding dropout only with a separate embedding)"
+)
 HP1_IGNORED = "the hyperparameter is ignored (hard-coded): it acts neither within the range nor below it"
 HP1_TABLE = (
     diagnosis.Candidate(
@@ -105,12 +110,25 @@ HP1_TABLE = (
         "value, e.g. at the catalogue size, acts there)",
     ),
     diagnosis.Candidate(
-        HP1_IGNORED, "the same further fits: confirmed when every one of them gives the same scores as well"
+        HP1_CONFIG,
+        "the case's two values fitted again in the configuration the hyperparameter needs (dropout_p_hidden with "
+        "two stacked layers [16, 16], dropout_p_embed with a separate embedding of 8): confirmed when they give "
+        "other scores there; ruled out when they do not or the implementation refuses that configuration",
+    ),
+    diagnosis.Candidate(
+        HP1_IGNORED,
+        "the same further fits: confirmed when every one of them gives the same scores as well (no effect below "
+        "the range, none in the other configuration)",
     ),
 )
 #: The small pair of every hyperparameter (the cases without ``low``): the further values HP-1's range probe tries
 #: when the case's ``low`` gives the same scores too, so that a cap below ``low`` is not taken for a hard-coded value.
 _SMALL_VALUES = {c.values[0]: c.values[1:3] for c in HP1_CASES if c.values[4] is _NO_LOW}
+#: Hyperparameters that act only in some configurations, and the configuration HP-1 tries them in after a failure.
+_OTHER_CONFIG = {
+    "dropout_p_hidden": {"layers": [16, 16]},
+    "dropout_p_embed": {"embedding": 8, "constrained_embedding": False},
+}
 
 
 def _hp1_scores(impl, d_lag1, name, value, base, prefixes) -> tuple[np.ndarray, tuple[int, int, int]]:
@@ -161,8 +179,23 @@ def test_hp1_sensitivity(impl, d_lag1, name, a, b, base, low, expect):
         f"{moved:.2g}): training changes nothing — may follow from EB-3 (epoch count) or the optimizer (K5); no "
         f"verdict on {name}"
     )
+    base_change = f"{name}={a!r} and {name}={b!r} give the same scores (relative change {change:.2g})"
+
+    def other_config() -> diagnosis.Finding:
+        extra = _OTHER_CONFIG.get(name)
+        if extra is None:
+            return diagnosis.ruled_out(f"{name} needs no other configuration")
+        cfg = {**base, **extra}
+        text = ", ".join(f"{k}={v!r}" for k, v in extra.items())
+        try:
+            moved = rel_frobenius(*(_hp1_scores(impl, d_lag1, name, v, cfg, prefixes)[0] for v in (a, b)))
+        except Unsupported as exc:
+            return diagnosis.ruled_out(f"the implementation refuses {text}: {exc}")
+        return diagnosis.decide(moved > 1e-3, f"with {text}: {name}={a!r} vs {b!r}: relative score change {moved:.2g}")
+
+    config = _memo(other_config)
     if low is not _NO_LOW:
-        # a range case: does it act below the range (capped/clamped) or not at all (ignored)?
+        # a range case: does it act below the range (capped/clamped), only elsewhere, or not at all (ignored)?
         def below() -> diagnosis.Finding:
             # the case's low value first; then the small pair's values, which a cap below low still lets act
             tried = []
@@ -175,14 +208,34 @@ def test_hp1_sensitivity(impl, d_lag1, name, a, b, base, low, expect):
 
         probe = _memo(below)
         diagnosis.fail(
-            f"{name}={a!r} and {name}={b!r} give the same scores (relative change {change:.2g})",
-            [HP1_TABLE[0].cause(probe), HP1_TABLE[1].cause(lambda: _flip(probe()))],
+            base_change,
+            [
+                HP1_TABLE[0].cause(probe),
+                HP1_TABLE[1].cause(config),
+                HP1_TABLE[2].cause(lambda: _neither(probe, config)),
+            ],
+        )
+    if name in _OTHER_CONFIG:
+        diagnosis.fail(
+            base_change + ": the hyperparameter is declared but has no effect here",
+            [HP1_TABLE[1].cause(config), HP1_TABLE[2].cause(lambda: _neither(config))],
         )
     pytest.fail(
-        f"{name}={a!r} and {name}={b!r} give the same scores (relative change {change:.2g}): the "
-        "hyperparameter is declared but has no effect (hard-coded or silently ignored)",
+        f"{base_change}: the hyperparameter is declared but has no effect (hard-coded or silently ignored)",
         pytrace=False,
     )
+
+
+def _neither(*probes) -> diagnosis.Finding:
+    """The finding of "ignored": confirmed when every other cause's probe ruled its cause out, ruled out when one
+    confirmed it, not decided otherwise; the evidence of all."""
+    found = [p() for p in probes]
+    evidence = "; ".join(f.evidence for f in found)
+    if any(f.verdict == diagnosis.CONFIRMED for f in found):
+        return diagnosis.ruled_out(evidence)
+    if all(f.verdict == diagnosis.RULED_OUT for f in found):
+        return diagnosis.confirmed(evidence)
+    return diagnosis.undecided(evidence)
 
 
 def _memo(fn):
@@ -195,13 +248,6 @@ def _memo(fn):
         return box[0]
 
     return get
-
-
-def _flip(f: diagnosis.Finding) -> diagnosis.Finding:
-    """The finding of the complementary cause: confirmed ↔ ruled out, same evidence."""
-    if f.verdict == diagnosis.UNDECIDED:
-        return f
-    return diagnosis.decide(f.verdict == diagnosis.RULED_OUT, f.evidence)
 
 
 def _shapes(impl, d_lag1, **cfg) -> tuple[dict[str, tuple], int]:

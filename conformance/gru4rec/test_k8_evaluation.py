@@ -80,9 +80,19 @@ def _rank_boundary_sessions(model, d_lag1) -> pd.DataFrame:
     return sessions_frame(sessions, first_session_id=800_001)
 
 
+#: EV-1's own cause beside the counting and scoring ones: the loop covers another number of events (EV-3 checks
+#: the coverage alone; here it tells an event-count failure apart from a metric one).
+EV1_EVENTS = (
+    "the own loop evaluates another number of events than the test set has (lanes stopped early, a dropped tail)"
+)
+EV1_EVENTS_ROW = diagnosis.Candidate(
+    EV1_EVENTS, "the evaluator's n_events against the suite's count of the same test set: confirmed when they differ"
+)
+
+
 @pytest.mark.check("EV-1", kind="K8")
 @pytest.mark.hook("evaluate")
-@diagnosis.causes(*RANKING_TABLE, *STREAM_TABLE)
+@diagnosis.causes(*RANKING_TABLE, *STREAM_TABLE, EV1_EVENTS_ROW)
 def test_ev1_evaluator_matches_suite_metrics(impl, d_lag1, record_metric):
     """The own evaluator reports the suite's Recall@N and MRR@N, counting rank ≤ N.
 
@@ -102,16 +112,24 @@ def test_ev1_evaluator_matches_suite_metrics(impl, d_lag1, record_metric):
         )
         if bad:
             problems.append(f"{name}: " + ", ".join(bad))
-        if int(own.get("n_events", -1)) != int(suite["n_events"]):
-            problems.append(f"{name}: n_events: suite {suite['n_events']}, implementation {own.get('n_events')}")
+        events = (int(suite["n_events"]), int(own.get("n_events", -1)))
+        if events[0] != events[1]:
+            problems.append(f"{name}: n_events: suite {events[0]}, implementation {own.get('n_events')}")
         if problems and not failing:
-            failing.append((test, own))  # the first set that fails is the one the probes look at
+            failing.append((test, own, bool(bad), events, worst))  # the first set that fails is the one probed
     if problems:
-        ((test, own),) = failing
+        ((test, own, metrics_differ, events, worst),) = failing
+        if metrics_differ:
+            metric_causes = _evaluator_causes(impl, model, test, own, mode)
+        else:  # only the count differs: what moves a metric cannot be the cause here
+            agree = f"the metrics agree (max |own − suite| {worst:.2g} <= {METRIC_TOL})"
+            metric_causes = [c.cause(lambda: diagnosis.ruled_out(agree)) for c in (*RANKING_TABLE, *STREAM_TABLE)]
+        count = diagnosis.decide(events[0] != events[1], f"n_events: suite {events[0]}, implementation {events[1]}")
+        what = "metrics" if metrics_differ else "event count (its metrics agree)"
         diagnosis.fail(
-            "own evaluator differs from the suite's metrics (suite: the suite's evaluator on the implementation's "
+            f"own evaluator differs from the suite's {what} (suite: the suite's evaluator on the implementation's "
             f"score_prefixes, tie mode {mode!r}; implementation: its own evaluate())",
-            _evaluator_causes(impl, model, test, own, mode),
+            [*metric_causes, EV1_EVENTS_ROW.cause(lambda: count)],
             "; ".join(problems),
         )
 

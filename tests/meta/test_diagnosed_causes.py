@@ -3,7 +3,7 @@ whose symptoms resemble each other are told apart by their messages; the referen
 
 One inner conformance run (SR-1, SR-2, EV-1, SO-1, SC-1) on the reference and on pairs of look-alike mutants: a
 state leak vs an evaluator that masks the session's items vs one that removes the input item; an ignored tie mode
-vs a `rank < N` cutoff; fresh per-example negatives vs a softmax over the whole catalogue; full-catalogue scoring
+vs a `rank < N` cutoff; an evaluation loop that stops early (only the event count differs) vs a state leak; fresh per-example negatives vs a softmax over the whole catalogue; full-catalogue scoring
 (through train_step and black-box through fit) vs a dense update of the whole item table."""
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import pytest
 
 from gru4rec_conformance.conformance.gru4rec import _probes as P
 from gru4rec_conformance.conformance.gru4rec.test_k3_sampling_order import SO1_FRESH_NEGATIVES, SO1_NORMALISED
+from gru4rec_conformance.conformance.gru4rec.test_k8_evaluation import EV1_EVENTS
 from gru4rec_conformance.conformance.gru4rec.test_k9_scalability import (
     SC1_DENSE_UPDATE,
     SC1_FULL_SCORING,
@@ -32,6 +33,11 @@ EXPECTED: dict[str, dict[str, tuple[tuple[str, ...], tuple[str, ...]]]] = {
     "mutant:eval_removes_input_item": {
         "SR-1": ((P.SEEN_REMOVED,), (P.STATE, P.FUTURE_MASKED)),
         "EV-1": ((P.SEEN_REMOVED,), (P.STATE, P.TIE_MODE, P.CUTOFF)),
+    },
+    # stops at the first lane it cannot refill: the count differs, the metrics of what it evaluates agree, and no
+    # state or masking cause may be claimed (GRU4REC-pytorch's loader at the inference fix)
+    "mutant:eval_drops_tail": {
+        "EV-1": ((EV1_EVENTS,), (P.STATE, P.FUTURE_MASKED, P.SEEN_REMOVED, P.TIE_MODE, P.CUTOFF))
     },
     "mutant:eval_optimistic_ties": {"EV-1": ((P.TIE_MODE,), (P.CUTOFF, P.STATE, P.FUTURE_MASKED, P.SEEN_REMOVED))},
     "mutant:recall_cutoff_off_by_one": {"EV-1": ((P.CUTOFF,), (P.TIE_MODE, P.STATE, P.FUTURE_MASKED))},

@@ -1,11 +1,12 @@
 """The hyperparameter checks probe the range the study and the official defaults use, and a silent cap is told
 apart from a hard-coded value by the message (conformance/gru4rec/test_k6_hyperparameters.py).
 
-One inner conformance run of the range probes (HP-1's ``n_sample`` and ``layers`` range cases, HP-2's n_sample echo,
-HP-3's batch-size range) on the reference and on three look-alike mutants: ``n_sample`` clamped to 1024 (a cap:
-16 acts, 2048 and 4096 do not), the hidden size hard-coded to 100 and the batch hard-coded to 50 lanes (one size
-whatever is asked), and the batch capped at the catalogue size (a cap below the range case's own small value).
-The reference fails none of them."""
+One inner conformance run of the range probes (HP-1's ``n_sample``, ``layers``, ``batch_size`` and
+``dropout_p_hidden`` cases, HP-2's n_sample echo, HP-3's batch-size range) on the reference and on look-alike
+mutants: ``n_sample`` clamped to 1024 (a cap: 16 acts, 2048 and 4096 do not), the hidden size hard-coded to 100
+and the batch hard-coded to 50 lanes (one size whatever is asked), the batch capped at the catalogue size (a cap
+below the range case's own small value), and hidden dropout acting only between stacked layers (no effect in
+HP-1's one-layer model, an effect with two). The reference fails none of them."""
 
 from __future__ import annotations
 
@@ -25,13 +26,18 @@ EXPECTED = {
     "mutant:batch_size_hardcoded": {
         "test_hp3_batch_size_range": ((K6.SIZE_FIXED,), (K6.SIZE_CAPPED,), "32 → 50, 256 → 50, 512 → 50")
     },
+    # acts only between stacked layers (GP-7): not ignored, and HP-1 says where it does act
+    "mutant:no_hidden_dropout_single_layer": {
+        "dropout_p_hidden-range]": ((K6.HP1_CONFIG,), (K6.HP1_IGNORED, K6.HP1_CAPPED), "layers=[16, 16]"),
+        "dropout_p_hidden]": ((K6.HP1_CONFIG,), (K6.HP1_IGNORED,), "layers=[16, 16]"),
+    },
     # capped below the range case's own small value (at the 20 items of D-LAG1): only the small pair's 16 acts
     "mutant:batch_size_capped_at_catalogue": {
         "batch_size-range": ((K6.HP1_CAPPED,), (K6.HP1_IGNORED,), "batch_size=16 vs batch_size=128")
     },
 }
 CHECKS = ("HP-1", "HP-2", "HP-3")
-SELECT = "n_sample or (layers and range) or batch_size_range or batch_size-range"
+SELECT = "n_sample or (layers and range) or batch_size_range or batch_size-range or dropout_p_hidden"
 
 
 @pytest.fixture(scope="module")
