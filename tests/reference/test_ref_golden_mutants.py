@@ -70,6 +70,7 @@ LEFT_OUT = {
     "mutant:shared_dropout": "dropout rates only; the given masks are used as they are",
     "mutant:lr_decay": "first decay after 1,000 updates; a golden case runs at most 2",
     "mutant:batch_size_hardcoded": "iterator (lanes of fit) only",
+    "mutant:batch_size_capped_at_catalogue": "fit's batch size only (capped at the catalogue); the step is given its lanes",
     "mutant:undeclared_momentum_accepted": "adapter's build() only; its GRU4Rec is the reference",
     "mutant:epoch_ends_early": "iterator only",
     "mutant:row_order_trusted": "iterator only (the order rows are read in)",
