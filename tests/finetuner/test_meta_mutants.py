@@ -284,3 +284,16 @@ def test_message_names_the_isolated_cause(row_results, name):
             if missing or wrong:
                 problems.append(f"{r['nodeid']}: not isolated {missing}, wrongly isolated {wrong}: {reason}")
     assert not problems, "\n".join(problems)
+
+
+def test_ft9_names_the_form_of_a_per_batch_loss(row_results):
+    """On the mutant that reports the sum of per-batch mean losses over the number of examples, FT-9's isolated
+    cause names that form (recomputed from the logits), not only that the loss is not the mean CE."""
+    recs = [
+        r
+        for r in row_results.get("mutant_ft9_loss_over_batch_size", [])
+        if r["when"] == "call" and "::test_val_loss_is_mean_cross_entropy[" in r["nodeid"]
+    ]
+    assert recs, "FT-9 did not run on mutant_ft9_loss_over_batch_size"
+    for r in recs:
+        assert "per-batch mean CEs (eval batch size 8)" in (r.get("reason") or ""), r.get("reason")
