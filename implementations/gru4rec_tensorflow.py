@@ -569,6 +569,11 @@ class GRU4RecTensorflowFork(OwnEvaluatorByCutoff):
         if bad:
             raise ValueError(f"{what}: item id(s) unknown to the trained model: {bad[:5]}")
         out = np.asarray([self._index[int(i)] for i in ids], dtype=np.int32)
+        if len(out) != self.args["batch_size"] and LEVELS[self.level]["batch_size"] is not None:
+            # the level hard-codes the batch size (TF-5): a step of another width cannot be built, so the request
+            # is refused under the undeclared hyperparameter (a skip naming it), not failed as a hook error
+            raise Unsupported("batch_size", f"{len(out)} lanes asked; this level's placeholders have the fixed "
+                                            f"batch size {self.args['batch_size']}")  # fmt: skip
         if len(out) != self.args["batch_size"]:
             raise ValueError(f"{what}: {len(out)} lanes, but the placeholders have the fixed batch size "
                              f"{self.args['batch_size']}; build with batch_size={len(out)}")  # fmt: skip
