@@ -211,7 +211,7 @@ class TheanoOfficialAdapter(Adapter):
                 "evaluate: evaluation.evaluate_gpu run unchanged (mode='conservative'); n_events counted from the "
                 "test events after the first of each session whose item is known",
                 "final_act translated: None -> softmax for cross-entropy, elu-<elu_param> otherwise "
-                "(elu_param default 0.5); elu -> elu-<elu_param>; leaky -> leaky-0.01",
+                "(elu_param default 0.5, 0 meaning linear as in the port); elu -> elu-<elu_param>; leaky -> leaky-0.01",
                 "seed: np.random.seed (the original uses NumPy's global generator; init reseeds it with 42)",
                 "stdout of fit/evaluation captured (the original prints progress)",
                 "get_weights/set_weights: the Theano shared variables (get_value/set_value) under gru4rec.py's names "
@@ -222,7 +222,7 @@ class TheanoOfficialAdapter(Adapter):
                 "(M = rows; a GRU4Rec(loss, final_act, n_sample = columns - rows) holds them, bpreg fed as a "
                 "symbolic scalar), gradient by T.grad, float32; logq: scores - logq*log(column_q) before the "
                 "activation (model() applies the correction there, not in the loss); final_act translated as in "
-                "build, except that elu_param 0 means linear (the port's rule; elu-0 would be a ReLU)",
+                "build (elu_param 0 means linear, the port's rule; elu-0 would be a ReLU)",
                 "train_step: the train function fit() compiled, kept by wrapping gru4rec.function, called as fit's "
                 "loop does (inputs, targets, M = b, no reset) with H set to the given or zero states and restored "
                 "afterwards; its sample store (ST/STI and the refill function, seen by wrapping theano.function "
@@ -258,20 +258,9 @@ class TheanoOfficialAdapter(Adapter):
         loss = str(hp.pop("loss"))
         if loss not in ("cross-entropy", "bpr-max", "bpr", "top1", "top1-max"):
             raise Unsupported(f"loss:{loss}")
-        elu = float(hp.pop("elu_param") or 0.5)
-        final_act = hp.pop("final_act")
-        if final_act is None:
-            fa = "softmax" if loss == "cross-entropy" else f"elu-{elu}"
-        else:
-            fa = str(final_act)
-            if fa == "elu":
-                fa = f"elu-{elu}"
-            elif fa == "leaky":
-                fa = "leaky-0.01"
-            elif fa not in ("softmax", "linear", "relu", "tanh", "softmax_logit") and not fa.startswith(
-                ("elu-", "leaky-")
-            ):
-                raise Unsupported(f"final_act:{fa}")
+        # the same rule as the loss hook's: elu_param 0 means linear (the port's rule, which the reference follows);
+        # `elu_param or 0.5` had built ELU(0.5) for the study's BPR-max configurations (elu_param 0)
+        fa = _translate_final_act(loss, hp.pop("final_act"), hp.pop("elu_param"))
         hp["layers"] = layers_list(hp["layers"])
         self.seed = int(seed)
         seed_everything(self.seed, torch_too=False)
