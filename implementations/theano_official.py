@@ -108,7 +108,8 @@ def _translate_final_act(loss: str, final_act: Any, elu_param: Any) -> str:
         return f"elu-{alpha}" if alpha > 0 else "linear"
     if fa == "leaky":
         return "leaky-0.01"
-    if fa in ("softmax", "linear", "relu", "tanh", "softmax_logit") or fa.startswith(("elu-", "leaky-", "selu-")):
+    # selu-X-Y exists in gru4rec.py but is not declared (final_act:selu): refused like any undeclared value
+    if fa in ("softmax", "linear", "relu", "tanh", "softmax_logit") or fa.startswith(("elu-", "leaky-")):
         return fa
     raise Unsupported(f"final_act:{fa}")
 
