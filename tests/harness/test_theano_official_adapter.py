@@ -41,7 +41,6 @@ def test_gate_blocks_round_trip():
         ("bpr-max", "elu", 0.0, "linear"),
         ("top1", "linear", None, "linear"),
         ("bpr", "leaky", None, "leaky-0.01"),
-        ("top1", "selu-1.05-1.67", None, "selu-1.05-1.67"),
     ],
 )
 def test_final_act_translation(loss, final_act, elu_param, want):
@@ -51,6 +50,12 @@ def test_final_act_translation(loss, final_act, elu_param, want):
 def test_unknown_final_act_is_refused():
     with pytest.raises(Unsupported, match="final_act:swish"):
         _translate_final_act("bpr-max", "swish", None)
+
+
+def test_undeclared_selu_is_refused():
+    """gru4rec.py has selu-X-Y, but the adapter does not declare final_act:selu: build must refuse it (HP-4)."""
+    with pytest.raises(Unsupported, match="final_act:selu"):
+        _translate_final_act("top1", "selu-1.05-1.67", None)
 
 
 def test_hooks_on_the_original():
