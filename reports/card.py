@@ -23,7 +23,7 @@ from gru4rec_conformance.datasets import study
 from gru4rec_conformance.reports.agreement import agreement_text, cells
 from gru4rec_conformance.reports.agreement import tally as agreement_tally
 from gru4rec_conformance.reports.compact import dataset_matrix, judged_version
-from gru4rec_conformance.reports.facts import headline_metrics, negative_control, suite_currency
+from gru4rec_conformance.reports.facts import headline_metrics, negative_control, refreshed_text, suite_currency
 from gru4rec_conformance.reports.render import md_table as _table
 from gru4rec_conformance.reports.render import render_html as _render
 from gru4rec_conformance.reports.results import RunData
@@ -77,6 +77,7 @@ def _environment(run: RunData) -> list[tuple[str, str]]:
         ("Platform", str((h.get("platform") or {}).get("platform") or "?")),
         ("Command", " ".join(str(a) for a in h.get("command") or ())),
         ("Started / finished", f"{h.get('started', '?')} / {(run.end or {}).get('finished', '– (no end record)')}"),
+        *([("Refreshed from", refreshed_text(run))] if h.get("refresh") else []),
     ]
 
 

@@ -22,6 +22,10 @@ __all__ = [
     "CHECK_PATHS_BY_FAMILY",
     "NEGATIVE_CONTROLS",
     "suite_currency",
+    "changed_files",
+    "is_check_module",
+    "is_documentation",
+    "refreshed_text",
     "negative_control",
     "headline_metrics",
 ]
@@ -78,8 +82,21 @@ def _changed_files(sha: str, root: str, paths: tuple[str, ...] = CHECK_PATHS) ->
     return tuple((status[:1], path) for status, path in rows)
 
 
+def changed_files(sha: str, root: str, paths: tuple[str, ...] = CHECK_PATHS) -> tuple[tuple[str, str], ...] | None:
+    """``(status, path)`` of the files under ``paths`` that differ between commit ``sha`` and ``HEAD`` at
+    ``root`` (cached; None when git cannot tell). The harness's ``--refresh`` decides with it which earlier
+    results still stand (``conformance/_harness/refresh.py``)."""
+    return _changed_files(sha, root, paths)
+
+
+def is_check_module(path: str) -> bool:
+    """Whether ``path`` (repository-relative) is a check module, ``conformance/<family>/test_*.py``."""
+    return bool(_CHECK_MODULE.fullmatch(path))
+
+
 def _counted_changes(run: RunData, changed: tuple[tuple[str, str], ...]) -> list[str]:
-    """The changed files that can make ``run`` stale: everything but the check modules the run did not run. A
+    """The changed files that can make ``run`` stale: everything but documentation and the check modules the run
+    did not run. A
     changed module whose checks left no result in the run (a ``-k MC`` matrix run and a hyperparameter check)
     cannot have changed what the run measured; a check module added since then counts for a run that selected
     nothing (its checks would have run) and not for a subset run."""
@@ -88,8 +105,15 @@ def _counted_changes(run: RunData, changed: tuple[tuple[str, str], ...]) -> list
     return [
         path
         for status, path in changed
-        if not _CHECK_MODULE.fullmatch(path) or path in ran or (status == "A" and not subset)
+        if not is_documentation(path)
+        and (not _CHECK_MODULE.fullmatch(path) or path in ran or (status == "A" and not subset))
     ]
+
+
+def is_documentation(path: str) -> bool:
+    """Whether ``path`` is documentation (a Markdown file, e.g. ``conformance/gru4rec/README.md``): no check reads
+    it, so its changes make no run stale."""
+    return path.endswith(".md")
 
 
 def _release(text: str) -> tuple[int, ...]:
@@ -124,6 +148,15 @@ def suite_currency(run: RunData, root: Path | None = CHECKOUT_ROOT) -> tuple[boo
     if _release(release) and _release(release) < _release(__version__):
         return False, f"stale: suite {string} is older than this suite {__version__}"
     return None, f"suite {string}: not comparable with this checkout (no git history of that commit)"
+
+
+def refreshed_text(run: RunData) -> str:
+    """What a ``--refresh`` run took over: how many results, from which run, recorded at which suites."""
+    taken = [r for r in run.results if r.get("reused_from")]
+    suites = sorted({str(r["reused_from"].get("suite_version") or "?") for r in taken})
+    ran = len(run.results) - len(taken)
+    return (f"{(run.header.get('refresh') or {}).get('run_id', '?')}: {len(taken)} results taken over (their check "
+            f"code unchanged since suite {', '.join(suites) or '–'}), {ran} run in this run")  # fmt: skip
 
 
 def _metric_kind(comparison: str) -> str:

@@ -16,6 +16,7 @@ from gru4rec_conformance.conformance._records.records import record_unavailable
 from gru4rec_conformance.conformance._records.runinfo import redact_env
 from gru4rec_conformance.conformance._records.verdict import Conformance, assess, rerun_command
 from gru4rec_conformance.datasets import study
+from gru4rec_conformance.reports.facts import refreshed_text
 from gru4rec_conformance.reports.notices import notices
 from gru4rec_conformance.reports.results import BAD_OUTCOMES, OUTCOMES, RunData
 
@@ -223,6 +224,8 @@ def build_summary(
         reused = r.get("reused")
         kept = f"skipped {reused} checks with verdicts" if reused is not None else "did not end; count unknown"
         meta.append(("Resumed", f"{r.get('started', '?')} ({kept})"))
+    if h.get("refresh"):
+        meta.append(("Refreshed from", refreshed_text(run)))
     if impl.get("error"):
         meta.append(("Adapter error", impl["error"]))
     if impl.get("unavailable"):

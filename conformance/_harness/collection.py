@@ -7,7 +7,8 @@
 - :func:`pytest_collection_modifyitems`: deselects checks of families without a selected implementation (with
   a note), attaches each check's :class:`~.records.StaticInfo`, applies the xfail registry
   (:func:`apply_xfails`; unmatched entries become failing :class:`XfailRegistryItem` s), deselects checks that
-  already have a verdict in the ``--resume`` run.
+  already have a verdict in the ``--resume`` run, and those whose earlier result the ``--refresh`` run holds
+  (:mod:`.refresh`).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import pytest
 from gru4rec_conformance.conformance._harness.handle import HarnessError, ImplHandle
 from gru4rec_conformance.conformance._harness.options import check_roots, missing_selection_usage
 from gru4rec_conformance.conformance._harness.recording import PROP_INFO, PROP_XFAIL, XFAIL_ENTRIES_KEY
+from gru4rec_conformance.conformance._harness.refresh import RefreshInfo, git_changed, why_not_reusable
 from gru4rec_conformance.conformance._harness.state import ImplParam, State, find_state, state_of
 from gru4rec_conformance.conformance._records.records import (
     DETERMINISM_MARKER,
@@ -321,6 +323,9 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
             if state.reused[handle.name]:
                 state.notes.append(f"--resume: {state.reused[handle.name]} {handle.name} check(s) already have a "
                                    f"verdict in {resume.directory}")  # fmt: skip
+        refresh = state.refresh.get(key)
+        if refresh is not None:
+            deselected += _take_over(state, key, refresh, impl_items)
     if deselected:
         ids = {id(it) for it in deselected}
         items[:] = [it for it in items if id(it) not in ids]
@@ -332,6 +337,30 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
             if it.nodeid not in ours:
                 plan[it.nodeid] = _planned_entry(state.handles[key], it)
     items[:0] = extra_items
+
+
+def _take_over(state: State, key: tuple[str, str], info: RefreshInfo, items: list[pytest.Item]) -> list[pytest.Item]:
+    """``--refresh``: the items whose earlier result stands (:func:`.refresh.why_not_reusable`), recorded in
+    ``state.refreshed``; a note counts them and says why the others run again."""
+    taken: list[pytest.Item] = []
+    again: collections.Counter[str] = collections.Counter()
+    for it in items:
+        record = info.results.get(it.nodeid)
+        if record is None:
+            again["no earlier result"] += 1
+            continue
+        entries: list[Any] = [*it.stash.get(XFAIL_ENTRIES_KEY, [])]
+        entries += [v for k, v in it.user_properties if k == PROP_XFAIL]
+        why = why_not_reusable(record, key[0], entries, git_changed)
+        if why is None:
+            taken.append(it)
+        else:
+            again[re.sub(r" \(e\.g\. .*\)$", "", why)] += 1
+    state.refreshed[key] = [it.nodeid for it in taken]
+    reasons = "; ".join(f"{n}: {why}" for why, n in again.most_common())
+    state.notes.append(f"--refresh: {len(taken)} {key[1]} check(s) taken over from {info.directory}, "
+                       f"{sum(again.values())} run again" + (f" ({reasons})" if reasons else ""))  # fmt: skip
+    return taken
 
 
 def _planned_entry(handle: ImplHandle, item: pytest.Item) -> NotRunEntry:

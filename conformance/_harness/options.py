@@ -72,6 +72,7 @@ class Options:
         allow_unsandboxed: ``--allow-unsandboxed`` (``--gate`` may run isolated adapters without the sandbox).
         is_xdist_worker: this process is a pytest-xdist worker (the controller writes the reports).
         resume: ``--resume`` run directories, as given.
+        refresh: ``--refresh`` run directories, as given (:mod:`.refresh`).
         xfail_files: ``--xfails`` files, as given.
         first_run: ``--first-run`` (short call timeouts, fast checks first, a draft xfail file at the end:
             :mod:`.first_run`).
@@ -96,6 +97,7 @@ class Options:
     is_xdist_worker: bool
     resume: list[str]
     xfail_files: list[str]
+    refresh: list[str] = dataclasses.field(default_factory=list)
     allow_unsandboxed: bool = False
     first_run: bool = False
     profile: str | None = None
@@ -160,6 +162,16 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="RUN_DIR",
         help="continue a run directory: skip checks that already have a verdict there for the same "
         "implementation and suite version (repeatable, one per implementation)",
+    )
+    g.addoption(
+        "--refresh",
+        action="append",
+        dest="conformance_refresh",
+        default=[],
+        metavar="RUN_DIR",
+        help="a new run that takes over from RUN_DIR (an earlier complete run or a committed verdict folder of "
+        "the same implementation) the results of checks whose code has not changed since, and runs the rest "
+        "(repeatable, one per implementation)",
     )
     g.addoption(
         "--xfail-mark",
@@ -341,6 +353,7 @@ def read_options(config: pytest.Config) -> Options:
         settings=settings,
         is_xdist_worker=hasattr(config, "workerinput"),
         resume=list(config.getoption("conformance_resume")),
+        refresh=list(config.getoption("conformance_refresh")),
         xfail_files=list(config.getoption("conformance_xfails")),
         allow_unsandboxed=bool(config.getoption("conformance_allow_unsandboxed")),
         first_run=first_run,

@@ -215,6 +215,14 @@ class Recorder:
         if writer is not None:
             writer.append(record)
 
+    def reuse(self, record: ResultRecord) -> None:
+        """Record an earlier result that ``--refresh`` took over (already marked ``reused_from``), as if its check
+        had run in this session."""
+        writer = self._writer_for(record["impl"], record.get("family"))
+        self.records.append(record)
+        if writer is not None:
+            writer.append(record)
+
     @staticmethod
     def _classify(phases: Mapping[str | None, pytest.TestReport],
                   props: list[tuple[str, object]]) -> tuple[Outcome, str, str]:  # fmt: skip

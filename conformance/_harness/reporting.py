@@ -27,6 +27,7 @@ from gru4rec_conformance.conformance._harness.collection import xfail_file_for
 from gru4rec_conformance.conformance._harness.handle import ImplHandle, adapter_class
 from gru4rec_conformance.conformance._harness.isolation import network_isolation, sandbox_for
 from gru4rec_conformance.conformance._harness.recording import Recorder, RunSink, impl_from_nodeid
+from gru4rec_conformance.conformance._harness.refresh import header_mismatch, reused_record
 from gru4rec_conformance.conformance._harness.state import ResumeInfo, State, find_state
 from gru4rec_conformance.conformance._records.records import (
     BAD_OUTCOMES,
@@ -188,7 +189,7 @@ def run_header(state: State, handle: ImplHandle) -> RunHeader:
         "hooks_absent": {h: str(why) for h, why in sorted(getattr(cls, "HOOKS_ABSENT", {}).items())
                          if h not in d.hooks},
     }  # fmt: skip
-    return {
+    header: RunHeader = {
         "impl": impl,
         "suite": suite_version(),
         "frameworks": framework_versions(),
@@ -209,6 +210,10 @@ def run_header(state: State, handle: ImplHandle) -> RunHeader:
         "xfail_files": xfail_files_of(state, handle),
         "sandbox": sandbox_text(state, handle),
     }  # fmt: skip
+    refresh = state.refresh.get((spec.family, spec.name))
+    if refresh is not None:
+        header["refresh"] = {"run_id": refresh.run_id, "directory": str(refresh.directory)}
+    return header
 
 
 def writer_for(state: State, name: str, family: str | None = None) -> RunSink | None:
@@ -267,6 +272,15 @@ class Reporter:
         for family, name, nodeid, entry in output.get("conformance_planned", []):
             self.state.planned.setdefault((family, name), {})[nodeid] = entry
         self.state.deselected.update(output.get("conformance_deselected", []))
+        for family, name, nodeid in output.get("conformance_refreshed", []):
+            taken = self.state.refreshed.setdefault((family, name), [])
+            if nodeid not in taken:
+                taken.append(nodeid)
+        write_taken_over(self.state)
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        write_taken_over(self.state)  # without xdist the controller collected: write them before any check runs
 
     @pytest.hookimpl(wrapper=True, tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> Generator[None, object, object]:
@@ -277,6 +291,28 @@ class Reporter:
             for line in final_lines(self.state):
                 tr.write_line(line)
         return result
+
+
+def write_taken_over(state: State) -> None:
+    """Controller side: record the earlier results ``--refresh`` took over (each once, marked ``reused_from``)."""
+    if state.recorder is None:
+        return
+    for key, nodeids in state.refreshed.items():
+        info = state.refresh[key]
+        for nodeid in nodeids:
+            if (key, nodeid) not in state.refresh_written:
+                state.refresh_written.add((key, nodeid))
+                state.recorder.reuse(reused_record(info.results[nodeid], info))
+
+
+def check_refresh_headers(state: State) -> None:
+    """Raise ``pytest.UsageError`` when a ``--refresh`` run differs from this one in what decides a check's
+    result (nothing of it could be reused: :func:`.refresh.header_mismatch`)."""
+    for key, info in state.refresh.items():
+        diff = header_mismatch(info.header, dict(run_header(state, state.handles[key])))
+        if diff:
+            raise pytest.UsageError(f"--refresh {info.directory}: that run differs from this one in {', '.join(diff)}; "
+                                    "its results cannot stand for this run's (run without --refresh)")  # fmt: skip
 
 
 def _reporter_name(config: pytest.Config) -> str:
@@ -322,9 +358,13 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int | pytest.ExitC
         output["conformance_planned"] = [[f, n, nodeid, e] for (f, n), plan in state.planned.items()
                                          for nodeid, e in plan.items()]  # fmt: skip
         output["conformance_deselected"] = sorted(state.deselected)
+        output["conformance_refreshed"] = [[f, n, nodeid] for (f, n), ids in state.refreshed.items() for nodeid in ids]
         return
     if not state.handles:
         return
+    if int(exitstatus) == int(pytest.ExitCode.NO_TESTS_COLLECTED) and any(state.refreshed.values()):
+        # --refresh took every check over: nothing was left to run, and the run is complete
+        session.exitstatus = exitstatus = pytest.ExitCode.OK
     interrupted = int(exitstatus) == int(pytest.ExitCode.INTERRUPTED)
     records = state.recorder.records if state.recorder is not None else []
     result = gate.apply(session, state, records, int(exitstatus), interrupted)

@@ -39,7 +39,13 @@ from gru4rec_conformance.conformance._harness.options import (
     register_markers,
     usage,
 )
-from gru4rec_conformance.conformance._harness.reporting import prepare_resume, start_recording, stop_recording
+from gru4rec_conformance.conformance._harness.refresh import prepare_refresh
+from gru4rec_conformance.conformance._harness.reporting import (
+    check_refresh_headers,
+    prepare_resume,
+    start_recording,
+    stop_recording,
+)
 from gru4rec_conformance.conformance._harness.state import STATE_KEY, State, find_state
 from gru4rec_conformance.conformance._records.xfails import XfailRegistryError, load_xfail_file
 from gru4rec_conformance.implementations.base import get_family
@@ -93,6 +99,8 @@ def pytest_configure(config: pytest.Config) -> None:
     if options.first_run:
         first_run.register(state)
     prepare_resume(state)
+    prepare_refresh(state)
+    check_refresh_headers(state)
     if not options.is_xdist_worker:
         start_recording(state)
         if threading.current_thread() is threading.main_thread():

@@ -7,6 +7,7 @@ import dataclasses
 from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
+from typing import Any
 
 import pytest
 
@@ -52,6 +53,9 @@ class State:
         handles: ``(family, name)`` → handle of each selected implementation.
         reference_handles: family → handle of its reference (``reference_impl`` fixture), made on first use.
         resume: ``(family, name)`` → the ``--resume`` run of that implementation.
+        refresh: ``(family, name)`` → the ``--refresh`` run of that implementation (``refresh.RefreshInfo``).
+        refreshed: ``(family, name)`` → node ids whose earlier result ``--refresh`` took over (merged from the
+            xdist workers); the controller writes their records (``refresh_written``: those written).
         extra_xfail_files: implementation name → its ``--xfails`` file.
         notes: lines of the terminal summary's "conformance" section.
         ignored_families: families whose folders were not collected.
@@ -78,6 +82,9 @@ class State:
     handles: dict[tuple[str, str], ImplHandle] = dataclasses.field(default_factory=dict)
     reference_handles: dict[str, ImplHandle] = dataclasses.field(default_factory=dict)
     resume: dict[tuple[str, str], ResumeInfo] = dataclasses.field(default_factory=dict)
+    refresh: dict[tuple[str, str], Any] = dataclasses.field(default_factory=dict)
+    refreshed: dict[tuple[str, str], list[str]] = dataclasses.field(default_factory=dict)
+    refresh_written: set[tuple[tuple[str, str], str]] = dataclasses.field(default_factory=set)
     extra_xfail_files: dict[str, Path] = dataclasses.field(default_factory=dict)
     notes: list[str] = dataclasses.field(default_factory=list)
     ignored_families: list[str] = dataclasses.field(default_factory=list)

@@ -159,6 +159,9 @@ class ResultRecord(TypedDict):
     #: (schema 1.2) the requirements the implementation does not declare, for a skipped-unsupported check: feature
     #: names, hooks as ``hook:<name>`` (a check lacking only hooks is applicable but not testable); else None
     missing: list[str] | None
+    #: ``--refresh``: the earlier run this result was taken over from (``{"run_id", "suite_version"}``); absent
+    #: for a check that ran in this run
+    reused_from: NotRequired[dict[str, str]]
 
 
 # -- the run header ---------------------------------------------------------------------------------------
@@ -245,6 +248,8 @@ class _RunHeaderOptional(TypedDict, total=False):
     """Keys added after schema 1 was fixed; absent in older runs."""
 
     sandbox: str  # what confined the worker processes (bubblewrap, unshare or nothing)
+    #: ``--refresh``: the earlier run whose unchanged results this run took over (``{"run_id", "directory"}``)
+    refresh: dict[str, str]
 
 
 class RunHeader(_RunHeaderOptional):

@@ -579,7 +579,8 @@ def _subset_args(command: Sequence[str]) -> list[str]:
 
 
 #: Options of a run that a rerun of one check keeps (they change what or how it measures, or where it reports),
-#: with whether they take a value; every other argument (selection, -x, xdist, --gate, --resume, output) is dropped.
+#: with whether they take a value; every other argument (selection, -x, xdist, --gate, --resume, --refresh,
+#: output) is dropped.
 _RERUN_KEEP = {"--device": True, "--dataset": True, "--xfails": True, "--isolation": True, "--seeds": True,
                "--call-timeout": True, "--worker-network": True, "--worker-memory-mb": True, "--worker-threads": True,
                "--sandbox": True, "--xfail-mark": True, "--report-dir": True, "-p": True, "-c": True,
@@ -588,8 +589,8 @@ _RERUN_KEEP = {"--device": True, "--dataset": True, "--xfails": True, "--isolati
                "--first-run": False}  # fmt: skip
 #: Options of pytest and its plugins that take a value and are dropped (so their value is not read as a path).
 _DROP_WITH_VALUE = ("-k", "-m", "--deselect", "-n", "--numprocesses", "--dist", "--maxfail", "--junitxml",
-                    "--junit-xml", "--resume", "--basetemp", "-W", "--tb", "-r", "--durations", "--timeout",
-                    "--ignore", "--confcutdir", "--log-level", "--capture")  # fmt: skip
+                    "--junit-xml", "--resume", "--refresh", "--basetemp", "-W", "--tb", "-r", "--durations",
+                    "--timeout", "--ignore", "--confcutdir", "--log-level", "--capture")  # fmt: skip
 
 
 def rerun_command(command: Sequence[str], nodeid: str, impl: str) -> str:
