@@ -73,3 +73,18 @@ class FullCatalogueScoringDefaultSizes(FullCatalogueScoringBlackBox):
 
     def declared_hyperparameters(self) -> dict:
         return {k: v for k, v in super().declared_hyperparameters().items() if k not in ("batch_size", "layers")}
+
+
+@mutant("mutant:full_catalogue_scoring_fixed_width", caught_by=("SC-1",))
+class FullCatalogueScoringFixedWidth(FullCatalogueScoringDefaultSizes):
+    """:class:`FullCatalogueScoring` with a batch width fixed by the code: ``batch_size`` is not declared (the model
+    trains at its own 64 lanes) and ``train_step`` refuses any other number of lanes, as a model built on
+    fixed-shape placeholders does (GRU4Rec_TensorFlow at OOB). SC-1's 32-lane probe cannot run; the check must
+    still measure the cost, black-box through ``fit``, and catch the full scoring instead of skipping."""
+
+    def train_step(self, batch_inputs, batch_targets, hidden=None):
+        from gru4rec_conformance.implementations.base import Unsupported
+
+        if len(batch_inputs) != 64:
+            raise Unsupported("batch_size", f"{len(batch_inputs)} lanes asked; the model's batch width is fixed at 64")
+        return FullCatalogueScoring.train_step(self, batch_inputs, batch_targets, hidden)

@@ -4,7 +4,8 @@ whose symptoms resemble each other are told apart by their messages; the referen
 One inner conformance run (SR-1, SR-2, EV-1, SO-1, SC-1) on the reference and on pairs of look-alike mutants: a
 state leak vs an evaluator that masks the session's items vs one that removes the input item; an ignored tie mode
 vs a `rank < N` cutoff; an evaluation loop that stops early (only the event count differs) vs a state leak; fresh per-example negatives vs a softmax over the whole catalogue; full-catalogue scoring
-(through train_step and black-box through fit) vs a dense update of the whole item table."""
+(through train_step, black-box through fit, and through fit where train_step refuses the probe's lanes) vs a dense
+update of the whole item table."""
 
 from __future__ import annotations
 
@@ -45,6 +46,9 @@ EXPECTED: dict[str, dict[str, tuple[tuple[str, ...], tuple[str, ...]]]] = {
     "mutant:score_all_then_sample": {"SO-1": ((SO1_NORMALISED,), (SO1_FRESH_NEGATIVES,))},
     "mutant:full_catalogue_scoring": {"SC-1": ((SC1_FULL_SCORING,), (SC1_DENSE_UPDATE, SC1_SAMPLER))},
     "mutant:full_catalogue_scoring_blackbox": {"SC-1": ((SC1_FULL_SCORING,), (SC1_DENSE_UPDATE, SC1_SAMPLER))},
+    # train_step refuses the probe's 32 lanes (a fixed batch width): measured through fit, diagnosed through
+    # train_forward's score tensor, the step's probes left undecided
+    "mutant:full_catalogue_scoring_fixed_width": {"SC-1": ((SC1_FULL_SCORING,), (SC1_DENSE_UPDATE, SC1_SAMPLER))},
     "mutant:dense_item_table_update": {"SC-1": ((SC1_DENSE_UPDATE,), (SC1_FULL_SCORING, SC1_SAMPLER))},
 }
 CHECKS = ("SR-1", "SR-2", "EV-1", "SO-1", "SC-1")

@@ -51,6 +51,7 @@ STEP_MUTANTS = {
     "mutant:full_catalogue_scoring": _second_momentum_step,
     "mutant:full_catalogue_scoring_blackbox": _second_momentum_step,  # the same GRU4Rec, train_step hook hidden
     "mutant:full_catalogue_scoring_default_sizes": _second_momentum_step,  # the same, sizes not declared either
+    "mutant:full_catalogue_scoring_fixed_width": _second_momentum_step,  # the same, train_step of 64 lanes only
     "mutant:weight_decay": _any,
     "mutant:gradient_noise": _any,
 }
