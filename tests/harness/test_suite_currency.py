@@ -87,3 +87,20 @@ def test_a_changed_check_module_stales_only_the_runs_that_ran_its_checks(tmp_pat
     _commit(root, "four")
     current, note = suite_currency(matrix, root)
     assert current is False and note.startswith("stale: 1 files"), note
+
+
+def test_documentation_beside_the_checks_stales_no_run(tmp_path):
+    """A README in the check folder is read by no check: editing it leaves every run current."""
+    root = tmp_path / "repo"
+    mc = "conformance/gru4rec/test_metric_conformance.py"
+    for rel in (mc, "conformance/gru4rec/README.md"):
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text("x = 1\n", encoding="utf-8")
+    _git(root.parent, "init", "-q", str(root))
+    first = _commit(root, "one")
+    (root / "conformance/gru4rec/README.md").write_text("x = 2\n", encoding="utf-8")
+    _commit(root, "two")
+    assert suite_currency(_run(first, "gru4rec", (mc,)), root)[0] is True
+    (root / mc).write_text("x = 2\n", encoding="utf-8")
+    _commit(root, "three")
+    assert suite_currency(_run(first, "gru4rec", (mc,)), root)[0] is False
