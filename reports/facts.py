@@ -6,6 +6,7 @@ implementation is a negative control (:func:`negative_control`).
 
 from __future__ import annotations
 
+import ast
 import functools
 import re
 import subprocess
@@ -25,6 +26,7 @@ __all__ = [
     "changed_files",
     "is_check_module",
     "is_documentation",
+    "affects",
     "refreshed_text",
     "negative_control",
     "headline_metrics",
@@ -94,19 +96,106 @@ def is_check_module(path: str) -> bool:
     return bool(_CHECK_MODULE.fullmatch(path))
 
 
-def _counted_changes(run: RunData, changed: tuple[tuple[str, str], ...]) -> list[str]:
-    """The changed files that can make ``run`` stale: everything but documentation and the check modules the run
-    did not run. A
-    changed module whose checks left no result in the run (a ``-k MC`` matrix run and a hyperparameter check)
-    cannot have changed what the run measured; a check module added since then counts for a run that selected
-    nothing (its checks would have run) and not for a subset run."""
-    ran = {str(r.get("module") or "") for r in run.results}
+#: A private helper module of the checks (``conformance/<family>/_probes.py``): it matters only to the check
+#: modules that import it, directly or through other helpers, and to every module when conftest.py imports it.
+_HELPER = re.compile(r"(conformance/[^/]+)/(_[^/]+)\.py")
+
+
+def _imported_helpers(source: str, folder: str) -> set[str]:
+    """The sibling helper modules (``<folder>/_x.py``) one module's source imports, by name, from any import form
+    (``from ...gru4rec._common import x``, ``from ...gru4rec import _data``, ``from . import _probes as P``)."""
+    package = folder.replace("/", ".")
+    out: set[str] = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom):
+            mod = node.module or ""
+            names = [a.name for a in node.names]
+            if node.level:  # relative: from . import _x / from ._x import y
+                parts = [mod] if mod else names
+            elif mod.endswith(package):
+                parts = names
+            elif package + "." in mod:
+                parts = [mod.rsplit(".", 1)[-1]]
+            else:
+                continue
+            out.update(f"{folder}/{p.split('.')[0]}.py" for p in parts if p.startswith("_") and p != "__init__")
+        elif isinstance(node, ast.Import):
+            out.update(f"{folder}/{a.name.rsplit('.', 1)[-1]}.py" for a in node.names
+                       if package + "._" in a.name)  # fmt: skip
+    return out
+
+
+@functools.lru_cache(maxsize=16)
+def _helper_users(root: str, folder: str, stamp: tuple[tuple[str, int], ...]) -> dict[str, frozenset[str]]:
+    """Helper path → the check modules of ``folder`` that depend on it (transitively; every check module for a
+    helper conftest.py reaches). ``stamp`` (names and mtimes) keys the cache to the folder's content."""
+    base = Path(root)
+    edges: dict[str, set[str] | None] = {}
+    for name, _ in stamp:
+        path = f"{folder}/{name}"
+        try:
+            edges[path] = _imported_helpers((base / path).read_text(encoding="utf-8"), folder)
+        except (OSError, SyntaxError, UnicodeDecodeError, ValueError):
+            edges[path] = None  # unreadable: depends on everything (conservative)
+    helpers = {p for p in edges if _HELPER.fullmatch(p)}
+
+    def reach(start: str) -> set[str]:
+        seen, todo = set(), [start]
+        while todo:
+            for h in edges.get(todo.pop()) or ():
+                if h not in seen:
+                    seen.add(h)
+                    todo.append(h)
+        return seen
+
+    modules = [p for p in edges if is_check_module(p)]
+    everywhere = reach(f"{folder}/conftest.py")
+    users: dict[str, set[str]] = {h: set() for h in helpers}
+    for m in modules:
+        for h in helpers if edges[m] is None else reach(m) | everywhere:
+            users.setdefault(h, set()).add(m)
+    return {h: frozenset(ms) for h, ms in users.items()}
+
+
+def affects(path: str, module: str, root: str | Path | None = CHECKOUT_ROOT) -> bool:
+    """Whether a change to ``path`` can change what check module ``module`` measures (repository-relative
+    paths): documentation never; a check module only itself; a private helper (``conformance/<family>/_x.py``)
+    only the check modules of its folder that import it, directly or through other helpers, or all of them when
+    conftest.py reaches it (the import graph of this checkout; a helper no module imports, e.g. a deleted one,
+    counts for every module); anything else (conftest.py, the reference, the data readers) every module."""
+    if is_documentation(path):
+        return False
+    if is_check_module(path):
+        return path == module
+    m = _HELPER.fullmatch(path)
+    if m is None or root is None or not module.startswith(m.group(1) + "/"):
+        return True
+    folder = Path(root) / m.group(1)
+    try:
+        stamp = tuple(sorted((p.name, p.stat().st_mtime_ns) for p in folder.glob("*.py")))
+    except OSError:
+        return True
+    users = _helper_users(str(root), m.group(1), stamp)
+    return path not in users or module in users[path] or not users[path]
+
+
+def _counted_changes(run: RunData, changed: tuple[tuple[str, str], ...], root: str | Path | None = None) -> list[str]:
+    """The changed files that can make ``run`` stale: those that :func:`affects` a check module the run has
+    results from (all but documentation when it has none). A changed check module whose checks left no result in
+    the run (a ``-k MC`` matrix run and a hyperparameter check) cannot have changed what the run measured, nor can
+    a helper only such modules import; a check module added since then counts for a run that selected nothing
+    (its checks would have run) and not for a subset run."""
+    ran = {str(r.get("module") or "") for r in run.results} - {""}
     subset = bool(_subset_args([str(a) for a in run.header.get("command") or ()]))
     return [
         path
         for status, path in changed
         if not is_documentation(path)
-        and (not _CHECK_MODULE.fullmatch(path) or path in ran or (status == "A" and not subset))
+        and (
+            (status == "A" and is_check_module(path) and not subset)
+            or any(affects(path, m, root) for m in ran)
+            or (not ran and not is_check_module(path))
+        )
     ]
 
 
@@ -139,7 +228,7 @@ def suite_currency(run: RunData, root: Path | None = CHECKOUT_ROOT) -> tuple[boo
     if sha and root is not None and (Path(root) / ".git").exists():
         files = _changed_files(sha, str(root), paths)
         if files is not None:
-            counted = _counted_changes(run, files)
+            counted = _counted_changes(run, files, root)
             if not counted:
                 unran = f" (changed since: {len(files)} check modules it did not run)" if files else ""
                 return True, f"suite {string}: same checks as this checkout{unran}"

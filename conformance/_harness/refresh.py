@@ -13,8 +13,9 @@ else its check runs again:
   ``GRU4REC_*`` variables (a difference is a usage error naming it, since nothing could be reused);
 - between the commit the result was recorded at and this checkout's HEAD, git shows no change in the family's
   check paths (``reports.facts.CHECK_PATHS_BY_FAMILY``: the check modules, their helpers, the reference, the
-  data readers) except in *other* check modules and documentation (a result from a dirty tree is judged by its
-  commit, as ``reports.facts.suite_currency`` judges runs);
+  data readers) that can affect its module (``reports.facts.affects``: not documentation, not another check
+  module, not a helper only other modules import; a result from a dirty tree is judged by its commit, as
+  ``reports.facts.suite_currency`` judges runs);
 - its outcome is ``passed``, ``xfail`` or ``skipped-unsupported`` (a failure, an error, an XPASS or a plain skip
   runs again: the gate must see it measured now);
 - the xfail registry still says the same of it: an ``xfail`` was held by an entry that still applies to the check
@@ -34,13 +35,7 @@ import pytest
 from gru4rec_conformance import CHECKOUT_ROOT
 from gru4rec_conformance.conformance._harness.state import State
 from gru4rec_conformance.conformance._records.records import ResultRecord
-from gru4rec_conformance.reports.facts import (
-    CHECK_PATHS,
-    CHECK_PATHS_BY_FAMILY,
-    changed_files,
-    is_check_module,
-    is_documentation,
-)
+from gru4rec_conformance.reports.facts import CHECK_PATHS, CHECK_PATHS_BY_FAMILY, affects, changed_files
 from gru4rec_conformance.reports.results import RunDirError, load_run
 
 __all__ = ["REUSABLE_OUTCOMES", "RefreshInfo", "prepare_refresh", "header_mismatch", "why_not_reusable"]
@@ -149,7 +144,7 @@ def why_not_reusable(
     if files is None:
         return f"git cannot compare commit {sha} with HEAD"
     module = str(record.get("module") or "")
-    touched = [p for _, p in files if not is_documentation(p) and (not is_check_module(p) or p == module)]
+    touched = [p for _, p in files if affects(p, module)]
     if touched:
         return f"{len(touched)} files of its checks changed since {sha} (e.g. {touched[0]})"
     now = [_entry(e) for e in entries]

@@ -43,6 +43,10 @@ def test_a_result_stands_only_while_its_checks_are_unchanged():
     for path in (MODULE, "conformance/gru4rec/_common.py", "reference/gru4rec/model.py", "datasets/sessions/x.py"):
         why = why_not_reusable(_record(), "gru4rec", [], _changed(path))
         assert why is not None and path in why, path
+    # a helper only other modules import (this checkout's import graph: _probes.py serves SR and EV checks)
+    probes = _changed("conformance/gru4rec/_probes.py")
+    assert why_not_reusable(_record(), "gru4rec", [], probes) is None
+    assert why_not_reusable(_record(module="conformance/gru4rec/test_k1_state_reset.py"), "gru4rec", [], probes)
     assert "git cannot compare" in str(why_not_reusable(_record(), "gru4rec", [], lambda sha, roots: None))
     assert why_not_reusable({**_record(), "suite_version": "unknown"}, "gru4rec", [], _changed()) is not None
 

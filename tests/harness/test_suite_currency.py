@@ -104,3 +104,38 @@ def test_documentation_beside_the_checks_stales_no_run(tmp_path):
     (root / mc).write_text("x = 2\n", encoding="utf-8")
     _commit(root, "three")
     assert suite_currency(_run(first, "gru4rec", (mc,)), root)[0] is False
+
+
+def test_a_changed_helper_stales_only_the_runs_whose_modules_import_it(tmp_path):
+    """``_probes.py`` imported by one check module (through another helper too) stales the runs of that module
+    only; a helper conftest.py imports, like any other file, stales every run."""
+    root = tmp_path / "repo"
+    g = "conformance/gru4rec"
+    files = {
+        f"{g}/test_k1.py": "from gru4rec_conformance.conformance.gru4rec import _probes as P\n",
+        f"{g}/test_k8.py": "from ._extra import y\n",
+        f"{g}/test_k9.py": "from gru4rec_conformance.conformance.gru4rec._common import build\n",
+        f"{g}/_extra.py": "from gru4rec_conformance.conformance.gru4rec._probes import STATE\n",
+        f"{g}/_probes.py": "STATE = 1\n",
+        f"{g}/_common.py": "build = 1\n",
+        f"{g}/_data.py": "x = 1\n",
+        f"{g}/conftest.py": "from gru4rec_conformance.conformance.gru4rec import _data\n",
+    }
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text, encoding="utf-8")
+    _git(root.parent, "init", "-q", str(root))
+    first = _commit(root, "one")
+    k1, k8, k9 = (_run(first, "gru4rec", (f"{g}/{m}.py",)) for m in ("test_k1", "test_k8", "test_k9"))
+
+    (root / f"{g}/_probes.py").write_text("STATE = 2\n", encoding="utf-8")
+    _commit(root, "two")
+    assert [suite_currency(r, root)[0] for r in (k1, k8, k9)] == [False, False, True]
+    assert facts.affects(f"{g}/_probes.py", f"{g}/test_k9.py", root) is False
+
+    (root / f"{g}/_probes.py").write_text("STATE = 1\n", encoding="utf-8")
+    second = _commit(root, "three")
+    k9 = _run(second, "gru4rec", (f"{g}/test_k9.py",))
+    (root / f"{g}/_data.py").write_text("x = 2\n", encoding="utf-8")
+    _commit(root, "four")
+    assert suite_currency(k9, root)[0] is False  # conftest.py imports _data: every module's fixtures
