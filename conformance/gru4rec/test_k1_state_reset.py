@@ -186,10 +186,10 @@ def test_sr3_long_range_dependency(impl, d_long, d_lag1, expect):
         if not session_parallel(impl):
             why += "; " + not_session_parallel_means(
                 impl,
-                "that items met earlier in the same session are never pushed down in training: a negative sampler "
-                "that excludes the session's own items lets them outscore the next item at scoring time (on D-LONG "
-                f"{diag['top1_is_filler']} of the {diag['n']} top-1 items are the fillers n1..n3, which are in "
-                f"every session; D-LONG Recall@1 {recall:.3f})",
+                f"nothing about state resets either (on D-LONG {diag['top1_is_filler']} of the {diag['n']} top-1 "
+                f"items are the fillers n1..n3, which are in every session; D-LONG Recall@1 {recall:.3f}); cause "
+                "not isolated; candidates: negatives that exclude the session's own items (so those are never "
+                "pushed down), too little training at these settings",
             )
         pytest.fail(
             f"inconclusive: the control (same settings, 5 epochs on D-LAG1) reaches Recall@1 "
@@ -207,29 +207,31 @@ def test_sr3_long_range_dependency(impl, d_long, d_lag1, expect):
         # no lanes and no resets inside a sequence: the lane/reset causes below do not apply
         cause = not_session_parallel_means(
             impl,
-            "that the sequence model does not carry a_k to the fourth position, not a state reset between lanes: "
+            "that the sequence model does not carry a_k to the fourth position (there are no lanes to reset): "
             f"{diag['top1_is_filler']} of the {diag['n']} top-1 items are the fillers n1..n3, which are in every "
-            "session, so a negative sampler that excludes the session's own items never pushes them down; a "
-            "history cut to the last items, or padding/masking that hides the first item, also shows this way "
+            "session; cause not isolated; candidates: negatives that exclude the session's own items (fillers "
+            "never pushed down), a history cut to the last items, padding/masking that hides the first item "
             "(SR-5 tells whether the first item reaches the prediction at all)",
         )
     elif diag["distinct_top1"] <= 1:
         cause = (
             "the prediction after the fillers does not depend on a_k at all: the state carrying a_k is lost "
-            "before the prediction, i.e. it is reset in training at every step of equal-length runs (a stale "
-            "reset mask: SR-4 localises it) or reset/not used in fresh-state scoring (SR-5 tells)"
+            "before the prediction; cause not isolated; candidates: a reset in training at every step of "
+            "equal-length runs (a stale reset mask: SR-4 traces resets), a reset or unused state in fresh-state "
+            "scoring (SR-5 tells)"
         )
     elif diag["top1_is_answer"] == diag["n"]:
         cause = (
             "the predictions depend on a_k and are answer items, but often the wrong one: the state carries "
-            "something of a_k but the dependency is learnt only partly (state reset in part of the training "
-            "steps, e.g. only in some lanes or runs; SR-4 localises it)"
+            "something of a_k and the dependency is learnt only partly; cause not isolated; candidates: state "
+            "resets in part of the training steps (some lanes or runs: SR-4 traces resets), too little training "
+            "for a three-step dependency at these settings"
         )
     else:
         cause = (
             "the predictions depend on a_k but are mostly not answer items: the three-step dependency is not "
-            "learnt although the first-order control is (state reset in part of the training steps; SR-4 "
-            "localises it)"
+            "learnt although the first-order control is; cause not isolated; candidates: state resets in part "
+            "of the training steps (SR-4 traces resets), too little training for a three-step dependency"
         )
     pytest.fail(f"{measured}: {cause}")
 
@@ -288,12 +290,13 @@ def test_sr5_state_is_used(impl, d_long, expect):
     scale = np.linalg.norm(s, axis=1).max()
     gaps = [np.linalg.norm(s[i] - s[j]) / scale for i in range(len(s)) for j in range(i + 1, len(s))]
     cause = (
-        "the first item does not reach the prediction (state reset or unused)"
+        "the first item does not reach the prediction; cause not isolated; candidates: the state is reset, the "
+        "state is not used"
         if session_parallel(impl)
         else not_session_parallel_means(
             impl,
-            "that the first item does not reach the prediction: the history is cut to the last item(s) or "
-            "padding/masking hides it (there is no state reset between lanes to blame)",
+            "that the first item does not reach the prediction (there are no lanes to reset); cause not isolated; "
+            "candidates: the history is cut to the last item(s), padding/masking hides the first item",
         )
     )
     expect(

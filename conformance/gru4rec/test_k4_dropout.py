@@ -151,9 +151,21 @@ def test_do4_independent_dropouts(impl, d_lag1, record_metric):
     record_metric("(0.5, 0): embedding / hidden zero fraction", ze, hidden=round(zeh, 4))
     record_metric("(0, 0.5): embedding / hidden zero fraction", zhe, hidden=round(zh, 4))
     tol = _tol(0.5, e["embedding"].size)
-    assert abs(ze - 0.5) <= tol and zeh <= 1e-3 and zhe <= 1e-3 and abs(zh - 0.5) <= _tol(0.5, h["layers"][0].size), (
+    wrong = []
+    if abs(ze - 0.5) > tol:
+        wrong.append(f"p_embed=0.5 zeroes {ze:.3f} of the embedding units")
+    if abs(zh - 0.5) > _tol(0.5, h["layers"][0].size):
+        wrong.append(f"p_hidden=0.5 zeroes {zh:.3f} of the hidden units")
+    if zeh > 1e-3:
+        wrong.append(f"p_embed=0.5 also zeroes {zeh:.3f} of the hidden units")
+    if zhe > 1e-3:
+        wrong.append(f"p_hidden=0.5 also zeroes {zhe:.3f} of the embedding units")
+    # "one parameter drives both" only when each setting zeroes both layers at about its rate
+    both = ze > 0.25 and zeh > 0.25 and zhe > 0.25 and zh > 0.25
+    assert not wrong, (
         f"(p_embed, p_hidden) = (0.5, 0) gives zero fractions embedding {ze:.3f} / hidden {zeh:.3f}; (0, 0.5) gives "
-        f"{zhe:.3f} / {zh:.3f}; expected 0.5 / 0 and 0 / 0.5: one parameter drives both dropouts"
+        f"{zhe:.3f} / {zh:.3f}; expected 0.5 / 0 and 0 / 0.5: {'; '.join(wrong)}"
+        + ("; each parameter drives both dropouts" if both else "")
     )
 
 
@@ -198,8 +210,8 @@ def test_do2_dropout_bites(impl, d_lag1, param, mode, record_metric):
         except Exception as exc:
             if p == 0.0:
                 pytest.fail(
-                    f"training with {param}=0 fails ({type(exc).__name__}: {exc}): the parameter behaves "
-                    "like a keep probability"
+                    f"training with {param}=0 fails ({type(exc).__name__}: {exc}): cause not isolated; "
+                    "candidates: the parameter is a keep probability (0 keeps nothing), a crash at 0 of its own"
                 )
             raise
         recalls[p] = recall_at(model, prefixes, targets, 1)
@@ -220,7 +232,13 @@ def test_do2_dropout_bites(impl, d_lag1, param, mode, record_metric):
         )
     assert recalls[0.95] <= recalls[0.0] - 0.3, (
         f"{param}=0.95 reaches Recall@1 {recalls[0.95]:.3f} vs {recalls[0.0]:.3f} with 0: "
-        + ("dropout is not applied" if recalls[0.95] >= recalls[0.0] - 0.05 else "dropout bites too little")
+        + (
+            "Recall@1 unchanged (expected a drop of at least 0.3); cause not isolated; candidates: dropout not "
+            "applied, applied only in another configuration (e.g. between stacked layers), applied where it does "
+            "not reach the scores"
+            if recalls[0.95] >= recalls[0.0] - 0.05
+            else "dropout lowers Recall@1 by less than 0.3 (cause not isolated)"
+        )
     )
 
 

@@ -84,7 +84,7 @@ def _two_step_ratio(snaps: list[np.ndarray], gap: np.ndarray) -> tuple[float, in
 def _unresolved(ratio: float) -> str:
     return (
         "no parameter step is resolvable at η = 1e-6 (every step is below 1000 float ulps of its parameter): "
-        "the steps are not Adagrad-normalised (e.g. SGD, step ∝ |g|) or vanish"
+        "cause not isolated; candidates: steps not Adagrad-normalised (e.g. SGD, step ∝ |g|), vanishing steps"
         if ratio != ratio
         else ""
     )
@@ -108,10 +108,11 @@ def test_op1_first_step_magnitude(impl, d_lag1, expect):
         reference=1.0,
         message=f"max |Δθ|/η after the first update is {r.max():.4f}, expected in [0.99, 1.0001]: "
         + (
-            "a large initial Adagrad accumulator (or another optimizer) damps the first steps — or every gradient "
-            "is below ~1e-2 (vanishing gradients), which this check cannot tell apart"
+            "the first steps are smaller than η; cause not isolated; candidates: a large initial Adagrad "
+            "accumulator, another optimizer, every gradient below ~1e-2 (vanishing gradients)"
             if r.max() < 0.99
-            else "steps exceed the learning rate (not Adagrad-normalised)"
+            else "steps exceed the learning rate; cause not isolated; candidates: steps not Adagrad-normalised "
+            "(another optimizer), a learning rate other than η"
         ),
     )
 
@@ -132,9 +133,9 @@ def test_op2_two_step_ratio(impl, d_lag1, expect):
     assert adagrad, (
         f"second/first step ratio {ratio:.4f} (median over {n} entries), expected 0.7071 ± 0.01 for Adagrad: "
         + (
-            "Adam-like (steps of equal size) or SGD-like (no accumulator)"
+            "steps of equal size; cause not isolated; candidates: an Adam-like optimizer, SGD (no accumulator)"
             if abs(ratio - 1) <= 0.05
-            else "a non-zero initial accumulator or another optimizer"
+            else "cause not isolated; candidates: a non-zero initial accumulator, momentum, another optimizer"
         )
     )
 
@@ -168,8 +169,7 @@ def _constant_lr(impl, d_lag1, n_epochs: int, expect) -> None:
                 reference=0.0,
                 tolerance=LR_REL_TOL,
                 steps=steps,
-                message=f"the traced learning rate changes during training (step {first_bad}: "
-                f"{known[first_bad]:.6g} vs η = {eta}; last {known[-1]:.6g}): a learning-rate schedule",
+                message=_lr_message(known, first_bad, eta),
             )
     if has_info:
         info = model.optimizer_info()
@@ -189,6 +189,18 @@ def _constant_lr(impl, d_lag1, n_epochs: int, expect) -> None:
         assert info.get("lr_schedule") in (None, "constant", "none"), f"lr_schedule is {info.get('lr_schedule')!r}"
     if not checked:
         pytest.skip("neither the trace nor optimizer_info reports the learning rate")
+
+
+def _lr_message(known: np.ndarray, first_bad: int, eta: float) -> str:
+    """OP-3's message: what the traced rate was; a schedule is named only when the trace shows the rate change."""
+    lo, hi = float(known.min()), float(known.max())
+    seen = f"step {first_bad}: {known[first_bad]:.6g} vs η = {eta}; first {known[0]:.6g}, last {known[-1]:.6g}"
+    if hi - lo > LR_REL_TOL * max(abs(hi), 1e-12):
+        return f"the traced learning rate changes during training ({seen}; range {lo:.6g}..{hi:.6g}): a schedule"
+    return (
+        f"the traced learning rate is constant at {lo:.6g}, not η = {eta} ({seen}): cause not isolated; "
+        "candidates: learning_rate ignored or overridden (e.g. an optimizer default), another rate convention"
+    )
 
 
 @pytest.mark.check("OP-3", kind="K5")
@@ -247,8 +259,13 @@ def test_op4_momentum_honoured_or_refused(impl, d_lag1, record_metric, expect):
     )
     assert n, _unresolved(ratio)
     assert honoured, (
-        f"build(momentum=0.5) was accepted but the two-step ratio is {ratio:.4f}, expected {want:.4f}: momentum is "
-        + ("silently ignored" if abs(ratio - 2**-0.5) <= 0.01 else "applied differently")
+        f"build(momentum=0.5) was accepted but the two-step ratio is {ratio:.4f}, expected {want:.4f}: "
+        + (
+            "momentum has no effect on the first two steps (the ratio is Adagrad's without momentum, 0.7071)"
+            if abs(ratio - 2**-0.5) <= 0.01
+            else "neither Adagrad's ratio with this momentum nor without it; cause not isolated; candidates: momentum "
+            "applied another way, another optimizer"
+        )
     )
 
 

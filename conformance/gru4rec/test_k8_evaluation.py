@@ -277,7 +277,10 @@ def test_ev3_coverage(impl, d_var, expect):
             problems=problems,
             message=f"batch {b}: {got} of {want} events evaluated",
         )
-    assert not problems, "; ".join(problems) + ": the evaluation loop stops early (tail of the test set dropped)"
+    assert not problems, "; ".join(problems) + (
+        ": cause not isolated; candidates: the evaluation loop stops early (the tail of the test set dropped), "
+        "sessions or events skipped elsewhere in the loop"
+    )
 
 
 @pytest.mark.check("EV-4", kind="K8")
@@ -334,8 +337,8 @@ def test_ev5_full_catalogue_ranking(impl, d_lag1, expect):
         hit,
         ge=0.9,
         reference=1.0,
-        message=f"only {hit:.2f} of the D-LAG1 items get their successor as the top column: the score "
-        "columns do not follow item_ids() (or the model does not learn a cycle)",
+        message=f"only {hit:.2f} of the D-LAG1 items get their successor as the top column: cause not isolated; "
+        "candidates: the score columns do not follow item_ids(), the model does not learn the cycle",
     )
     unk = [UNKNOWN_BASE, UNKNOWN_BASE + 1]
     try:

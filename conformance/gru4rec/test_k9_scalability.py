@@ -68,7 +68,16 @@ def test_sc2_columns_scored_per_step(impl, zipf, expect):
             problems=problems,
             message=f"the loss reaches {int(rows)} output rows (allowed {rows_bound})",
         )
-    assert not problems, "; ".join(problems) + f" of {n_items} items: the step scores the whole catalogue"
+    widest = max(int(tuple(shape)[-1]) if shape is not None else 0, int(rows) if rows is not None else 0)
+    assert not problems, (
+        "; ".join(problems)
+        + f" of {n_items} items: "
+        + (
+            "the step scores the whole catalogue"
+            if widest >= n_items
+            else f"the step reaches more items than the B + S = {k} it needs, not the whole catalogue"
+        )
+    )
 
 
 def _catalogue(n_items: int, n_events: int, seed: int = 0) -> pd.DataFrame:
