@@ -190,7 +190,8 @@ def test_lf3_bprmax_softmax_excludes_target(impl):
     err = float(np.abs(diag - c * want_diag).max() / np.abs(c * want_diag).max())
     assert c > 0 and err <= REL_TOL, (
         f"with equal negatives the target-score gradient is {diag.tolist()}, expected c·{want_diag.tolist()} "
-        f"(c = {c:.6g}): the negative-softmax weights depend on the target score (target not masked)"
+        f"(c = {c:.6g}): cause not isolated; candidates: the negative-softmax weights depend on the target score "
+        "(target not masked), another deviation of the BPR-max equation (LF-1), another normalisation of the value"
     )
 
 
@@ -252,8 +253,9 @@ def test_lf5_xe_loss_floor(impl, d_lag1, expect):
         final,
         lt=bound,
         double_softmax_floor=round(bound + 0.5, 3),
-        message=f"final cross-entropy loss {final:.3f} is not below {bound:.3f}: the loss plateaus at the floor "
-        f"{bound + 0.5:.3f} of a double softmax (or the scores are normalised over the catalogue before sampling)",
+        message=f"final cross-entropy loss {final:.3f} is not below {bound:.3f} (a double softmax cannot go below "
+        f"{bound + 0.5:.3f}): cause not isolated; candidates: a double softmax, scores normalised over the catalogue "
+        "before sampling, too little training at these settings",
     )
 
 

@@ -56,12 +56,13 @@ def test_eb1_transitions_per_epoch(impl, d_lag1, d_var, expect):
                 + ("" if sampled else f" (≥ {lo} without extra samples)"),
             )
     cause = (
-        "the epoch ends early or transitions are repeated"
+        "cause not isolated; candidates: the epoch ends early or skips transitions (fewer trained), transitions "
+        "are repeated (more trained)"
         if session_parallel(impl)
         else not_session_parallel_means(
             impl,
-            "that sequences are dropped, cut to a maximum length or trained more than once per epoch "
-            "(n_events_trained counts each trained input→target transition once)",
+            "cause not isolated; candidates: sequences dropped, cut to a maximum length, or trained more than "
+            "once per epoch (n_events_trained counts each trained input→target transition once)",
         )
     )
     assert not problems, "; ".join(problems) + f": {cause}"
@@ -168,19 +169,21 @@ def test_eb2_tail_learnability(impl, d_tail, record_metric, expect):
         )
     elif trained and min(trained) < T:
         cause = (
-            f"up to {T - min(trained)} transitions per epoch are never trained: the epoch ends before the "
-            "final session is consumed (it stops when a lane cannot be refilled)"
+            f"up to {T - min(trained)} transitions per epoch are not trained; cause not isolated; candidates: the "
+            "epoch ends before the final session is consumed (it stops when a lane cannot be refilled), the "
+            "final session's lane is dropped"
         )
     elif first >= 0.8 > second:
         cause = (
-            "the start of the final session is learnt but its end is not: the final session is cut, e.g. its "
-            "lane is dropped when the other lanes run out, while n_events_trained does not show it"
+            "the start of the final session is learnt but its end is not; cause not isolated; candidates: the "
+            "final session is cut (e.g. its lane dropped when the other lanes run out, which n_events_trained "
+            "does not show), its end trained with a reset state"
         )
     else:
         cause = (
-            "every transition is reported trained and the cycle is learnt, yet the final session is not: its "
-            "transitions get too few updates (e.g. trained with a stale or reset state, or with fewer lanes); "
-            "compare EB-1 and EB-4"
+            "every transition is reported trained and the cycle is learnt, yet the final session is not; cause "
+            "not isolated; candidates: its transitions get too few updates, are trained with a stale or reset "
+            "state, or with fewer lanes (compare EB-1 and EB-4)"
         )
     pytest.fail(f"{measured}: {cause}")
 
@@ -326,8 +329,8 @@ def test_eb4_lane_refilling(impl, d_var, expect):
                 if session_parallel(impl)
                 else not_session_parallel_means(
                     impl,
-                    "that rows whose sequence ended stay empty until its mini-batch ends (padded whole-sequence "
-                    "batches, RP-6): a deviation of the batching, not a lost lane",
+                    "that rows whose sequence ended stay empty until its mini-batch ends; cause not isolated; "
+                    "candidates: padded whole-sequence batches (RP-6), rows dropped from the batch",
                 )
             )
         ),
