@@ -4,7 +4,8 @@ A user's adapter for a per-user sequence model with per-example negatives (2026-
 part of the training steps" and EB-2's epoch-tail diagnosis, while the real cause was its negative sampler, which
 excludes the session's own items. :class:`SequenceModel` below is such a model (GRU over whole padded sequences,
 every position's negatives = every item outside its own session); SR-3 and EB-2 run on it through the same
-functions the suite runs, and must fail naming the sampler instead of resets, lanes or the epoch tail."""
+functions the suite runs, and must fail naming the sampler (isolated by EB-2's probes, a candidate in SR-3, which has
+none) instead of resets, lanes or the epoch tail."""
 
 from __future__ import annotations
 
@@ -170,10 +171,12 @@ def _failure(check, *datasets, impl=None) -> str:
 
 
 def test_sr3_names_the_sampler_not_resets():
+    """SR-3 has no probe that tells the sampler from the other causes: the sampler is a candidate, resets are not."""
     message = _failure(sr3, _data.d_long(), _data.d_lag1())
     assert "for a model that is not session-parallel this means" in message, message
-    assert "excludes the session's own items" in message and "fillers" in message, message
-    assert "SR-4 localises" not in message and "reset in training" not in message, message
+    assert "cause not isolated" in message and "isolated:" not in message, message
+    assert "exclude the session's own items" in message and "fillers" in message, message
+    assert "SR-4" not in message and "reset in training" not in message, message
 
 
 def test_eb2_names_the_sampler_not_the_epoch_tail():
