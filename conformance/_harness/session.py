@@ -100,7 +100,8 @@ def pytest_configure(config: pytest.Config) -> None:
         first_run.register(state)
     prepare_resume(state)
     prepare_refresh(state)
-    check_refresh_headers(state)
+    if not options.is_xdist_worker:  # the controller describes each adapter once; a mismatch stops the session
+        check_refresh_headers(state)
     if not options.is_xdist_worker:
         start_recording(state)
         if threading.current_thread() is threading.main_thread():
