@@ -2,11 +2,12 @@
 apart from a hard-coded value by the message (conformance/gru4rec/test_k6_hyperparameters.py).
 
 One inner conformance run of the range probes (HP-1's ``n_sample``, ``layers``, ``batch_size`` and
-``dropout_p_hidden`` cases, HP-2's n_sample echo, HP-3's batch-size range) on the reference and on look-alike
-mutants: ``n_sample`` clamped to 1024 (a cap: 16 acts, 2048 and 4096 do not), the hidden size hard-coded to 100
-and the batch hard-coded to 50 lanes (one size whatever is asked), the batch capped at the catalogue size (a cap
-below the range case's own small value), and hidden dropout acting only between stacked layers (no effect in
-HP-1's one-layer model, an effect with two). The reference fails none of them."""
+``dropout_p_hidden`` cases, HP-2's n_sample echo, HP-3's batch-size range and step count) on the reference and on
+look-alike mutants: ``n_sample`` clamped to 1024 (a cap: 16 acts, 2048 and 4096 do not), the hidden size hard-coded
+to 100 and the batch hard-coded to 50 lanes (one size whatever is asked), the batch capped at the catalogue size (a
+cap below the range case's own small value), hidden dropout acting only between stacked layers (no effect in HP-1's
+one-layer model, an effect with two), and groups of whole sessions never refilled (the batch size acts on the step
+count, the lanes are not GRU4Rec's). The reference fails none of them."""
 
 from __future__ import annotations
 
@@ -22,9 +23,18 @@ EXPECTED = {
         "n_sample-range": ((K6.HP1_CAPPED,), (K6.HP1_IGNORED,), "n_sample=2048 and n_sample=4096 give the same"),
         "test_hp2_n_sample_echo": ((K6.SIZE_CAPPED,), (K6.SIZE_FIXED,), "4096 → 1024; cap 1024"),
     },
-    "mutant:hidden_size_hardcoded": {"layers-range": ((K6.HP1_IGNORED,), (K6.HP1_CAPPED,), "layers=[64]")},
+    "mutant:hidden_size_hardcoded": {
+        "layers-range": ((K6.HP1_IGNORED,), (K6.HP1_CAPPED,), "layers=[64]"),
+        # the small pair (no range): "ignored" only because GRU4Rec has no other configuration for layers
+        "-layers]": ((K6.HP1_IGNORED,), (K6.HP1_CONFIG, K6.HP1_CAPPED), "layers needs no other configuration"),
+    },
     "mutant:batch_size_hardcoded": {
-        "test_hp3_batch_size_range": ((K6.SIZE_FIXED,), (K6.SIZE_CAPPED,), "32 → 50, 256 → 50, 512 → 50")
+        "test_hp3_batch_size_range": ((K6.SIZE_FIXED,), (K6.SIZE_CAPPED,), "32 → 50, 256 → 50, 512 → 50"),
+        "test_hp3_batch_size_echo": ((K6.HP3_IGNORED,), (K6.HP3_BATCHING, K6.HP3_MISCOUNT), "ratio 1.00"),
+    },
+    # its sibling for the step count: the batch size acts (the count halves with it), the lanes are not refilled
+    "mutant:padded_batches": {
+        "test_hp3_batch_size_echo": ((K6.HP3_BATCHING,), (K6.HP3_IGNORED, K6.HP3_MISCOUNT), "steps of batch_size=14")
     },
     # acts only between stacked layers (GP-7): not ignored, and HP-1 says where it does act
     "mutant:no_hidden_dropout_single_layer": {
@@ -37,7 +47,7 @@ EXPECTED = {
     },
 }
 CHECKS = ("HP-1", "HP-2", "HP-3")
-SELECT = "n_sample or (layers and range) or batch_size_range or batch_size-range or dropout_p_hidden"
+SELECT = "n_sample or layers or batch_size_range or batch_size_echo or batch_size-range or dropout_p_hidden"
 
 
 @pytest.fixture(scope="module")
@@ -54,7 +64,13 @@ def test_reference_passes_the_range_probes(run):
     passed = {r["nodeid"].split("::")[-1] for r in recs if r["outcome"] == "passed"}
     bad = {r["nodeid"]: r.get("reason") for r in recs if r["outcome"] in ("failed", "error")}
     assert not bad, bad
-    for part in ("n_sample-range", "layers-range", "test_hp2_n_sample_echo", "test_hp3_batch_size_range"):
+    for part in (
+        "n_sample-range",
+        "layers-range",
+        "test_hp2_n_sample_echo",
+        "test_hp3_batch_size_range",
+        "test_hp3_batch_size_echo",
+    ):
         assert any(part in p for p in passed), f"the reference did not run {part}: {sorted(passed)}"
 
 
