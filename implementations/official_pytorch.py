@@ -51,6 +51,15 @@ _GE_TO_LAYOUT = (1, 2, 0)
 _GE_FROM_LAYOUT = (2, 0, 1)
 
 
+def _as_run_py_items(df: Any) -> Any:
+    """The session frame with ``ItemId`` as strings, as ``run.py`` reads it (``dtype={item_key: 'str'}``).
+
+    Why: ``fit`` builds its logQ popularity with ``torch.tensor(pop[itemidmap.index.values])``, a label-indexed
+    Series, which torch reads position by position; pandas resolves those positions only for an index of strings.
+    With integer item ids the port raises ``ValueError`` for ``logq > 0``, a failure run.py never meets."""
+    return df.assign(ItemId=df["ItemId"].astype(str))
+
+
 def _permute_blocks(a: np.ndarray, order: Sequence[int], axis: int) -> np.ndarray:
     blocks = np.split(a, 3, axis=axis)
     return np.concatenate([blocks[i] for i in order], axis=axis)
@@ -79,6 +88,7 @@ class OfficialPytorchAdapter(TorchModuleAdapter):
         super().__init__(device=device)
         self.gru: Any = None  # the port's gru4rec_pytorch.GRU4Rec (untyped third-party code)
         self._opt: Any = None  # the port's IndexedAdagradM that fit() created (untyped third-party code)
+        self._ids: Any = None  # (the port's itemidmap index, its item ids as int64)
 
     def _mods(self):
         root = locate("gru4rec_pytorch_official")
@@ -130,6 +140,9 @@ class OfficialPytorchAdapter(TorchModuleAdapter):
                 "seed: torch.manual_seed and np.random.seed (the port uses the global generators; its "
                 "compatibility-mode init reseeds NumPy with 42)",
                 "stdout of fit/evaluation captured (the port prints progress)",
+                "item ids handed to fit and batch_eval as strings, as run.py reads them (dtype str), and read "
+                "back as integers (item_ids, trace, score_stream); with integer ids the port's logq > 0 "
+                "popularity (torch.tensor of a label-indexed pandas Series) raises ValueError",
             ],
             "score_semantics": "raw",
             "eval_tie_mode": "conservative",
@@ -171,7 +184,7 @@ class OfficialPytorchAdapter(TorchModuleAdapter):
 
     def fit(self, train_df: Any, n_epochs: int | None = None) -> FitReport:
         g, _ = self._mods()
-        df = check_session_frame(train_df)
+        df = _as_run_py_items(check_session_frame(train_df))
         gru = self.gru
         if n_epochs is not None:
             gru.n_epochs = int(n_epochs)
@@ -255,7 +268,10 @@ class OfficialPytorchAdapter(TorchModuleAdapter):
         return report
 
     def item_ids(self) -> np.ndarray:
-        return np.asarray(self.gru.data_iterator.itemidmap.index.values).astype(np.int64)
+        index = self.gru.data_iterator.itemidmap.index
+        if self._ids is None or self._ids[0] is not index:  # parsed once per fitted catalogue (str ids)
+            self._ids = (index, np.asarray(index.values).astype(np.int64))
+        return self._ids[1]
 
     def score_prefixes(self, prefixes: Sequence[Sequence[int]]) -> np.ndarray:
         import torch
@@ -263,7 +279,7 @@ class OfficialPytorchAdapter(TorchModuleAdapter):
         gru = self.gru
         model = gru.model
         imap = gru.data_iterator.itemidmap
-        index = dict(zip(np.asarray(imap.index.values).tolist(), np.asarray(imap.values).tolist()))
+        index = dict(zip(self.item_ids().tolist(), np.asarray(imap.values).tolist()))
         seqs = [[index[int(i)] for i in p if int(i) in index] for p in prefixes]
         out = np.zeros((len(seqs), len(index)), dtype=np.float32)
         dev = torch.device(self.device)
@@ -289,9 +305,9 @@ class OfficialPytorchAdapter(TorchModuleAdapter):
         g, ev = self._mods()
         gru = self.gru
         df = check_session_frame(test_df, "test_df")
-        known = df[df["ItemId"].isin(gru.data_iterator.itemidmap.index.values)]
-        session_ids = np.unique(known["SessionId"].to_numpy())
         item_ids = self.item_ids()
+        known = df[df["ItemId"].isin(item_ids)]
+        session_ids = np.unique(known["SessionId"].to_numpy())
         labels: list[tuple] = []
         rows: list[tuple] = []
         inner_cls = ev.SessionDataIterator
@@ -324,7 +340,7 @@ class OfficialPytorchAdapter(TorchModuleAdapter):
             patched(gru.model, "forward", recording_forward),
             redirect_stdout(io.StringIO()),
         ):
-            recall, mrr = ev.batch_eval(gru, df, cutoff=list(cutoffs), batch_size=int(batch_size), mode="conservative")
+            recall, mrr = ev.batch_eval(gru, _as_run_py_items(df), cutoff=list(cutoffs), batch_size=int(batch_size), mode="conservative")
         n = int(sum(len(s) for s, _, _ in labels))
         return recall, mrr, n, rows
 
@@ -429,10 +445,10 @@ class OfficialPytorchAdapter(TorchModuleAdapter):
         """Item ids → the port's item indices (its itemidmap); ValueError for an id unknown to training."""
         imap = self.gru.data_iterator.itemidmap
         ids = np.asarray(ids).ravel()
-        known = np.isin(ids, imap.index.values)
+        known = np.isin(ids, self.item_ids())
         if not known.all():
             raise ValueError(f"{what}: item id(s) unknown to the trained model: {ids[~known][:5].tolist()}")
-        return np.asarray(imap[ids].values, dtype=np.int64)
+        return np.asarray(imap[[str(int(i)) for i in ids]].values, dtype=np.int64)
 
     def _targets_and_samples(self, targets: Any) -> Any:
         """Y of one training step as the port's iterator builds it: the targets, then the sample cache's next
@@ -588,7 +604,7 @@ class _FitTracer:
                 positions=lanes["positions"],
                 h_in_norms=np.asarray(fwd["h_in_norms"], dtype=np.float64),
                 n_active=int(fwd["n_active"]),
-                negative_ids=np.asarray(lanes["item_ids"][lanes["negatives"]], dtype=np.int64),
+                negative_ids=np.asarray(lanes["item_ids"][lanes["negatives"]]).astype(np.int64),
                 learning_rate=float(opt.param_groups[0]["lr"]),
                 epoch=int(epoch),
                 step=int(step),
