@@ -340,7 +340,9 @@ class OfficialPytorchAdapter(TorchModuleAdapter):
             patched(gru.model, "forward", recording_forward),
             redirect_stdout(io.StringIO()),
         ):
-            recall, mrr = ev.batch_eval(gru, _as_run_py_items(df), cutoff=list(cutoffs), batch_size=int(batch_size), mode="conservative")
+            recall, mrr = ev.batch_eval(
+                gru, _as_run_py_items(df), cutoff=list(cutoffs), batch_size=int(batch_size), mode="conservative"
+            )
         n = int(sum(len(s) for s, _, _ in labels))
         return recall, mrr, n, rows
 
