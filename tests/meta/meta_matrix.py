@@ -141,6 +141,46 @@ def failure_reasons(records: list[dict]) -> dict[str, str]:
     return out
 
 
+#: How a failure message accounts for its cause (conformance/_harness/diagnosis.py): a probe isolated one, the
+#: diagnosis ran and isolated none, or the check states one measured finding (it declares no candidate causes).
+ISOLATED, NOT_ISOLATED, FINDING = "isolated", "not isolated", "finding"
+
+
+def cause_table(record: dict) -> tuple:
+    """The cause table (``diagnosis.causes``) of the check function that produced ``record`` (empty: none)."""
+    import importlib
+
+    from gru4rec_conformance.conformance._harness import diagnosis
+
+    module = str(record.get("module") or "")
+    m = re.search(r"(conformance/gru4rec/test_\w+)\.py$", module)
+    test = str(record.get("test") or "").split("[")[0]
+    if not m or not test:
+        return ()
+    mod = importlib.import_module("gru4rec_conformance." + m.group(1).replace("/", "."))
+    return diagnosis.table_of(getattr(mod, test, None))
+
+
+def diagnosis_class(reason: str) -> str:
+    """:data:`ISOLATED`, :data:`NOT_ISOLATED` or :data:`FINDING` for a failure message."""
+    if "cause not isolated" in reason:
+        return NOT_ISOLATED
+    return ISOLATED if "isolated: " in reason else FINDING
+
+
+def diagnoses(cls: Any, records: list[dict]) -> dict[str, str]:
+    """Declared catch (check id) → how its failure messages on this mutant account for the cause: the weakest
+    over the check's failing parametrizations (finding < not isolated < isolated)."""
+    order = {FINDING: 0, NOT_ISOLATED: 1, ISOLATED: 2}
+    out: dict[str, str] = {}
+    for r in records:
+        cid = (r.get("check") or {}).get("id")
+        if cid in cls.caught_by and r["outcome"] in FAIL_OUTCOMES:
+            c = diagnosis_class(str(r.get("reason") or ""))
+            out[cid] = c if cid not in out or order[c] < order[out[cid]] else out[cid]
+    return out
+
+
 def assess(cls: Any, v: dict[str, str], available: set[str] | None = None) -> dict[str, Any]:
     """A mutant's verdict against its declaration: ``missed`` (declared catches that did not fail), ``unexpected``
     (failures outside its own kind, caught_by and also_fails), ``caught`` (every declared catch failed). A
@@ -197,9 +237,9 @@ def write_matrix(mode: str, markexpr: str, run: InnerRun, mutants: list[Any], re
         }
         if cls is None:
             bad = sorted(c for c, x in v.items() if x in ("F", "X"))
-            row.update(missed=[], unexpected=bad, caught=None)
+            row.update(missed=[], unexpected=bad, caught=None, diagnosis={})
         else:
-            row.update(assess(cls, v, available))
+            row.update(assess(cls, v, available), diagnosis=diagnoses(cls, recs))
         rows.append(row)
     cols = order_checks(sorted(seen), kinds)
     data = {
@@ -222,8 +262,12 @@ def write_matrix(mode: str, markexpr: str, run: InnerRun, mutants: list[Any], re
     caught = [r for r in rows if r["caught"]]
     missed = [r for r in rows if r["caught"] is False]
     unexpected = [r for r in rows if r["unexpected"]]
+    told = [x for r in rows for x in r["diagnosis"].values()]
     lines += [
         f"- mutants caught by every declared check: {len(caught)} of {len(rows) - 1}",
+        f"- declared catches that failed ({len(told)}): the message isolates a cause by a probe in "
+        f"{told.count(ISOLATED)}, says 'cause not isolated' with its candidates in {told.count(NOT_ISOLATED)}, "
+        f"states one measured finding (a check without candidate causes) in {told.count(FINDING)}",
         f"- mutants with a declared check that did not fail: {', '.join(r['impl'] for r in missed) or 'none'}",
         f"- implementations with failures outside their declaration: "
         f"{', '.join(r['impl'] for r in unexpected) or 'none'}",
@@ -254,7 +298,8 @@ def write_matrix(mode: str, markexpr: str, run: InnerRun, mutants: list[Any], re
         )
         for c in r["caught_by"]:
             if c in r["reasons"]:
-                lines.append(f"  - {c}: {r['reasons'][c]}")
+                told_c = f" ({r['diagnosis'][c]})" if c in r["diagnosis"] else ""
+                lines.append(f"  - {c}{told_c}: {r['reasons'][c]}")
     out = _out_dir()
     atomic_write_json(out / "mutant_matrix.json", data, default=str)
     atomic_write_text(out / "mutant_matrix.md", "\n".join(lines) + "\n")

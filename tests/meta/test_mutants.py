@@ -82,6 +82,16 @@ def test_mutant_caught_by_its_checks(default_run, mutant):
     assert not a["unexpected"], f"{mutant.name} fails checks outside its declaration: " + "; ".join(
         f"{c}: {reasons.get(c, '')}" for c in a["unexpected"]
     )
+    # a check that declares candidate causes names one only through its diagnosis: never a bare assertion
+    bare = [
+        f"{r['nodeid']}: {str(r.get('reason') or '')[:200]}"
+        for r in recs
+        if (r.get("check") or {}).get("id") in mutant.caught_by
+        and r["outcome"] in meta_matrix.FAIL_OUTCOMES
+        and meta_matrix.cause_table(r)
+        and meta_matrix.diagnosis_class(str(r.get("reason") or "")) == meta_matrix.FINDING
+    ]
+    assert not bare, f"{mutant.name}: failures of checks with a cause table that bypass the diagnosis: {bare}"
 
 
 #: The metric meta-test's checks and data: the fast-set cross-entropy MC-1..3 (one set of fits serves all three) on
