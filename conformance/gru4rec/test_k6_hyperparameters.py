@@ -393,9 +393,10 @@ def test_hp2_n_sample_echo(impl, d_lag1, record_metric):
 #: HP-3's causes of a step count outside the refilled-lanes bound (meta-tests match them).
 HP3_IGNORED = "the batch size is ignored: the number of optimizer steps does not change with it"
 HP3_BATCHING = (
-    "the batch size acts, but the minibatches are not GRU4Rec's refilled session-parallel lanes (e.g. groups of "
-    "whole sessions stepped to their longest, lanes never refilled, or batches of prefix samples)"
+    "the batch size acts, but finished lanes are not refilled as GRU4Rec's are: the epoch takes more steps than "
+    "refilled lanes need (e.g. groups of whole sessions stepped to their longest)"
 )
+HP3_EARLY_END = "the epoch ends before every transition is trained: its tail is dropped (EB-1 counts it)"
 HP3_MISCOUNT = "the fit report's n_steps miscounts the optimizer steps the fit took"
 HP3_TABLE = (
     diagnosis.Candidate(
@@ -406,7 +407,13 @@ HP3_TABLE = (
     diagnosis.Candidate(
         HP3_BATCHING,
         "the same fit: confirmed when batch_size=14 takes 1/1.4..1/2.6 of batch_size=7's steps (the batch size "
-        "sets the step count, the bound of refilled lanes still fails), ruled out when the counts are within 10%",
+        "sets the step count) and batch_size=7 took more steps than the bound allows; ruled out when the counts "
+        "are within 10% or batch_size=7 took fewer steps than the bound",
+    ),
+    diagnosis.Candidate(
+        HP3_EARLY_END,
+        "the fit report's transitions trained in the epoch (n_events_trained): confirmed when fewer than the "
+        "data's transitions, ruled out when all of them",
     ),
     diagnosis.Candidate(
         HP3_MISCOUNT,
@@ -425,7 +432,8 @@ def test_hp3_batch_size_echo(impl, d_lag1, expect):
     L_max = the longest session): the batch size really sets the number of parallel sessions.
 
     Diagnosis (:data:`HP3_TABLE`): a fit with batch_size=14 tells an ignored batch size (same step count) from
-    another batching (the count halves, outside the bound); the trace tells a miscounted ``n_steps``."""
+    lanes that are not refilled (the count halves, above the bound); the transitions trained tell an epoch that
+    ends early (below the bound); the trace tells a miscounted ``n_steps``."""
     B_ = 7
     opt = dict(layers=[16], n_sample=16, learning_rate=0.1, loss="cross-entropy")
     model = build(impl, dict(batch_size=B_, n_epochs=1), opt)
@@ -453,8 +461,16 @@ def test_hp3_batch_size_echo(impl, d_lag1, expect):
     def batching() -> diagnosis.Finding:
         s14 = double()
         halves = steps / s14 if s14 else float("inf")
-        evidence = f"batch_size=7 takes {halves:.2f}× the steps of batch_size=14"
-        return diagnosis.decide(True if 1.4 <= halves <= 2.6 else False if abs(halves - 1) <= 0.1 else None, evidence)
+        evidence = f"batch_size=7 takes {halves:.2f}× the steps of batch_size=14 and {steps} steps (bound {hi:.1f})"
+        if abs(halves - 1) <= 0.1 or steps < lo:
+            return diagnosis.ruled_out(evidence)
+        return diagnosis.decide(True if 1.4 <= halves <= 2.6 and steps > hi else None, evidence)
+
+    def early_end() -> diagnosis.Finding:
+        trained = int(rep.n_events_trained[0]) if len(rep.n_events_trained) else None
+        if trained is None:
+            return diagnosis.undecided("the fit report gives no transitions trained")
+        return diagnosis.decide(trained < T, f"{trained} of {T} transitions trained in the epoch")
 
     def miscount() -> diagnosis.Finding:
         if not impl.supports("hook:trace"):
@@ -473,7 +489,8 @@ def test_hp3_batch_size_echo(impl, d_lag1, expect):
             "stepped to its longest; or of prefix samples) give another step count than GRU4Rec's refilled lanes "
             "(RP-6): a deviation of the batching, not necessarily an ignored batch size",
         )
-    diagnosis.fail(summary, [HP3_TABLE[0].cause(ignored), HP3_TABLE[1].cause(batching), HP3_TABLE[2].cause(miscount)])
+    probes = (ignored, batching, early_end, miscount)
+    diagnosis.fail(summary, [row.cause(probe) for row, probe in zip(HP3_TABLE, probes)])
 
 
 PROBES = {

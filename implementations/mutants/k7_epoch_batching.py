@@ -6,7 +6,10 @@ from __future__ import annotations
 from gru4rec_conformance.implementations.mutants import MutantAdapter, mutant
 
 
-@mutant("mutant:epoch_ends_early", defect="TF-9, GP-12", kind="K7", caught_by=("EB-1", "EB-2", "EB-4"))
+@mutant("mutant:epoch_ends_early", defect="TF-9, GP-12", kind="K7", caught_by=("EB-1", "EB-2", "EB-4"),
+        also_fails=("HP-3",),
+        collateral="HP-3: the dropped tail leaves 284 steps for 2006 transitions at batch_size=7, below the bound; "
+        "its diagnosis isolates the early end, not the batch size")  # fmt: skip
 class EpochEndsEarly(MutantAdapter):
     """Training ends the epoch as soon as one lane cannot be refilled, dropping the remainders of the other
     lanes (TF-9; GP-12/KG-4 in training)."""

@@ -6,8 +6,9 @@ One inner conformance run of the range probes (HP-1's ``n_sample``, ``layers``, 
 look-alike mutants: ``n_sample`` clamped to 1024 (a cap: 16 acts, 2048 and 4096 do not), the hidden size hard-coded
 to 100 and the batch hard-coded to 50 lanes (one size whatever is asked), the batch capped at the catalogue size (a
 cap below the range case's own small value), hidden dropout acting only between stacked layers (no effect in HP-1's
-one-layer model, an effect with two), and groups of whole sessions never refilled (the batch size acts on the step
-count, the lanes are not GRU4Rec's). The reference fails none of them."""
+one-layer model, an effect with two), groups of whole sessions never refilled (the batch size acts on the step
+count, the lanes are not GRU4Rec's) and an epoch that ends at the first lane it cannot refill (too few steps: the
+dropped tail, not the batch size). The reference fails none of them."""
 
 from __future__ import annotations
 
@@ -30,11 +31,28 @@ EXPECTED = {
     },
     "mutant:batch_size_hardcoded": {
         "test_hp3_batch_size_range": ((K6.SIZE_FIXED,), (K6.SIZE_CAPPED,), "32 → 50, 256 → 50, 512 → 50"),
-        "test_hp3_batch_size_echo": ((K6.HP3_IGNORED,), (K6.HP3_BATCHING, K6.HP3_MISCOUNT), "ratio 1.00"),
+        "test_hp3_batch_size_echo": (
+            (K6.HP3_IGNORED,),
+            (K6.HP3_BATCHING, K6.HP3_EARLY_END, K6.HP3_MISCOUNT),
+            "ratio 1.00",
+        ),
+    },
+    # the epoch stops at the first lane it cannot refill (GRU4REC-pytorch, KerasGRU4Rec): too few steps, and the
+    # diagnosis blames the dropped tail, not the batch size or the lanes
+    "mutant:epoch_ends_early": {
+        "test_hp3_batch_size_echo": (
+            (K6.HP3_EARLY_END,),
+            (K6.HP3_IGNORED, K6.HP3_BATCHING, K6.HP3_MISCOUNT),
+            "1988 of 2006 transitions",
+        )
     },
     # its sibling for the step count: the batch size acts (the count halves with it), the lanes are not refilled
     "mutant:padded_batches": {
-        "test_hp3_batch_size_echo": ((K6.HP3_BATCHING,), (K6.HP3_IGNORED, K6.HP3_MISCOUNT), "steps of batch_size=14")
+        "test_hp3_batch_size_echo": (
+            (K6.HP3_BATCHING,),
+            (K6.HP3_IGNORED, K6.HP3_EARLY_END, K6.HP3_MISCOUNT),
+            "steps of batch_size=14",
+        )
     },
     # acts only between stacked layers (GP-7): not ignored, and HP-1 says where it does act
     "mutant:no_hidden_dropout_single_layer": {
