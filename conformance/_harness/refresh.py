@@ -10,7 +10,8 @@ else its check runs again:
 
 - the earlier run is complete and of the same implementation, version, declaration (features, hooks,
   capabilities but their free-text shims), frameworks, device, ``--dataset``, ``--seeds``, profile and
-  ``GRU4REC_*`` variables (a difference is a usage error naming it, since nothing could be reused);
+  ``GRU4REC_*`` variables but the location-only ones (:data:`LOCATION_ONLY`) (a difference is a usage error
+  naming it, since nothing could be reused);
 - between the commit the result was recorded at and this checkout's HEAD, git shows no change in the family's
   check paths (``reports.facts.CHECK_PATHS_BY_FAMILY``: the check modules, their helpers, the reference, the
   data readers) that can affect its module (``reports.facts.affects``: not documentation, not another check
@@ -90,6 +91,16 @@ def _declaration(impl: Mapping[str, Any]) -> dict[str, Any]:
             "hooks": impl.get("hooks"), "capabilities": caps}  # fmt: skip
 
 
+#: ``GRU4REC_*`` variables that say only where something is found, not what is measured: a local git mirror that
+#: holds the pinned commits and the cache folder of checkouts and oracle fits (a checkout's commit is compared as
+#: the implementation's version). ``GRU4REC_SHARED_DATA``, ``GRU4REC_WORKER_PYTHON`` and the rest still count.
+LOCATION_ONLY = frozenset({"GRU4REC_MIRROR_DIR", "GRU4REC_CACHE_DIR"})
+
+
+def _measured_env(header: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in (header.get("env") or {}).items() if k not in LOCATION_ONLY}
+
+
 def header_mismatch(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
     """What differs between the earlier run's header and this run's in what decides a check's result (empty:
     results may be reused). Both are run headers (``reporting.run_header``)."""
@@ -102,9 +113,13 @@ def header_mismatch(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]
         diff = sorted(k for k in {*(old.get("frameworks") or {}), *(new.get("frameworks") or {})}
                       if (old.get("frameworks") or {}).get(k) != (new.get("frameworks") or {}).get(k))  # fmt: skip
         out.append(f"framework versions ({', '.join(diff)})")
-    for key in ("device", "dataset", "seeds", "env"):
+    for key in ("device", "dataset", "seeds"):
         if (old.get(key) or None) != (new.get(key) or None):
-            out.append(key if key != "env" else "GRU4REC_* variables")
+            out.append(key)
+    a_env, b_env = _measured_env(old), _measured_env(new)
+    if a_env != b_env:
+        diff = sorted(k for k in {*a_env, *b_env} if a_env.get(k) != b_env.get(k))
+        out.append(f"GRU4REC_* variables ({', '.join(diff)})")
     if (old.get("options") or {}).get("profile") != (new.get("options") or {}).get("profile"):
         out.append("profile")
     return out

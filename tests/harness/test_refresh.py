@@ -73,6 +73,11 @@ def test_header_mismatch_names_what_would_change_a_result():
     assert header_mismatch(head, shims) == []  # free text only
     other = {**head, "impl": {**head["impl"], "version": "a@2"}, "frameworks": {"torch": "2.12.0"}, "seeds": [1]}
     assert header_mismatch(head, other) == ["the implementation's version", "framework versions (torch)", "seeds"]
+    # where checkouts and caches are found does not change a result; which data or worker interpreter does
+    mirror = {**head, "env": {"GRU4REC_MIRROR_DIR": "/work/.mirror", "GRU4REC_CACHE_DIR": "/c"}}
+    assert header_mismatch(head, mirror) == []
+    data = {**head, "env": {"GRU4REC_SHARED_DATA": "/d", "GRU4REC_MIRROR_DIR": "/m"}}
+    assert header_mismatch(head, data) == ["GRU4REC_* variables (GRU4REC_SHARED_DATA)"]
 
 
 def _run(out: Path, *args: str) -> subprocess.CompletedProcess:
