@@ -162,10 +162,13 @@ def cause_table(record: dict) -> tuple:
 
 
 def diagnosis_class(reason: str) -> str:
-    """:data:`ISOLATED`, :data:`NOT_ISOLATED` or :data:`FINDING` for a failure message."""
-    if "cause not isolated" in reason:
+    """:data:`ISOLATED`, :data:`NOT_ISOLATED` or :data:`FINDING` for a failure message (the prefixes are
+    diagnosis.py's; hand-written messages use the same "cause not isolated" words)."""
+    from gru4rec_conformance.conformance._harness import diagnosis
+
+    if diagnosis.NOT_ISOLATED.split(";")[0] in reason:
         return NOT_ISOLATED
-    return ISOLATED if "isolated: " in reason else FINDING
+    return ISOLATED if diagnosis.ISOLATED in reason else FINDING
 
 
 def diagnoses(cls: Any, records: list[dict]) -> dict[str, str]:
