@@ -16,6 +16,7 @@ import math
 import numpy as np
 import pytest
 
+from gru4rec_conformance.conformance._harness import diagnosis
 from gru4rec_conformance.conformance.gru4rec._common import ADAGRAD, build
 from gru4rec_conformance.reference.gru4rec.losses import loss_on_scores as oracle_loss
 
@@ -67,20 +68,107 @@ def _gradient_scale(grad: np.ndarray, ref_grad: np.ndarray) -> float:
     return float(np.sum(grad * ref_grad) / max(float(np.sum(ref_grad * ref_grad)), 1e-300))
 
 
+#: LF-1's causes of a loss value that misses c·L_ref while the gradient matches (meta-tests match them).
+LF1_CONSTANT = (
+    "the value is offset by a constant, a term that does not depend on the scores added or left out (e.g. the "
+    "j = i term of BPR)"
+)
+LF1_NORMALISED = "the value is normalised differently from its gradient (a constant factor between them)"
+LF1_DETACHED = "the value has a score-dependent term without gradient (detached / stop-gradient)"
+#: Relative agreement that counts as "the same" across the three score matrices (float32 implementations).
+LF1_SAME = 1e-4
+LF1_TABLE = (
+    diagnosis.Candidate(
+        LF1_CONSTANT,
+        "the value on two more random score matrices of the same shape: confirmed when L − c·L_ref is the same on "
+        "all three (1e-4 relative to c·L_ref), ruled out when it differs",
+    ),
+    diagnosis.Candidate(
+        LF1_NORMALISED,
+        "the same three matrices: confirmed when L / (c·L_ref) is the same on all three while L − c·L_ref is not, "
+        "ruled out when the ratio differs",
+    ),
+    diagnosis.Candidate(
+        LF1_DETACHED,
+        "the same three matrices, by elimination: the gradient is c times the reference's, so a difference that "
+        "changes with the scores and is neither a constant offset nor a constant factor comes from a term without "
+        "gradient; confirmed when both readings above are ruled out",
+    ),
+)
+
+
+def _lf1_value_probes(
+    model, loss: str, kw: dict, c: float, first: tuple[float, float]
+) -> tuple[diagnosis.Cause, diagnosis.Cause, diagnosis.Cause]:
+    """LF-1's three value probes, sharing one measurement: (L, c·L_ref) on score matrices 0 (``first``), 1, 2."""
+    memo: list[list[tuple[float, float]]] = []
+
+    def pairs() -> list[tuple[float, float]]:
+        if not memo:
+            got = [first]
+            for seed in (1, 2):
+                R = _matrix(seed)
+                ref_value, _ = oracle_loss(R, loss, **kw)
+                value, _ = model.loss_on_scores(R.copy(), loss, **kw)
+                got.append((float(value), c * float(ref_value)))
+            memo.append(got)
+        return memo[0]
+
+    def same(xs: list[float], scale: float) -> bool:
+        return max(xs) - min(xs) <= LF1_SAME * scale
+
+    def offsets() -> tuple[list[float], float, str]:
+        p = pairs()
+        off = [v - r for v, r in p]
+        return off, max(abs(r) for _, r in p), "L − c·L_ref = " + ", ".join(f"{o:.6g}" for o in off)
+
+    def ratios() -> tuple[list[float], str]:
+        rat = [v / r if r else float("nan") for v, r in pairs()]
+        return rat, "L / (c·L_ref) = " + ", ".join(f"{q:.6g}" for q in rat)
+
+    def constant() -> diagnosis.Finding:
+        off, scale, ev = offsets()
+        return diagnosis.decide(same(off, scale), ev)
+
+    def normalised() -> diagnosis.Finding:
+        off, scale, _ = offsets()
+        rat, ev = ratios()
+        if not all(math.isfinite(q) for q in rat) or not same(rat, 1.0):
+            return diagnosis.ruled_out(ev)
+        return diagnosis.decide(not same(off, scale), ev)
+
+    def detached() -> diagnosis.Finding:
+        off, scale, ev_off = offsets()
+        rat, ev_rat = ratios()
+        ratio_same = all(math.isfinite(q) for q in rat) and same(rat, 1.0)
+        if same(off, scale) or ratio_same:
+            return diagnosis.ruled_out("a constant offset or factor explains the difference")
+        return diagnosis.confirmed(f"{ev_off}; {ev_rat}")
+
+    return LF1_TABLE[0].cause(constant), LF1_TABLE[1].cause(normalised), LF1_TABLE[2].cause(detached)
+
+
 @pytest.mark.check("LF-1", kind="K2")
 @pytest.mark.hook("loss_on_scores")
 @pytest.mark.parametrize("loss,kw", LF1_CASES)
+@diagnosis.causes(*LF1_TABLE)
 def test_lf1_fixed_score_matrix(impl, loss, kw, record_metric, expect):
     """Loss value and gradient on a fixed score matrix equal the reference formula (up to a scale).
 
     On a fixed random B×(B+S) score matrix (B=5, S=3, N(0, 2²)) ∂L/∂R equals the reference gradient up to one
     positive scale factor c, fitted on the gradients (least squares), and the loss value equals c times the
     reference value (both 1e-5 relative). The scale is fitted on gradients, not on values: a rescaled loss shows in
-    its gradient, while a term whose gradient is stopped (detached) or missing changes the value only."""
+    its gradient, while a term whose gradient is stopped (detached) or missing changes the value only.
+
+    Diagnosis of a value that misses while the gradient matches (:data:`LF1_TABLE`): two more score matrices tell
+    a constant offset (a gradient-free constant term) from a constant factor (the value normalised apart from its
+    gradient) from a score-dependent term without gradient. A gradient that differs is its own finding (the
+    equation differs)."""
     kw = {k: (_column_q() if v == "q" else v) for k, v in kw.items()}
     R = _matrix()
     ref_value, ref_grad = oracle_loss(R, loss, **kw)
-    value, grad = _built(impl, loss).loss_on_scores(R.copy(), loss, **kw)
+    model = _built(impl, loss)
+    value, grad = model.loss_on_scores(R.copy(), loss, **kw)
     value = float(value)
     grad = np.asarray(grad, dtype=np.float64)
     what = f"loss {loss} {kw}"
@@ -111,19 +199,19 @@ def test_lf1_fixed_score_matrix(impl, loss, kw, record_metric, expect):
     )
     assert c > 0, (
         f"{what}: the gradient points against the reference's (fitted scale c = {c:.6g}; loss {value:.6g} "
-        f"vs reference {ref_value:.6g}): the loss is maximised, or a sign is wrong"
+        f"vs reference {ref_value:.6g}): the loss is maximised (its sign is flipped)"
     )
     assert grad_ok, (
         f"{what}: ∂L/∂R differs from the reference formula by {g_err:.3g} (relative, after the "
         f"best scaling c = {c:.6g} fitted on the gradients): the equation differs, not only its "
         "normalisation"
     )
-    assert value_ok, (
-        f"{what}: the gradient matches the reference up to c = {c:.6g}, but the loss value "
-        f"{value:.6g} differs from c·L_ref = {c * ref_value:.6g} by {v_err:.3g} (relative): the "
-        "value has a term without gradient (detached / stop-gradient) or lacks one, or is "
-        "normalised differently from its gradient"
-    )
+    if not value_ok:
+        diagnosis.fail(
+            f"{what}: the gradient matches the reference up to c = {c:.6g}, but the loss value {value:.6g} differs "
+            f"from c·L_ref = {c * ref_value:.6g} by {v_err:.3g} (relative)",
+            _lf1_value_probes(model, loss, kw, c, (value, c * ref_value)),
+        )
 
 
 LOSSES = [
@@ -268,6 +356,37 @@ def _softmax_neg(O: np.ndarray) -> np.ndarray:
     return e / e.sum(axis=1, keepdims=True)
 
 
+#: LF-6's causes of a regulariser term that misses mean_i Σ_j s_ij·Ô_ij² (meta-tests match them).
+LF6_IGNORED = "bpreg is ignored: the loss value does not change with it"
+LF6_WEIGHT = "the term follows bpreg with another weight (a constant factor k ≠ 1 on the reference's term)"
+LF6_FORM = "the term is another function of the scores than mean_i Σ_j s_ij·Ô_ij², or not linear in bpreg"
+LF6_TABLE = (
+    diagnosis.Candidate(
+        LF6_IGNORED,
+        "loss(bpreg=1) − loss(bpreg=0): confirmed when it is 0 (1e-5 relative to the term), ruled out otherwise",
+    ),
+    diagnosis.Candidate(
+        LF6_WEIGHT,
+        "loss(bpreg=2) − loss(bpreg=0) on the same scores and the term on a second score matrix: confirmed when the "
+        "term doubles with bpreg and its ratio k to the reference's term is the same on both matrices (1e-4 "
+        "relative), ruled out otherwise",
+    ),
+    diagnosis.Candidate(
+        LF6_FORM,
+        "the same two measurements: confirmed when the term does not double with bpreg or k differs "
+        "between the matrices, ruled out when neither",
+    ),
+)
+
+
+def _lf6_term(model, R: np.ndarray, bpreg: float, elu_param: float, c: float) -> tuple[float, float]:
+    """(measured term (loss(bpreg) − loss(0)) / c, the reference's bpreg·mean_i Σ_j s_ij·Ô_ij²) on ``R``."""
+    v0, _ = model.loss_on_scores(R.copy(), "bpr-max", bpreg=0.0, elu_param=elu_param)
+    vb, _ = model.loss_on_scores(R.copy(), "bpr-max", bpreg=bpreg, elu_param=elu_param)
+    O = np.where(R >= 0, R, elu_param * (np.exp(R) - 1)) if elu_param > 0 else R
+    return (float(vb) - float(v0)) / c, bpreg * float(np.mean(np.sum(_softmax_neg(O) * O**2, axis=1)))
+
+
 @pytest.mark.check("LF-6", kind="K2")
 @pytest.mark.hook("loss_on_scores")
 @pytest.mark.loss("bpr-max")
@@ -275,26 +394,61 @@ def _softmax_neg(O: np.ndarray) -> np.ndarray:
 @pytest.mark.parametrize(
     "elu_param", [pytest.param(0.0, id="linear"), pytest.param(1.0, id="elu1", marks=pytest.mark.final_act("elu"))]
 )
+@diagnosis.causes(*LF6_TABLE)
 def test_lf6_bpreg_term(impl, elu_param, expect):
     """The BPR-max score regulariser is present and weighted by bpreg.
 
     The BPR-max score regulariser is there and weighted by bpreg: loss(bpreg=1) − loss(bpreg=0) equals the
-    mean over rows of Σ_j s_ij·Ô_ij² (negative-softmax weights s, activated scores Ô)."""
+    mean over rows of Σ_j s_ij·Ô_ij² (negative-softmax weights s, activated scores Ô).
+
+    Diagnosis (:data:`LF6_TABLE`): a term of 0 is an ignored bpreg; bpreg=2 and a second score matrix tell a
+    term weighted by another constant from a term of another form."""
     model = _built(impl, "bpr-max")
     R = _matrix(6)
     v0, _ = model.loss_on_scores(R.copy(), "bpr-max", bpreg=0.0, elu_param=elu_param)
-    v1, _ = model.loss_on_scores(R.copy(), "bpr-max", bpreg=1.0, elu_param=elu_param)
     ref0, _ = oracle_loss(R, "bpr-max", bpreg=0.0, elu_param=elu_param)
     c = float(v0) / ref0
-    O = np.where(R >= 0, R, elu_param * (np.exp(R) - 1)) if elu_param > 0 else R
-    want = float(np.mean(np.sum(_softmax_neg(O) * O**2, axis=1)))
-    got = (float(v1) - float(v0)) / c
-    expect(
+    got, want = _lf6_term(model, R, 1.0, elu_param, c)
+    if expect.holds(
         "regulariser term (bpreg=1)",
         got,
         reference=want,
         tolerance=REL_TOL * abs(want),
         rule="mean_i Σ_j s_ij·Ô_ij², 1e-5 relative",
-        message=f"loss(bpreg=1) − loss(bpreg=0) = {got:.6g} (after scale c = {c:.4g}), expected {want:.6g}: the "
-        "bpreg term is missing, hard-coded or weighted differently",
+    ):
+        return
+    memo: list[tuple[float, float, float]] = []
+
+    def more() -> tuple[float, float, float]:
+        if not memo:
+            twice, _ = _lf6_term(model, R, 2.0, elu_param, c)
+            other, other_want = _lf6_term(model, _matrix(7), 1.0, elu_param, c)
+            memo.append((twice, other / other_want, got / want))
+        return memo[0]
+
+    def ignored() -> diagnosis.Finding:
+        return diagnosis.decide(abs(got) <= REL_TOL * abs(want), f"term {got:.6g}")
+
+    def linear_and_constant() -> tuple[bool, str]:
+        twice, k2, k1 = more()
+        doubles = abs(twice - 2 * got) <= 1e-4 * max(abs(twice), abs(want))
+        same_k = abs(k2 - k1) <= 1e-4 * max(abs(k1), 1.0)
+        evidence = f"bpreg=2 gives {twice:.6g} (2 × {got:.6g}); k = {k1:.6g} on these scores, {k2:.6g} on others"
+        return doubles and same_k, evidence
+
+    def weight() -> diagnosis.Finding:
+        if abs(got) <= REL_TOL * abs(want):
+            return diagnosis.ruled_out("no term at all")
+        ok, evidence = linear_and_constant()
+        return diagnosis.decide(ok, evidence)
+
+    def form() -> diagnosis.Finding:
+        if abs(got) <= REL_TOL * abs(want):
+            return diagnosis.ruled_out("no term at all")
+        ok, evidence = linear_and_constant()
+        return diagnosis.decide(not ok, evidence)
+
+    diagnosis.fail(
+        f"loss(bpreg=1) − loss(bpreg=0) = {got:.6g} (after scale c = {c:.4g}), expected {want:.6g}",
+        [LF6_TABLE[0].cause(ignored), LF6_TABLE[1].cause(weight), LF6_TABLE[2].cause(form)],
     )

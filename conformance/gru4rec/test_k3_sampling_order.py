@@ -174,15 +174,48 @@ def test_so2_shared_negatives(impl, d_lag1, expect):
     )
 
 
+#: SO-3's causes of draws that do not follow support^sample_alpha (meta-tests match them).
+SO3_EXPONENT = "the draws follow a power of the support with another exponent than sample_alpha"
+SO3_NOT_A_POWER = "the draws follow no power of the support (another distribution)"
+#: The exponents SO-3's probe fits (0 = uniform).
+SO3_EXPONENTS = np.round(np.arange(-1.0, 2.0001, 0.01), 2)
+SO3_TABLE = (
+    diagnosis.Candidate(
+        SO3_EXPONENT,
+        "the same draws against support^a for a = -1..2 in steps of 0.01: confirmed when the best-fitting a passes "
+        "the chi-square test (p > 1e-3), ruled out otherwise",
+    ),
+    diagnosis.Candidate(
+        SO3_NOT_A_POWER, "the same fit: confirmed when even the best-fitting a fails the test (p <= 1e-3)"
+    ),
+)
+
+
+def _fitted_exponent(counts: np.ndarray, support: np.ndarray, n: int) -> tuple[float, float]:
+    """The exponent a of ``support``^a that fits ``counts`` best (largest chi-square p), and that p."""
+    best = (float("nan"), -1.0)
+    for a in SO3_EXPONENTS:
+        w = support**a
+        obs, exp = _pool(counts, w / w.sum() * n)
+        p = float(stats.chisquare(obs, exp)[1])
+        if p > best[1]:
+            best = (float(a), p)
+    return best
+
+
 @pytest.mark.check("SO-3", kind="K3")
 @pytest.mark.feature("sample_alpha")
 @pytest.mark.hook("trace")
 @pytest.mark.parametrize("alpha", [0.0, 0.5, 1.0])
+@diagnosis.causes(*SO3_TABLE)
 def test_so3_sampling_distribution(impl, zipf, alpha, expect):
     """Extra negatives follow support^sample_alpha (sample_alpha = 0, 0.5 and 1).
 
     The extra samples of 200 training steps (S=512, Zipf-popular items) follow support^sample_alpha /
-    Σ support^sample_alpha (chi-square p > 1e-3) for sample_alpha = 0, 0.5, 1."""
+    Σ support^sample_alpha (chi-square p > 1e-3) for sample_alpha = 0, 0.5, 1.
+
+    Diagnosis (:data:`SO3_TABLE`): the exponent that fits the same draws best tells another exponent (a fixed
+    one whatever sample_alpha asks shows as the same fitted a in every case) from another distribution."""
     S_ = 512
     model = build(
         impl,
@@ -201,14 +234,28 @@ def test_so3_sampling_distribution(impl, zipf, alpha, expect):
     expected = w / w.sum() * len(drawn)
     obs, exp = _pool(counts, expected)
     chi2, p = stats.chisquare(obs, exp)
-    expect(
-        f"chi-square p (alpha={alpha})",
-        p,
-        gt=1e-3,
-        samples=len(drawn),
-        bins=len(obs),
-        message=f"sampled item frequencies do not follow support^{alpha} (chi-square {chi2:.1f} on {len(obs) - 1} "
-        f"dof, p = {p:.2g}): sample_alpha is ignored or the distribution is wrong",
+    if expect.holds(f"chi-square p (alpha={alpha})", p, gt=1e-3, samples=len(drawn), bins=len(obs)):
+        return
+    fit: list[tuple[float, float]] = []
+
+    def fitted() -> tuple[float, float, str]:
+        if not fit:
+            fit.append(_fitted_exponent(counts, np.array([support[i] for i in items], dtype=np.float64), len(drawn)))
+        a, q = fit[0]
+        return a, q, f"best-fitting exponent {a:g}{' (uniform)' if a == 0 else ''}, p = {q:.2g}"
+
+    def exponent() -> diagnosis.Finding:
+        _, q, evidence = fitted()
+        return diagnosis.decide(q > 1e-3, evidence)
+
+    def not_a_power() -> diagnosis.Finding:
+        _, q, evidence = fitted()
+        return diagnosis.decide(q <= 1e-3, evidence)
+
+    diagnosis.fail(
+        f"sampled item frequencies do not follow support^{alpha} (chi-square {chi2:.1f} on {len(obs) - 1} dof, "
+        f"p = {p:.2g})",
+        [SO3_TABLE[0].cause(exponent), SO3_TABLE[1].cause(not_a_power)],
     )
 
 

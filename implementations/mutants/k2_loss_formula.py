@@ -129,3 +129,22 @@ class BPRValueWithoutDiagonal(MutantAdapter):
             return torch.sum(terms[off_diagonal])
 
         return _loss_value("bpr", value)
+
+
+@mutant("mutant:bpr_value_doubled", defect="a loss value normalised apart from its gradient (sibling of the BPR "
+        "value without its j = i term)", kind="K2", caught_by=("LF-1",))  # fmt: skip
+class BPRValueDoubled(MutantAdapter):
+    """BPR's reported loss value is twice the value its gradient comes from (a value summed or scaled for the
+    report while the step uses another normalisation): the gradient is exactly the reference's. The sibling of
+    :class:`BPRValueWithoutDiagonal`: both miss only in the value, LF-1's probes must tell a constant factor from
+    a constant offset."""
+
+    @classmethod
+    def gru_overrides(cls):
+        import torch
+
+        def value(loss, O, d):
+            v = torch.sum(-torch.nn.functional.logsigmoid(d - O))
+            return v + v.detach()
+
+        return _loss_value("bpr", value)

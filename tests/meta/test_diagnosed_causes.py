@@ -1,11 +1,13 @@
 """The failure messages name the cause a probe isolated (conformance/_harness/diagnosis.py), and sibling mutants
 whose symptoms resemble each other are told apart by their messages; the reference fails none of these checks.
 
-One inner conformance run (SR-1, SR-2, EV-1, SO-1, SC-1) on the reference and on pairs of look-alike mutants: a
+One inner conformance run (SR-1, SR-2, EV-1, SO-1, SC-1, LF-1, LF-6, SO-3) on the reference and on pairs of look-alike mutants: a
 state leak vs an evaluator that masks the session's items vs one that removes the input item; an ignored tie mode
 vs a `rank < N` cutoff; an evaluation loop that stops early (only the event count differs) vs a state leak; fresh per-example negatives vs a softmax over the whole catalogue; full-catalogue scoring
 (through train_step, black-box through fit, and through fit where train_step refuses the probe's lanes) vs a dense
-update of the whole item table."""
+update of the whole item table; a loss value offset by a constant vs one scaled by a constant (the gradient right in
+both); an ignored bpreg; draws that ignore sample_alpha (another exponent of the support, not another
+distribution)."""
 
 from __future__ import annotations
 
@@ -13,6 +15,8 @@ import meta_matrix
 import pytest
 
 from gru4rec_conformance.conformance.gru4rec import _probes as P
+from gru4rec_conformance.conformance.gru4rec import test_k2_loss_formula as K2
+from gru4rec_conformance.conformance.gru4rec import test_k3_sampling_order as K3
 from gru4rec_conformance.conformance.gru4rec.test_k3_sampling_order import SO1_FRESH_NEGATIVES, SO1_NORMALISED
 from gru4rec_conformance.conformance.gru4rec.test_k8_evaluation import EV1_EVENTS
 from gru4rec_conformance.conformance.gru4rec.test_k9_scalability import (
@@ -50,8 +54,15 @@ EXPECTED: dict[str, dict[str, tuple[tuple[str, ...], tuple[str, ...]]]] = {
     # train_forward's score tensor, the step's probes left undecided
     "mutant:full_catalogue_scoring_fixed_width": {"SC-1": ((SC1_FULL_SCORING,), (SC1_DENSE_UPDATE, SC1_SAMPLER))},
     "mutant:dense_item_table_update": {"SC-1": ((SC1_DENSE_UPDATE,), (SC1_FULL_SCORING, SC1_SAMPLER))},
+    # a loss value that misses while its gradient matches: a constant offset (the j = i term left out) vs a
+    # constant factor (the value doubled for the report)
+    "mutant:bpr_value_without_diagonal": {"LF-1": ((K2.LF1_CONSTANT,), (K2.LF1_NORMALISED, K2.LF1_DETACHED))},
+    "mutant:bpr_value_doubled": {"LF-1": ((K2.LF1_NORMALISED,), (K2.LF1_CONSTANT, K2.LF1_DETACHED))},
+    "mutant:bpreg_ignored": {"LF-6": ((K2.LF6_IGNORED,), (K2.LF6_WEIGHT, K2.LF6_FORM))},
+    # uniform draws whatever sample_alpha asks: the fitted exponent is 0 in both failing cases
+    "mutant:sample_alpha_ignored": {"SO-3": ((K3.SO3_EXPONENT,), (K3.SO3_NOT_A_POWER,))},
 }
-CHECKS = ("SR-1", "SR-2", "EV-1", "SO-1", "SC-1")
+CHECKS = ("SR-1", "SR-2", "EV-1", "SO-1", "SC-1", "LF-1", "LF-6", "SO-3")
 
 
 @pytest.fixture(scope="module")
