@@ -68,7 +68,10 @@ def _gradient_scale(grad: np.ndarray, ref_grad: np.ndarray) -> float:
     return float(np.sum(grad * ref_grad) / max(float(np.sum(ref_grad * ref_grad)), 1e-300))
 
 
-#: LF-1's causes of a loss value that misses c·L_ref while the gradient matches (meta-tests match them).
+#: LF-1's causes (meta-tests match them): of a gradient that is no positive multiple of the reference's, then of a
+#: loss value that misses c·L_ref while the gradient matches.
+LF1_SIGN = "the loss is maximised: its sign is flipped"
+LF1_EQUATION = "the loss equation differs from the reference's, not only its normalisation"
 LF1_CONSTANT = (
     "the value is offset by a constant, a term that does not depend on the scores added or left out (e.g. the "
     "j = i term of BPR)"
@@ -78,6 +81,16 @@ LF1_DETACHED = "the value has a score-dependent term without gradient (detached 
 #: Relative agreement that counts as "the same" across the three score matrices (float32 implementations).
 LF1_SAME = 1e-4
 LF1_TABLE = (
+    diagnosis.Candidate(
+        LF1_SIGN,
+        "the scale c fitted on the gradients: confirmed when c < 0 and ∂L/∂R = c·∂L_ref/∂R (1e-5 relative), ruled "
+        "out when c > 0",
+    ),
+    diagnosis.Candidate(
+        LF1_EQUATION,
+        "the same fit: confirmed when ∂L/∂R differs from c·∂L_ref/∂R by more than 1e-5 (relative) for the best c, "
+        "ruled out when it does not",
+    ),
     diagnosis.Candidate(
         LF1_CONSTANT,
         "the value on two more random score matrices of the same shape: confirmed when L − c·L_ref is the same on "
@@ -145,7 +158,7 @@ def _lf1_value_probes(
             return diagnosis.ruled_out("a constant offset or factor explains the difference")
         return diagnosis.confirmed(f"{ev_off}; {ev_rat}")
 
-    return LF1_TABLE[0].cause(constant), LF1_TABLE[1].cause(normalised), LF1_TABLE[2].cause(detached)
+    return LF1_TABLE[2].cause(constant), LF1_TABLE[3].cause(normalised), LF1_TABLE[4].cause(detached)
 
 
 @pytest.mark.check("LF-1", kind="K2")
@@ -160,10 +173,10 @@ def test_lf1_fixed_score_matrix(impl, loss, kw, record_metric, expect):
     reference value (both 1e-5 relative). The scale is fitted on gradients, not on values: a rescaled loss shows in
     its gradient, while a term whose gradient is stopped (detached) or missing changes the value only.
 
-    Diagnosis of a value that misses while the gradient matches (:data:`LF1_TABLE`): two more score matrices tell
-    a constant offset (a gradient-free constant term) from a constant factor (the value normalised apart from its
-    gradient) from a score-dependent term without gradient. A gradient that differs is its own finding (the
-    equation differs)."""
+    Diagnosis (:data:`LF1_TABLE`): a gradient that is no positive multiple of the reference's is a flipped sign
+    (c < 0, the gradients agree up to it) or another equation; of a value that misses while the gradient matches,
+    two more score matrices tell a constant offset (a gradient-free constant term) from a constant factor (the
+    value normalised apart from its gradient) from a score-dependent term without gradient."""
     kw = {k: (_column_q() if v == "q" else v) for k, v in kw.items()}
     R = _matrix()
     ref_value, ref_grad = oracle_loss(R, loss, **kw)
@@ -197,15 +210,16 @@ def test_lf1_fixed_score_matrix(impl, loss, kw, record_metric, expect):
         tolerance=REL_TOL,
         rule="|L − c·L_ref| ≤ 1e-5 · |c·L_ref|, c from the gradients",
     )
-    assert c > 0, (
-        f"{what}: the gradient points against the reference's (fitted scale c = {c:.6g}; loss {value:.6g} "
-        f"vs reference {ref_value:.6g}): the loss is maximised (its sign is flipped)"
-    )
-    assert grad_ok, (
-        f"{what}: ∂L/∂R differs from the reference formula by {g_err:.3g} (relative, after the "
-        f"best scaling c = {c:.6g} fitted on the gradients): the equation differs, not only its "
-        "normalisation"
-    )
+    if c <= 0 or not grad_ok:
+        sign = diagnosis.decide(
+            None if c < 0 and not grad_ok else c < 0, f"c = {c:.6g}, gradient error after it {g_err:.3g}"
+        )
+        equation = diagnosis.decide(not grad_ok, f"gradient error {g_err:.3g} after the best c = {c:.6g}")
+        diagnosis.fail(
+            f"{what}: ∂L/∂R is not a positive multiple of the reference's (best scale c = {c:.6g} fitted on the "
+            f"gradients, {g_err:.3g} relative error after it; loss {value:.6g} vs reference {ref_value:.6g})",
+            [LF1_TABLE[0].cause(lambda: sign), LF1_TABLE[1].cause(lambda: equation)],
+        )
     if not value_ok:
         diagnosis.fail(
             f"{what}: the gradient matches the reference up to c = {c:.6g}, but the loss value {value:.6g} differs "

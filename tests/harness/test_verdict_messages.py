@@ -1,0 +1,54 @@
+"""No committed verdict's check message names a cause its probes did not isolate (issue 33's rule, read off the
+records themselves, so that a message written before a check got its cause table is found too).
+
+A failed check's message either carries a diagnosis (``isolated: …`` or ``cause not isolated; candidates: …``,
+conformance/_harness/diagnosis.py) or states one measured finding. A finding that offers alternatives ("A or B"),
+or a guess ("…?"), names causes nobody isolated: it should have been a cause table. Exceptions raised by the code
+under test (not an ``AssertionError`` of a check) are quoted as they are and are not judged."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from gru4rec_conformance.conformance._harness import diagnosis
+from gru4rec_conformance.reports.results import iter_run_dirs, load_run
+
+VERDICTS = Path(__file__).resolve().parents[2] / "reports" / "verdicts"
+FAILED = ("failed", "xfail", "error")
+#: A guessed cause, or alternatives offered as the cause ("is ignored or the distribution is wrong").
+GUESS = re.compile(r"\?|\bor\b")
+
+
+def unisolated_guess(reason: str) -> str | None:
+    """The part of a check's ``AssertionError`` message that offers alternatives or a guess as its cause, or None
+    when the message carries a diagnosis, states a single finding, or is not a check's own assertion."""
+    if not reason.startswith("AssertionError"):
+        return None
+    if diagnosis.ISOLATED in reason or diagnosis.NOT_ISOLATED in reason:
+        return None
+    # quoted values (parameters, ids, exception texts of the code under test) are data, not the check's words
+    words = re.sub(r"'[^']*'|\"[^\"]*\"|\([^()]*\bdeclared\b[^()]*\)", "", reason)
+    m = GUESS.search(words)
+    return words[max(0, m.start() - 80) : m.end() + 40] if m else None
+
+
+def test_the_rule_reads_guesses_and_leaves_findings():
+    assert unisolated_guess("AssertionError: p = 0: sample_alpha is ignored or the distribution is wrong")
+    assert unisolated_guess("AssertionError: non-finite outputs (a drop probability used as keep probability?)")
+    assert unisolated_guess("AssertionError: 3 steps: " + diagnosis.ISOLATED + "x (y or z)") is None
+    assert unisolated_guess("AssertionError: 0.000 of the embedding output is zero, expected 0.25") is None
+    assert unisolated_guess("RuntimeError: is it a tensor or a list?") is None
+    assert unisolated_guess("AssertionError: layers={'a or b': 1} gives the same scores") is None
+
+
+@pytest.mark.skipif(not VERDICTS.is_dir(), reason="no committed verdicts in this checkout (reports/verdicts)")
+def test_no_committed_message_names_an_unisolated_cause():
+    found = []
+    for directory in iter_run_dirs(VERDICTS):
+        for r in load_run(directory).results:
+            if r.get("outcome") in FAILED and (guess := unisolated_guess(str(r.get("reason") or ""))):
+                found.append(f"{directory.relative_to(VERDICTS)} {r.get('test')}: …{guess}…")
+    assert not found, "\n".join(found)
