@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
@@ -216,3 +217,29 @@ def fail(summary: str, causes: Sequence[Cause], details: str = "") -> None:
     after the diagnosis, so that a report that keeps only the start of a message keeps the cause."""
     __tracebackhide__ = True
     raise AssertionError(f"{summary}: {diagnose(causes).text()}" + (f"; measured: {details}" if details else ""))
+
+
+#: A guessed cause ("...?") or alternatives offered as the cause ("is ignored or the distribution is wrong").
+_GUESS = re.compile(r"\?|\bor\b")
+#: Quoted values (parameters, ids, an exception text of the code under test) and declared-capability notes are
+#: data, not the check's words.
+_QUOTED = re.compile(r"'[^']*'|\"[^\"]*\"|\([^()]*\bdeclared\b[^()]*\)")
+
+
+def unisolated_guess(message: str) -> str | None:
+    """The part of a failed check's message that names a cause no probe isolated, or None.
+
+    A check's message (an ``AssertionError``, or pytest's ``Failed`` of ``pytest.fail``) either carries a
+    diagnosis (:data:`ISOLATED` / :data:`NOT_ISOLATED`, :meth:`Diagnosis.text`) or states one measured finding. A
+    finding that offers alternatives ("A or B") or a guess ("...?") names causes nobody isolated: the check should
+    have a cause table instead. Returns about 120 characters around the first such word; None for a message with a
+    diagnosis, a single finding, or an exception raised by the code under test (any other type: quoted as it is,
+    not the check's words). The rule is a heuristic over English text; quoted values and "(declared: ...)" notes
+    are left out of it."""
+    if not message.startswith(("AssertionError", "Failed")):
+        return None
+    if ISOLATED in message or NOT_ISOLATED in message:
+        return None
+    words = _QUOTED.sub("", message)
+    m = _GUESS.search(words)
+    return words[max(0, m.start() - 80) : m.end() + 40] if m else None

@@ -8,7 +8,6 @@ under test (not an ``AssertionError`` of a check) are quoted as they are and are
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import pytest
@@ -18,21 +17,7 @@ from gru4rec_conformance.reports.results import iter_run_dirs, load_run
 
 VERDICTS = Path(__file__).resolve().parents[2] / "reports" / "verdicts"
 FAILED = ("failed", "xfail", "error")
-#: A guessed cause, or alternatives offered as the cause ("is ignored or the distribution is wrong").
-GUESS = re.compile(r"\?|\bor\b")
-
-
-def unisolated_guess(reason: str) -> str | None:
-    """The part of a check's ``AssertionError`` message that offers alternatives or a guess as its cause, or None
-    when the message carries a diagnosis, states a single finding, or is not a check's own assertion."""
-    if not reason.startswith("AssertionError"):
-        return None
-    if diagnosis.ISOLATED in reason or diagnosis.NOT_ISOLATED in reason:
-        return None
-    # quoted values (parameters, ids, exception texts of the code under test) are data, not the check's words
-    words = re.sub(r"'[^']*'|\"[^\"]*\"|\([^()]*\bdeclared\b[^()]*\)", "", reason)
-    m = GUESS.search(words)
-    return words[max(0, m.start() - 80) : m.end() + 40] if m else None
+unisolated_guess = diagnosis.unisolated_guess
 
 
 def test_the_rule_reads_guesses_and_leaves_findings():
@@ -42,6 +27,8 @@ def test_the_rule_reads_guesses_and_leaves_findings():
     assert unisolated_guess("AssertionError: 0.000 of the embedding output is zero, expected 0.25") is None
     assert unisolated_guess("RuntimeError: is it a tensor or a list?") is None
     assert unisolated_guess("AssertionError: layers={'a or b': 1} gives the same scores") is None
+    assert unisolated_guess("Failed: hard-coded or silently ignored")
+    assert unisolated_guess("AssertionError: a deviation of the batching (declared: per-example or shared)") is None
 
 
 @pytest.mark.skipif(not VERDICTS.is_dir(), reason="no committed verdicts in this checkout (reports/verdicts)")

@@ -13,6 +13,7 @@ from __future__ import annotations
 import meta_matrix
 import pytest
 
+from gru4rec_conformance.conformance._harness import diagnosis
 from gru4rec_conformance.implementations.base import GRU4REC_KINDS
 from gru4rec_conformance.implementations.mutants import mutant_classes
 
@@ -69,7 +70,8 @@ def test_reference_fails_no_check(default_run):
 
 @pytest.mark.parametrize("mutant", CPU_MUTANTS, ids=[m.name for m in CPU_MUTANTS])
 def test_mutant_caught_by_its_checks(default_run, mutant):
-    """The mutant fails every check that claims it and no check outside its declaration."""
+    """The mutant fails every check that claims it and no check outside its declaration; a catch whose check has a
+    cause table fails through its diagnosis, and no catch's message names a cause no probe isolated."""
     recs = default_run.records.get(mutant.name, [])
     assert recs, f"no results for {mutant.name}:\n{default_run.output_tail}"
     v = meta_matrix.verdicts(recs)
@@ -92,6 +94,15 @@ def test_mutant_caught_by_its_checks(default_run, mutant):
         and meta_matrix.diagnosis_class(str(r.get("reason") or "")) == meta_matrix.FINDING
     ]
     assert not bare, f"{mutant.name}: failures of checks with a cause table that bypass the diagnosis: {bare}"
+    # and no catch's message offers a cause its probes did not isolate (alternatives, a guess)
+    guesses = [
+        f"{r['nodeid']}: …{guess}…"
+        for r in recs
+        if (r.get("check") or {}).get("id") in mutant.caught_by
+        and r["outcome"] in meta_matrix.FAIL_OUTCOMES
+        and (guess := diagnosis.unisolated_guess(str(r.get("reason") or "")))
+    ]
+    assert not guesses, f"{mutant.name}: messages that name a cause no probe isolated: {guesses}"
 
 
 #: The metric meta-test's checks and data: the fast-set cross-entropy MC-1..3 (one set of fits serves all three) on
