@@ -16,6 +16,7 @@ from typing import Any
 from gru4rec_conformance import CHECKOUT_ROOT, __version__
 from gru4rec_conformance.conformance._records.verdict import _subset_args
 from gru4rec_conformance.datasets import study
+from gru4rec_conformance.reports import reference_fingerprint
 from gru4rec_conformance.reports.results import RunData
 
 __all__ = [
@@ -86,9 +87,23 @@ def _changed_files(sha: str, root: str, paths: tuple[str, ...] = CHECK_PATHS) ->
 
 def changed_files(sha: str, root: str, paths: tuple[str, ...] = CHECK_PATHS) -> tuple[tuple[str, str], ...] | None:
     """``(status, path)`` of the files under ``paths`` that differ between commit ``sha`` and ``HEAD`` at
-    ``root`` (cached; None when git cannot tell). The harness's ``--refresh`` decides with it which earlier
-    results still stand (``conformance/_harness/refresh.py``)."""
-    return _changed_files(sha, root, paths)
+    ``root`` (cached; None when git cannot tell), less the reference's files when its outputs are the same
+    (:func:`_without_same_reference`). The harness's ``--refresh`` decides with it which earlier results still
+    stand (``conformance/_harness/refresh.py``)."""
+    return _without_same_reference(sha, root, _changed_files(sha, root, paths))
+
+
+def _without_same_reference(
+    sha: str, root: str | Path, files: tuple[tuple[str, str], ...] | None
+) -> tuple[tuple[str, str], ...] | None:
+    """``files`` without those under ``reference/gru4rec/`` when the reference at ``sha`` computes the same bits
+    as at HEAD (``reports/reference_fingerprint.py``: a speed change recorded in the fingerprint ledger)."""
+    tree = reference_fingerprint.TREE + "/"
+    if not files or not any(p.startswith(tree) for _, p in files):
+        return files
+    if not reference_fingerprint.same_outputs(sha, Path(root)):
+        return files
+    return tuple((st, p) for st, p in files if not p.startswith(tree))
 
 
 def is_check_module(path: str) -> bool:
@@ -226,7 +241,7 @@ def suite_currency(run: RunData, root: Path | None = CHECKOUT_ROOT) -> tuple[boo
     string = str(suite.get("string") or "?")
     sha = str(suite.get("git_sha") or "")
     if sha and root is not None and (Path(root) / ".git").exists():
-        files = _changed_files(sha, str(root), paths)
+        files = _without_same_reference(sha, root, _changed_files(sha, str(root), paths))
         if files is not None:
             counted = _counted_changes(run, files, root)
             if not counted:
