@@ -72,6 +72,12 @@ CASES: dict[str, dict[str, Any]] = {
     "bprmax-static": dict(loss="bpr-max", step_impl="static", momentum=0.1),
 }
 LOSSES = ("cross-entropy", "bpr-max", "top1", "top1-max", "bpr")
+#: Two fits at the study's sizes of the sample (n_sample 2048) on a 3,000-item catalogue, one epoch each, so that
+#: code paths that depend on the size of a tensor are reached too.
+LARGE: dict[str, dict[str, Any]] = {
+    "large-xe": dict(layers=[64], batch_size=32, n_sample=2048, n_epochs=1, loss="cross-entropy", logq=1.0),
+    "large-bprmax": dict(layers=[48], batch_size=48, n_sample=2048, n_epochs=1, loss="bpr-max", momentum=0.1),
+}
 
 
 def _sessions(seed: int, n_sessions: int, n_items: int) -> Any:
@@ -92,9 +98,10 @@ def compute() -> str:
     """The fingerprint (hex SHA-256) of the reference in this process's ``gru4rec_conformance.reference``.
 
     Bytes hashed, in order: for each case of :data:`CASES`, its name, the fitted weights (float32, sorted by
-    name), the epoch losses, the scores of four prefixes and the evaluation metrics in the three tie modes; then,
-    for each loss, the oracle loss value and gradient on a fixed 6 × 10 score matrix. Deterministic on one machine
-    and torch version (one thread, fixed seeds); a few seconds."""
+    name), the epoch losses, the scores of four prefixes and the evaluation metrics in the three tie modes; the
+    weights and epoch losses of the two fits of :data:`LARGE`; then, for each loss, the oracle loss value and
+    gradient on a fixed 6 × 10 score matrix. Deterministic on one machine and torch version (one thread, fixed
+    seeds); about 10 s of CPU. Code paths that only larger tensors reach than these are not covered."""
     import numpy as np
     import torch
 
@@ -129,6 +136,15 @@ def compute() -> str:
             for mode in ("conservative", "standard", "median"):
                 metrics = gru.evaluate(test, cutoffs=(1, 5, 10), mode=mode)
                 add(np.asarray([metrics[k] for k in sorted(metrics)], dtype=np.float64))
+        large = _sessions(13, 1500, 3000)
+        for name, hp in LARGE.items():
+            gru = GRU4Rec(seed=3, **hp)
+            rep = gru.fit(large)
+            h.update(name.encode())
+            for key, w in sorted(gru.get_weights().items()):
+                h.update(key.encode())
+                add(w)
+            add(np.asarray(rep.epoch_losses, dtype=np.float64))
         R = np.random.default_rng(5).normal(0.0, 2.0, size=(6, 10))
         for loss in LOSSES:
             value, grad = loss_on_scores(R.copy(), loss)
