@@ -156,7 +156,8 @@ def compute() -> str:
 
 
 def machine() -> str:
-    """What the fingerprint depends on besides the code: CPU model, architecture, torch version."""
+    """What the fingerprint depends on besides the code: CPU model, architecture and the vector instruction set
+    torch dispatches to, torch version."""
     import torch
 
     model = ""
@@ -167,7 +168,9 @@ def machine() -> str:
                 break
     except OSError:
         pass
-    return f"{model or platform.processor() or '?'} ({platform.machine()}), torch {torch.__version__}"
+    # the vector instruction set ATen dispatches its kernels to decides how they round (AVX512, AVX2, ...)
+    isa = torch.backends.cpu.get_cpu_capability()
+    return f"{model or platform.processor() or '?'} ({platform.machine()}, {isa}), torch {torch.__version__}"
 
 
 def _git(root: Path, *args: str) -> str | None:
