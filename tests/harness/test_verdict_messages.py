@@ -1,5 +1,6 @@
-"""No current committed verdict's check message names a cause its probes did not isolate (issue 33's rule, read off the
-records themselves, so that a message written before a check got its cause table is found too).
+"""No current committed verdict's check message names a cause its probes did not isolate (the rule of
+docs/checks.md, read off the records themselves, so that a message written before a check got its cause table is
+found too).
 
 A failed check's message either carries a diagnosis (``isolated: …`` or ``cause not isolated; candidates: …``,
 conformance/_harness/diagnosis.py) or states one measured finding. A finding that offers alternatives ("A or B"),
