@@ -221,9 +221,9 @@ def fail(summary: str, causes: Sequence[Cause], details: str = "") -> None:
 
 #: A guessed cause ("...?") or alternatives offered as the cause ("is ignored or the distribution is wrong").
 _GUESS = re.compile(r"\?|\bor\b")
-#: Quoted values (parameters, ids, an exception text of the code under test) and declared-capability notes are
-#: data, not the check's words.
-_QUOTED = re.compile(r"'[^']*'|\"[^\"]*\"|\([^()]*\bdeclared\b[^()]*\)")
+#: Quoted values (parameters, ids, an exception text of the code under test), declared-capability notes and the
+#: examples given for an isolated finding ("(e.g. A or B)") are not causes the check names.
+_QUOTED = re.compile(r"'[^']*'|\"[^\"]*\"|\([^()]*\bdeclared\b[^()]*\)|\(e\.g\. [^()]*\)")
 
 
 def unisolated_guess(message: str) -> str | None:
@@ -234,8 +234,8 @@ def unisolated_guess(message: str) -> str | None:
     finding that offers alternatives ("A or B") or a guess ("...?") names causes nobody isolated: the check should
     have a cause table instead. Returns about 120 characters around the first such word; None for a message with a
     diagnosis, a single finding, or an exception raised by the code under test (any other type: quoted as it is,
-    not the check's words). The rule is a heuristic over English text; quoted values and "(declared: ...)" notes
-    are left out of it."""
+    not the check's words). The rule is a heuristic over English text; quoted values, "(declared: ...)" notes and
+    "(e.g. ...)" examples of an isolated finding are left out of it."""
     if not message.startswith(("AssertionError", "Failed")):
         return None
     if ISOLATED in message or NOT_ISOLATED in message:
