@@ -64,6 +64,7 @@ LEFT_OUT = {
     "mutant:stale_train_mask": "iterator's reset masks only; the step gets its hidden state",
     "mutant:n_sample_clamped": "sampler only (n_sample capped at 1024); the step is given its samples",
     "mutant:bpr_value_without_diagonal": "'bpr' loss only; no golden case uses it",
+    "mutant:bpr_value_doubled": "'bpr' loss value only (not its gradient); no golden case uses it",
     "mutant:bprmax_no_log_eps": "the 1e-24 only matters once Σ s·σ underflows; it is lost in float32 here",
     "mutant:sample_alpha_ignored": "sampler weights only; the samples are given",
     "mutant:dropout_keep_prob": "draws masks only when none are given; the golden step injects the port's",
