@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from gru4rec_conformance.conformance._harness import diagnosis
 from gru4rec_conformance.conformance.gru4rec._common import build
 from gru4rec_conformance.implementations.base import Unsupported
 
@@ -300,8 +301,54 @@ def _to_reference(weights: dict, perm: np.ndarray, n_items: int) -> dict:
     return out
 
 
+#: OP-5's causes of an update that is not Adagrad's alone (meta-tests match them).
+OP5_CLIPPING = "the gradients are clipped to a maximum norm"
+OP5_DECAY = "weight decay: the update pulls every weight toward zero"
+OP5_RANDOM = "a random term in the update (e.g. gradient noise)"
+#: Share of the deviating entries that must show a signature for the probe to confirm its cause; at or below
+#: OP5_NO_SIGNATURE the signature is absent (a share near 1/2 is what an unrelated perturbation gives).
+OP5_SIGNATURE, OP5_NO_SIGNATURE = 0.95, 0.6
+OP5_TABLE = (
+    diagnosis.Candidate(
+        OP5_CLIPPING,
+        "which runs deviate and how: confirmed when the run with gradient norms below 1 matches the reference and, "
+        "in the run with norms far above 1, the first deviating step is the reference's step rescaled (>= 95% of "
+        "the deviating entries made larger, or >= 95% smaller); ruled out when at most 60% are; optimizer_info's "
+        "grad_clip, when declared and on, confirms it",
+    ),
+    diagnosis.Candidate(
+        OP5_DECAY,
+        "at the first deviating step, confirmed when >= 95% of the deviating entries end closer to zero than the "
+        "reference's (the sign of the weight decides the direction of the deviation), ruled out when at most 60% "
+        "do; optimizer_info's weight_decay, when declared and on, confirms it",
+    ),
+    diagnosis.Candidate(
+        OP5_RANDOM,
+        "the same weights and batches on a model built with another seed (no dropout, no sampled negatives: the "
+        "reference's update draws nothing): confirmed when its weights differ from the first model's by more than "
+        "the tolerance, not decided when they agree (a term seeded apart from the build seed stays possible); "
+        "optimizer_info's gradient_noise, when declared and on, confirms it",
+    ),
+)
+
+
+def _flat_ref(weights: dict) -> np.ndarray:
+    """Weights in the reference's order as one float64 vector (sorted names, C order)."""
+    return np.concatenate([np.asarray(weights[k], dtype=np.float64).ravel() for k in sorted(weights)])
+
+
+def _deviating(got: np.ndarray, want: np.ndarray) -> np.ndarray:
+    """Mask of the entries outside OP-5's tolerance."""
+    return np.abs(got - want) - WHOLE_UPDATE_RTOL * np.abs(want) > WHOLE_UPDATE_ATOL
+
+
+def _share(mask: np.ndarray) -> float:
+    return float(mask.mean()) if mask.size else float("nan")
+
+
 @pytest.mark.check("OP-5", kind="K5")
 @pytest.mark.hook("get_weights", "set_weights", "train_step")
+@diagnosis.causes(*OP5_TABLE)
 def test_op5_whole_update_matches_reference(impl, d_lag1, record_metric):
     """Several updates from given weights give the reference's weights after every step (no clipping, decay, noise).
 
@@ -311,7 +358,11 @@ def test_op5_whole_update_matches_reference(impl, d_lag1, record_metric):
     norms < 1) and once from them ×10 (norms ≫ 1, changing per step, where a clipped norm shows through
     Adagrad's normalisation). After every step each weight entry must equal the reference's within 1e-6 +
     1e-5·|θ|. ``optimizer_info`` (when declared): ``grad_clip``, ``weight_decay`` and ``lr_schedule`` must be
-    off. Inconclusive (skip) when the weights do not map onto the reference's (names, shapes, gate layout)."""
+    off. Inconclusive (skip) when the weights do not map onto the reference's (names, shapes, gate layout).
+
+    Diagnosis (:data:`OP5_TABLE`): which runs deviate, and at the first deviating step whether the deviation
+    rescales the reference's step (clipping), pulls the weights toward zero (decay) or changes with the build
+    seed (a random term)."""
     from gru4rec_conformance.implementations.reference import ReferenceAdapter
 
     eta = 0.05
@@ -319,15 +370,17 @@ def test_op5_whole_update_matches_reference(impl, d_lag1, record_metric):
     opt = dict(dropout_p_embed=0.0, dropout_p_hidden=0.0, momentum=0.0, **{"optimizer": "adagrad"})
     seed = impl.seeds[0]
     problems: list[str] = []
+    info_on: dict = {}
     if impl.supports("hook:optimizer_info"):
         m = build(impl, hp, opt, seed=seed)
         m.fit(d_lag1.train, n_epochs=0)
         info = dict(m.optimizer_info())
-        on = {
+        info_on = {
             k: info.get(k)
             for k in ("grad_clip", "weight_decay", "gradient_noise")
             if info.get(k) not in (None, 0, 0.0, False, "none", "None")
         }
+        on = dict(info_on)
         if info.get("lr_schedule") not in (None, "constant", "none"):
             on["lr_schedule"] = info["lr_schedule"]
         record_metric("optimizer_info fields switched on at the defaults", len(on), reference=0, **{"read": str(info)})
@@ -337,6 +390,8 @@ def test_op5_whole_update_matches_reference(impl, d_lag1, record_metric):
     succ = d_lag1.meta["successor"]
     batches = [[cycle[(2 * k + 3 * j) % len(cycle)] for k in range(8)] for j in range(WHOLE_UPDATE_STEPS)]
     worst = 0.0
+    # per run: the first deviating step (None: every step matched) with the weights around it, for the probes
+    runs: dict[str, dict] = {}
     for label, factor in WHOLE_UPDATE_RUNS:
         model = build(impl, hp, opt, seed=seed)
         model.fit(d_lag1.train, n_epochs=0)
@@ -359,6 +414,8 @@ def test_op5_whole_update_matches_reference(impl, d_lag1, record_metric):
             )
         model.set_weights({k: v.astype(np.float32) for k, v in w0.items()})
         ref.set_weights({k: v.astype(np.float32) for k, v in mapped.items()})
+        run: dict = {"w0": w0, "step": None, "trajectory": [], "items": np.asarray(model.item_ids()), "perm": perm}
+        before_got = before_want = _flat_ref({k: v.astype(np.float32) for k, v in mapped.items()})
         for j, b in enumerate(batches):
             x, t = np.array(b), np.array([succ[i] for i in b])
             model.train_step(x, t)
@@ -367,6 +424,7 @@ def test_op5_whole_update_matches_reference(impl, d_lag1, record_metric):
                 {k: np.asarray(v, dtype=np.float64) for k, v in model.get_weights().items()}, perm, len(perm)
             )
             want = {k: np.asarray(v, dtype=np.float64) for k, v in ref.get_weights().items()}
+            run["trajectory"].append(_flat_ref(got))
             for k in sorted(want):
                 err = np.abs(got[k] - want[k]) - WHOLE_UPDATE_RTOL * np.abs(want[k])
                 worst = max(worst, float(np.max(np.abs(got[k] - want[k]))))
@@ -378,12 +436,88 @@ def test_op5_whole_update_matches_reference(impl, d_lag1, record_metric):
                         f"{got[k].ravel()[i]:.7g} vs {want[k].ravel()[i]:.7g})"
                     )
                     break
-            if problems and problems[-1].startswith(label):
+            if run["step"] is None and problems and problems[-1].startswith(label):
+                run.update(step=j, before_got=before_got, before_want=before_want, got=_flat_ref(got),
+                           want=_flat_ref(want))  # fmt: skip
                 break
+            before_got, before_want = _flat_ref(got), _flat_ref(want)
+        runs[label] = run
         ref.close()
     record_metric("max |θ − θ_ref| over the steps", worst, reference=0.0, tolerance=WHOLE_UPDATE_ATOL)
-    assert not problems, "; ".join(problems) + (
-        " (implementation's value vs the reference's): the update is not Adagrad's alone — only the large-norm "
-        "run failing points at gradient-norm clipping; both runs at weight decay, gradient noise or another "
-        "transform of the gradient"
+    if not problems:
+        return
+    (small, small_run), (large, large_run) = runs.items()
+    failing = [(label, r) for label, r in runs.items() if r["step"] is not None]
+
+    def at_first_deviation(label: str, r: dict) -> tuple[np.ndarray, str]:
+        """The deviating entries of the run's first deviating step and where that is."""
+        return _deviating(r["got"], r["want"]), f"{label}, step {r['step'] + 1}"
+
+    def clipping() -> diagnosis.Finding:
+        if "grad_clip" in info_on:
+            return diagnosis.confirmed(f"optimizer_info reports grad_clip = {info_on['grad_clip']!r}")
+        if large_run["step"] is None:
+            return diagnosis.ruled_out(f"the {large} match the reference at every step")
+        dev, where = at_first_deviation(large, large_run)
+        step_ref = (large_run["want"] - large_run["before_want"])[dev]
+        step_got = (large_run["got"] - large_run["before_got"])[dev]
+        live = step_ref != 0
+        larger = _share(np.abs(step_got[live]) > np.abs(step_ref[live]))
+        rescaled = max(larger, 1.0 - larger)
+        evidence = (
+            f"{where}: {larger:.0%} of {int(live.sum())} deviating entries took a larger step than the reference's, "
+            f"{1 - larger:.0%} a smaller one; the {small} "
+            + ("match at every step" if small_run["step"] is None else f"deviate from step {small_run['step'] + 1}")
+        )
+        if not rescaled > OP5_NO_SIGNATURE:
+            return diagnosis.ruled_out(evidence)
+        return diagnosis.decide(True if rescaled >= OP5_SIGNATURE and small_run["step"] is None else None, evidence)
+
+    def decay() -> diagnosis.Finding:
+        if "weight_decay" in info_on:
+            return diagnosis.confirmed(f"optimizer_info reports weight_decay = {info_on['weight_decay']!r}")
+        if not failing:
+            return diagnosis.undecided("no run deviates from the reference")
+        label, r = failing[0]
+        dev, where = at_first_deviation(label, r)
+        w = r["before_want"][dev]
+        live = w != 0
+        toward = _share(np.abs(r["got"][dev][live]) < np.abs(r["want"][dev][live]))
+        evidence = (
+            f"{where}: {toward:.0%} of {int(live.sum())} deviating entries end closer to zero than the reference's"
+        )
+        if toward >= OP5_SIGNATURE:
+            return diagnosis.confirmed(evidence)
+        return diagnosis.decide(False if toward <= OP5_NO_SIGNATURE else None, evidence)
+
+    def random_term() -> diagnosis.Finding:
+        if "gradient_noise" in info_on:
+            return diagnosis.confirmed(f"optimizer_info reports gradient_noise = {info_on['gradient_noise']!r}")
+        if not failing:
+            return diagnosis.undecided("no run deviates from the reference")
+        label, r = failing[0]
+        other = next((s for s in impl.seeds if s != seed), seed + 1)
+        model = build(impl, hp, opt, seed=other)
+        model.fit(d_lag1.train, n_epochs=0)
+        if not np.array_equal(np.asarray(model.item_ids()), r["items"]):
+            return diagnosis.undecided(f"the model built with seed {other} orders the items another way")
+        perm = r["perm"]
+        model.set_weights({k: v.astype(np.float32) for k, v in r["w0"].items()})
+        for j, b in enumerate(batches[: r["step"] + 1]):
+            model.train_step(np.array(b), np.array([succ[i] for i in b]))
+            got = _flat_ref(_to_reference(
+                {k: np.asarray(v, dtype=np.float64) for k, v in model.get_weights().items()}, perm, len(perm)
+            ))  # fmt: skip
+            n = int(_deviating(got, r["trajectory"][j]).sum())
+            if n:
+                return diagnosis.confirmed(
+                    f"{label}: with seed {other} instead of {seed}, {n} entries differ after step {j + 1}"
+                )
+        return diagnosis.undecided(
+            f"{label}: seeds {seed} and {other} give the same weights up to step {r['step'] + 1}"
+        )
+
+    diagnosis.fail(
+        "; ".join(problems) + " (implementation's value vs the reference's): the update is not Adagrad's alone",
+        [OP5_TABLE[0].cause(clipping), OP5_TABLE[1].cause(decay), OP5_TABLE[2].cause(random_term)],
     )

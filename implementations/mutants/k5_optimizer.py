@@ -187,15 +187,23 @@ class WeightDecay(MutantAdapter):
 @mutant("mutant:gradient_noise", defect="BS-5", kind="K5", caught_by=("OP-5",))
 class GradientNoise(MutantAdapter):
     """Annealed Gaussian noise is added to every gradient (Neelakantan et al.: variance 1e-4/(1 + t)^0.55 at
-    update t, seeded), which GRU4Rec does not do (blind spot BS-5)."""
+    update t), which GRU4Rec does not do (blind spot BS-5). The noise is drawn from a generator seeded by the
+    model's ``seed``, as a framework's seeded global generator would be: the same seed repeats a run."""
 
     @classmethod
     def gru_overrides(cls):
         import torch
 
         def noise(opt, name, grad, param, norm):
-            gen = opt.__dict__.setdefault("_noise_gen", torch.Generator(device=grad.device).manual_seed(7))
+            gen = opt.__dict__.setdefault("_noise_gen", torch.Generator(device=grad.device).manual_seed(opt.noise_seed))
             sigma = (1e-4 / (1 + opt.n_updates) ** 0.55) ** 0.5
             return grad + sigma * torch.randn(grad.shape, generator=gen, device=grad.device, dtype=grad.dtype)
 
-        return {"optimizer_class": _transformed_grads_optimizer(noise)}
+        base = _transformed_grads_optimizer(noise)
+
+        def optimizer_class(gru):
+            """The optimizer class with the model's seed for its noise (the GRU builds it as
+            ``self.optimizer_class(params, learning_rate, momentum)``)."""
+            return type("NoisyAdagrad", (base,), {"noise_seed": int(gru._hp["seed"]) + 7})
+
+        return {"optimizer_class": property(optimizer_class)}

@@ -1,13 +1,14 @@
 """The failure messages name the cause a probe isolated (conformance/_harness/diagnosis.py), and sibling mutants
 whose symptoms resemble each other are told apart by their messages; the reference fails none of these checks.
 
-One inner conformance run (SR-1, SR-2, EV-1, SO-1, SC-1, LF-1, LF-6, SO-3) on the reference and on pairs of look-alike mutants: a
+One inner conformance run (SR-1, SR-2, EV-1, SO-1, SC-1, LF-1, LF-6, SO-3, OP-5) on the reference and on pairs of look-alike mutants: a
 state leak vs an evaluator that masks the session's items vs one that removes the input item; an ignored tie mode
 vs a `rank < N` cutoff; an evaluation loop that stops early (only the event count differs) vs a state leak; fresh per-example negatives vs a softmax over the whole catalogue; full-catalogue scoring
 (through train_step, black-box through fit, and through fit where train_step refuses the probe's lanes) vs a dense
 update of the whole item table; a loss value offset by a constant vs one scaled by a constant (the gradient right in
 both); an ignored bpreg; draws that ignore sample_alpha (another exponent of the support, not another
-distribution)."""
+distribution); three updates that are not Adagrad's alone (gradient-norm clipping vs weight decay vs gradient
+noise)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ import pytest
 from gru4rec_conformance.conformance.gru4rec import _probes as P
 from gru4rec_conformance.conformance.gru4rec import test_k2_loss_formula as K2
 from gru4rec_conformance.conformance.gru4rec import test_k3_sampling_order as K3
+from gru4rec_conformance.conformance.gru4rec import test_k5_optimizer as K5
 from gru4rec_conformance.conformance.gru4rec.test_k3_sampling_order import SO1_FRESH_NEGATIVES, SO1_NORMALISED
 from gru4rec_conformance.conformance.gru4rec.test_k8_evaluation import EV1_EVENTS
 from gru4rec_conformance.conformance.gru4rec.test_k9_scalability import (
@@ -61,8 +63,13 @@ EXPECTED: dict[str, dict[str, tuple[tuple[str, ...], tuple[str, ...]]]] = {
     "mutant:bpreg_ignored": {"LF-6": ((K2.LF6_IGNORED,), (K2.LF6_WEIGHT, K2.LF6_FORM))},
     # uniform draws whatever sample_alpha asks: the fitted exponent is 0 in both failing cases
     "mutant:sample_alpha_ignored": {"SO-3": ((K3.SO3_EXPONENT,), (K3.SO3_NOT_A_POWER,))},
+    # the update is not Adagrad's alone: only large norms rescaled (clipping), every weight pulled toward zero
+    # (decay), a draw that changes with the build seed (noise)
+    "mutant:grad_norm_clipping": {"OP-5": ((K5.OP5_CLIPPING,), (K5.OP5_DECAY, K5.OP5_RANDOM))},
+    "mutant:weight_decay": {"OP-5": ((K5.OP5_DECAY,), (K5.OP5_CLIPPING, K5.OP5_RANDOM))},
+    "mutant:gradient_noise": {"OP-5": ((K5.OP5_RANDOM,), (K5.OP5_CLIPPING, K5.OP5_DECAY))},
 }
-CHECKS = ("SR-1", "SR-2", "EV-1", "SO-1", "SC-1", "LF-1", "LF-6", "SO-3")
+CHECKS = ("SR-1", "SR-2", "EV-1", "SO-1", "SC-1", "LF-1", "LF-6", "SO-3", "OP-5")
 
 
 @pytest.fixture(scope="module")
