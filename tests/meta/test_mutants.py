@@ -72,11 +72,159 @@ def test_reference_fails_no_check(default_run):
 #: (each is open work: editing a check module makes every verdict that ran it stale, so it waits for a refresh round).
 KNOWN_GUESSES: dict[str, str] = {}
 
+#: What each catch's message must say: mutant → {check id: text every failing record of that check contains (a
+#: tuple: one of them)}. For a check with a cause table, the isolated cause ("isolated: ..."); for a check whose
+#: message states one finding, that finding; for a "cause not isolated" message, the mutant's own candidate. A
+#: catch missing here fails test_every_catch_states_its_expected_message: a new mutant states what it must read.
+MESSAGES: dict[str, dict[str, str | tuple[str, ...]]] = {
+    "mutant:adagrad_initial_accumulator": {
+        "OP-1": "the first steps are smaller than η; cause not isolated; candidates: a large initial Adagrad accumulator",
+        "OP-2": "steps of equal size",
+    },
+    "mutant:adam": {"OP-2": "steps of equal size; cause not isolated; candidates: an Adam-like optimizer"},
+    "mutant:batch_size_capped_at_catalogue": {"HP-1": "isolated: the hyperparameter is silently capped or clamped"},
+    "mutant:batch_size_hardcoded": {"HP-3": ("isolated: the batch size is ignored", "isolated: the value is ignored")},
+    "mutant:bpr_value_doubled": {"LF-1": "isolated: the value is normalised differently from its gradient"},
+    "mutant:bpr_value_without_diagonal": {"LF-1": "isolated: the value is offset by a constant"},
+    "mutant:bpreg_ignored": {
+        "HP-1": "isolated: the hyperparameter is ignored",
+        "LF-1": "isolated: the loss equation differs from the reference's",
+        "LF-6": "isolated: bpreg is ignored",
+    },
+    "mutant:bprmax_matrix_mean": {
+        "LF-1": "isolated: the loss equation differs from the reference's",
+        "LF-2": "the loss couples lanes",
+    },
+    "mutant:bprmax_no_log_eps": {"LF-4": "non-finite gradient entries"},
+    "mutant:bprmax_softmax_with_target": {
+        "LF-1": "isolated: the loss equation differs from the reference's",
+        "LF-3": "candidates: the negative-softmax weights depend on the target score",
+    },
+    "mutant:declared_loss_crashes": {"RN-1": "fit raised NameError"},
+    "mutant:dense_item_table_update": {"SC-1": "isolated: the step's gradient or optimizer update is dense"},
+    "mutant:dropout_keep_prob": {
+        "DO-1": "TrainingDivergedError",
+        "DO-2": "TrainingDivergedError",
+        "DO-3": "non-finite outputs",
+    },
+    "mutant:embedding_size_tied_to_hidden": {"RN-1": "inconsistent input_size"},
+    "mutant:epoch_ends_early": {
+        "EB-1": "transitions trained, expected",
+        "EB-2": "transitions trained per epoch",
+        "EB-4": "steps per epoch, expected",
+    },
+    "mutant:epochs_off_by_one": {"EB-3": "epochs, expected 3"},
+    "mutant:eval_batch_dependent": {"EV-4": "metrics depend on the evaluation batch size"},
+    "mutant:eval_drops_tail": {"EV-3": "candidates: the evaluation loop stops early"},
+    "mutant:eval_masks_session": dict.fromkeys(
+        ("EV-1", "SR-1", "SR-2"), "isolated: the own inference loop masks the session's future items"
+    ),
+    "mutant:eval_optimistic_ties": {"EV-1": "isolated: the own evaluator does not apply the declared tie mode"},
+    "mutant:eval_removes_input_item": dict.fromkeys(
+        ("EV-1", "SR-1", "SR-2"), "isolated: the own inference loop removes items already seen"
+    ),
+    "mutant:fresh_per_example_negatives": {"SO-1": "isolated: fresh negatives are drawn on every train_step"},
+    "mutant:full_catalogue_scoring": {
+        "SC-1": "isolated: all items are scored every step",
+        "SC-2": "the step scores the whole catalogue",
+    },
+    "mutant:full_catalogue_scoring_blackbox": {
+        "SC-1": "isolated: all items are scored every step",
+        "SC-2": "the step scores the whole catalogue",
+    },
+    "mutant:full_catalogue_scoring_default_sizes": {"SC-1": "isolated: all items are scored every step"},
+    "mutant:full_catalogue_scoring_fixed_width": {"SC-1": "isolated: all items are scored every step"},
+    "mutant:grad_norm_clipping": {"OP-5": "isolated: the gradients are clipped to a maximum norm"},
+    "mutant:gradient_noise": {"OP-5": "isolated: a random term in the update"},
+    "mutant:hidden_size_hardcoded": {
+        "HP-1": "isolated: the hyperparameter is ignored",
+        "HP-2": "no GRU weight with a dimension",
+    },
+    "mutant:item_map_misaligned": {"EV-5": "candidates: the score columns do not follow item_ids()"},
+    "mutant:lanes_by_session_id": {"EB-6": "sessions are not ordered by their first event's time"},
+    "mutant:lr_decay": {"OP-3": "the traced learning rate changes during training"},
+    "mutant:momentum_ignored": {
+        "HP-1": "isolated: the hyperparameter is ignored",
+        "OP-4": "momentum has no effect on the first two steps",
+    },
+    "mutant:n_sample_clamped": {
+        "HP-1": "isolated: the hyperparameter is silently capped or clamped",
+        "HP-2": "isolated: the value is silently capped",
+    },
+    "mutant:no_eval_reset": {
+        "EV-4": "metrics depend on the evaluation batch size",
+        "SR-1": "isolated: hidden state leaks across sessions",
+        "SR-2": "isolated: hidden state leaks across sessions",
+    },
+    "mutant:no_eval_reset_id_order": dict.fromkeys(("SR-1", "SR-2"), "isolated: hidden state leaks across sessions"),
+    "mutant:no_hidden_dropout_single_layer": {
+        "DO-2": "Recall@1 unchanged",
+        "DO-3": "of layer 0's output is zero",
+        "HP-1": "isolated: the hyperparameter acts only in another configuration",
+    },
+    "mutant:padded_batches": {
+        "EB-4": "finished lanes are not refilled",
+        "HP-3": "isolated: the batch size acts, but finished lanes are not refilled",
+    },
+    "mutant:per_row_negatives": {"SO-2": "negatives are drawn per row, not shared by the minibatch"},
+    "mutant:recall_cutoff_off_by_one": {"EV-1": "isolated: the own evaluator counts a hit at rank < N"},
+    "mutant:reset_every_step": {
+        "SR-3": "the prediction after the fillers does not depend on a_k at all",
+        "SR-5": "candidates: the state is reset",
+    },
+    "mutant:row_order_trusted": {"EB-5": "the row order is trusted"},
+    "mutant:sample_alpha_ignored": {
+        "HP-1": "isolated: the hyperparameter is ignored",
+        "SO-3": "isolated: the draws follow a power of the support with another exponent",
+    },
+    "mutant:score_all_then_sample": {
+        "LF-5": "candidates: a double softmax, scores normalised over the catalogue before sampling",
+        "SC-1": "isolated: all items are scored every step",
+        "SC-2": "the step scores the whole catalogue",
+        "SO-1": "isolated: the scores are normalised over the full catalogue before sampling",
+    },
+    "mutant:shared_dropout": {
+        "DO-3": "0.000 of the embedding output is zero",
+        "DO-4": "also zeroes",
+        "HP-1": "isolated: the hyperparameter is ignored",
+    },
+    "mutant:small_uniform_init": {"IN-1": "initialisation is not per-gate Glorot-uniform"},
+    "mutant:stale_train_mask": {
+        "SR-3": "candidates: state resets in part of the training steps",
+        "SR-4": "continue a session from a zero state (false reset)",
+    },
+    "mutant:undeclared_momentum_accepted": {
+        "HP-4": "silently accepted undeclared hyperparameter(s) ['momentum']",
+        "OP-4": "momentum has no effect on the first two steps",
+    },
+    "mutant:unknown_item_crash": {"EV-2": "evaluate() raised KeyError"},
+    "mutant:weight_decay": {"OP-5": "isolated: weight decay: the update pulls every weight toward zero"},
+    "mutant:xe_double_softmax": {
+        "LF-1": "isolated: the loss equation differs from the reference's",
+        "LF-5": "candidates: a double softmax",
+    },
+}
+
+
+def test_every_catch_states_its_expected_message():
+    """MESSAGES names, for every check each CPU mutant declares it fails, the text its message must carry (the
+    metric checks MC-* run in test_metric_checks_catch_their_mutants, which asserts their verdicts only)."""
+    missing = [
+        f"{m.name} {c}"
+        for m in CPU_MUTANTS
+        for c in m.caught_by
+        if not c.startswith("MC-") and c not in MESSAGES.get(m.name, {})
+    ]
+    extra = [f"{n} {c}" for n, checks in MESSAGES.items() for c in checks if n not in {m.name for m in CPU_MUTANTS}
+             or c not in next(m for m in CPU_MUTANTS if m.name == n).caught_by]  # fmt: skip
+    assert not missing and not extra, f"catches without an expected message: {missing}; entries no catch has: {extra}"
+
 
 @pytest.mark.parametrize("mutant", CPU_MUTANTS, ids=[m.name for m in CPU_MUTANTS])
 def test_mutant_caught_by_its_checks(default_run, mutant):
     """The mutant fails every check that claims it and no check outside its declaration; a catch whose check has a
-    cause table fails through its diagnosis, and no catch's message names a cause no probe isolated."""
+    cause table fails through its diagnosis, no catch's message names a cause no probe isolated, and each catch's
+    message carries the text MESSAGES expects of it (the isolated cause, or the finding the check states)."""
     recs = default_run.records.get(mutant.name, [])
     assert recs, f"no results for {mutant.name}:\n{default_run.output_tail}"
     v = meta_matrix.verdicts(recs)
@@ -108,6 +256,16 @@ def test_mutant_caught_by_its_checks(default_run, mutant):
         and (guess := diagnosis.unisolated_guess(str(r.get("reason") or "")))
     ]
     assert not guesses, f"{mutant.name}: messages that name a cause no probe isolated: {guesses}"
+    # and each catch's message says what this mutant's defect is (MESSAGES)
+    wrong = []
+    for cid, want in MESSAGES.get(mutant.name, {}).items():
+        texts = (want,) if isinstance(want, str) else want
+        for r in recs:
+            reason = str(r.get("reason") or "")
+            if (r.get("check") or {}).get("id") == cid and r["outcome"] in meta_matrix.FAIL_OUTCOMES:
+                if not any(t in reason for t in texts):
+                    wrong.append(f"{r['nodeid']}: expected {texts}, got: {reason[:400]}")
+    assert not wrong, f"{mutant.name}: messages that do not state the mutant's defect: {wrong}"
 
 
 #: The metric meta-test's checks and data: the fast-set cross-entropy MC-1..3 (one set of fits serves all three) on
