@@ -68,10 +68,6 @@ def test_reference_fails_no_check(default_run):
     assert not bad, f"the reference fails {len(bad)} check(s): {bad}"
 
 
-#: Checks whose message still offers unprobed candidates as a reading guide, with why they are not yet a cause table
-#: (each is open work: editing a check module makes every verdict that ran it stale, so it waits for a refresh round).
-KNOWN_GUESSES: dict[str, str] = {}
-
 #: What each catch's message must say: mutant → {check id: text every failing record of that check contains (a
 #: tuple: one of them)}. For a check with a cause table, the isolated cause ("isolated: ..."); for a check whose
 #: message states one finding, that finding; for a "cause not isolated" message, the mutant's own candidate. A
@@ -215,8 +211,8 @@ def test_every_catch_states_its_expected_message():
         for c in m.caught_by
         if not c.startswith("MC-") and c not in MESSAGES.get(m.name, {})
     ]
-    extra = [f"{n} {c}" for n, checks in MESSAGES.items() for c in checks if n not in {m.name for m in CPU_MUTANTS}
-             or c not in next(m for m in CPU_MUTANTS if m.name == n).caught_by]  # fmt: skip
+    declared = {m.name: set(m.caught_by) for m in CPU_MUTANTS}
+    extra = [f"{n} {c}" for n, checks in MESSAGES.items() for c in checks if c not in declared.get(n, ())]
     assert not missing and not extra, f"catches without an expected message: {missing}; entries no catch has: {extra}"
 
 
@@ -251,7 +247,7 @@ def test_mutant_caught_by_its_checks(default_run, mutant):
     guesses = [
         f"{r['nodeid']}: …{guess}…"
         for r in recs
-        if (r.get("check") or {}).get("id") in set(mutant.caught_by) - set(KNOWN_GUESSES)
+        if (r.get("check") or {}).get("id") in mutant.caught_by
         and r["outcome"] in meta_matrix.FAIL_OUTCOMES
         and (guess := diagnosis.unisolated_guess(str(r.get("reason") or "")))
     ]
